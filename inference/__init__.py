@@ -1,0 +1,1 @@
+"""latentzoo inference: tempered EM, incremental EM and Dirichlet-process Gibbs kernels."""

@@ -1,0 +1,1 @@
+"""latentzoo: latent-class models for dyadic and relational data (the models)."""

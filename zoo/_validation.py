@@ -1,0 +1,172 @@
+"""Input validation shared by every public entry point.
+
+Every check runs on NumPy / Python values *before* any JAX code, and raises ``ValueError``
+(or ``TypeError`` for a wrong kind of object) whose message starts with the argument's name, so
+a user sees ``counts: contains NaN`` rather than a traceback from inside a jitted kernel.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "as_index_array",
+    "check_int",
+    "check_real",
+    "check_fractions",
+    "check_choice",
+]
+
+
+def _is_jax_array(value: Any) -> bool:
+    return type(value).__module__.startswith(("jax", "jaxlib"))
+
+
+def as_float_array(
+    name: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    nonnegative: bool = False,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Return ``value`` as a finite float ``np.ndarray`` or raise naming ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : array_like
+        Values to check. Booleans and numbers are accepted; strings and objects are not.
+    ndim : int or tuple of int, optional
+        Allowed number(s) of dimensions.
+    nonnegative : bool
+        Reject negative entries.
+    allow_empty : bool
+        Accept arrays with zero elements.
+    """
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name}: expected an array of numbers, got {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # ragged lists and similar
+        raise ValueError(f"{name}: cannot be read as an array ({error})") from None
+    if array.dtype == object or not (
+        np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name}: expected numbers, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise TypeError(f"{name}: complex values are not supported")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if array.ndim not in allowed:
+            raise ValueError(
+                f"{name}: expected {' or '.join(map(str, allowed))} dimension(s), "
+                f"got shape {array.shape}"
+            )
+    if array.size == 0 and not allow_empty:
+        raise ValueError(f"{name}: is empty")
+    array = array.astype(np.float64) if not np.issubdtype(array.dtype, np.floating) else array
+    if np.isnan(array).any():
+        raise ValueError(f"{name}: contains NaN")
+    if np.isinf(array).any():
+        raise ValueError(f"{name}: contains infinite values")
+    if nonnegative and (array < 0).any():
+        raise ValueError(f"{name}: contains negative values (min {array.min()})")
+    return array
+
+
+def as_index_array(
+    name: str, value: Any, *, upper: int | None = None, ndim: int = 1, allow_empty: bool = False
+) -> np.ndarray:
+    """Return ``value`` as an ``int64`` array of indices in ``[0, upper)`` or raise naming ``name``."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name}: expected an array of integer indices, got {type(value).__name__}")
+    array = np.asarray(value)
+    if array.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimension(s), got shape {array.shape}")
+    if array.size == 0 and not allow_empty:
+        raise ValueError(f"{name}: is empty")
+    if np.issubdtype(array.dtype, np.floating):
+        if not np.isfinite(array).all():
+            raise ValueError(f"{name}: contains NaN or infinite values")
+        if (array != np.round(array)).any():
+            raise ValueError(f"{name}: indices must be whole numbers")
+    elif not np.issubdtype(array.dtype, np.integer) and array.size:
+        raise TypeError(f"{name}: expected integer indices, got dtype {array.dtype}")
+    array = array.astype(np.int64)
+    if array.size and array.min() < 0:
+        raise ValueError(f"{name}: negative index {array.min()}")
+    if upper is not None and array.size and array.max() >= upper:
+        raise ValueError(f"{name}: index {array.max()} out of range for size {upper}")
+    return array
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as ``int`` if it is an integer in ``[minimum, maximum]``, else raise."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        if _is_jax_array(value) or isinstance(value, np.ndarray):
+            if np.ndim(value) == 0 and np.issubdtype(np.asarray(value).dtype, np.integer):
+                value = int(value)
+            else:
+                raise TypeError(f"{name}: expected an integer, got {value!r}")
+        else:
+            raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: must be <= {maximum}, got {value}")
+    return value
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` in the given interval, else raise naming ``name``."""
+    if isinstance(value, bool) or isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name}: expected a real number, got {type(value).__name__} {value!r}")
+    try:
+        if np.ndim(value) != 0:
+            raise TypeError(f"{name}: expected a scalar, got shape {np.shape(value)}")
+        number = float(value)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, TypeError) and str(error).startswith(name):
+            raise
+        raise TypeError(f"{name}: expected a real number, got {value!r}") from None
+    if not np.isfinite(number):
+        raise ValueError(f"{name}: must be finite, got {number}")
+    if low is not None and (number < low or (low_open and number == low)):
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name}: must be in {bracket}{low}, {high if high is not None else 'inf'}, got {number}")
+    if high is not None and (number > high or (high_open and number == high)):
+        bracket = ")" if high_open else "]"
+        raise ValueError(f"{name}: must be in ({low if low is not None else '-inf'}, {high}{bracket}, got {number}")
+    return number
+
+
+def check_fractions(name: str, value: Any, *, parts: int | None = None) -> np.ndarray:
+    """Check a vector of non-negative fractions summing to one (relative tolerance 1e-6)."""
+    fractions = as_float_array(name, value, ndim=1, nonnegative=True)
+    if parts is not None and fractions.shape[0] != parts:
+        raise ValueError(f"{name}: expected {parts} fractions, got {fractions.shape[0]}")
+    if not np.isclose(fractions.sum(), 1.0, rtol=0.0, atol=1e-6):
+        raise ValueError(f"{name}: fractions must sum to 1, got {fractions.sum():.6g}")
+    return fractions
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """Check that ``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}: must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
