@@ -1,0 +1,277 @@
+"""Tempered EM driver: the whole fit in one ``jit``, restarts ``vmap``ped, history recorded.
+
+A model fitted by this driver provides (see :class:`EMModel`):
+
+* ``prepare(data) -> arrays`` — validate ``data`` against the model's settings and convert it to
+  the kernel's device arrays (host side, before any JAX code);
+* ``init_params(rng_key, arrays) -> params`` — a random starting point;
+* ``em_step(params, arrays, beta) -> (params, log_lik)`` — one tempered E-step (likelihood term
+  raised to β, H99 §4) and M-step; ``log_lik`` is the β = 1 training log-likelihood of the
+  *input* parameters, computed in the same pass;
+* ``heldout_log_lik(params, arrays) -> scalar`` — Σ n log P(y|x) of held-out counts, the numerator
+  of the per-observation log-likelihood l in the perplexity P = exp(-l) (H99 §5).
+
+:func:`tempered_em` runs the schedule's state machine in a ``lax.while_loop`` inside one jitted
+function; several random restarts are ``vmap``ped and the best kept (lowest validation perplexity,
+or highest training log-likelihood without validation data). Data are arguments of the jitted
+function, so fits of equal shapes never recompile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, NamedTuple, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
+from zoo._validation import check_int, check_real
+
+__all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity"]
+
+
+class EMModel(Protocol):
+    """What :func:`tempered_em` needs from a model (see the module docstring)."""
+
+    def prepare(self, data: Any) -> Any: ...
+
+    def init_params(self, rng_key: Any, arrays: Any) -> Any: ...
+
+    def em_step(self, params: Any, arrays: Any, beta: Any) -> tuple[Any, Any]: ...
+
+    def heldout_log_lik(self, params: Any, arrays: Any) -> Any: ...
+
+
+class FitState(NamedTuple):
+    """State of one fit inside the ``while_loop``."""
+
+    params: Any
+    iteration: Any
+    schedule: Any
+    previous_log_lik: Any
+    best_params: Any
+    best_score: Any
+    best_beta: Any
+    best_iteration: Any
+    log_lik: Any  # (max_iter,) history
+    valid_perplexity: Any  # (max_iter,) history
+    beta: Any  # (max_iter,) history
+    done: Any
+
+
+def perplexity(log_lik_total: Any, total_count: Any) -> Any:
+    """P = exp(-l), l = per-observation log-likelihood (H99 §5)."""
+    return jnp.exp(-log_lik_total / total_count)
+
+
+def _fit_one(rng_key, train, valid, valid_total, *, model, schedule, max_iter, tol):
+    params = model.init_params(rng_key, train)
+    dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    has_valid = valid is not None
+    nan_history = jnp.full((max_iter,), jnp.nan, dtype)
+    state = FitState(
+        params=params,
+        iteration=jnp.asarray(0, jnp.int32),
+        schedule=schedule.init(dtype),
+        previous_log_lik=jnp.asarray(-jnp.inf, dtype),
+        best_params=params,
+        best_score=jnp.asarray(jnp.inf, dtype),
+        best_beta=jnp.asarray(schedule.initial_beta, dtype),
+        best_iteration=jnp.asarray(-1, jnp.int32),
+        log_lik=nan_history,
+        valid_perplexity=nan_history,
+        beta=nan_history,
+        done=jnp.asarray(False),
+    )
+
+    def cond(state: FitState):
+        return (state.iteration < max_iter) & ~state.done
+
+    def body(state: FitState):
+        beta = state.schedule.beta
+        new_params, log_lik = model.em_step(state.params, train, beta)
+        change = jnp.abs(log_lik - state.previous_log_lik)
+        converged = (state.iteration > 0) & (change <= tol * jnp.abs(log_lik))
+        if has_valid:
+            valid_perp = perplexity(model.heldout_log_lik(new_params, valid), valid_total).astype(dtype)
+            valid_perp = jnp.where(jnp.isfinite(valid_perp), valid_perp, jnp.inf)
+            score = valid_perp
+        else:
+            valid_perp = jnp.asarray(jnp.nan, dtype)
+            score = jnp.asarray(-state.iteration, dtype)  # without validation the latest is best
+        schedule_state, _, stop = schedule.update(state.schedule, valid_perp if has_valid else jnp.asarray(jnp.inf, dtype), converged)
+        better = score < state.best_score
+        keep = partial(jnp.where, better)
+        index = state.iteration
+        return FitState(
+            params=new_params,
+            iteration=index + 1,
+            schedule=schedule_state,
+            previous_log_lik=log_lik,
+            best_params=jax.tree_util.tree_map(keep, new_params, state.best_params),
+            best_score=keep(score, state.best_score),
+            best_beta=keep(beta, state.best_beta),
+            best_iteration=keep(index, state.best_iteration),
+            log_lik=state.log_lik.at[index].set(log_lik),
+            valid_perplexity=state.valid_perplexity.at[index].set(valid_perp),
+            beta=state.beta.at[index].set(beta),
+            done=stop,
+        )
+
+    return jax.lax.while_loop(cond, body, state)
+
+
+@partial(jax.jit, static_argnames=("model", "schedule", "max_iter", "tol"))
+def _fit_restarts(keys, train, valid, valid_total, *, model, schedule, max_iter, tol):
+    fit = partial(_fit_one, model=model, schedule=schedule, max_iter=max_iter, tol=tol)
+    return jax.vmap(fit, in_axes=(0, None, None, None))(keys, train, valid, valid_total)
+
+
+@dataclass
+class EMResult:
+    """A fitted EM model.
+
+    Attributes
+    ----------
+    model : the model object that was fitted
+    params : NamedTuple of arrays — the kept parameters (best restart; with validation data, the
+        iterate with the lowest validation perplexity)
+    beta : float — inverse temperature at which the kept parameters were produced
+    history : dict of numpy arrays over iterations of the kept restart: ``log_lik`` (training
+        log-likelihood at β = 1 at each E-step), ``valid_perplexity`` (of the parameters each
+        iteration produced; NaN without validation data) and ``beta``
+    restart_scores : (n_restarts,) array — validation perplexity (lower is better) or final
+        training log-likelihood (higher is better) of every restart
+    best_restart : int
+    n_iter : int — iterations run by the kept restart
+    converged : bool — whether the kept restart stopped before ``max_iter``
+    """
+
+    model: Any
+    params: Any
+    beta: float
+    history: dict[str, np.ndarray]
+    restart_scores: np.ndarray
+    best_restart: int
+    n_iter: int
+    converged: bool
+    best_iteration: int
+    _shape: Any = field(default=None, repr=False)
+
+    def log_likelihood(self, data: Any) -> float:
+        """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters."""
+        arrays = self.model.prepare(data)
+        return float(self.model.log_likelihood(self.params, arrays))
+
+    def heldout_log_likelihood(self, data: Any) -> float:
+        """Σ n log P(y|x) of held-out counts (rows known from training)."""
+        arrays = self.model.prepare(data)
+        return float(self.model.heldout_log_lik(self.params, arrays))
+
+    def perplexity(self, data: Any) -> float:
+        """Held-out perplexity exp(-l), l = Σ n log P(y|x) / Σ n (H99 §5)."""
+        return float(np.exp(-self.heldout_log_likelihood(data) / data.total))
+
+    def history_dataset(self):
+        """The history as an ``xarray.Dataset`` with an ``iteration`` dimension."""
+        import xarray as xr
+
+        iterations = np.arange(self.n_iter)
+        return xr.Dataset(
+            {name: ("iteration", values) for name, values in self.history.items()},
+            coords={"iteration": iterations},
+            attrs={"beta": self.beta, "best_iteration": self.best_iteration},
+        )
+
+
+def tempered_em(
+    model: Any,
+    data: Any,
+    *,
+    key: Any,
+    valid: Any = None,
+    schedule: Any = None,
+    n_restarts: int = 1,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+) -> EMResult:
+    """Fit ``model`` to ``data`` by tempered EM.
+
+    Parameters
+    ----------
+    model : EMModel
+        E.g. ``zoo.dyadic.Aspect(n_classes=16)``.
+    data : CoOccurrence (or what ``model.prepare`` accepts)
+        Training counts.
+    key : jax PRNG key
+        Randomness of the initialisations; restart r uses ``jax.random.split(key, n_restarts)[r]``.
+    valid : same type as ``data``, optional
+        Validation counts (same rows and columns). Required by :class:`TemperedEM`; with it the
+        kept parameters are those with the lowest validation perplexity.
+    schedule : FixedBeta, TemperedEM or DeterministicAnnealing
+        Default: ``TemperedEM()`` when ``valid`` is given, else ``FixedBeta(1.0)``.
+    n_restarts : int
+        Independent random initialisations, run in parallel with ``vmap``; the best is kept.
+    max_iter : int
+        Iteration cap for the whole schedule.
+    tol : float
+        Convergence: relative change of the training log-likelihood below ``tol``.
+
+    Returns
+    -------
+    EMResult
+    """
+    n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
+    tol = check_real("tol", tol, low=0.0)
+    if schedule is None:
+        schedule = TemperedEM() if valid is not None else FixedBeta(1.0)
+    if not isinstance(schedule, (FixedBeta, TemperedEM, DeterministicAnnealing)):
+        raise TypeError(f"schedule: expected FixedBeta, TemperedEM or DeterministicAnnealing, got {schedule!r}")
+    if schedule.needs_validation and valid is None:
+        raise ValueError("valid: TemperedEM chooses β on held-out data; pass valid= (e.g. from data.split_tokens)")
+    if key is None:
+        raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+    train_arrays = model.prepare(data)
+    if valid is not None:
+        if getattr(valid, "shape", None) != getattr(data, "shape", None):
+            raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {getattr(data, 'shape', None)}")
+        valid_arrays = model.prepare(valid)
+        valid_total = jnp.asarray(valid.total, jnp.result_type(float))
+    else:
+        valid_arrays, valid_total = None, jnp.asarray(1.0, jnp.result_type(float))
+    keys = jax.random.split(key, n_restarts)
+    states = _fit_restarts(
+        keys, train_arrays, valid_arrays, valid_total,
+        model=model, schedule=schedule, max_iter=max_iter, tol=tol,
+    )
+    states = jax.device_get(states)
+    iterations = np.asarray(states.iteration)
+    if valid is not None:
+        restart_scores = np.asarray(states.best_score)
+        best = int(np.argmin(restart_scores))
+    else:
+        last = np.maximum(iterations - 1, 0)
+        restart_scores = np.asarray(states.log_lik)[np.arange(n_restarts), last]
+        best = int(np.nanargmax(restart_scores))
+    n_iter = int(iterations[best])
+    pick = lambda leaf: jnp.asarray(leaf[best])  # noqa: E731
+    return EMResult(
+        model=model,
+        params=jax.tree_util.tree_map(pick, states.best_params),
+        beta=float(states.best_beta[best]),
+        history={
+            "log_lik": np.asarray(states.log_lik[best][:n_iter]),
+            "valid_perplexity": np.asarray(states.valid_perplexity[best][:n_iter]),
+            "beta": np.asarray(states.beta[best][:n_iter]),
+        },
+        restart_scores=restart_scores,
+        best_restart=best,
+        n_iter=n_iter,
+        converged=bool(states.done[best]),
+        best_iteration=int(states.best_iteration[best]),
+        _shape=getattr(data, "shape", None),
+    )

@@ -1,0 +1,196 @@
+"""Temperature schedules for tempered (annealed) EM.
+
+An inverse temperature β ∈ (0, 1] enters the E-step by raising the *likelihood* term of Bayes'
+rule to the power β while the class prior is left alone (H99 §4). A schedule decides, after every
+EM iteration, the β of the next iteration and whether to stop. Schedules are small immutable
+objects with two pure, jit-traceable methods:
+
+``init(dtype) -> ScheduleState`` and
+``update(state, valid_perplexity, converged) -> (state, beta_next, stop)``.
+
+Three schedules are provided:
+
+* :class:`FixedBeta` — plain EM (β = 1) or EM at one fixed β, until convergence.
+* :class:`TemperedEM` — Hofmann's tempered EM (H99 §4, HP98 §5): start at β = 1 and run while the
+  validation perplexity improves; when it stops improving, lower β ← η·β and continue from the
+  current parameters; stop when lowering β no longer improves the best validation perplexity.
+* :class:`DeterministicAnnealing` — β rises geometrically from a small value to 1 (Rose et al.,
+  1990), converging at every level; with validation data the best β on the path is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+from zoo._validation import check_int, check_real
+
+__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing"]
+
+
+class ScheduleState(NamedTuple):
+    """Carried through the fit loop.
+
+    Attributes
+    ----------
+    beta : scalar, current inverse temperature
+    stage_best : scalar, best validation perplexity seen at the current β
+    previous_stage_best : scalar, best validation perplexity of the previous β level
+    stall : int scalar, iterations at the current β without improvement
+    """
+
+    beta: Any
+    stage_best: Any
+    previous_stage_best: Any
+    stall: Any
+
+
+def _state(beta: float, dtype: Any) -> ScheduleState:
+    return ScheduleState(
+        beta=jnp.asarray(beta, dtype),
+        stage_best=jnp.asarray(jnp.inf, dtype),
+        previous_stage_best=jnp.asarray(jnp.inf, dtype),
+        stall=jnp.asarray(0, jnp.int32),
+    )
+
+
+@dataclass(frozen=True)
+class FixedBeta:
+    """EM at one inverse temperature β (β = 1 is maximum-likelihood EM).
+
+    Parameters
+    ----------
+    beta : float in (0, 1]
+    early_stopping : bool
+        With validation data, stop after ``patience`` iterations without a relative improvement
+        of ``min_improvement`` in validation perplexity (the best parameters are kept anyway).
+    patience : int
+    min_improvement : float
+    """
+
+    beta: float = 1.0
+    early_stopping: bool = False
+    patience: int = 1
+    min_improvement: float = 1e-4
+
+    def __post_init__(self) -> None:
+        check_real("beta", self.beta, low=0.0, high=1.0, low_open=True)
+        check_int("patience", self.patience, minimum=1)
+        check_real("min_improvement", self.min_improvement, low=0.0)
+
+    needs_validation = False
+    initial_beta = property(lambda self: self.beta)
+
+    def init(self, dtype: Any) -> ScheduleState:
+        return _state(self.beta, dtype)
+
+    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any):
+        improved = valid_perplexity < state.stage_best * (1.0 - self.min_improvement)
+        stall = jnp.where(improved, 0, state.stall + 1)
+        state = state._replace(stage_best=jnp.minimum(state.stage_best, valid_perplexity), stall=stall)
+        stop = converged
+        if self.early_stopping:
+            stop = stop | (stall >= self.patience)
+        return state, state.beta, stop
+
+
+@dataclass(frozen=True)
+class TemperedEM:
+    """Hofmann's tempered EM with β chosen on validation data (H99 §4, HP98 §5).
+
+    Run EM at β = 1 while validation perplexity improves (relative ``min_improvement``, with
+    ``patience`` iterations of grace); then set β ← ``eta``·β and continue from the current
+    parameters; stop when a whole β level fails to beat the best perplexity of the level before
+    it, or β would fall below ``beta_min``. The fit keeps the parameters and β with the lowest
+    validation perplexity.
+
+    Parameters
+    ----------
+    eta : float in (0, 1)
+        Factor by which β is lowered.
+    beta_min : float in (0, 1]
+    patience : int
+        Iterations without improvement before β is lowered.
+    min_improvement : float
+        Relative decrease of validation perplexity that counts as an improvement.
+    """
+
+    eta: float = 0.9
+    beta_min: float = 0.05
+    patience: int = 1
+    min_improvement: float = 1e-4
+
+    def __post_init__(self) -> None:
+        check_real("eta", self.eta, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_real("beta_min", self.beta_min, low=0.0, high=1.0, low_open=True)
+        check_int("patience", self.patience, minimum=1)
+        check_real("min_improvement", self.min_improvement, low=0.0)
+
+    needs_validation = True
+    initial_beta = 1.0
+
+    def init(self, dtype: Any) -> ScheduleState:
+        return _state(1.0, dtype)
+
+    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any):
+        improved = valid_perplexity < state.stage_best * (1.0 - self.min_improvement)
+        stage_best = jnp.minimum(state.stage_best, valid_perplexity)
+        stall = jnp.where(improved, 0, state.stall + 1)
+        # The level is finished when it stops improving (or EM converged at this β).
+        level_done = (stall >= self.patience) | converged
+        level_helped = stage_best < state.previous_stage_best * (1.0 - self.min_improvement)
+        next_beta = state.beta * self.eta
+        stop = level_done & ((~level_helped) | (next_beta < self.beta_min))
+        lower = level_done & ~stop
+        new_state = ScheduleState(
+            beta=jnp.where(lower, next_beta, state.beta),
+            stage_best=jnp.where(lower, jnp.inf, stage_best),
+            previous_stage_best=jnp.where(lower, stage_best, state.previous_stage_best),
+            stall=jnp.where(lower, 0, stall),
+        )
+        return new_state, new_state.beta, stop
+
+
+@dataclass(frozen=True)
+class DeterministicAnnealing:
+    """β rising geometrically from ``beta_start`` to 1, EM run to convergence at each level.
+
+    Parameters
+    ----------
+    beta_start : float in (0, 1]
+    growth : float > 1
+        β ← min(1, growth·β) after convergence at the current level.
+    max_iter_per_level : int
+        Iterations after which a level counts as converged.
+    """
+
+    beta_start: float = 0.2
+    growth: float = 1.25
+    max_iter_per_level: int = 50
+
+    def __post_init__(self) -> None:
+        check_real("beta_start", self.beta_start, low=0.0, high=1.0, low_open=True)
+        check_real("growth", self.growth, low=1.0, low_open=True)
+        check_int("max_iter_per_level", self.max_iter_per_level, minimum=1)
+
+    needs_validation = False
+    initial_beta = property(lambda self: self.beta_start)
+
+    def init(self, dtype: Any) -> ScheduleState:
+        return _state(self.beta_start, dtype)
+
+    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any):
+        stall = state.stall + 1
+        level_done = converged | (stall >= self.max_iter_per_level)
+        at_one = state.beta >= 1.0
+        stop = level_done & at_one
+        raise_beta = level_done & ~at_one
+        beta = jnp.where(raise_beta, jnp.minimum(1.0, state.beta * self.growth), state.beta)
+        new_state = state._replace(
+            beta=beta.astype(state.beta.dtype),
+            stage_best=jnp.minimum(state.stage_best, valid_perplexity),
+            stall=jnp.where(raise_beta, 0, stall),
+        )
+        return new_state, new_state.beta, stop

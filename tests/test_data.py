@@ -1,0 +1,116 @@
+"""Co-occurrence data: constructors agree, validation names the argument, splits conserve counts."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zoo.data import CoOccurrence, as_numpy_rng
+
+DENSE = np.array([[2, 0, 1, 0], [0, 3, 0, 0], [1, 0, 0, 4]], dtype=float)
+
+
+def test_constructors_agree():
+    from_dense = CoOccurrence.from_dense(DENSE)
+    from_sparse = CoOccurrence.from_sparse(sp.csr_matrix(DENSE))
+    rows, cols = np.nonzero(DENSE)
+    frame = pd.DataFrame({"doc": rows, "word": cols, "n": DENSE[rows, cols]})
+    from_frame = CoOccurrence.from_dataframe(frame, row="doc", col="word", count="n")
+    pairs = np.repeat(np.stack([rows, cols], 1), DENSE[rows, cols].astype(int), axis=0)
+    from_pairs = CoOccurrence.from_pairs(pairs, shape=DENSE.shape)
+    for data in (from_dense, from_sparse, from_frame, from_pairs):
+        np.testing.assert_array_equal(data.to_dense(), DENSE)
+    assert from_dense.total == DENSE.sum() and from_dense.nnz == 5
+
+
+def test_dataframe_labels_become_names():
+    frame = pd.DataFrame({"user": ["b", "a", "a"], "item": ["x", "y", "x"]})
+    data = CoOccurrence.from_dataframe(frame, row="user", col="item")
+    assert data.row_names == ("a", "b") and data.col_names == ("x", "y")
+    np.testing.assert_array_equal(data.to_dense(), [[1, 1], [1, 0]])
+
+
+def test_duplicates_are_summed_and_weights_allowed():
+    data = CoOccurrence.from_pairs([[0, 1], [0, 1], [1, 0]], weights=[0.5, 0.25, 2.0])
+    np.testing.assert_allclose(data.to_dense(), [[0, 0.75], [2.0, 0]])
+    assert not data.is_integer
+
+
+@pytest.mark.parametrize(
+    "build, argument",
+    [
+        (lambda: CoOccurrence.from_dense([[1, -1]]), "matrix"),
+        (lambda: CoOccurrence.from_dense([[1, np.nan]]), "matrix"),
+        (lambda: CoOccurrence.from_dense([[1, np.inf]]), "matrix"),
+        (lambda: CoOccurrence.from_dense(np.zeros((2, 2))), "counts"),
+        (lambda: CoOccurrence.from_dense(np.ones(3)), "matrix"),
+        (lambda: CoOccurrence.from_pairs([[0, 5]], shape=(2, 2)), "pairs"),
+        (lambda: CoOccurrence.from_pairs([[0, -1]]), "pairs"),
+        (lambda: CoOccurrence.from_pairs([[0, 1]], weights=[1, 2]), "weights"),
+        (lambda: CoOccurrence([0, 1], [0], [1, 1], (2, 2)), "counts"),
+        (lambda: CoOccurrence([0], [0], [1], (0, 2)), "shape[0]"),
+        (lambda: CoOccurrence.from_dense([[1, 2]], row_names=["a", "b"]), "row_names"),
+        (lambda: CoOccurrence.from_dense([[1, 2]]).split_tokens([0.5, 0.4], rng=0), "fractions"),
+        (lambda: CoOccurrence.from_dense([[1, 2]]).split_tokens([1.5, -0.5], rng=0), "fractions"),
+    ],
+)
+def test_bad_input_names_the_argument(build, argument):
+    with pytest.raises(ValueError, match=f"^{re.escape(argument)}"):
+        build()
+
+
+def test_wrong_types_are_type_errors():
+    with pytest.raises(TypeError, match="^matrix"):
+        CoOccurrence.from_sparse(DENSE)
+    with pytest.raises(TypeError, match="^frame"):
+        CoOccurrence.from_dataframe(DENSE, row="a", col="b")
+    with pytest.raises(TypeError, match="^rng"):
+        as_numpy_rng("seed")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 6), min_size=12, max_size=12),
+    st.floats(0.05, 0.9),
+    st.integers(0, 2**31 - 1),
+)
+def test_token_split_conserves_every_event(cells, fraction, seed):
+    counts = np.asarray(cells, dtype=float).reshape(3, 4)
+    counts[0, 0] += 1  # never empty
+    data = CoOccurrence.from_dense(counts)
+    parts = data.split_tokens([fraction, 1 - fraction], rng=seed)
+    total = sum(part.to_dense() for part in parts if part is not None)
+    np.testing.assert_array_equal(total, counts)
+    for part in parts:
+        assert part is None or (part.shape == data.shape and part.is_integer)
+
+
+def test_token_split_proportions_and_real_weights():
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(3.0, size=(40, 50)).astype(float) + 0.5
+    data = CoOccurrence.from_dense(counts)
+    train, valid, test = data.split_tokens([0.8, 0.1, 0.1], rng=7)
+    np.testing.assert_allclose(train.to_dense() + valid.to_dense() + test.to_dense(), counts)
+    assert abs(train.total / data.total - 0.8) < 0.02
+    again = data.split_tokens([0.8, 0.1, 0.1], rng=7)[0]
+    np.testing.assert_array_equal(again.to_dense(), train.to_dense())
+
+
+def test_row_split_partitions_rows():
+    rng = np.random.default_rng(0)
+    data = CoOccurrence.from_dense(rng.poisson(2.0, size=(30, 8)) + 1)
+    (train, train_rows), (test, test_rows) = data.split_rows([0.7, 0.3], rng=1)
+    assert sorted(np.concatenate([train_rows, test_rows]).tolist()) == list(range(30))
+    np.testing.assert_array_equal(test.to_dense(), data.to_dense()[test_rows])
+
+
+def test_device_arrays_are_csr_ordered():
+    data = CoOccurrence.from_dense(DENSE)
+    arrays = data.to_arrays()
+    assert arrays.shape == (3, 4)
+    np.testing.assert_array_equal(np.asarray(arrays.indptr), [0, 2, 3, 5])
+    np.testing.assert_allclose(np.asarray(arrays.row_sums), DENSE.sum(1))
+    assert data.transpose().shape == (4, 3)

@@ -1,0 +1,398 @@
+"""Dyadic co-occurrence data: sparse counts n(x_i, y_k) with validation and held-out splits.
+
+A :class:`CoOccurrence` holds the observed dyads of two finite sets X (rows) and Y (columns) as
+sparse counts ``n(x_i, y_k) >= 0`` (H99 §1: real-valued weights are allowed, e.g. strengths of
+association). Everything is validated on the host, in NumPy, before any JAX code runs.
+
+Splits follow the papers' protocol for held-out perplexity (H99 §5, HP98 §5): every
+co-occurrence *event* (one unit of count) goes to exactly one part, so the parts add back up to the
+original counts; a row-level split holds out whole rows for fold-in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from zoo._validation import as_float_array, as_index_array, check_fractions, check_int
+
+__all__ = ["CoOccurrence", "DyadicArrays", "as_numpy_rng"]
+
+
+def as_numpy_rng(rng: Any, name: str = "rng") -> np.random.Generator:
+    """Turn an ``int`` seed, a ``np.random.Generator`` or a JAX PRNG key into a NumPy generator.
+
+    Data preparation (splits, subsampling) runs in NumPy on the host; a JAX key is accepted so a
+    whole experiment can be driven from one key.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (bool, np.bool_)) or rng is None:
+        raise TypeError(f"{name}: expected an int seed, a numpy Generator or a JAX key, got {rng!r}")
+    if isinstance(rng, (int, np.integer)):
+        if rng < 0:
+            raise ValueError(f"{name}: seed must be non-negative, got {rng}")
+        return np.random.default_rng(int(rng))
+    module = type(rng).__module__
+    if module.startswith(("jax", "jaxlib")):
+        import jax
+
+        key_data = jax.random.key_data(rng) if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key) else rng
+        return np.random.default_rng(np.asarray(key_data, dtype=np.uint32).ravel().tolist())
+    raise TypeError(f"{name}: expected an int seed, a numpy Generator or a JAX key, got {type(rng).__name__}")
+
+
+class DyadicArrays(NamedTuple):
+    """Device-side view of co-occurrence counts, sorted by row (CSR order).
+
+    Attributes
+    ----------
+    rows, cols : int32 arrays, shape (nnz,)
+        Row and column index of each non-zero cell.
+    counts : float array, shape (nnz,)
+        n(x_i, y_k) of each cell.
+    indptr : int array, shape (n_rows + 1,)
+        CSR row pointer: cells of row i are ``indptr[i]:indptr[i + 1]``.
+    row_sums : float array, shape (n_rows,)
+        n(x_i) = Σ_k n(x_i, y_k); its length fixes n_rows statically.
+    col_sums : float array, shape (n_cols,)
+        n(y_k) = Σ_i n(x_i, y_k); its length fixes n_cols statically.
+    """
+
+    rows: Any
+    cols: Any
+    counts: Any
+    indptr: Any
+    row_sums: Any
+    col_sums: Any
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_rows, n_cols), known statically from the array shapes."""
+        return (self.row_sums.shape[0], self.col_sums.shape[0])
+
+
+def _names(name: str, names: Sequence[Any] | None, size: int) -> tuple | None:
+    if names is None:
+        return None
+    names = tuple(names)
+    if len(names) != size:
+        raise ValueError(f"{name}: expected {size} names, got {len(names)}")
+    return names
+
+
+@dataclass(frozen=True, eq=False)
+class CoOccurrence:
+    """Sparse co-occurrence counts n(x_i, y_k) between N row objects and M column objects.
+
+    Build one with :meth:`from_sparse`, :meth:`from_dense`, :meth:`from_dataframe` or
+    :meth:`from_pairs`; the constructor itself takes canonical COO arrays. Cells are stored
+    sorted by (row, column), duplicates summed and zeros dropped.
+
+    Parameters
+    ----------
+    rows, cols : array_like of int, shape (nnz,)
+        Indices of the observed cells.
+    counts : array_like of float, shape (nnz,)
+        Non-negative, finite counts or weights.
+    shape : (int, int)
+        ``(n_rows, n_cols)``.
+    row_names, col_names : sequence, optional
+        Labels of the row and column objects (e.g. document titles and vocabulary).
+
+    Examples
+    --------
+    >>> data = CoOccurrence.from_dense([[2, 0, 1], [0, 3, 0]], col_names=["a", "b", "c"])
+    >>> data.shape, data.nnz, data.total
+    ((2, 3), 3, 6.0)
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    counts: np.ndarray
+    shape: tuple[int, int]
+    row_names: tuple | None = field(default=None)
+    col_names: tuple | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.shape, (tuple, list)) or len(self.shape) != 2:
+            raise ValueError(f"shape: expected (n_rows, n_cols), got {self.shape!r}")
+        n_rows = check_int("shape[0]", self.shape[0], minimum=1)
+        n_cols = check_int("shape[1]", self.shape[1], minimum=1)
+        rows = as_index_array("rows", self.rows, upper=n_rows, allow_empty=True)
+        cols = as_index_array("cols", self.cols, upper=n_cols, allow_empty=True)
+        counts = as_float_array("counts", self.counts, ndim=1, nonnegative=True, allow_empty=True)
+        if not (rows.shape == cols.shape == counts.shape):
+            raise ValueError(
+                f"counts: rows, cols and counts must have equal lengths, got "
+                f"{rows.shape[0]}, {cols.shape[0]} and {counts.shape[0]}"
+            )
+        # Canonical form: sum duplicates, drop zeros, sort by (row, col).
+        matrix = sp.coo_matrix((counts.astype(np.float64), (rows, cols)), shape=(n_rows, n_cols)).tocsr()
+        matrix.sum_duplicates()
+        matrix.eliminate_zeros()
+        matrix.sort_indices()
+        if matrix.nnz == 0:
+            raise ValueError("counts: the co-occurrence matrix is empty (no positive counts)")
+        coo = matrix.tocoo()
+        object.__setattr__(self, "rows", coo.row.astype(np.int32))
+        object.__setattr__(self, "cols", coo.col.astype(np.int32))
+        object.__setattr__(self, "counts", coo.data.astype(np.float64))
+        object.__setattr__(self, "shape", (n_rows, n_cols))
+        object.__setattr__(self, "row_names", _names("row_names", self.row_names, n_rows))
+        object.__setattr__(self, "col_names", _names("col_names", self.col_names, n_cols))
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_sparse(cls, matrix: Any, *, row_names=None, col_names=None) -> "CoOccurrence":
+        """Build from any ``scipy.sparse`` matrix or array of counts."""
+        if not sp.issparse(matrix):
+            raise TypeError(f"matrix: expected a scipy.sparse matrix, got {type(matrix).__name__}")
+        if matrix.ndim != 2:
+            raise ValueError(f"matrix: expected 2 dimensions, got {matrix.ndim}")
+        coo = sp.coo_matrix(matrix)
+        as_float_array("matrix", coo.data, ndim=1, nonnegative=True, allow_empty=True)
+        return cls(coo.row, coo.col, coo.data, tuple(coo.shape), row_names, col_names)
+
+    @classmethod
+    def from_dense(cls, matrix: Any, *, row_names=None, col_names=None) -> "CoOccurrence":
+        """Build from a dense 2-D array of counts (zeros are unobserved dyads)."""
+        dense = as_float_array("matrix", matrix, ndim=2, nonnegative=True)
+        rows, cols = np.nonzero(dense)
+        return cls(rows, cols, dense[rows, cols], dense.shape, row_names, col_names)
+
+    @classmethod
+    def from_dataframe(
+        cls, frame: Any, *, row: str, col: str, count: str | None = None
+    ) -> "CoOccurrence":
+        """Build from a pandas DataFrame of (row, column[, count]) records.
+
+        Row and column values may be any hashable labels; they become ``row_names`` /
+        ``col_names`` in sorted order. Without ``count`` every record counts once.
+        """
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
+        for argument, column in (("row", row), ("col", col), ("count", count)):
+            if column is not None and column not in frame.columns:
+                raise ValueError(f"{argument}: column {column!r} not in frame (columns: {list(frame.columns)})")
+        if len(frame) == 0:
+            raise ValueError("frame: is empty")
+        if frame[row].isna().any() or frame[col].isna().any():
+            raise ValueError("frame: row or column labels contain missing values")
+        row_codes, row_labels = pd.factorize(frame[row], sort=True)
+        col_codes, col_labels = pd.factorize(frame[col], sort=True)
+        weights = np.ones(len(frame)) if count is None else as_float_array(
+            "count", frame[count].to_numpy(), ndim=1, nonnegative=True
+        )
+        return cls(
+            row_codes, col_codes, weights, (len(row_labels), len(col_labels)),
+            list(row_labels), list(col_labels),
+        )
+
+    @classmethod
+    def from_pairs(
+        cls,
+        pairs: Any,
+        *,
+        weights: Any = None,
+        shape: tuple[int, int] | None = None,
+        row_names=None,
+        col_names=None,
+    ) -> "CoOccurrence":
+        """Build from observed pairs ``(i, k)`` of integer indices, one row per observation.
+
+        Parameters
+        ----------
+        pairs : array_like of int, shape (n_observations, 2)
+        weights : array_like of float, shape (n_observations,), optional
+            Weight of each observation (default 1).
+        shape : (int, int), optional
+            ``(n_rows, n_cols)``; inferred from the largest indices when omitted.
+        """
+        pairs_array = np.asarray(pairs)
+        if pairs_array.ndim != 2 or pairs_array.shape[1] != 2:
+            raise ValueError(f"pairs: expected shape (n_observations, 2), got {pairs_array.shape}")
+        if pairs_array.shape[0] == 0:
+            raise ValueError("pairs: is empty")
+        rows = as_index_array("pairs", pairs_array[:, 0])
+        cols = as_index_array("pairs", pairs_array[:, 1])
+        if shape is None:
+            shape = (int(rows.max()) + 1, int(cols.max()) + 1)
+        elif not isinstance(shape, (tuple, list)) or len(shape) != 2:
+            raise ValueError(f"shape: expected (n_rows, n_cols), got {shape!r}")
+        else:
+            n_rows = check_int("shape[0]", shape[0], minimum=1)
+            n_cols = check_int("shape[1]", shape[1], minimum=1)
+            if rows.max() >= n_rows or cols.max() >= n_cols:
+                raise ValueError(f"pairs: index out of range for shape {tuple(shape)}")
+        if weights is None:
+            weight_array = np.ones(rows.shape[0])
+        else:
+            weight_array = as_float_array("weights", weights, ndim=1, nonnegative=True)
+            if weight_array.shape[0] != rows.shape[0]:
+                raise ValueError(
+                    f"weights: expected {rows.shape[0]} weights (one per pair), got {weight_array.shape[0]}"
+                )
+        return cls(rows, cols, weight_array, tuple(shape), row_names, col_names)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def n_cols(self) -> int:
+        return self.shape[1]
+
+    @property
+    def nnz(self) -> int:
+        """Number of non-zero cells."""
+        return int(self.counts.shape[0])
+
+    @property
+    def total(self) -> float:
+        """Total count Σ n(x_i, y_k) (the number of observations for integer counts)."""
+        return float(self.counts.sum())
+
+    @property
+    def row_sums(self) -> np.ndarray:
+        """n(x_i) = Σ_k n(x_i, y_k), shape (n_rows,)."""
+        return np.bincount(self.rows, weights=self.counts, minlength=self.n_rows)
+
+    @property
+    def col_sums(self) -> np.ndarray:
+        """n(y_k) = Σ_i n(x_i, y_k), shape (n_cols,)."""
+        return np.bincount(self.cols, weights=self.counts, minlength=self.n_cols)
+
+    @property
+    def is_integer(self) -> bool:
+        """Whether every count is a whole number (events can be split one by one)."""
+        return bool(np.all(self.counts == np.round(self.counts)))
+
+    def to_sparse(self) -> sp.csr_matrix:
+        """The counts as a ``scipy.sparse.csr_matrix`` of shape ``(n_rows, n_cols)``."""
+        return sp.csr_matrix((self.counts, (self.rows, self.cols)), shape=self.shape)
+
+    def to_dense(self) -> np.ndarray:
+        """The counts as a dense array (only sensible for small data)."""
+        return self.to_sparse().toarray()
+
+    def to_arrays(self, dtype: Any = None) -> DyadicArrays:
+        """Device arrays for the kernels, in CSR (row-sorted) order.
+
+        Parameters
+        ----------
+        dtype : dtype, optional
+            Float dtype of the counts; defaults to JAX's default float (float32 unless x64).
+        """
+        import jax.numpy as jnp
+
+        float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
+        return DyadicArrays(
+            rows=jnp.asarray(self.rows, dtype=jnp.int32),
+            cols=jnp.asarray(self.cols, dtype=jnp.int32),
+            counts=jnp.asarray(self.counts, dtype=float_dtype),
+            indptr=jnp.asarray(indptr, dtype=jnp.int32 if indptr[-1] < 2**31 - 1 else indptr.dtype),
+            row_sums=jnp.asarray(self.row_sums, dtype=float_dtype),
+            col_sums=jnp.asarray(self.col_sums, dtype=float_dtype),
+        )
+
+    def transpose(self) -> "CoOccurrence":
+        """The same counts with the roles of X and Y exchanged."""
+        return CoOccurrence(
+            self.cols, self.rows, self.counts, (self.n_cols, self.n_rows), self.col_names, self.row_names
+        )
+
+    @property
+    def T(self) -> "CoOccurrence":
+        return self.transpose()
+
+    def with_counts(self, counts: np.ndarray) -> "CoOccurrence":
+        """Same cells and names with new counts (cells whose count becomes 0 are dropped)."""
+        return CoOccurrence(self.rows, self.cols, counts, self.shape, self.row_names, self.col_names)
+
+    def select_rows(self, row_indices: Any) -> "CoOccurrence":
+        """The sub-matrix of the given rows (in the given order), renumbered 0..len-1."""
+        indices = as_index_array("row_indices", row_indices, upper=self.n_rows)
+        matrix = self.to_sparse()[indices]
+        names = None if self.row_names is None else [self.row_names[i] for i in indices]
+        return CoOccurrence.from_sparse(matrix, row_names=names, col_names=self.col_names)
+
+    def __repr__(self) -> str:
+        return (
+            f"CoOccurrence(shape={self.shape}, nnz={self.nnz}, total={self.total:g}, "
+            f"density={self.nnz / (self.n_rows * self.n_cols):.3g})"
+        )
+
+    # ------------------------------------------------------------------ splits
+    def split_tokens(
+        self, fractions: Sequence[float], *, rng: Any
+    ) -> tuple["CoOccurrence | None", ...]:
+        """Split co-occurrence events at random into parts, e.g. train / validation / test.
+
+        Each event (one unit of count) goes to exactly one part, independently with the given
+        probabilities (H99 §5: perplexity on held-out *observations*). Integer counts are split
+        multinomially cell by cell; for real weights the whole part goes multinomially and the
+        fractional remainder goes whole to one part. Parts keep the full shape and names, so a
+        held-out part is scored with the parameters of the rows and columns it shares with the
+        training part. A part that receives no events is returned as ``None``.
+
+        Parameters
+        ----------
+        fractions : sequence of float
+            Probabilities of the parts, non-negative and summing to 1.
+        rng : int, numpy Generator or JAX key
+            Source of randomness.
+        """
+        probabilities = check_fractions("fractions", fractions)
+        if probabilities.shape[0] < 2:
+            raise ValueError("fractions: need at least two parts")
+        generator = as_numpy_rng(rng)
+        whole = np.floor(self.counts)
+        remainder = self.counts - whole
+        parts = generator.multinomial(whole.astype(np.int64), probabilities).astype(np.float64)
+        if np.any(remainder > 0):
+            chosen = generator.choice(probabilities.shape[0], size=self.nnz, p=probabilities)
+            parts[np.arange(self.nnz), chosen] += remainder
+        result = []
+        for index in range(probabilities.shape[0]):
+            part_counts = parts[:, index]
+            result.append(self.with_counts(part_counts) if part_counts.sum() > 0 else None)
+        return tuple(result)
+
+    def split_rows(
+        self, fractions: Sequence[float], *, rng: Any
+    ) -> tuple[tuple["CoOccurrence", np.ndarray], ...]:
+        """Split whole rows at random into parts, for fold-in of unseen rows.
+
+        Returns one ``(part, row_indices)`` pair per fraction, where ``row_indices`` are the
+        original indices of the rows in ``part``. Every part gets at least one row.
+        """
+        probabilities = check_fractions("fractions", fractions)
+        if probabilities.shape[0] < 2:
+            raise ValueError("fractions: need at least two parts")
+        if self.n_rows < probabilities.shape[0]:
+            raise ValueError(
+                f"fractions: cannot split {self.n_rows} rows into {probabilities.shape[0]} non-empty parts"
+            )
+        generator = as_numpy_rng(rng)
+        permutation = generator.permutation(self.n_rows)
+        sizes = np.floor(probabilities * self.n_rows).astype(int)
+        sizes = np.maximum(sizes, 1)
+        sizes[0] = self.n_rows - sizes[1:].sum()
+        if sizes[0] < 1:
+            raise ValueError("fractions: the first part would be empty")
+        boundaries = np.concatenate([[0], np.cumsum(sizes)])
+        parts = []
+        for start, stop in zip(boundaries[:-1], boundaries[1:]):
+            indices = np.sort(permutation[start:stop])
+            if self.to_sparse()[indices].nnz == 0:
+                raise ValueError("fractions: a part has rows but no counts; use larger fractions")
+            parts.append((self.select_rows(indices), indices))
+        return tuple(parts)

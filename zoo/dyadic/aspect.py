@@ -1,0 +1,294 @@
+"""The aspect model (probabilistic latent semantic analysis) for dyadic data.
+
+H99 §2.1, eqs. 1–4; HP98 eq. 1. Every co-occurrence (x_i, y_k) carries its own latent class
+("aspect") c, and x and y are conditionally independent given c:
+
+    P(x_i, y_k) = Σ_c P(c) P(x_i|c) P(y_k|c)                                  (H99 eq. 2)
+
+EM alternates the class posteriors P{c_ik = c} ∝ P(c) P(x_i|c) P(y_k|c) (eq. 3) with
+re-estimation of the three distributions from expected counts (eq. 4). Tempered EM raises the
+likelihood term to β: P_β{c_ik = c} ∝ P(c) [P(x_i|c) P(y_k|c)]^β (H99 §4). Predictions for held-out
+tokens of known rows use P(y|x) = Σ_c P(c|x) P(y|c) with P(c|x) ∝ P(c) P(x|c) (H99 §2.4 table).
+
+The file reads top to bottom: the NumPyro program (the specification, with an enumerated class
+per token), the parameters, the sufficient statistics, the E-step and M-step, fold-in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from inference.sparse import cell_stats, resolve_backend
+from zoo._validation import check_choice, check_int, check_real
+from zoo.data import CoOccurrence, DyadicArrays
+
+__all__ = ["Aspect", "AspectParams"]
+
+
+# ----------------------------------------------------------------------------- the program
+def aspect_program(rows=None, cols=None, *, n_rows: int, n_cols: int, n_classes: int, n_tokens: int | None = None):
+    """NumPyro program of the aspect model, one enumerated class per token (H99 eq. 1).
+
+    Parameters
+    ----------
+    rows, cols : int arrays, shape (n_tokens,), optional
+        Observed tokens (x, y); omit both to simulate ``n_tokens`` tokens.
+    n_rows, n_cols, n_classes : int
+        Sizes of X, Y and the number of aspects K.
+
+    Sites
+    -----
+    ``class_prior`` (K,), ``row_given_class`` (K, n_rows), ``col_given_class`` (K, n_cols): params
+    on the simplex; ``c``: enumerated class per token; ``x``, ``y``: observed tokens. The plate
+    ``tokens`` names the token dimension.
+    """
+    if n_tokens is None:
+        n_tokens = rows.shape[0]
+    class_prior = numpyro.param("class_prior", jnp.full((n_classes,), 1.0 / n_classes), constraint=dist.constraints.simplex)
+    row_given_class = numpyro.param(
+        "row_given_class", jnp.full((n_classes, n_rows), 1.0 / n_rows), constraint=dist.constraints.simplex
+    )
+    col_given_class = numpyro.param(
+        "col_given_class", jnp.full((n_classes, n_cols), 1.0 / n_cols), constraint=dist.constraints.simplex
+    )
+    with numpyro.plate("tokens", n_tokens):
+        c = numpyro.sample("c", dist.Categorical(class_prior), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Categorical(row_given_class[c]), obs=rows)
+        numpyro.sample("y", dist.Categorical(col_given_class[c]), obs=cols)
+
+
+# ----------------------------------------------------------------------------- parameters
+class AspectParams(NamedTuple):
+    """Parameters of the aspect model (H99 eq. 2).
+
+    Attributes
+    ----------
+    class_prior : (K,) — P(c)
+    row_given_class : (n_rows, K) — P(x_i|c); every column sums to 1
+    col_given_class : (n_cols, K) — P(y_k|c); every column sums to 1
+    """
+
+    class_prior: Any
+    row_given_class: Any
+    col_given_class: Any
+
+    def program_params(self) -> dict:
+        """The same parameters under the names and layouts of :func:`aspect_program`."""
+        return {
+            "class_prior": self.class_prior,
+            "row_given_class": self.row_given_class.T,
+            "col_given_class": self.col_given_class.T,
+        }
+
+    def class_given_row(self) -> Any:
+        """P(c|x_i) ∝ P(c) P(x_i|c), shape (n_rows, K); rows never seen get P(c)."""
+        joint = self.class_prior[None, :] * self.row_given_class
+        total = joint.sum(axis=1, keepdims=True)
+        return jnp.where(total > 0, joint / jnp.where(total > 0, total, 1.0), self.class_prior[None, :])
+
+
+def _power(probabilities: Any, beta: Any) -> Any:
+    """p^β with 0^β = 0, computed in log space."""
+    positive = probabilities > 0
+    return jnp.where(positive, jnp.exp(beta * jnp.log(jnp.where(positive, probabilities, 1.0))), 0.0)
+
+
+def _row_max_normalise(factors: Any) -> tuple[Any, Any]:
+    """Divide each row by its maximum (rows of zeros are left alone); returns (factors, log max).
+
+    The class posteriors are invariant to per-row scaling, so this only prevents underflow of
+    products like P(c) P(x|c) P(y|c) in float32 on large vocabularies.
+    """
+    row_max = factors.max(axis=1, keepdims=True)
+    safe = jnp.where(row_max > 0, row_max, 1.0)
+    return factors / safe, jnp.log(safe[:, 0])
+
+
+def _normalise_columns(stats: Any, fallback: Any) -> Any:
+    """Columns of ``stats`` divided by their sums; a class with no mass keeps ``fallback``."""
+    totals = stats.sum(axis=0, keepdims=True)
+    return jnp.where(totals > 0, stats / jnp.where(totals > 0, totals, 1.0), fallback)
+
+
+# ----------------------------------------------------------------------------- the model
+@dataclass(frozen=True)
+class Aspect:
+    """Aspect model with K classes, fitted by (tempered) EM on sparse counts.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of aspects K (≥ 1).
+    update : {"simultaneous", "alternating"}
+        "simultaneous" is EM as in H99 eqs. 3–4 (all distributions from one E-step).
+        "alternating" re-estimates P(c), P(x|c) from one E-step, then P(c), P(y|c) from a second
+        E-step with the new values (an ECM variant, also monotone); at β = 1 it reproduces the
+        Kullback–Leibler NMF multiplicative updates (Lee & Seung) step for step, with
+        W = P(x, c) and H = P(y|c)ᵀ.
+    backend : {"auto", "xla", "numba"}
+        Implementation of the sparse E-step (see :mod:`inference.sparse`).
+
+    Examples
+    --------
+    >>> import jax
+    >>> from zoo.data import CoOccurrence
+    >>> from inference.em import tempered_em
+    >>> data = CoOccurrence.from_dense([[4, 1, 0], [3, 0, 1], [0, 5, 2]])
+    >>> result = tempered_em(Aspect(n_classes=2), data, key=jax.random.key(1), max_iter=50)
+    >>> result.params.class_prior.shape
+    (2,)
+    """
+
+    n_classes: int
+    update: str = "simultaneous"
+    backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_int("n_classes", self.n_classes, minimum=1)
+        check_choice("update", self.update, ("simultaneous", "alternating"))
+        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+
+    program = staticmethod(aspect_program)
+
+    # ---------------------------------------------------------------- data and initialisation
+    def prepare(self, data: CoOccurrence) -> DyadicArrays:
+        """Validate ``data`` and return its device arrays."""
+        if not isinstance(data, CoOccurrence):
+            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        return data.to_arrays()
+
+    def init_params(self, rng_key: Any, arrays: DyadicArrays) -> AspectParams:
+        """Random start: P(c) uniform, P(x|c) and P(y|c) uniform(0.5, 1.5) noise, normalised."""
+        n_rows, n_cols = arrays.shape
+        dtype = arrays.counts.dtype
+        key_rows, key_cols = jax.random.split(rng_key)
+        rows = jax.random.uniform(key_rows, (n_rows, self.n_classes), dtype, 0.5, 1.5)
+        cols = jax.random.uniform(key_cols, (n_cols, self.n_classes), dtype, 0.5, 1.5)
+        return AspectParams(
+            class_prior=jnp.full((self.n_classes,), 1.0 / self.n_classes, dtype),
+            row_given_class=rows / rows.sum(axis=0),
+            col_given_class=cols / cols.sum(axis=0),
+        )
+
+    # ---------------------------------------------------------------- sufficient statistics
+    def _factors(self, params: AspectParams, beta: Any) -> tuple[Any, Any, Any, Any]:
+        """Row-normalised A_ic ∝ P(c) P(x_i|c)^β and B_kc ∝ P(y_k|c)^β with their log scales."""
+        A, log_scale_rows = _row_max_normalise(params.class_prior[None, :] * _power(params.row_given_class, beta))
+        B, log_scale_cols = _row_max_normalise(_power(params.col_given_class, beta))
+        return A, B, log_scale_rows, log_scale_cols
+
+    def log_likelihood(self, params: AspectParams, arrays: DyadicArrays) -> Any:
+        """Σ n(x_i, y_k) log P(x_i, y_k) (H99 eq. 2), the quantity EM increases at β = 1."""
+        A, B, log_rows, log_cols = self._factors(params, 1.0)
+        stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
+        return stats.log_norm + self._scale_correction(arrays, log_rows, log_cols)
+
+    @staticmethod
+    def _scale_correction(arrays: DyadicArrays, log_rows: Any, log_cols: Any) -> Any:
+        # Σ_ik n_ik (log s_i + log t_k): undoes the per-row normalisation of the factors.
+        return jnp.sum(arrays.counts * (log_rows[arrays.rows] + log_cols[arrays.cols]))
+
+    def heldout_log_lik(self, params: AspectParams, arrays: DyadicArrays) -> Any:
+        """Σ n(x_i, y_k) log P(y_k|x_i), P(y|x) = Σ_c P(c|x) P(y|c) (H99 §2.4)."""
+        A, log_rows = _row_max_normalise(params.class_given_row())
+        B, log_cols = _row_max_normalise(params.col_given_class)
+        stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
+        return stats.log_norm + self._scale_correction(arrays, log_rows, log_cols)
+
+    # ---------------------------------------------------------------- E-step + M-step
+    def em_step(self, params: AspectParams, arrays: DyadicArrays, beta: Any) -> tuple[AspectParams, Any]:
+        """One tempered EM iteration; returns (new params, β = 1 log-likelihood of ``params``).
+
+        E-step (H99 eq. 3 with β, §4): P_β{c_ik = c} = A_ic B_kc / z_ik with A_ic ∝ P(c) P(x_i|c)^β,
+        B_kc ∝ P(y_k|c)^β. M-step (eq. 4): expected counts n(x_i, c) and n(y_k, c), normalised.
+        """
+        A, B, log_rows, log_cols = self._factors(params, beta)
+        stats = cell_stats(A, B, arrays, want_rows=True, want_cols=self.update == "simultaneous",
+                           backend=self.backend)
+        log_lik = jax.lax.cond(
+            beta == 1.0,
+            lambda: stats.log_norm + self._scale_correction(arrays, log_rows, log_cols),
+            lambda: self.log_likelihood(params, arrays),
+        )
+        class_mass = stats.row_stats.sum(axis=0)  # Σ_ik n_ik P{c_ik = c}
+        class_prior = class_mass / class_mass.sum()
+        row_given_class = _normalise_columns(stats.row_stats, params.row_given_class)
+        if self.update == "simultaneous":
+            col_stats = stats.col_stats
+        else:
+            # ECM: second E-step with the new P(c), P(x|c) before re-estimating P(y|c).
+            half = AspectParams(class_prior, row_given_class, params.col_given_class)
+            A_new, B_new, _, _ = self._factors(half, beta)
+            col_stats = cell_stats(A_new, B_new, arrays, want_rows=False, want_cols=True,
+                                   backend=self.backend).col_stats
+            # The second conditional M-step re-estimates P(c) together with P(y|c).
+            second_mass = col_stats.sum(axis=0)
+            class_prior = second_mass / second_mass.sum()
+        col_given_class = _normalise_columns(col_stats, params.col_given_class)
+        return AspectParams(class_prior, row_given_class, col_given_class), log_lik
+
+    # ---------------------------------------------------------------- fold-in of new rows
+    def fold_in(
+        self,
+        params: AspectParams,
+        data: CoOccurrence,
+        *,
+        n_iter: int = 50,
+        beta: float = 1.0,
+    ) -> Any:
+        """P(c|x) for the rows of ``data`` (new objects), with P(y|c) held fixed.
+
+        EM over the mixing weights only: P(c|x_new) ← Σ_k n(x_new, y_k) P_β{c | x_new, y_k}
+        normalised, the usual "folding-in" of unseen documents (Hofmann 1999).
+
+        Returns
+        -------
+        (n_new_rows, K) array of P(c|x) for the rows of ``data``.
+        """
+        n_iter = check_int("n_iter", n_iter, minimum=1)
+        beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
+        if not isinstance(data, CoOccurrence):
+            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        if data.n_cols != params.col_given_class.shape[0]:
+            raise ValueError(
+                f"data: has {data.n_cols} columns but the model was fitted with {params.col_given_class.shape[0]}"
+            )
+        arrays = data.to_arrays()
+        return _fold_in(params.col_given_class, params.class_prior, arrays, data.n_rows, n_iter,
+                        jnp.asarray(beta, arrays.counts.dtype), backend=self.backend)
+
+    def fold_in_heldout_log_lik(self, params: AspectParams, mixing: Any, data: CoOccurrence) -> float:
+        """Σ n log P(y|x) of ``data`` for folded-in rows with mixing weights ``mixing`` = P(c|x)."""
+        arrays = data.to_arrays()
+        A, log_rows = _row_max_normalise(jnp.asarray(mixing, arrays.counts.dtype))
+        B, log_cols = _row_max_normalise(params.col_given_class.astype(arrays.counts.dtype))
+        stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
+        return float(stats.log_norm + self._scale_correction(arrays, log_rows, log_cols))
+
+
+from functools import partial  # noqa: E402
+
+
+@partial(jax.jit, static_argnames=("n_rows", "n_iter", "backend"))
+def _fold_in(col_given_class, class_prior, arrays, n_rows, n_iter, beta, *, backend):
+    B, _ = _row_max_normalise(_power(col_given_class.astype(arrays.counts.dtype), beta))
+    mixing = jnp.broadcast_to(class_prior.astype(arrays.counts.dtype), (n_rows, class_prior.shape[0]))
+
+    def step(mixing, _):
+        stats = cell_stats(mixing, B, arrays, want_rows=True, want_cols=False, backend=backend)
+        return _normalise_rows(stats.row_stats, mixing), None
+
+    mixing, _ = jax.lax.scan(step, mixing, None, length=n_iter)
+    return mixing
+
+
+def _normalise_rows(stats: Any, fallback: Any) -> Any:
+    totals = stats.sum(axis=1, keepdims=True)
+    return jnp.where(totals > 0, stats / jnp.where(totals > 0, totals, 1.0), fallback)
