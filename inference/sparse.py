@@ -35,7 +35,10 @@ import numpy as np
 
 from zoo.data import DyadicArrays
 
-__all__ = ["CellStats", "cell_stats", "cell_log_norm", "resolve_backend", "DEFAULT_CHUNK_CELLS"]
+__all__ = [
+    "CellStats", "cell_stats", "cell_log_norm", "resolve_backend", "DEFAULT_CHUNK_CELLS",
+    "count_matmul", "RowCellStats", "row_cell_stats",
+]
 
 #: Cells processed at once by the XLA path (bounds temporaries to chunk × K floats).
 DEFAULT_CHUNK_CELLS = 1 << 18
@@ -49,11 +52,14 @@ class CellStats(NamedTuple):
     row_stats : (n_rows, K) array or None
     col_stats : (n_cols, K) array or None
     log_norm : scalar, Σ n_ij log z_ij
+    eval_log_norm : scalar, Σ n_ij log(A'_i·B'_j) for the evaluation factors (equal to
+        ``log_norm`` when none were given or ``eval_needed`` was false)
     """
 
     row_stats: Any
     col_stats: Any
     log_norm: Any
+    eval_log_norm: Any
 
 
 def _floor(dtype: Any) -> float:
@@ -82,7 +88,7 @@ def resolve_backend(backend: str) -> str:
 
 
 # ---------------------------------------------------------------------------- XLA path
-def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells):
+def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells, eval_factors, eval_needed):
     n_rows, n_classes = A.shape
     n_cols = B.shape[0]
     floor = _floor(A.dtype)
@@ -96,31 +102,39 @@ def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells)
     counts = jnp.pad(data.counts, (0, pad)).reshape(n_chunks, size)
 
     def body(carry, chunk):
-        row_acc, col_acc, log_norm = carry
+        row_acc, col_acc, log_norm, eval_log_norm = carry
         chunk_rows, chunk_cols, chunk_counts = chunk
         a_cells = A[chunk_rows]
         b_cells = B[chunk_cols]
         z = jnp.maximum(jnp.einsum("nk,nk->n", a_cells, b_cells), floor)
         ratio = chunk_counts / z
-        log_norm = log_norm + jnp.sum(jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0))
+        chunk_log_norm = jnp.sum(jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0))
+        log_norm = log_norm + chunk_log_norm
+        if eval_factors is not None:
+            A_eval, B_eval = eval_factors
+            z_eval = jnp.maximum(jnp.einsum("nk,nk->n", A_eval[chunk_rows], B_eval[chunk_cols]), floor)
+            chunk_eval = jnp.sum(jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z_eval), 0.0))
+            eval_log_norm = eval_log_norm + jnp.where(eval_needed, chunk_eval, chunk_log_norm)
         if want_rows:
             row_acc = row_acc + jax.ops.segment_sum(
                 ratio[:, None] * b_cells, chunk_rows, n_rows, indices_are_sorted=True
             )
         if want_cols:
             col_acc = col_acc + jax.ops.segment_sum(ratio[:, None] * a_cells, chunk_cols, n_cols)
-        return (row_acc, col_acc, log_norm), None
+        return (row_acc, col_acc, log_norm, eval_log_norm), None
 
     init = (
         jnp.zeros((n_rows, n_classes), A.dtype) if want_rows else jnp.zeros((0,), A.dtype),
         jnp.zeros((n_cols, n_classes), A.dtype) if want_cols else jnp.zeros((0,), A.dtype),
         jnp.zeros((), A.dtype),
+        jnp.zeros((), A.dtype),
     )
-    (row_acc, col_acc, log_norm), _ = jax.lax.scan(body, init, (rows, cols, counts))
+    (row_acc, col_acc, log_norm, eval_log_norm), _ = jax.lax.scan(body, init, (rows, cols, counts))
     return CellStats(
         row_stats=A * row_acc if want_rows else None,
         col_stats=B * col_acc if want_cols else None,
         log_norm=log_norm,
+        eval_log_norm=eval_log_norm if eval_factors is not None else log_norm,
     )
 
 
@@ -131,11 +145,255 @@ def _numba_kernels():
     from numba import njit, prange
 
     @njit(cache=True, nogil=True)
-    def _row_range_stats(lo, hi, indptr, cols, counts, A, B, row_stats, col_stats, want_rows, want_cols, floor):
+    def _row_range_stats(lo, hi, indptr, cols, counts, A, B, A_eval, B_eval, eval_needed,
+                         row_stats, col_stats, want_rows, want_cols, floor, log_out, t):
         n_classes = A.shape[1]
         log_norm = 0.0
+        eval_log_norm = 0.0
         for i in range(lo, hi):
             a_row = A[i]
+            a_eval = A_eval[i]
+            for cell in range(indptr[i], indptr[i + 1]):
+                j = cols[cell]
+                b_row = B[j]
+                z = a_row[0] * b_row[0]
+                for c in range(1, n_classes):
+                    z += a_row[c] * b_row[c]
+                if z < floor:
+                    z = floor
+                count = counts[cell]
+                log_norm += count * np.log(z)
+                if eval_needed:
+                    b_eval = B_eval[j]
+                    z_eval = a_eval[0] * b_eval[0]
+                    for c in range(1, n_classes):
+                        z_eval += a_eval[c] * b_eval[c]
+                    if z_eval < floor:
+                        z_eval = floor
+                    eval_log_norm += count * np.log(z_eval)
+                ratio = count / z
+                if want_rows:
+                    for c in range(n_classes):
+                        row_stats[i, c] += ratio * b_row[c]
+                if want_cols:
+                    for c in range(n_classes):
+                        col_stats[j, c] += ratio * a_row[c]
+        log_out[t, 0] = log_norm
+        log_out[t, 1] = eval_log_norm if eval_needed else log_norm
+
+    @njit(parallel=True, cache=True, nogil=True)
+    def cell_stats_kernel(indptr, cols, counts, A, B, A_eval, B_eval, eval_needed, want_rows, want_cols,
+                          bounds, floor):
+        n_threads = bounds.shape[0] - 1
+        n_rows, n_classes = A.shape
+        n_cols = B.shape[0]
+        row_stats = np.zeros((n_rows if want_rows else 0, n_classes), A.dtype)
+        # One private column accumulator per thread: no write conflicts, summed at the end.
+        col_parts = np.zeros((n_threads, n_cols if want_cols else 0, n_classes), A.dtype)
+        log_parts = np.zeros((n_threads, 2))
+        for t in prange(n_threads):
+            _row_range_stats(
+                bounds[t], bounds[t + 1], indptr, cols, counts, A, B, A_eval, B_eval, eval_needed,
+                row_stats, col_parts[t], want_rows, want_cols, floor, log_parts, t,
+            )
+        col_stats = col_parts[0].copy()
+        for t in range(1, n_threads):
+            col_stats += col_parts[t]
+        if want_rows:
+            row_stats *= A
+        if want_cols:
+            col_stats *= B
+        return row_stats, col_stats, log_parts[:, 0].sum(), log_parts[:, 1].sum()
+
+    return cell_stats_kernel, numba.get_num_threads
+
+
+def _row_bounds(indptr: np.ndarray, n_threads: int) -> np.ndarray:
+    """Split rows into ``n_threads`` contiguous ranges holding about equal numbers of cells."""
+    targets = np.linspace(0, indptr[-1], n_threads + 1)
+    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    bounds[0], bounds[-1] = 0, indptr.shape[0] - 1
+    return np.maximum.accumulate(bounds)
+
+
+def _numba_host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts, *, want_rows, want_cols):
+    kernel, get_num_threads = _numba_kernels()
+    A = np.ascontiguousarray(A)
+    B = np.ascontiguousarray(B)
+    A_eval = np.ascontiguousarray(A_eval, dtype=A.dtype)
+    B_eval = np.ascontiguousarray(B_eval, dtype=A.dtype)
+    indptr = np.asarray(indptr)
+    counts = np.asarray(counts, dtype=A.dtype)
+    n_threads = max(1, min(get_num_threads(), indptr.shape[0] - 1))
+    bounds = _row_bounds(indptr, n_threads)
+    row_stats, col_stats, log_norm, eval_log_norm = kernel(
+        indptr, np.asarray(cols), counts, A, B, A_eval, B_eval, bool(eval_needed),
+        want_rows, want_cols, bounds, _floor(A.dtype),
+    )
+    return row_stats, col_stats, np.asarray(log_norm, A.dtype), np.asarray(eval_log_norm, A.dtype)
+
+
+def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_factors, eval_needed):
+    n_classes = A.shape[1]
+    shapes = (
+        jax.ShapeDtypeStruct((A.shape[0] if want_rows else 0, n_classes), A.dtype),
+        jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
+        jax.ShapeDtypeStruct((), A.dtype),
+        jax.ShapeDtypeStruct((), A.dtype),
+    )
+    if eval_factors is None:
+        A_eval, B_eval, eval_needed = A[:1], B[:1], False
+    else:
+        A_eval, B_eval = eval_factors
+
+    def host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts):
+        return _numba_host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts,
+                           want_rows=want_rows, want_cols=want_cols)
+
+    row_stats, col_stats, log_norm, eval_log_norm = jax.pure_callback(
+        host, shapes, A, B, A_eval, B_eval, jnp.asarray(eval_needed), data.indptr, data.cols, data.counts,
+        vmap_method="sequential",
+    )
+    return CellStats(
+        row_stats=row_stats if want_rows else None,
+        col_stats=col_stats if want_cols else None,
+        log_norm=log_norm,
+        eval_log_norm=eval_log_norm,
+    )
+
+
+# ---------------------------------------------------------------------------- public
+def cell_stats(
+    A: Any,
+    B: Any,
+    data: DyadicArrays,
+    *,
+    want_rows: bool = True,
+    want_cols: bool = True,
+    backend: str = "auto",
+    chunk_cells: int = DEFAULT_CHUNK_CELLS,
+    eval_factors: tuple[Any, Any] | None = None,
+    eval_needed: Any = True,
+) -> CellStats:
+    """Sampled product z_ij = A_i·B_j on the non-zero cells and the expected-count statistics.
+
+    Parameters
+    ----------
+    A : (n_rows, K) array, non-negative
+    B : (n_cols, K) array, non-negative
+    data : DyadicArrays
+        Cells in CSR order (``CoOccurrence.to_arrays``).
+    want_rows, want_cols : bool
+        Which statistics to compute (static).
+    backend : {"auto", "xla", "numba"}
+    chunk_cells : int
+        Cells per chunk of the XLA path.
+    eval_factors : (A', B'), optional
+        Second pair of factors (same shapes) whose Σ n log(A'_i·B'_j) is accumulated in the
+        same pass, e.g. the β = 1 log-likelihood while the statistics use tempered factors.
+    eval_needed : bool or traced bool
+        When false, ``eval_log_norm`` is ``log_norm`` (the caller knows A' = A, B' = B): the
+        numba path then skips the second product; the XLA path computes and discards it.
+
+    Returns
+    -------
+    CellStats
+        ``row_stats = A ⊙ (R B)``, ``col_stats = B ⊙ (Rᵀ A)``, ``log_norm = Σ n log z`` with
+        ``R_ij = n_ij / z_ij``. Scaling a row of A (or B) by s leaves both statistics unchanged
+        and adds ``n_i log s`` to ``log_norm``.
+    """
+    if resolve_backend(backend) == "numba":
+        return _numba_cell_stats(A, B, data, want_rows, want_cols, eval_factors, eval_needed)
+    return _xla_cell_stats(A, B, data, want_rows, want_cols, chunk_cells, eval_factors, eval_needed)
+
+
+def cell_log_norm(A: Any, B: Any, data: DyadicArrays, *, backend: str = "auto",
+                  chunk_cells: int = DEFAULT_CHUNK_CELLS) -> Any:
+    """Σ_ij n_ij log(A_i·B_j) over the non-zero cells (no statistics)."""
+    return cell_stats(A, B, data, want_rows=False, want_cols=False, backend=backend,
+                      chunk_cells=chunk_cells).log_norm
+
+
+
+# ---------------------------------------------------------------------------- count products
+# Clustering models (one-sided and two-sided clustering, H99 eqs. 7 and 10) need the sparse count
+# matrix times a dense matrix, in both directions:
+#
+#     count_matmul(F, n)                  = n F,   out_ic = Σ_j n_ij F_jc     (F: n_cols × K)
+#     count_matmul(G, n, transpose=True)  = nᵀ G,  out_jc = Σ_i n_ij G_ic     (G: n_rows × K)
+#
+# and mixture models with one mixture per (row, cluster) (the cluster-abstraction model, H99
+# eq. 12) need the per-row sums Σ_j n_ij log z_ij of :func:`cell_stats` with row-weighted column
+# statistics; :func:`row_cell_stats` provides them. Both have the same two implementations.
+
+
+def _padded_chunks(data: DyadicArrays, chunk_cells: int):
+    """Cells as (n_chunks, size) arrays; padding cells have count 0 and indices 0."""
+    nnz = data.rows.shape[0]
+    n_chunks = max(1, -(-nnz // chunk_cells))
+    size = -(-nnz // n_chunks)
+    pad = n_chunks * size - nnz
+    return tuple(jnp.pad(array, (0, pad)).reshape(n_chunks, size) for array in (data.rows, data.cols, data.counts))
+
+
+def _xla_count_matmul(dense, data: DyadicArrays, transpose: bool, chunk_cells: int):
+    n_rows, n_cols = data.shape
+    n_out = n_cols if transpose else n_rows
+
+    def body(out, chunk):
+        chunk_rows, chunk_cols, chunk_counts = chunk
+        source, target = (chunk_rows, chunk_cols) if transpose else (chunk_cols, chunk_rows)
+        # where(): padding cells (count 0) must not turn an infinite entry of ``dense`` into NaN.
+        weighted = jnp.where(chunk_counts[:, None] > 0, chunk_counts[:, None] * dense[source], 0.0)
+        return out + jax.ops.segment_sum(weighted, target, n_out, indices_are_sorted=not transpose), None
+
+    out, _ = jax.lax.scan(body, jnp.zeros((n_out, dense.shape[1]), dense.dtype), _padded_chunks(data, chunk_cells))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _numba_count_kernels():
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=True, nogil=True)
+    def count_matmul_kernel(indptr, cols, counts, dense, transpose, n_cols, bounds):
+        n_threads = bounds.shape[0] - 1
+        n_rows = indptr.shape[0] - 1
+        n_classes = dense.shape[1]
+        if not transpose:
+            out = np.zeros((n_rows, n_classes), dense.dtype)
+            for t in prange(n_threads):
+                for i in range(bounds[t], bounds[t + 1]):
+                    for cell in range(indptr[i], indptr[i + 1]):
+                        count = counts[cell]
+                        source = dense[cols[cell]]
+                        for c in range(n_classes):
+                            out[i, c] += count * source[c]
+            return out
+        # One private accumulator per thread: no write conflicts, summed at the end.
+        parts = np.zeros((n_threads, n_cols, n_classes), dense.dtype)
+        for t in prange(n_threads):
+            part = parts[t]
+            for i in range(bounds[t], bounds[t + 1]):
+                source = dense[i]
+                for cell in range(indptr[i], indptr[i + 1]):
+                    count = counts[cell]
+                    j = cols[cell]
+                    for c in range(n_classes):
+                        part[j, c] += count * source[c]
+        out = parts[0].copy()
+        for t in range(1, n_threads):
+            out += parts[t]
+        return out
+
+    @njit(cache=True, nogil=True)
+    def _weighted_row_range(lo, hi, indptr, cols, counts, A, B, row_weights, row_stats, col_stats,
+                            row_log_norm, want_rows, want_cols, floor):
+        n_classes = A.shape[1]
+        for i in range(lo, hi):
+            a_row = A[i]
+            weight = row_weights[i]
+            log_norm = 0.0
             for cell in range(indptr[i], indptr[i + 1]):
                 j = cols[cell]
                 b_row = B[j]
@@ -151,23 +409,23 @@ def _numba_kernels():
                     for c in range(n_classes):
                         row_stats[i, c] += ratio * b_row[c]
                 if want_cols:
+                    weighted_ratio = weight * ratio
                     for c in range(n_classes):
-                        col_stats[j, c] += ratio * a_row[c]
-        return log_norm
+                        col_stats[j, c] += weighted_ratio * a_row[c]
+            row_log_norm[i] = log_norm
 
     @njit(parallel=True, cache=True, nogil=True)
-    def cell_stats_kernel(indptr, cols, counts, A, B, want_rows, want_cols, bounds, floor):
+    def row_cell_stats_kernel(indptr, cols, counts, A, B, row_weights, want_rows, want_cols, bounds, floor):
         n_threads = bounds.shape[0] - 1
         n_rows, n_classes = A.shape
         n_cols = B.shape[0]
         row_stats = np.zeros((n_rows if want_rows else 0, n_classes), A.dtype)
-        # One private column accumulator per thread: no write conflicts, summed at the end.
         col_parts = np.zeros((n_threads, n_cols if want_cols else 0, n_classes), A.dtype)
-        log_parts = np.zeros(n_threads)
+        row_log_norm = np.zeros(n_rows, A.dtype)
         for t in prange(n_threads):
-            log_parts[t] = _row_range_stats(
-                bounds[t], bounds[t + 1], indptr, cols, counts, A, B,
-                row_stats, col_parts[t], want_rows, want_cols, floor,
+            _weighted_row_range(
+                bounds[t], bounds[t + 1], indptr, cols, counts, A, B, row_weights,
+                row_stats, col_parts[t], row_log_norm, want_rows, want_cols, floor,
             )
         col_stats = col_parts[0].copy()
         for t in range(1, n_threads):
@@ -176,93 +434,181 @@ def _numba_kernels():
             row_stats *= A
         if want_cols:
             col_stats *= B
-        return row_stats, col_stats, log_parts.sum()
+        return row_stats, col_stats, row_log_norm
 
-    return cell_stats_kernel, numba.get_num_threads
-
-
-def _row_bounds(indptr: np.ndarray, n_threads: int) -> np.ndarray:
-    """Split rows into ``n_threads`` contiguous ranges holding about equal numbers of cells."""
-    targets = np.linspace(0, indptr[-1], n_threads + 1)
-    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
-    bounds[0], bounds[-1] = 0, indptr.shape[0] - 1
-    return np.maximum.accumulate(bounds)
+    return count_matmul_kernel, row_cell_stats_kernel
 
 
-def _numba_host(A, B, indptr, cols, counts, *, want_rows, want_cols):
-    kernel, get_num_threads = _numba_kernels()
-    A = np.ascontiguousarray(A)
-    B = np.ascontiguousarray(B)
-    indptr = np.asarray(indptr)
-    counts = np.asarray(counts, dtype=A.dtype)
+def _thread_bounds(indptr: np.ndarray) -> np.ndarray:
+    _, get_num_threads = _numba_kernels()
     n_threads = max(1, min(get_num_threads(), indptr.shape[0] - 1))
-    bounds = _row_bounds(indptr, n_threads)
-    row_stats, col_stats, log_norm = kernel(
-        indptr, np.asarray(cols), counts, A, B, want_rows, want_cols, bounds, _floor(A.dtype)
-    )
-    return row_stats, col_stats, np.asarray(log_norm, dtype=A.dtype)
+    return _row_bounds(indptr, n_threads)
 
 
-def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols):
-    n_classes = A.shape[1]
-    shapes = (
-        jax.ShapeDtypeStruct((A.shape[0] if want_rows else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((), A.dtype),
-    )
+def _numba_count_matmul(dense, data: DyadicArrays, transpose: bool):
+    n_rows, n_cols = data.shape
+    shape = jax.ShapeDtypeStruct((n_cols if transpose else n_rows, dense.shape[1]), dense.dtype)
 
-    def host(A, B, indptr, cols, counts):
-        return _numba_host(A, B, indptr, cols, counts, want_rows=want_rows, want_cols=want_cols)
+    def host(dense, indptr, cols, counts):
+        kernel, _ = _numba_count_kernels()
+        dense = np.ascontiguousarray(dense)
+        indptr = np.asarray(indptr)
+        return kernel(indptr, np.asarray(cols), np.asarray(counts, dtype=dense.dtype), dense,
+                      transpose, n_cols, _thread_bounds(indptr))
 
-    row_stats, col_stats, log_norm = jax.pure_callback(
-        host, shapes, A, B, data.indptr, data.cols, data.counts, vmap_method="sequential"
-    )
-    return CellStats(
-        row_stats=row_stats if want_rows else None,
-        col_stats=col_stats if want_cols else None,
-        log_norm=log_norm,
-    )
+    return jax.pure_callback(host, shape, dense, data.indptr, data.cols, data.counts, vmap_method="sequential")
 
 
-# ---------------------------------------------------------------------------- public
-def cell_stats(
-    A: Any,
-    B: Any,
+def count_matmul(
+    dense: Any,
     data: DyadicArrays,
     *,
-    want_rows: bool = True,
-    want_cols: bool = True,
+    transpose: bool = False,
     backend: str = "auto",
     chunk_cells: int = DEFAULT_CHUNK_CELLS,
-) -> CellStats:
-    """Sampled product z_ij = A_i·B_j on the non-zero cells and the expected-count statistics.
+) -> Any:
+    """Sparse counts times a dense matrix: ``n @ dense`` or ``nᵀ @ dense``.
 
     Parameters
     ----------
-    A : (n_rows, K) array, non-negative
-    B : (n_cols, K) array, non-negative
+    dense : (n_cols, K) array, or (n_rows, K) with ``transpose=True``
+        May hold ``-inf`` (e.g. log-probabilities of zero): only cells with a positive count
+        touch it.
     data : DyadicArrays
-        Cells in CSR order (``CoOccurrence.to_arrays``).
-    want_rows, want_cols : bool
-        Which statistics to compute (static).
+        Counts n in CSR order.
+    transpose : bool
+        Static. False: ``out[i] = Σ_j n_ij dense[j]``, shape (n_rows, K). True:
+        ``out[j] = Σ_i n_ij dense[i]``, shape (n_cols, K).
     backend : {"auto", "xla", "numba"}
     chunk_cells : int
         Cells per chunk of the XLA path.
 
     Returns
     -------
-    CellStats
-        ``row_stats = A ⊙ (R B)``, ``col_stats = B ⊙ (Rᵀ A)``, ``log_norm = Σ n log z`` with
-        ``R_ij = n_ij / z_ij``. Scaling a row of A (or B) by s leaves both statistics unchanged
-        and adds ``n_i log s`` to ``log_norm``.
+    array of the dtype of ``dense``.
     """
     if resolve_backend(backend) == "numba":
-        return _numba_cell_stats(A, B, data, want_rows, want_cols)
-    return _xla_cell_stats(A, B, data, want_rows, want_cols, chunk_cells)
+        return _numba_count_matmul(dense, data, transpose)
+    return _xla_count_matmul(dense, data, transpose, chunk_cells)
 
 
-def cell_log_norm(A: Any, B: Any, data: DyadicArrays, *, backend: str = "auto",
-                  chunk_cells: int = DEFAULT_CHUNK_CELLS) -> Any:
-    """Σ_ij n_ij log(A_i·B_j) over the non-zero cells (no statistics)."""
-    return cell_stats(A, B, data, want_rows=False, want_cols=False, backend=backend,
-                      chunk_cells=chunk_cells).log_norm
+class RowCellStats(NamedTuple):
+    """Result of :func:`row_cell_stats`.
+
+    Attributes
+    ----------
+    row_stats : (n_rows, K) array or None — ``A ⊙ (R B)``
+    col_stats : (n_cols, K) array or None — ``B ⊙ ((w ⊙ R)ᵀ A)``, rows of R weighted by w
+    row_log_norm : (n_rows,) array — Σ_j n_ij log z_ij of each row
+    """
+
+    row_stats: Any
+    col_stats: Any
+    row_log_norm: Any
+
+
+def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_cols, chunk_cells):
+    n_rows, n_classes = A.shape
+    n_cols = B.shape[0]
+    floor = _floor(A.dtype)
+
+    def body(carry, chunk):
+        row_acc, col_acc, log_acc = carry
+        chunk_rows, chunk_cols, chunk_counts = chunk
+        a_cells = A[chunk_rows]
+        b_cells = B[chunk_cols]
+        z = jnp.maximum(jnp.einsum("nk,nk->n", a_cells, b_cells), floor)
+        ratio = chunk_counts / z
+        log_acc = log_acc + jax.ops.segment_sum(
+            jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0), chunk_rows, n_rows, indices_are_sorted=True
+        )
+        if want_rows:
+            row_acc = row_acc + jax.ops.segment_sum(ratio[:, None] * b_cells, chunk_rows, n_rows, indices_are_sorted=True)
+        if want_cols:
+            weighted = (row_weights[chunk_rows] * ratio)[:, None] * a_cells
+            col_acc = col_acc + jax.ops.segment_sum(weighted, chunk_cols, n_cols)
+        return (row_acc, col_acc, log_acc), None
+
+    init = (
+        jnp.zeros((n_rows, n_classes), A.dtype) if want_rows else jnp.zeros((0,), A.dtype),
+        jnp.zeros((n_cols, n_classes), A.dtype) if want_cols else jnp.zeros((0,), A.dtype),
+        jnp.zeros((n_rows,), A.dtype),
+    )
+    (row_acc, col_acc, log_acc), _ = jax.lax.scan(body, init, _padded_chunks(data, chunk_cells))
+    return RowCellStats(
+        row_stats=A * row_acc if want_rows else None,
+        col_stats=B * col_acc if want_cols else None,
+        row_log_norm=log_acc,
+    )
+
+
+def _numba_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_cols):
+    n_classes = A.shape[1]
+    shapes = (
+        jax.ShapeDtypeStruct((A.shape[0] if want_rows else 0, n_classes), A.dtype),
+        jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
+        jax.ShapeDtypeStruct((A.shape[0],), A.dtype),
+    )
+
+    def host(A, B, row_weights, indptr, cols, counts):
+        _, kernel = _numba_count_kernels()
+        A = np.ascontiguousarray(A)
+        indptr = np.asarray(indptr)
+        return kernel(
+            indptr, np.asarray(cols), np.asarray(counts, dtype=A.dtype), A, np.ascontiguousarray(B),
+            np.asarray(row_weights, dtype=A.dtype), want_rows, want_cols, _thread_bounds(indptr), _floor(A.dtype),
+        )
+
+    row_stats, col_stats, row_log_norm = jax.pure_callback(
+        host, shapes, A, B, row_weights, data.indptr, data.cols, data.counts, vmap_method="sequential"
+    )
+    return RowCellStats(
+        row_stats=row_stats if want_rows else None,
+        col_stats=col_stats if want_cols else None,
+        row_log_norm=row_log_norm,
+    )
+
+
+def row_cell_stats(
+    A: Any,
+    B: Any,
+    data: DyadicArrays,
+    *,
+    row_weights: Any = None,
+    want_rows: bool = True,
+    want_cols: bool = True,
+    backend: str = "auto",
+    chunk_cells: int = DEFAULT_CHUNK_CELLS,
+) -> RowCellStats:
+    """:func:`cell_stats` with the log-normaliser kept per row and row-weighted column statistics.
+
+    With z_ij = A_i·B_j and R_ij = n_ij / z_ij over the non-zero cells:
+    ``row_log_norm[i] = Σ_j n_ij log z_ij``, ``row_stats = A ⊙ (R B)`` and
+    ``col_stats = B ⊙ ((w ⊙ R)ᵀ A)`` where row i of R is multiplied by ``row_weights[i]``.
+    For a mixture whose weights depend on the row and on a latent cluster of the row (H99 eq. 12),
+    one call per cluster gives the cluster's log-likelihood of every row, the expected counts of
+    the row's mixture weights, and (weighted by the cluster posteriors) the expected counts of the
+    column distributions.
+
+    Parameters
+    ----------
+    A : (n_rows, K) array, non-negative
+    B : (n_cols, K) array, non-negative
+    data : DyadicArrays
+    row_weights : (n_rows,) array, optional
+        Weights of the rows in ``col_stats`` (default 1).
+    want_rows, want_cols : bool
+        Which statistics to compute (static).
+    backend : {"auto", "xla", "numba"}
+    chunk_cells : int
+
+    Returns
+    -------
+    RowCellStats
+    """
+    if row_weights is None:
+        row_weights = jnp.ones((A.shape[0],), A.dtype)
+    row_weights = jnp.asarray(row_weights, A.dtype)
+    if resolve_backend(backend) == "numba":
+        return _numba_row_cell_stats(A, B, data, row_weights, want_rows, want_cols)
+    return _xla_row_cell_stats(A, B, data, row_weights, want_rows, want_cols, chunk_cells)

@@ -209,14 +209,12 @@ class Aspect:
         E-step (H99 eq. 3 with β, §4): P_β{c_ik = c} = A_ic B_kc / z_ik with A_ic ∝ P(c) P(x_i|c)^β,
         B_kc ∝ P(y_k|c)^β. M-step (eq. 4): expected counts n(x_i, c) and n(y_k, c), normalised.
         """
-        A, B, log_rows, log_cols = self._factors(params, beta)
+        A, B, _, _ = self._factors(params, beta)
+        # The β = 1 log-likelihood of ``params`` comes out of the same pass over the cells.
+        A_one, B_one, log_rows, log_cols = self._factors(params, 1.0)
         stats = cell_stats(A, B, arrays, want_rows=True, want_cols=self.update == "simultaneous",
-                           backend=self.backend)
-        log_lik = jax.lax.cond(
-            beta == 1.0,
-            lambda: stats.log_norm + self._scale_correction(arrays, log_rows, log_cols),
-            lambda: self.log_likelihood(params, arrays),
-        )
+                           backend=self.backend, eval_factors=(A_one, B_one), eval_needed=beta != 1.0)
+        log_lik = stats.eval_log_norm + self._scale_correction(arrays, log_rows, log_cols)
         class_mass = stats.row_stats.sum(axis=0)  # Σ_ik n_ik P{c_ik = c}
         class_prior = class_mass / class_mass.sum()
         row_given_class = _normalise_columns(stats.row_stats, params.row_given_class)
