@@ -29,6 +29,7 @@ import numpy as np
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo._validation import check_int, check_real
+from zoo.data import CoOccurrence
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity"]
 
@@ -67,8 +68,14 @@ def perplexity(log_lik_total: Any, total_count: Any) -> Any:
     return jnp.exp(-log_lik_total / total_count)
 
 
-def _fit_one(rng_key, train, valid, valid_total, *, model, schedule, max_iter, tol):
-    params = model.init_params(rng_key, train)
+def _observation_count(data: Any) -> float:
+    """Denominator of the perplexity: ``data.total`` (counts) or the number of rows (arrays)."""
+    total = getattr(data, "total", None)
+    return float(total) if total is not None else float(np.shape(data)[0])
+
+
+def _fit_one(rng_key, train, valid, valid_total, init, *, model, schedule, max_iter, tol):
+    params = model.init_params(rng_key, train) if init is None else init
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     has_valid = valid is not None
     nan_history = jnp.full((max_iter,), jnp.nan, dtype)
@@ -125,9 +132,9 @@ def _fit_one(rng_key, train, valid, valid_total, *, model, schedule, max_iter, t
 
 
 @partial(jax.jit, static_argnames=("model", "schedule", "max_iter", "tol"))
-def _fit_restarts(keys, train, valid, valid_total, *, model, schedule, max_iter, tol):
+def _fit_restarts(keys, train, valid, valid_total, init, *, model, schedule, max_iter, tol):
     fit = partial(_fit_one, model=model, schedule=schedule, max_iter=max_iter, tol=tol)
-    return jax.vmap(fit, in_axes=(0, None, None, None))(keys, train, valid, valid_total)
+    return jax.vmap(fit, in_axes=(0, None, None, None, None))(keys, train, valid, valid_total, init)
 
 
 @dataclass
@@ -173,7 +180,7 @@ class EMResult:
 
     def perplexity(self, data: Any) -> float:
         """Held-out perplexity exp(-l), l = Σ n log P(y|x) / Σ n (H99 §5)."""
-        return float(np.exp(-self.heldout_log_likelihood(data) / data.total))
+        return float(np.exp(-self.heldout_log_likelihood(data) / _observation_count(data)))
 
     def history_dataset(self):
         """The history as an ``xarray.Dataset`` with an ``iteration`` dimension."""
@@ -197,6 +204,7 @@ def tempered_em(
     n_restarts: int = 1,
     max_iter: int = 500,
     tol: float = 1e-6,
+    init: Any = None,
 ) -> EMResult:
     """Fit ``model`` to ``data`` by tempered EM.
 
@@ -219,6 +227,9 @@ def tempered_em(
         Iteration cap for the whole schedule.
     tol : float
         Convergence: relative change of the training log-likelihood below ``tol``.
+    init : params, optional
+        Starting parameters (the model's params type) used instead of a random start; then
+        ``n_restarts`` must be 1.
 
     Returns
     -------
@@ -235,17 +246,19 @@ def tempered_em(
         raise ValueError("valid: TemperedEM chooses β on held-out data; pass valid= (e.g. from data.split_tokens)")
     if key is None:
         raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+    if init is not None and n_restarts != 1:
+        raise ValueError("n_restarts: must be 1 when init= fixes the starting point")
     train_arrays = model.prepare(data)
     if valid is not None:
-        if getattr(valid, "shape", None) != getattr(data, "shape", None):
-            raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {getattr(data, 'shape', None)}")
+        if isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
+            raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
         valid_arrays = model.prepare(valid)
-        valid_total = jnp.asarray(valid.total, jnp.result_type(float))
+        valid_total = jnp.asarray(_observation_count(valid), jnp.result_type(float))
     else:
         valid_arrays, valid_total = None, jnp.asarray(1.0, jnp.result_type(float))
     keys = jax.random.split(key, n_restarts)
     states = _fit_restarts(
-        keys, train_arrays, valid_arrays, valid_total,
+        keys, train_arrays, valid_arrays, valid_total, init,
         model=model, schedule=schedule, max_iter=max_iter, tol=tol,
     )
     states = jax.device_get(states)
