@@ -48,14 +48,15 @@ def test_kernel_log_likelihood_equals_enumerated_program(x64, backend, n_classes
     np.testing.assert_allclose(float(kernel), float(exact), rtol=1e-5)
 
 
-@settings(max_examples=15, deadline=None)
+# Few distinct shapes so the fits compile a handful of times; hypothesis varies the counts.
+@settings(max_examples=12, deadline=None)
 @given(
-    st.integers(1, 5),
-    st.integers(2, 9),
-    st.integers(2, 9),
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from([(3, 8), (9, 5)]),
     st.integers(0, 2**31 - 1),
 )
-def test_em_log_likelihood_never_decreases_at_beta_one(n_classes, n_rows, n_cols, seed):
+def test_em_log_likelihood_never_decreases_at_beta_one(n_classes, shape, seed):
+    n_rows, n_cols = shape
     rng = np.random.default_rng(seed)
     counts = rng.poisson(1.5, size=(n_rows, n_cols))
     counts[0, 0] += 1
