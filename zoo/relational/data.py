@@ -1,0 +1,982 @@
+"""Relational data: object domains, relations over them with categorical values, and a mask.
+
+CP §1: a relational domain is a collection of object domains O = {O_1, ..., O_m} and relations
+r : D_1 × ... × D_k → {v_1, ..., v_|r|} over them. A :class:`Relation` stores its *observed*
+ground instances only, as a list of cells (one row of ``entries`` per cell, one index per
+argument) with a value code in ``0 .. |r| - 1``; every cell that is not listed is unobserved,
+"missing at random" (CP §2), so a mask is implicit in the list. A :class:`RelationalData` holds
+the domains (:class:`Domain`: a name, a size, optional labels of the individuals) and its
+relations, and checks that they agree.
+
+Constructors: :meth:`RelationalData.from_adjacency` (dense matrix, NaN or a mask for missing
+cells), :meth:`RelationalData.from_networkx` (binary, weighted → categorical, or thresholded;
+one domain or two for a bipartite graph), :meth:`RelationalData.from_table` (pandas rows of
+subject, object, value) and :meth:`RelationalData.from_ratings` (ratings thresholded at their
+global mean, CP §3). :func:`read_ucinet_dl` reads UCINET DL files (full-matrix and edge-list
+formats). Loaders of networks and ratings that ship offline: :func:`load_karate_club`,
+:func:`load_davis_southern_women`, :func:`load_florentine_families` (networkx) and
+:func:`load_movielens_100k` (the MovieLens 100k ratings bundled in the ``recbole`` package).
+
+Self-pairs. When a relation's arguments come from the same domain (a social network), the
+diagonal cells r(a, a) are structurally missing: the constructors leave them unobserved unless
+asked otherwise, and the models refuse observed self-pairs.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from zoo._validation import as_float_array, as_index_array, check_choice, check_int, check_real
+
+__all__ = [
+    "Domain",
+    "Relation",
+    "RelationalData",
+    "RelationalSchema",
+    "RelationalArrays",
+    "read_ucinet_dl",
+    "load_karate_club",
+    "load_davis_southern_women",
+    "load_florentine_families",
+    "load_movielens_100k",
+]
+
+
+def _check_name(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _labels(name: str, labels: Sequence[Any] | None, size: int) -> tuple | None:
+    if labels is None:
+        return None
+    if isinstance(labels, (str, bytes)):
+        raise TypeError(f"{name}: expected a sequence of labels, got a string")
+    labels = tuple(labels)
+    if len(labels) != size:
+        raise ValueError(f"{name}: expected {size} labels, got {len(labels)}")
+    return labels
+
+
+class RelationalSchema(NamedTuple):
+    """Static description of relational data (hashable: a ``jit`` static argument).
+
+    Attributes
+    ----------
+    domain_names : tuple of str
+    domain_sizes : tuple of int
+    relation_names : tuple of str
+    relation_domains : tuple of tuple of int
+        For each relation, the index (into the domains) of each argument's domain.
+    n_values : tuple of int
+        |r| of each relation.
+    """
+
+    domain_names: tuple
+    domain_sizes: tuple
+    relation_names: tuple
+    relation_domains: tuple
+    n_values: tuple
+
+    def incidences(self, domain: int) -> tuple[tuple[int, int], ...]:
+        """(relation, position) pairs at which individuals of ``domain`` appear."""
+        return tuple(
+            (relation, position)
+            for relation, domains in enumerate(self.relation_domains)
+            for position, member in enumerate(domains)
+            if member == domain
+        )
+
+
+class RelationalArrays(NamedTuple):
+    """Device arrays of the observed cells, one entry per relation in each tuple.
+
+    Every relation's cell list ends with one padding row (index ``n_observed``) of weight 0, so
+    fixed-width tables can point at it.
+
+    Attributes
+    ----------
+    entries : tuple of int32 arrays, shape (n_observed + 1, arity)
+    values : tuple of int32 arrays, shape (n_observed + 1,)
+    weights : tuple of float arrays, shape (n_observed + 1,)
+        1 for a cell the model sees, 0 for the padding row and for hidden (held-out) cells.
+    blankets : tuple (per relation) of tuples (per argument position) of int32 arrays,
+        shape (domain size, max degree): for individual a, the positions in ``entries`` of the
+        cells with a at that argument (its Markov blanket, CP §2), padded with ``n_observed``.
+    """
+
+    entries: tuple
+    values: tuple
+    weights: tuple
+    blankets: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """A set of individuals, e.g. users, movies or the members of a club.
+
+    Parameters
+    ----------
+    name : str
+        Domain name; it names the plate of the class variables in the programs.
+    size : int
+        Number of individuals (>= 1).
+    labels : sequence, optional
+        Names of the individuals, one per individual.
+    """
+
+    name: str
+    size: int
+    labels: tuple | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        _check_name("name", self.name)
+        object.__setattr__(self, "size", check_int("size", self.size, minimum=1))
+        object.__setattr__(self, "labels", _labels("labels", self.labels, self.size))
+
+    def __repr__(self) -> str:
+        return f"Domain({self.name!r}, size={self.size})"
+
+
+@dataclass(frozen=True, eq=False)
+class Relation:
+    """The observed cells of one relation r : D_1 × ... × D_k → {v_1, ..., v_|r|} (CP §1).
+
+    Parameters
+    ----------
+    name : str
+    domains : tuple of str, length k
+        Names of the argument domains (may repeat, e.g. ``("people", "people")``).
+    shape : tuple of int, length k
+        Sizes of the argument domains.
+    entries : array_like of int, shape (n_observed, k)
+        One observed cell per row; cells not listed are missing at random.
+    values : array_like of int, shape (n_observed,)
+        Value code of each observed cell, in ``0 .. n_values - 1``.
+    value_labels : sequence, length n_values >= 2
+        The declared values v_1, ..., v_|r| (e.g. ``(0, 1)`` or ``(False, True)``).
+    symmetric : bool
+        Binary relations over one domain only: r(a, b) = r(b, a) and both cells are observed
+        or missing together (an undirected network). The models still see both cells; held-out
+        evaluation removes a cell together with its mirror.
+
+    Cells are stored sorted in row-major order; duplicates are an error.
+    """
+
+    name: str
+    domains: tuple[str, ...]
+    shape: tuple[int, ...]
+    entries: np.ndarray
+    values: np.ndarray
+    value_labels: tuple = (0, 1)
+    symmetric: bool = False
+
+    def __post_init__(self) -> None:
+        _check_name("name", self.name)
+        if isinstance(self.domains, str) or not isinstance(self.domains, (tuple, list)) or not self.domains:
+            raise ValueError(f"domains: expected a non-empty tuple of domain names, got {self.domains!r}")
+        domains = tuple(_check_name("domains", domain) for domain in self.domains)
+        arity = len(domains)
+        if not isinstance(self.shape, (tuple, list)) or len(self.shape) != arity:
+            raise ValueError(f"shape: expected {arity} sizes (one per argument), got {self.shape!r}")
+        shape = tuple(check_int("shape", size, minimum=1) for size in self.shape)
+        value_labels = tuple(self.value_labels) if not isinstance(self.value_labels, (str, bytes)) else None
+        if value_labels is None or len(value_labels) < 2:
+            raise ValueError(f"value_labels: a relation needs at least 2 declared values, got {self.value_labels!r}")
+        if len(set(value_labels)) != len(value_labels):
+            raise ValueError(f"value_labels: repeated values in {value_labels!r}")
+        entries = np.asarray(self.entries)
+        if entries.ndim == 1 and arity == 1:
+            entries = entries[:, None]
+        if entries.ndim != 2 or entries.shape[1] != arity:
+            raise ValueError(f"entries: expected shape (n_observed, {arity}), got {entries.shape}")
+        if entries.shape[0] == 0:
+            raise ValueError(f"entries: relation {self.name!r} has no observed cells (all missing)")
+        columns = [
+            as_index_array("entries", entries[:, position], upper=shape[position])
+            for position in range(arity)
+        ]
+        entries = np.stack(columns, axis=1)
+        values = as_index_array("values", self.values, upper=None)
+        if values.shape[0] != entries.shape[0]:
+            raise ValueError(f"values: expected {entries.shape[0]} values (one per entry), got {values.shape[0]}")
+        if values.max() >= len(value_labels):
+            raise ValueError(
+                f"values: code {int(values.max())} outside the {len(value_labels)} declared values {value_labels!r}"
+            )
+        flat = np.ravel_multi_index(tuple(entries.T), shape)
+        order = np.argsort(flat, kind="stable")
+        flat = flat[order]
+        if flat.shape[0] > 1 and (flat[1:] == flat[:-1]).any():
+            duplicate = entries[order][1:][flat[1:] == flat[:-1]][0]
+            raise ValueError(f"entries: cell {tuple(int(i) for i in duplicate)} is listed twice")
+        entries = entries[order].astype(np.int32)
+        values = values[order].astype(np.int32)
+        symmetric = bool(self.symmetric)
+        if symmetric:
+            if arity != 2 or domains[0] != domains[1]:
+                raise ValueError("symmetric: only a binary relation over one domain can be symmetric")
+            mirror = np.ravel_multi_index((entries[:, 1], entries[:, 0]), shape)
+            position = np.searchsorted(flat, mirror)
+            found = (position < flat.shape[0]) & (flat[np.minimum(position, flat.shape[0] - 1)] == mirror)
+            if not found.all() or (values[np.minimum(position, flat.shape[0] - 1)] != values).any():
+                raise ValueError("symmetric: the observed cells are not symmetric (r(a, b) must equal r(b, a))")
+        object.__setattr__(self, "domains", domains)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "entries", entries)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "value_labels", value_labels)
+        object.__setattr__(self, "symmetric", symmetric)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def arity(self) -> int:
+        """k, the number of arguments."""
+        return len(self.domains)
+
+    @property
+    def n_values(self) -> int:
+        """|r|, the number of declared values."""
+        return len(self.value_labels)
+
+    @property
+    def n_observed(self) -> int:
+        """Number of observed cells."""
+        return int(self.entries.shape[0])
+
+    @property
+    def has_self_pairs(self) -> bool:
+        """Whether some observed cell repeats an individual of one domain, e.g. r(a, a)."""
+        for first in range(self.arity):
+            for second in range(first + 1, self.arity):
+                if self.domains[first] == self.domains[second] and (
+                    self.entries[:, first] == self.entries[:, second]
+                ).any():
+                    return True
+        return False
+
+    def mask(self) -> np.ndarray:
+        """Boolean array of ``shape``, True where the cell is observed."""
+        observed = np.zeros(self.shape, dtype=bool)
+        observed[tuple(self.entries.T)] = True
+        return observed
+
+    def to_dense(self) -> np.ndarray:
+        """Value codes as a float array of ``shape`` with NaN for missing cells."""
+        dense = np.full(self.shape, np.nan)
+        dense[tuple(self.entries.T)] = self.values
+        return dense
+
+    def mirror_index(self) -> np.ndarray:
+        """For a symmetric relation, the position of each cell's mirror r(b, a) in ``entries``."""
+        if not self.symmetric:
+            raise ValueError(f"relation: {self.name!r} is not symmetric")
+        flat = np.ravel_multi_index(tuple(self.entries.T), self.shape)
+        mirror = np.ravel_multi_index((self.entries[:, 1], self.entries[:, 0]), self.shape)
+        return np.searchsorted(flat, mirror)
+
+    def select(self, keep: Any) -> "Relation":
+        """The relation restricted to the observed cells where ``keep`` (bool, (n_observed,)) is True."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_observed,):
+            raise ValueError(f"keep: expected a boolean array of shape ({self.n_observed},), got {keep.shape}")
+        return Relation(self.name, self.domains, self.shape, self.entries[keep], self.values[keep],
+                        self.value_labels, self.symmetric)
+
+    def __repr__(self) -> str:
+        cells = int(np.prod(self.shape))
+        return (
+            f"Relation({self.name!r}: {' × '.join(self.domains)} → {self.value_labels!r}, "
+            f"observed {self.n_observed}/{cells})"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class RelationalData:
+    """Object domains and the observed relations over them (CP §1–2).
+
+    Parameters
+    ----------
+    domains : sequence of Domain
+        Unique names.
+    relations : sequence of Relation
+        Each relation's argument domains must be among ``domains`` with matching sizes.
+
+    Examples
+    --------
+    >>> data = RelationalData.from_adjacency([[0, 1, 0], [1, 0, 1], [0, 1, 0]], domains="people")
+    >>> data.relations[0].n_observed  # the diagonal is missing
+    6
+    """
+
+    domains: tuple[Domain, ...]
+    relations: tuple[Relation, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.domains, Domain):
+            domains = (self.domains,)
+        else:
+            domains = tuple(self.domains)
+        if not domains:
+            raise ValueError("domains: at least one domain is needed")
+        for domain in domains:
+            if not isinstance(domain, Domain):
+                raise TypeError(f"domains: expected Domain objects, got {type(domain).__name__}")
+        names = [domain.name for domain in domains]
+        if len(set(names)) != len(names):
+            raise ValueError(f"domains: repeated domain names in {names}")
+        relations = (self.relations,) if isinstance(self.relations, Relation) else tuple(self.relations)
+        if not relations:
+            raise ValueError("relations: at least one relation is needed")
+        sizes = {domain.name: domain.size for domain in domains}
+        relation_names = []
+        for relation in relations:
+            if not isinstance(relation, Relation):
+                raise TypeError(f"relations: expected Relation objects, got {type(relation).__name__}")
+            for domain_name in relation.domains:
+                if domain_name not in sizes:
+                    raise ValueError(f"relations: relation {relation.name!r} uses unknown domain {domain_name!r}")
+            expected = tuple(sizes[name] for name in relation.domains)
+            if relation.shape != expected:
+                raise ValueError(
+                    f"relations: relation {relation.name!r} has shape {relation.shape} but its domains "
+                    f"{relation.domains} have sizes {expected}"
+                )
+            relation_names.append(relation.name)
+        if len(set(relation_names)) != len(relation_names):
+            raise ValueError(f"relations: repeated relation names in {relation_names}")
+        object.__setattr__(self, "domains", domains)
+        object.__setattr__(self, "relations", relations)
+
+    # ------------------------------------------------------------------ look-ups
+    @property
+    def domain_names(self) -> tuple[str, ...]:
+        return tuple(domain.name for domain in self.domains)
+
+    @property
+    def relation_names(self) -> tuple[str, ...]:
+        return tuple(relation.name for relation in self.relations)
+
+    def domain(self, name: str) -> Domain:
+        """The domain called ``name``."""
+        for domain in self.domains:
+            if domain.name == name:
+                return domain
+        raise ValueError(f"name: no domain {name!r} (domains: {self.domain_names})")
+
+    def relation(self, name: str | None = None) -> Relation:
+        """The relation called ``name`` (the only one when ``name`` is omitted)."""
+        if name is None:
+            if len(self.relations) != 1:
+                raise ValueError(f"name: the data have {len(self.relations)} relations; name one of {self.relation_names}")
+            return self.relations[0]
+        for relation in self.relations:
+            if relation.name == name:
+                return relation
+        raise ValueError(f"name: no relation {name!r} (relations: {self.relation_names})")
+
+    def relation_index(self, name: str | None = None) -> int:
+        """Position of relation ``name`` in ``relations``."""
+        return self.relations.index(self.relation(name))
+
+    def domain_index(self, name: str) -> int:
+        """Position of domain ``name`` in ``domains``."""
+        return self.domains.index(self.domain(name))
+
+    @property
+    def n_observed(self) -> int:
+        """Observed cells over all relations."""
+        return sum(relation.n_observed for relation in self.relations)
+
+    @property
+    def total(self) -> int:
+        """Observed cells over all relations (the divisor of per-observation log-likelihoods)."""
+        return self.n_observed
+
+    @property
+    def schema(self) -> RelationalSchema:
+        """The static :class:`RelationalSchema` of these data."""
+        index = {domain.name: position for position, domain in enumerate(self.domains)}
+        return RelationalSchema(
+            domain_names=self.domain_names,
+            domain_sizes=tuple(domain.size for domain in self.domains),
+            relation_names=self.relation_names,
+            relation_domains=tuple(tuple(index[name] for name in relation.domains) for relation in self.relations),
+            n_values=tuple(relation.n_values for relation in self.relations),
+        )
+
+    def to_arrays(self, dtype: Any = None) -> RelationalArrays:
+        """Device arrays for the kernels (see :class:`RelationalArrays`).
+
+        Parameters
+        ----------
+        dtype : dtype, optional
+            Float dtype of the weights; JAX's default float when omitted.
+        """
+        import jax.numpy as jnp
+
+        float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        entries, values, weights, blankets = [], [], [], []
+        for relation in self.relations:
+            n_observed = relation.n_observed
+            padded = np.concatenate([relation.entries, np.zeros((1, relation.arity), np.int32)])
+            entries.append(jnp.asarray(padded, jnp.int32))
+            values.append(jnp.asarray(np.concatenate([relation.values, [0]]), jnp.int32))
+            weights.append(jnp.asarray(np.concatenate([np.ones(n_observed), [0.0]]), float_dtype))
+            per_position = []
+            for position in range(relation.arity):
+                members = relation.entries[:, position]
+                size = relation.shape[position]
+                order = np.argsort(members, kind="stable")
+                degree = np.bincount(members, minlength=size)
+                starts = np.concatenate([[0], np.cumsum(degree)[:-1]])
+                width = max(int(degree.max()), 1)
+                table = np.full((size, width), n_observed, np.int32)
+                slot = np.arange(n_observed) - starts[members[order]]
+                table[members[order], slot] = order
+                per_position.append(jnp.asarray(table))
+            blankets.append(tuple(per_position))
+        return RelationalArrays(tuple(entries), tuple(values), tuple(weights), tuple(blankets))
+
+    def replace_relation(self, relation: Relation) -> "RelationalData":
+        """The same data with the relation of the same name replaced by ``relation``."""
+        if not isinstance(relation, Relation):
+            raise TypeError(f"relation: expected a Relation, got {type(relation).__name__}")
+        index = self.relation_index(relation.name)
+        relations = self.relations[:index] + (relation,) + self.relations[index + 1:]
+        return RelationalData(self.domains, relations)
+
+    def __repr__(self) -> str:
+        domains = ", ".join(f"{domain.name}: {domain.size}" for domain in self.domains)
+        relations = "; ".join(repr(relation) for relation in self.relations)
+        return f"RelationalData(domains {{{domains}}}; {relations})"
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_adjacency(
+        cls,
+        matrix: Any,
+        *,
+        mask: Any = None,
+        domains: str | Sequence[str] = ("rows", "cols"),
+        relation: str = "r",
+        values: Sequence[Any] | None = None,
+        labels: Sequence[Sequence[Any] | None] | Sequence[Any] | None = None,
+        diagonal: str = "missing",
+        symmetric: bool | None = None,
+    ) -> "RelationalData":
+        """One relation from a dense matrix; NaN (or ``mask == False``) marks missing cells.
+
+        Parameters
+        ----------
+        matrix : array_like of numbers, shape (n_rows, n_cols)
+            Observed values; NaN means missing.
+        mask : array_like of bool, shape (n_rows, n_cols), optional
+            True where observed (combined with the NaNs).
+        domains : str or (str, str)
+            One name: the matrix is square over one domain (a network). Two names: rows and
+            columns are different domains (they may also be equal names for a square matrix).
+        relation : str
+            Name of the relation.
+        values : sequence of numbers, optional
+            Declared values v_1, ..., v_|r|; default: the sorted distinct observed values, or
+            (0, 1) when the matrix is binary.
+        labels : sequence, or pair of sequences, optional
+            Labels of the individuals: one sequence for one domain, a pair for two.
+        diagonal : {"missing", "observed"}
+            For a relation over one domain, whether the self-pairs r(a, a) are observed.
+        symmetric : bool, optional
+            Mark an undirected relation over one domain; default: detected (one domain and
+            the observed matrix equals its transpose).
+        """
+        dense = np.asarray(matrix)
+        if dense.dtype == object or not (np.issubdtype(dense.dtype, np.number) or dense.dtype == bool):
+            raise TypeError(f"matrix: expected numbers, got dtype {dense.dtype}")
+        dense = dense.astype(np.float64)
+        if dense.ndim != 2:
+            raise ValueError(f"matrix: expected 2 dimensions, got shape {dense.shape}")
+        if dense.size == 0:
+            raise ValueError("matrix: is empty")
+        if np.isinf(dense).any():
+            raise ValueError("matrix: contains infinite values")
+        observed = ~np.isnan(dense)
+        if mask is not None:
+            mask_array = np.asarray(mask)
+            if mask_array.shape != dense.shape:
+                raise ValueError(f"mask: expected shape {dense.shape}, got {mask_array.shape}")
+            if mask_array.dtype != bool and not np.isin(mask_array, (0, 1)).all():
+                raise ValueError("mask: expected booleans (True = observed)")
+            observed &= mask_array.astype(bool)
+        domain_names = (domains,) if isinstance(domains, str) else tuple(domains)
+        if len(domain_names) not in (1, 2):
+            raise ValueError(f"domains: expected one name or two, got {domains!r}")
+        one_domain = len(domain_names) == 1 or domain_names[0] == domain_names[1]
+        if one_domain and dense.shape[0] != dense.shape[1]:
+            raise ValueError(f"matrix: a relation over one domain needs a square matrix, got shape {dense.shape}")
+        diagonal = check_choice("diagonal", diagonal, ("missing", "observed"))
+        if one_domain and diagonal == "missing":
+            np.fill_diagonal(observed, False)
+        if not observed.any():
+            raise ValueError("matrix: every cell is missing")
+        rows, cols = np.nonzero(observed)
+        cell_values = dense[rows, cols]
+        declared = _declared_values("values", values, cell_values)
+        codes = _encode("matrix", cell_values, declared)
+        if one_domain:
+            name = domain_names[0]
+            domain_list = [Domain(name, dense.shape[0], _labels("labels", labels, dense.shape[0]))]
+            relation_domains = (name, name)
+            if symmetric is None:
+                symmetric = bool(np.array_equal(observed, observed.T)
+                                 and np.array_equal(np.where(observed, dense, 0), np.where(observed, dense, 0).T))
+        else:
+            row_labels, col_labels = (None, None) if labels is None else tuple(labels)
+            domain_list = [
+                Domain(domain_names[0], dense.shape[0], _labels("labels", row_labels, dense.shape[0])),
+                Domain(domain_names[1], dense.shape[1], _labels("labels", col_labels, dense.shape[1])),
+            ]
+            relation_domains = domain_names
+            if symmetric:
+                raise ValueError("symmetric: only a relation over one domain can be symmetric")
+            symmetric = False
+        built = Relation(relation, relation_domains, dense.shape, np.stack([rows, cols], axis=1), codes,
+                         tuple(declared), bool(symmetric))
+        return cls(tuple(domain_list), (built,))
+
+    @classmethod
+    def from_networkx(
+        cls,
+        graph: Any,
+        *,
+        weight: str | None = None,
+        threshold: float | None = None,
+        rows: Sequence[Any] | None = None,
+        cols: Sequence[Any] | None = None,
+        domains: str | Sequence[str] | None = None,
+        relation: str = "edge",
+    ) -> "RelationalData":
+        """One relation from a networkx graph: every pair of nodes is observed (edge or not).
+
+        Parameters
+        ----------
+        graph : networkx.Graph or DiGraph
+        weight : str, optional
+            Edge attribute holding a weight. Without ``threshold`` the weights become
+            categorical values (absent edges have weight 0); with ``threshold`` the relation is
+            binary, 1 where weight > threshold. Without ``weight`` the relation is binary (edge
+            present or not).
+        threshold : float, optional
+        rows, cols : sequences of nodes, optional
+            Give both for a two-domain (bipartite) relation ``rows × cols``, e.g. women × events.
+            Otherwise the relation is over the graph's nodes (diagonal missing), symmetric for
+            an undirected graph.
+        domains : str or (str, str), optional
+            Domain name(s); default ``"nodes"`` or ``("rows", "cols")``.
+        relation : str
+        """
+        import networkx as nx
+
+        if not isinstance(graph, nx.Graph):
+            raise TypeError(f"graph: expected a networkx graph, got {type(graph).__name__}")
+        if graph.number_of_nodes() == 0:
+            raise ValueError("graph: has no nodes")
+        if graph.is_multigraph():
+            raise ValueError("graph: multigraphs are not supported; collapse parallel edges first")
+        if threshold is not None:
+            threshold = check_real("threshold", threshold)
+            if weight is None:
+                raise ValueError("threshold: needs weight= (the edge attribute to threshold)")
+        if weight is not None:
+            missing = [edge for edge in graph.edges(data=True) if weight not in edge[2]]
+            if missing:
+                raise ValueError(f"weight: edge {missing[0][:2]} has no attribute {weight!r}")
+        if (rows is None) != (cols is None):
+            raise ValueError("rows: give both rows and cols for a bipartite relation, or neither")
+        if rows is not None:
+            row_nodes, col_nodes = list(rows), list(cols)
+            for name, nodes in (("rows", row_nodes), ("cols", col_nodes)):
+                absent = [node for node in nodes if node not in graph]
+                if absent:
+                    raise ValueError(f"{name}: node {absent[0]!r} is not in the graph")
+            matrix = nx.to_numpy_array(graph, nodelist=row_nodes + col_nodes, weight=weight, nonedge=0.0)
+            block = matrix[: len(row_nodes), len(row_nodes):]
+            if weight is None:
+                block = (block > 0).astype(float)
+            names = ("rows", "cols") if domains is None else tuple(domains)
+            labels = (row_nodes, col_nodes)
+        else:
+            nodes = list(graph.nodes)
+            block = nx.to_numpy_array(graph, nodelist=nodes, weight=weight, nonedge=0.0)
+            if weight is None:
+                block = (block > 0).astype(float)
+            names = "nodes" if domains is None else domains
+            labels = nodes
+        if threshold is not None:
+            block = (block > threshold).astype(float)
+            values = (0, 1)
+        elif weight is None:
+            values = (0, 1)
+        else:
+            values = None
+        return cls.from_adjacency(block, domains=names, relation=relation, values=values, labels=labels)
+
+    @classmethod
+    def from_table(
+        cls,
+        frame: Any,
+        *,
+        subject: str,
+        object: str,
+        value: str,
+        domains: Sequence[str] | None = None,
+        relation: str | None = None,
+        values: Sequence[Any] | None = None,
+    ) -> "RelationalData":
+        """One binary-argument relation from a pandas table of (subject, object, value) rows.
+
+        Subjects and objects become the individuals of two domains (sorted labels); each row is
+        one observed cell. With ``domains`` naming one domain twice, subjects and objects share
+        one domain.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+        subject, object, value : str
+            Column names.
+        domains : (str, str), optional
+            Default: the subject and object column names.
+        relation : str, optional
+            Default: the value column name.
+        values : sequence, optional
+            Declared values; default the sorted distinct values of the column.
+        """
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
+        for argument, column in (("subject", subject), ("object", object), ("value", value)):
+            if column not in frame.columns:
+                raise ValueError(f"{argument}: column {column!r} not in frame (columns: {list(frame.columns)})")
+        if len(frame) == 0:
+            raise ValueError("frame: is empty")
+        if frame[[subject, object]].isna().any().any():
+            raise ValueError("frame: subject or object labels contain missing values")
+        table = frame[frame[value].notna()]
+        if len(table) == 0:
+            raise ValueError("value: every value is missing")
+        domain_names = (subject, object) if domains is None else tuple(domains)
+        if len(domain_names) != 2:
+            raise ValueError(f"domains: expected two domain names, got {domains!r}")
+        if domain_names[0] == domain_names[1]:
+            codes, uniques = pd.factorize(pd.concat([table[subject], table[object]]), sort=True)
+            subject_codes, object_codes = codes[: len(table)], codes[len(table):]
+            domain_list = (Domain(domain_names[0], len(uniques), list(uniques)),)
+            shape = (len(uniques), len(uniques))
+        else:
+            subject_codes, subject_labels = pd.factorize(table[subject], sort=True)
+            object_codes, object_labels = pd.factorize(table[object], sort=True)
+            domain_list = (
+                Domain(domain_names[0], len(subject_labels), list(subject_labels)),
+                Domain(domain_names[1], len(object_labels), list(object_labels)),
+            )
+            shape = (len(subject_labels), len(object_labels))
+        raw = table[value].to_numpy()
+        declared = _declared_values("values", values, raw)
+        codes = _encode("value", raw, declared)
+        built = Relation(relation or value, domain_names, shape,
+                         np.stack([subject_codes, object_codes], axis=1), codes, tuple(declared))
+        return cls(domain_list, (built,))
+
+    @classmethod
+    def from_ratings(
+        cls,
+        frame: Any,
+        *,
+        user: str,
+        item: str,
+        rating: str,
+        threshold: float | str = "mean",
+        domains: Sequence[str] = ("users", "items"),
+        relation: str = "likes",
+    ) -> "RelationalData":
+        """Binary ``likes(user, item)`` from ratings, 1 where rating > threshold (CP §3).
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            One row per rating.
+        user, item, rating : str
+            Column names.
+        threshold : float or "mean"
+            ``"mean"``: the global mean rating, as CP §3 ("thresholded to be binary values by
+            the global mean").
+        """
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
+        if rating not in frame.columns:
+            raise ValueError(f"rating: column {rating!r} not in frame (columns: {list(frame.columns)})")
+        ratings = as_float_array("rating", frame[rating].dropna().to_numpy(), ndim=1)
+        if isinstance(threshold, str):
+            check_choice("threshold", threshold, ("mean",))
+            cut = float(ratings.mean())
+        else:
+            cut = check_real("threshold", threshold)
+        table = frame[frame[rating].notna()].copy()
+        table["__likes__"] = (table[rating].to_numpy(dtype=float) > cut).astype(int)
+        return cls.from_table(table, subject=user, object=item, value="__likes__", domains=domains,
+                              relation=relation, values=(0, 1))
+
+
+def _declared_values(name: str, values: Sequence[Any] | None, observed: np.ndarray) -> list:
+    if values is None:
+        distinct = sorted(set(np.asarray(observed).tolist()))
+        if set(distinct) <= {0, 1}:
+            distinct = [0, 1]
+        if len(distinct) < 2:
+            distinct = sorted(set(distinct) | {0, 1})
+        return [int(value) if float(value).is_integer() else value for value in distinct]
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name}: expected a sequence of values, got a string")
+    return list(values)
+
+
+def _encode(name: str, raw: np.ndarray, declared: Sequence[Any]) -> np.ndarray:
+    lookup = {value: code for code, value in enumerate(declared)}
+    codes = np.empty(len(raw), dtype=np.int64)
+    for index, value in enumerate(np.asarray(raw).tolist()):
+        code = lookup.get(value)
+        if code is None:
+            raise ValueError(f"{name}: value {value!r} is not among the declared values {tuple(declared)!r}")
+        codes[index] = code
+    return codes
+
+
+# ---------------------------------------------------------------------------------- UCINET DL
+def read_ucinet_dl(
+    path: str | os.PathLike,
+    *,
+    domains: str | Sequence[str] | None = None,
+    diagonal: str = "missing",
+    values: Sequence[Any] | None = None,
+) -> RelationalData:
+    """Read a UCINET DL file: full-matrix or edge-list format, one or several matrices.
+
+    Supported header: ``DL N=n`` (square, one domain) or ``DL NR=r NC=c`` (two domains),
+    optional ``NM=m`` (m matrices = m relations), ``FORMAT = FULLMATRIX`` (default) or
+    ``EDGELIST1`` (lines ``i j [value]``, 1-based indices or labels; absent pairs are 0), label
+    sections ``LABELS:``, ``ROW LABELS:``, ``COLUMN LABELS:``, ``MATRIX LABELS:`` (separated by
+    commas, spaces or new lines, optionally quoted), ``LABELS EMBEDDED`` and ``DATA:``. In full
+    matrices a ``.`` marks a missing cell. Keywords are case-insensitive.
+
+    Parameters
+    ----------
+    path : path-like
+    domains : str or (str, str), optional
+        Domain names; default ``"nodes"`` (square) or ``("rows", "cols")``.
+    diagonal : {"missing", "observed"}
+        Whether the self-pairs of a square network are observed.
+    values : sequence, optional
+        Declared values of every relation; default the distinct values found (0/1 for binary).
+    """
+    text = Path(path).read_text()
+    tokens_text = re.split(r"(?i)\bdata\s*:", text, maxsplit=1)
+    if len(tokens_text) != 2:
+        raise ValueError("path: not a UCINET DL file (no DATA: section)")
+    header, body = tokens_text
+    if not re.match(r"(?is)\s*dl\b", header):
+        raise ValueError("path: not a UCINET DL file (it must start with DL)")
+    header = re.sub(r"(?is)^\s*dl\b", "", header, count=1)
+    settings: dict[str, str] = {}
+    for key, value in re.findall(r"(?i)\b(nr|nc|nm|n|format)\s*=\s*([A-Za-z0-9_]+)", header):
+        settings[key.lower()] = value.lower()
+    embedded = re.search(r"(?i)labels\s+embedded", header) is not None
+    sections = _dl_label_sections(header)
+    if "n" in settings:
+        n_rows = n_cols = check_int("path: N", int(settings["n"]), minimum=1)
+        square = True
+    elif "nr" in settings and "nc" in settings:
+        n_rows = check_int("path: NR", int(settings["nr"]), minimum=1)
+        n_cols = check_int("path: NC", int(settings["nc"]), minimum=1)
+        square = False
+    else:
+        raise ValueError("path: the DL header gives neither N= nor NR= and NC=")
+    n_matrices = int(settings.get("nm", "1"))
+    layout = settings.get("format", "fullmatrix")
+    if layout in ("fm", "fullmatrix"):
+        layout = "fullmatrix"
+    if layout not in ("fullmatrix", "edgelist1"):
+        raise ValueError(f"path: DL format {layout!r} is not supported (FULLMATRIX, EDGELIST1)")
+    row_labels = sections.get("row labels") or sections.get("labels")
+    col_labels = sections.get("column labels") or sections.get("col labels") or sections.get("labels")
+    matrix_labels = sections.get("matrix labels")
+    matrices: list[np.ndarray] = []
+    if layout == "fullmatrix":
+        lines = [line for line in body.splitlines() if line.strip()]
+        if embedded:
+            col_labels = _dl_split(lines[0])
+            lines = lines[1:]
+        rows_read: list[list[str]] = []
+        embedded_rows: list[str] = []
+        for line in lines:
+            parts = _dl_split(line)
+            if embedded:
+                embedded_rows.append(parts[0])
+                parts = parts[1:]
+            rows_read.append(parts)
+        flat = [cell for row in rows_read for cell in row]
+        expected = n_matrices * n_rows * n_cols
+        if len(flat) != expected:
+            raise ValueError(f"path: expected {expected} matrix cells in DATA, found {len(flat)}")
+        numbers = np.array([np.nan if cell in (".", "NA", "na") else float(cell) for cell in flat])
+        matrices = list(numbers.reshape(n_matrices, n_rows, n_cols))
+        if embedded:
+            row_labels = embedded_rows[:n_rows]
+    else:
+        index_of_row = {label: i for i, label in enumerate(row_labels or [])}
+        index_of_col = {label: i for i, label in enumerate(col_labels or [])}
+        current = np.zeros((n_rows, n_cols))
+        for line in body.splitlines():
+            parts = _dl_split(line)
+            if not parts:
+                continue
+            if re.fullmatch(r"(?i)!", parts[0]):
+                matrices.append(current)
+                current = np.zeros((n_rows, n_cols))
+                continue
+            if len(parts) not in (2, 3):
+                raise ValueError(f"path: edge-list line {line.strip()!r} needs 2 or 3 fields")
+            row = _dl_index(parts[0], index_of_row, n_rows, embedded)
+            col = _dl_index(parts[1], index_of_col, n_cols, embedded)
+            current[row, col] = float(parts[2]) if len(parts) == 3 else 1.0
+        matrices.append(current)
+        if len(matrices) != n_matrices:
+            raise ValueError(f"path: expected {n_matrices} matrices, found {len(matrices)}")
+    if row_labels is not None and len(row_labels) != n_rows:
+        raise ValueError(f"path: {len(row_labels)} row labels for {n_rows} rows")
+    if col_labels is not None and len(col_labels) != n_cols:
+        raise ValueError(f"path: {len(col_labels)} column labels for {n_cols} columns")
+    relation_names = matrix_labels or ([Path(path).stem] if n_matrices == 1 else
+                                       [f"{Path(path).stem}{index + 1}" for index in range(n_matrices)])
+    if square:
+        names = domains if domains is not None else "nodes"
+        labels = row_labels
+    else:
+        names = domains if domains is not None else ("rows", "cols")
+        labels = (row_labels, col_labels)
+    combined: RelationalData | None = None
+    relations = []
+    for name, matrix in zip(relation_names, matrices):
+        single = RelationalData.from_adjacency(matrix, domains=names, relation=name, values=values,
+                                               labels=labels, diagonal=diagonal)
+        combined = single
+        relations.append(single.relations[0])
+    return RelationalData(combined.domains, tuple(relations))
+
+
+def _dl_split(line: str) -> list[str]:
+    lexer = shlex.shlex(line.replace(",", " "), posix=True)
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
+def _dl_label_sections(header: str) -> dict[str, list[str]]:
+    pattern = re.compile(r"(?i)\b(row labels|column labels|col labels|matrix labels|labels)\s*:")
+    matches = list(pattern.finditer(header))
+    sections = {}
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(header)
+        chunk = header[match.end(): end]
+        chunk = re.split(r"(?i)\b(format\s*=|labels\s+embedded)", chunk)[0]
+        sections[match.group(1).lower()] = _dl_split(chunk.replace("\n", " "))
+    return sections
+
+
+def _dl_index(token: str, lookup: dict, size: int, embedded: bool) -> int:
+    if token in lookup:
+        return lookup[token]
+    if embedded and not token.isdigit():
+        raise ValueError(f"path: label {token!r} is not among the declared labels")
+    index = int(token) - 1
+    if not 0 <= index < size:
+        raise ValueError(f"path: index {token} out of range 1..{size}")
+    return index
+
+
+# ---------------------------------------------------------------------------------- loaders
+def load_karate_club(*, weighted: bool = False) -> RelationalData:
+    """Zachary's karate club (34 members) from networkx.
+
+    ``weighted=False``: binary friendship (UCINET ZACHE). ``weighted=True``: the number of
+    contexts in which two members interacted (the 'weight' edge attribute, UCINET ZACHC) as a
+    categorical relation with values 0..7.
+    """
+    import networkx as nx
+
+    graph = nx.karate_club_graph()
+    if weighted:
+        return RelationalData.from_networkx(graph, weight="weight", domains="members", relation="interactions")
+    return RelationalData.from_networkx(graph, domains="members", relation="friends")
+
+
+def load_davis_southern_women() -> RelationalData:
+    """Davis's southern women: 18 women × 14 social events, attended or not (networkx)."""
+    import networkx as nx
+
+    graph = nx.davis_southern_women_graph()
+    return RelationalData.from_networkx(graph, rows=graph.graph["top"], cols=graph.graph["bottom"],
+                                        domains=("women", "events"), relation="attended")
+
+
+def load_florentine_families() -> RelationalData:
+    """Padgett's Florentine families: marriage ties between 15 families (networkx)."""
+    import networkx as nx
+
+    return RelationalData.from_networkx(nx.florentine_families_graph(), domains="families", relation="marriage")
+
+
+def _recbole_file(name: str) -> Path:
+    try:
+        files = importlib.metadata.files("recbole") or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for entry in files:
+        if str(entry).endswith(f"dataset_example/ml-100k/{name}"):
+            return Path(entry.locate())
+    raise FileNotFoundError(
+        f"{name} not found: MovieLens 100k ships with the recbole package; install the files with "
+        "`pip install --no-deps recbole` (no other dependency is needed)"
+    )
+
+
+def load_movielens_100k(*, as_frame: bool = False, threshold: float | str = "mean") -> Any:
+    """MovieLens 100k (943 users × 1,682 movies, 100,000 ratings 1–5), bundled with ``recbole``.
+
+    Parameters
+    ----------
+    as_frame : bool
+        Return the raw ratings as a pandas DataFrame (columns user, item, rating, timestamp).
+    threshold : float or "mean"
+        Threshold of :meth:`RelationalData.from_ratings` (CP §3 uses the global mean).
+
+    Returns
+    -------
+    RelationalData with ``likes: users × items → {0, 1}``, or the DataFrame.
+    """
+    import pandas as pd
+
+    frame = pd.read_csv(_recbole_file("ml-100k.inter"), sep="\t")
+    frame.columns = ["user", "item", "rating", "timestamp"]
+    if as_frame:
+        return frame
+    return RelationalData.from_ratings(frame, user="user", item="item", rating="rating", threshold=threshold)
