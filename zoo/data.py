@@ -75,6 +75,14 @@ class DyadicArrays(NamedTuple):
         return (self.row_sums.shape[0], self.col_sums.shape[0])
 
 
+def _bucket(size: int) -> int:
+    """Smallest allowed padded size ≥ ``size``: 64, then multiples of 2^(⌊log2 size⌋ - 3)."""
+    if size <= 64:
+        return 64
+    step = 1 << (int(np.log2(size)) - 3)
+    return -(-size // step) * step
+
+
 def _names(name: str, names: Sequence[Any] | None, size: int) -> tuple | None:
     if names is None:
         return None
@@ -282,22 +290,33 @@ class CoOccurrence:
         """The counts as a dense array (only sensible for small data)."""
         return self.to_sparse().toarray()
 
-    def to_arrays(self, dtype: Any = None) -> DyadicArrays:
+    def to_arrays(self, dtype: Any = None, *, pad: bool = True) -> DyadicArrays:
         """Device arrays for the kernels, in CSR (row-sorted) order.
 
         Parameters
         ----------
         dtype : dtype, optional
             Float dtype of the counts; defaults to JAX's default float (float32 unless x64).
+        pad : bool
+            Pad the cells with zero counts up to a bucketed size (at least 64, then steps of
+            at most 1/8 of the size), so that data sets of nearly equal size — train and
+            validation splits, resampled data — share one compiled fit. Padding cells sit at
+            the end of the last row with count 0 and change no result.
         """
         import jax.numpy as jnp
 
         float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
-        indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
+        n_cells = _bucket(self.nnz) if pad else self.nnz
+        extra = n_cells - self.nnz
+        rows = np.concatenate([self.rows, np.full(extra, self.n_rows - 1, np.int32)])
+        cols = np.concatenate([self.cols, np.zeros(extra, np.int32)])
+        counts = np.concatenate([self.counts, np.zeros(extra)])
+        indptr = np.searchsorted(rows, np.arange(self.n_rows + 1)).astype(np.int64)
+        indptr[-1] = n_cells
         return DyadicArrays(
-            rows=jnp.asarray(self.rows, dtype=jnp.int32),
-            cols=jnp.asarray(self.cols, dtype=jnp.int32),
-            counts=jnp.asarray(self.counts, dtype=float_dtype),
+            rows=jnp.asarray(rows, dtype=jnp.int32),
+            cols=jnp.asarray(cols, dtype=jnp.int32),
+            counts=jnp.asarray(counts, dtype=float_dtype),
             indptr=jnp.asarray(indptr, dtype=jnp.int32 if indptr[-1] < 2**31 - 1 else indptr.dtype),
             row_sums=jnp.asarray(self.row_sums, dtype=float_dtype),
             col_sums=jnp.asarray(self.col_sums, dtype=float_dtype),
