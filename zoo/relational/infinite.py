@@ -1,0 +1,718 @@
+"""The Infinite Relational Model (IRM; Kemp, Tenenbaum, Griffiths, Yamada & Ueda 2006).
+
+Each domain D is partitioned by a Chinese restaurant process with concentration α_D; every
+relation r assigns each block (one cluster per argument) a distribution η over its values, drawn
+from a Dirichlet(γ_r) (a Beta(γ_1, γ_0) for a binary relation), and each observed cell draws its
+value from the η of its block. Integrating η out gives the collapsed likelihood
+
+    P(y | z, γ) = Π_r Π_blocks B(γ_r + n_block) / B(γ_r),     B(a) = Π_u Γ(a_u) / Γ(Σ_u a_u),
+
+with n_block the counts of each value among the block's observed cells (Kemp et al. 2006 eq. 3
+for the Beta–Bernoulli case). Unobserved cells are left out.
+
+Sampler. Gibbs over the assignments in the style of Neal's (2000) Algorithm 3: individual a
+leaves its cluster and rejoins an occupied cluster k with probability ∝ n_k P(y_a | k) or a new one
+∝ α_D P(y_a | new), where P(y_a | k) is the ratio of collapsed likelihoods with and without a's
+cells in cluster k. For a relation over D × D the cells r(a, a') and r(a', a) of a move together,
+so the block (k, k) receives both at once and is scored jointly. Each sweep then resamples every
+α_D by Escobar & West's update (:func:`inference.concentration.escobar_west_update`) and every
+γ_{r,u} by griddy Gibbs on a log-spaced grid (:data:`HYPER_GRID`, 0.01 to 100) under an
+exponential prior restricted to the grid — an exact Gibbs update for that discretised prior.
+
+State: fixed capacity ``K_max`` per domain with an occupancy count per slot (a slot is active when
+its count is positive). If an individual must be able to open a new cluster and no slot is free,
+the sweep sets ``overflow`` (sticky); :meth:`InfiniteRelational.sample` then re-runs all chains with
+twice the capacity, so a returned result never contains an overflowed chain.
+
+Diagnostics are label-invariant (number of clusters per domain, log joint, α_D, γ_r) and come back
+as an ArviZ ``InferenceData``. Relations of arity 1 and 2 are supported; observed self-pairs are not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln
+
+from inference.concentration import GammaPrior, escobar_west_update
+from inference.neal import log_crp_prior
+from zoo._validation import check_int, check_real
+from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
+
+__all__ = [
+    "infinite_relational_program",
+    "IRMState",
+    "IRMInfo",
+    "InfiniteRelational",
+    "IRMResult",
+    "block_counts",
+    "collapsed_log_likelihood",
+    "log_joint",
+    "init",
+    "build_kernel",
+    "HYPER_GRID",
+    "log_gamma_tables",
+]
+
+
+# ----------------------------------------------------------------------------- the program
+def infinite_relational_program(entries, values=None, *, schema: RelationalSchema, concentrations: tuple,
+                                hyper: tuple, max_clusters: int):
+    """NumPyro program of the IRM with explicit block parameters (for simulation).
+
+    The CRP of each domain is written as a Dirichlet process by stick-breaking, truncated at
+    ``max_clusters`` sticks (the last stick takes the remaining mass), so for ``max_clusters``
+    at least the domain size it differs from the CRP only by that last stick's mass.
+
+    Parameters
+    ----------
+    entries : tuple of int arrays (n_observed_r, arity_r), one per relation
+    values : tuple of int arrays, optional — observed value codes; omit to simulate
+    schema : RelationalSchema
+    concentrations : tuple of float — α_D per domain
+    hyper : tuple of (|r|,) arrays — Dirichlet parameters γ_r per relation
+    max_clusters : int — truncation of the stick-breaking
+
+    Sites
+    -----
+    ``sticks_{D}`` (plate ``{D}_clusters``), ``cluster_{D}`` (plate D), ``eta_{r}`` (block
+    parameters, one plate per argument), ``{r}`` (plate ``{r}_cells``).
+    """
+    clusters = []
+    for name, size, alpha in zip(schema.domain_names, schema.domain_sizes, concentrations):
+        with numpyro.plate(f"{name}_clusters", max_clusters - 1):
+            sticks = numpyro.sample(f"sticks_{name}", dist.Beta(1.0, alpha))
+        remaining = jnp.concatenate([jnp.ones(1), jnp.cumprod(1.0 - sticks)])
+        weights = jnp.concatenate([sticks, jnp.ones(1)]) * remaining
+        with numpyro.plate(name, size):
+            clusters.append(numpyro.sample(f"cluster_{name}", dist.Categorical(weights)))
+    for relation, (name, domains) in enumerate(zip(schema.relation_names, schema.relation_domains)):
+        concentration = jnp.asarray(hyper[relation])
+        with numpyro.plate(f"{name}_first", max_clusters, dim=-1 if len(domains) == 1 else -2):
+            if len(domains) == 1:
+                eta = numpyro.sample(f"eta_{name}", dist.Dirichlet(concentration))
+            else:
+                with numpyro.plate(f"{name}_second", max_clusters, dim=-1):
+                    eta = numpyro.sample(f"eta_{name}", dist.Dirichlet(concentration))
+        cells = jnp.asarray(entries[relation])
+        block = tuple(clusters[domain][cells[:, position]] for position, domain in enumerate(domains))
+        with numpyro.plate(f"{name}_cells", cells.shape[0]):
+            numpyro.sample(name, dist.Categorical(eta[block]),
+                           obs=None if values is None else jnp.asarray(values[relation]))
+
+
+# ----------------------------------------------------------------------------- state
+class IRMState(NamedTuple):
+    """State of one IRM chain.
+
+    Attributes
+    ----------
+    assignments : tuple of int32 (n_D,) — slot of every individual, per domain
+    sizes : tuple of int32 (K_D,) — individuals per slot (a slot is active when > 0)
+    counts : tuple of int32 arrays — per relation, value counts per block: (K_1, K_2, |r|) or (K_1, |r|)
+    concentrations : (n_domains,) — α_D
+    hyper : tuple of (|r|,) — γ_r
+    overflow : bool scalar — sticky: some sweep needed more than K_D clusters
+    """
+
+    assignments: tuple
+    sizes: tuple
+    counts: tuple
+    concentrations: Any
+    hyper: tuple
+    overflow: Any
+
+
+class IRMInfo(NamedTuple):
+    """Label-invariant summaries of one sweep.
+
+    Attributes
+    ----------
+    n_clusters : int32 (n_domains,)
+    log_joint : scalar — log P(y, z | α, γ) with the block parameters integrated out
+    concentrations : (n_domains,)
+    hyper : tuple of (|r|,)
+    overflow : bool
+    """
+
+    n_clusters: Any
+    log_joint: Any
+    concentrations: Any
+    hyper: tuple
+    overflow: Any
+
+
+# ----------------------------------------------------------------------------- collapsed likelihood
+def _log_beta(concentration: Any) -> Any:
+    """log B(a) = Σ_u log Γ(a_u) - log Γ(Σ_u a_u) over the last axis."""
+    return jnp.sum(gammaln(concentration), axis=-1) - gammaln(jnp.sum(concentration, axis=-1))
+
+
+def block_counts(assignments: tuple, arrays: RelationalArrays, schema: RelationalSchema,
+                 capacities: tuple[int, ...]) -> tuple:
+    """Exact value counts of every block from the assignments (weights of hidden cells are 0)."""
+    counts = []
+    for relation, domains in enumerate(schema.relation_domains):
+        cells = arrays.entries[relation]
+        block = tuple(assignments[domain][cells[:, position]] for position, domain in enumerate(domains))
+        shape = tuple(capacities[domain] for domain in domains) + (schema.n_values[relation],)
+        seen = (arrays.weights[relation] > 0).astype(jnp.int32)
+        counts.append(jnp.zeros(shape, jnp.int32).at[block + (arrays.values[relation],)].add(seen))
+    return tuple(counts)
+
+
+def collapsed_log_likelihood(counts: tuple, hyper: tuple) -> Any:
+    """log P(y | z, γ) = Σ_r Σ_blocks [log B(γ_r + n_block) - log B(γ_r)] (Kemp et al. 2006 eq. 3)."""
+    total = 0.0
+    for relation_counts, concentration in zip(counts, hyper):
+        total = total + jnp.sum(_log_beta(concentration + relation_counts.astype(concentration.dtype))
+                                - _log_beta(concentration))
+    return total
+
+
+def log_joint(state: IRMState, schema: RelationalSchema) -> Any:
+    """log P(y, z | α, γ): CRP priors of the partitions plus the collapsed likelihood."""
+    prior = sum(log_crp_prior(sizes, state.concentrations[domain], schema.domain_sizes[domain])
+                for domain, sizes in enumerate(state.sizes))
+    return prior + collapsed_log_likelihood(state.counts, state.hyper)
+
+
+def init(rng_key: Any, arrays: RelationalArrays, schema: RelationalSchema, capacities: tuple[int, ...], *,
+         concentration: float, hyper: float, init_clusters: int) -> IRMState:
+    """A random start: every individual in one of the first ``init_clusters`` slots, uniformly."""
+    keys = jax.random.split(rng_key, len(schema.domain_sizes))
+    dtype = arrays.weights[0].dtype
+    assignments = tuple(
+        jax.random.randint(key, (size,), 0, min(init_clusters, capacity, size)).astype(jnp.int32)
+        for key, size, capacity in zip(keys, schema.domain_sizes, capacities)
+    )
+    sizes = tuple(jnp.zeros(capacity, jnp.int32).at[assigned].add(1)
+                  for assigned, capacity in zip(assignments, capacities))
+    return IRMState(
+        assignments=assignments,
+        sizes=sizes,
+        counts=block_counts(assignments, arrays, schema, capacities),
+        concentrations=jnp.full((len(schema.domain_sizes),), concentration, dtype),
+        hyper=tuple(jnp.full((n_values,), hyper, dtype) for n_values in schema.n_values),
+        overflow=jnp.asarray(False),
+    )
+
+
+# ----------------------------------------------------------------------------- Gibbs over one domain
+def _cell_counts(relation: int, position: int, individual: Any, state_assignments: tuple,
+                 arrays: RelationalArrays, schema: RelationalSchema, capacities: tuple) -> Any:
+    """C[l, u]: weight of the individual's cells with value u whose other argument sits in slot l."""
+    cells = arrays.blankets[relation][position][individual]
+    seen = (arrays.weights[relation][cells] > 0).astype(jnp.int32)
+    values = arrays.values[relation][cells]
+    domains = schema.relation_domains[relation]
+    n_values = schema.n_values[relation]
+    if len(domains) == 1:
+        return jnp.zeros(n_values, jnp.int32).at[values].add(seen)
+    other = 1 - position
+    slots = state_assignments[domains[other]][arrays.entries[relation][cells, other]]
+    return jnp.zeros((capacities[domains[other]], n_values), jnp.int32).at[slots, values].add(seen)
+
+
+def _move(counts: Any, slot: Any, added: Any, position: int, arity: int) -> Any:
+    if arity == 1 or position == 0:
+        return counts.at[slot].add(added)
+    return counts.at[:, slot].add(added)
+
+
+def log_gamma_tables(hyper: tuple, arrays: RelationalArrays) -> tuple:
+    """Per relation, T[u, m] = log Γ(γ_u + m) and T[|r|, m] = log Γ(Σ_u γ_u + m) for m = 0..n_observed.
+
+    Block counts are integers, so during the Gibbs sweep (γ fixed) every log Γ is a table look-up.
+    """
+    tables = []
+    for concentration, weights in zip(hyper, arrays.weights):
+        counts = jnp.arange(weights.shape[0], dtype=concentration.dtype)
+        shifts = jnp.concatenate([concentration, jnp.sum(concentration)[None]])
+        tables.append(gammaln(shifts[:, None] + counts[None, :]))
+    return tuple(tables)
+
+
+def _sum_log_beta(table: Any, terms: list) -> Any:
+    """Σ_t sign_t Σ_{reduced axes} log B(γ + n_t), with log Γ looked up in ``table``.
+
+    ``terms`` holds (n, sign, n_reduce): integer counts ``n`` of shape (K, ..., |r|); the log B
+    values are summed over the ``n_reduce`` axes after the first, one (K,) vector per term.
+    """
+    n_values = table.shape[0] - 1
+    total = 0.0
+    for counts, sign, n_reduce in terms:
+        per_value = sum(table[value][counts[..., value]] for value in range(n_values))
+        per_block = per_value - table[n_values][jnp.sum(counts, axis=-1)]
+        reduced = jnp.sum(per_block, axis=tuple(range(1, 1 + n_reduce))) if n_reduce else per_block
+        total = total + sign * reduced
+    return total
+
+
+def _gibbs_domain(domain: int, rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, *,
+                  schema: RelationalSchema, capacities: tuple) -> IRMState:
+    """One collapsed Gibbs update (Neal 2000 Algorithm 3) per individual of ``domain``."""
+    incidences = schema.incidences(domain)
+    capacity = capacities[domain]
+    slots = jnp.arange(capacity)
+
+    def visit(carry, inputs):
+        state = carry
+        individual, key_choice = inputs
+        old = state.assignments[domain][individual]
+        cell_counts = [_cell_counts(relation, position, individual, state.assignments, arrays, schema, capacities)
+                       for relation, position in incidences]
+        counts = list(state.counts)
+        for (relation, position), added in zip(incidences, cell_counts):
+            arity = len(schema.relation_domains[relation])
+            counts[relation] = _move(counts[relation], old, -added, position, arity)
+        sizes = state.sizes[domain].at[old].add(-1)
+        # CRP prior: n_k for an occupied slot, α for the first free slot (Algorithm 3).
+        occupied = sizes > 0
+        free = ~occupied
+        first_free = jnp.argmax(free)
+        has_free = jnp.any(free)
+        dtype = state.concentrations.dtype
+        log_prior = jnp.where(occupied, jnp.log(jnp.maximum(sizes, 1).astype(dtype)), -jnp.inf)
+        log_prior = jnp.where(has_free & (slots == first_free), jnp.log(state.concentrations[domain]), log_prior)
+        # Collapsed predictive of a's cells in each candidate slot k:
+        # Σ_blocks log B(γ + n + c) - log B(γ + n) over the blocks a's cells fall in.
+        log_like = jnp.zeros(capacity, dtype)
+        pair_parts = {}
+        for (relation, position), added in zip(incidences, cell_counts):
+            base = counts[relation]
+            if len(schema.relation_domains[relation]) == 1:
+                terms = [(base + added[None, :], 1.0, 0), (base, -1.0, 0)]
+            else:
+                rows = base if position == 0 else jnp.swapaxes(base, 0, 1)
+                terms = [(rows + added[None, :, :], 1.0, 1), (rows, -1.0, 1)]
+                pair_parts.setdefault(relation, {})[position] = added
+            log_like = log_like + _sum_log_beta(tables[relation], terms)
+        for relation, parts in pair_parts.items():
+            if len(parts) == 2:
+                # Relation over D × D: block (k, k) receives a's row and column cells together, so
+                # its term is L(n + r + c) - L(n) instead of [L(n + r) - L(n)] + [L(n + c) - L(n)].
+                diagonal = jnp.diagonal(counts[relation], axis1=0, axis2=1).T
+                as_row, as_column = parts[0], parts[1]
+                terms = [(diagonal + as_row + as_column, 1.0, 0), (diagonal + as_row, -1.0, 0),
+                         (diagonal + as_column, -1.0, 0), (diagonal, 1.0, 0)]
+                log_like = log_like + _sum_log_beta(tables[relation], terms)
+        new = jax.random.categorical(key_choice, log_prior + log_like).astype(jnp.int32)
+        for (relation, position), added in zip(incidences, cell_counts):
+            arity = len(schema.relation_domains[relation])
+            counts[relation] = _move(counts[relation], new, added, position, arity)
+        all_sizes = list(state.sizes)
+        all_sizes[domain] = sizes.at[new].add(1)
+        assignments = list(state.assignments)
+        assignments[domain] = assignments[domain].at[individual].set(new)
+        state = state._replace(assignments=tuple(assignments), sizes=tuple(all_sizes), counts=tuple(counts),
+                               overflow=state.overflow | ~has_free)
+        return state, None
+
+    individuals = jnp.arange(schema.domain_sizes[domain])
+    keys = jax.random.split(rng_key, schema.domain_sizes[domain])
+    state, _ = jax.lax.scan(visit, state, (individuals, keys))
+    return state
+
+
+# ----------------------------------------------------------------------------- hyperparameters
+#: Support of every γ_{r,u}: a log-spaced grid (griddy Gibbs, exact for this discretised prior).
+HYPER_GRID = np.exp(np.linspace(np.log(1e-2), np.log(1e2), 61))
+
+
+def _resample_hyper(rng_key: Any, counts: Any, hyper: Any, prior_rate: float) -> Any:
+    """Griddy Gibbs for each γ_u in turn: γ_u lives on :data:`HYPER_GRID` with prior ∝ exp(-rate γ) there.
+
+    The conditional of γ_u given the others and the block counts is evaluated at every grid point
+    (all blocks at once) and a point drawn from it; empty blocks contribute nothing.
+    """
+    n_values = hyper.shape[0]
+    grid = jnp.asarray(HYPER_GRID, hyper.dtype)
+    keys = jax.random.split(rng_key, n_values)
+    flat = counts.reshape(-1, n_values).astype(hyper.dtype)
+    occupied = jnp.sum(flat, axis=1) > 0
+
+    def update(hyper, inputs):
+        value, key = inputs
+        candidates = jnp.broadcast_to(hyper, (grid.shape[0], n_values)).at[:, value].set(grid)
+        blocks = jnp.where(occupied[None, :], _log_beta(candidates[:, None, :] + flat[None, :, :])
+                           - _log_beta(candidates)[:, None], 0.0)
+        log_posterior = jnp.sum(blocks, axis=1) - prior_rate * grid
+        chosen = jax.random.categorical(key, log_posterior)
+        return hyper.at[value].set(grid[chosen]), None
+
+    hyper, _ = jax.lax.scan(update, hyper, (jnp.arange(n_values), keys))
+    return hyper
+
+
+# ----------------------------------------------------------------------------- the kernel
+def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, concentration_prior: GammaPrior,
+                 hyper_prior_rate: float, sample_concentration: bool = True, sample_hyper: bool = True):
+    """Return ``step(rng_key, state, arrays) -> (state, info)``: one sweep of the IRM sampler.
+
+    A sweep visits every individual of every domain (Gibbs, Algorithm 3 style), then resamples
+    each α_D (Escobar & West) and each γ_r (slice sampling), as enabled.
+    """
+
+    def step(rng_key: Any, state: IRMState, arrays: RelationalArrays) -> tuple[IRMState, IRMInfo]:
+        n_domains = len(schema.domain_sizes)
+        key_domains, key_alpha, key_hyper = jax.random.split(rng_key, 3)
+        tables = log_gamma_tables(state.hyper, arrays)
+        for domain, key_domain in enumerate(jax.random.split(key_domains, n_domains)):
+            state = _gibbs_domain(domain, key_domain, state, arrays, tables, schema=schema, capacities=capacities)
+        n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
+        if sample_concentration:
+            concentrations = jnp.stack([
+                escobar_west_update(key, state.concentrations[domain], n_clusters[domain],
+                                    schema.domain_sizes[domain], concentration_prior)
+                for domain, key in enumerate(jax.random.split(key_alpha, n_domains))
+            ]).astype(state.concentrations.dtype)
+            state = state._replace(concentrations=concentrations)
+        if sample_hyper:
+            keys = jax.random.split(key_hyper, len(state.hyper))
+            state = state._replace(hyper=tuple(
+                _resample_hyper(key, counts, hyper, hyper_prior_rate).astype(hyper.dtype)
+                for key, counts, hyper in zip(keys, state.counts, state.hyper)))
+        info = IRMInfo(n_clusters, log_joint(state, schema), state.concentrations, state.hyper, state.overflow)
+        return state, info
+
+    return step
+
+
+def _predictive(state: IRMState, relation: int, cells: Any, schema: RelationalSchema) -> Any:
+    """P(r(cell) = u | z, y, γ) = (γ_u + n_block,u) / (Σγ + n_block) for cells (n, arity)."""
+    domains = schema.relation_domains[relation]
+    block = tuple(state.assignments[domain][cells[:, position]] for position, domain in enumerate(domains))
+    mass = state.hyper[relation] + state.counts[relation][block].astype(state.hyper[relation].dtype)
+    return mass / jnp.sum(mass, axis=-1, keepdims=True)
+
+
+class _RunOutput(NamedTuple):
+    info: IRMInfo
+    assignments: tuple
+    predictive: Any
+    final: IRMState
+
+
+def _run_chain(rng_key, arrays, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup, relation,
+               keep_assignments):
+    key_init, key_sweeps = jax.random.split(rng_key)
+    state = init(key_init, arrays, schema, capacities, concentration=settings["concentration"],
+                 hyper=settings["hyper"], init_clusters=settings["init_clusters"])
+    step = build_kernel(schema, capacities, concentration_prior=settings["concentration_prior"],
+                        hyper_prior_rate=settings["hyper_prior_rate"],
+                        sample_concentration=settings["sample_concentration"],
+                        sample_hyper=settings["sample_hyper"])
+    predictive = jnp.zeros(hidden_cells.shape[:1] + (schema.n_values[relation],), arrays.weights[0].dtype)
+
+    def sweep(carry, inputs):
+        state, predictive = carry
+        index, key = inputs
+        state, info = step(key, state, arrays)
+        kept = index >= n_warmup
+        predictive = predictive + jnp.where(kept, _predictive(state, relation, hidden_cells, schema), 0.0)
+        out = (info, state.assignments if keep_assignments else ())
+        return (state, predictive), out
+
+    keys = jax.random.split(key_sweeps, n_sweeps)
+    (state, predictive), (infos, assignments) = jax.lax.scan(
+        sweep, (state, predictive), (jnp.arange(n_sweeps), keys))
+    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), state)
+
+
+_SHARED = RelationalArrays(entries=None, values=None, weights=None, blankets=None)
+_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
+_STATIC = ("schema", "capacities", "settings", "n_sweeps", "n_warmup", "relation", "keep_assignments")
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def _run_chains(keys, arrays, hidden_cells, **static):
+    run = partial(_run_chain, **static)
+    return jax.vmap(run, in_axes=(0, _SHARED, None))(keys, arrays, hidden_cells)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def _run_cases(keys, arrays, hidden_cells, **static):
+    run = partial(_run_chain, **static)
+    chains = jax.vmap(run, in_axes=(0, _SHARED, None))
+    return jax.vmap(chains, in_axes=(0, _BY_CASE, 0))(keys, arrays, hidden_cells)
+
+
+class _Settings(tuple):
+    """Hashable sampler settings (a ``jit`` static argument) readable by key."""
+
+    def __new__(cls, **values):
+        return super().__new__(cls, tuple(sorted(values.items())))
+
+    def __getitem__(self, name):
+        return dict(tuple(self))[name]
+
+
+# ----------------------------------------------------------------------------- the model
+@dataclass(frozen=True)
+class InfiniteRelational:
+    """The IRM sampled by collapsed Gibbs with hyperparameter updates, several chains at once.
+
+    Parameters
+    ----------
+    concentration : float
+        Initial α_D of every domain (> 0).
+    hyper : float
+        Initial γ_{r,u} of every relation and value; must lie on :data:`HYPER_GRID` when
+        ``sample_hyper`` (the nearest grid point is used); 1 is a uniform Beta/Dirichlet.
+    concentration_prior : GammaPrior
+        Gamma(shape, rate) prior of every α_D (Escobar & West).
+    hyper_prior_rate : float
+        Rate of the exponential prior of every γ_{r,u}.
+    sample_concentration, sample_hyper : bool
+        Resample α_D / γ_r after every sweep (otherwise they stay at their initial values).
+    max_clusters : int
+        Initial capacity K_max of every domain (capped at the domain's size); doubled and the
+        run repeated when a chain overflows.
+    init_clusters : int
+        Individuals start spread uniformly over this many clusters.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from zoo.relational.data import load_florentine_families
+    >>> result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0),
+    ...                                      n_chains=2, n_sweeps=20, n_warmup=10)
+    >>> result.n_clusters["families"].shape
+    (2, 10)
+    """
+
+    concentration: float = 1.0
+    hyper: float = 1.0
+    concentration_prior: GammaPrior = field(default_factory=lambda: GammaPrior(1.0, 1.0))
+    hyper_prior_rate: float = 1.0
+    sample_concentration: bool = True
+    sample_hyper: bool = True
+    max_clusters: int = 16
+    init_clusters: int = 3
+
+    def __post_init__(self) -> None:
+        check_real("concentration", self.concentration, low=0.0, low_open=True)
+        check_real("hyper", self.hyper, low=0.0, low_open=True)
+        if not isinstance(self.concentration_prior, GammaPrior):
+            raise TypeError(f"concentration_prior: expected a GammaPrior, got {type(self.concentration_prior).__name__}")
+        check_real("concentration_prior.shape", self.concentration_prior.shape, low=0.0, low_open=True)
+        check_real("concentration_prior.rate", self.concentration_prior.rate, low=0.0, low_open=True)
+        check_real("hyper_prior_rate", self.hyper_prior_rate, low=0.0, low_open=True)
+        check_int("max_clusters", self.max_clusters, minimum=1)
+        check_int("init_clusters", self.init_clusters, minimum=1)
+
+    program = staticmethod(infinite_relational_program)
+
+    def check_data(self, data: Any) -> RelationalData:
+        """Validate ``data`` (type, arity <= 2, no observed self-pairs)."""
+        if not isinstance(data, RelationalData):
+            raise TypeError(f"data: expected a zoo.relational.RelationalData, got {type(data).__name__}")
+        for relation in data.relations:
+            if relation.arity > 2:
+                raise ValueError(f"data: relation {relation.name!r} has arity {relation.arity}; "
+                                 "the IRM sampler supports arity 1 and 2")
+            if relation.has_self_pairs:
+                raise ValueError(f"data: relation {relation.name!r} observes self-pairs r(a, a); mask the diagonal")
+        return data
+
+    def _settings(self) -> _Settings:
+        hyper = float(self.hyper)
+        if self.sample_hyper:
+            hyper = float(HYPER_GRID[np.argmin(np.abs(np.log(HYPER_GRID) - np.log(hyper)))])
+        return _Settings(
+            concentration=float(self.concentration), hyper=hyper,
+            concentration_prior=GammaPrior(float(self.concentration_prior.shape), float(self.concentration_prior.rate)),
+            hyper_prior_rate=float(self.hyper_prior_rate), sample_concentration=bool(self.sample_concentration),
+            sample_hyper=bool(self.sample_hyper), init_clusters=int(self.init_clusters),
+        )
+
+    def _capacities(self, schema: RelationalSchema, scale: int) -> tuple[int, ...]:
+        return tuple(min(size, self.max_clusters * scale) for size in schema.domain_sizes)
+
+    def _run(self, runner, keys, arrays, hidden_cells, schema, **kwargs):
+        """Run, doubling the capacity and repeating with the same keys while any chain overflows."""
+        scale = 1
+        while True:
+            capacities = self._capacities(schema, scale)
+            output = runner(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
+                            settings=self._settings(), **kwargs)
+            overflowed = bool(np.any(np.asarray(output.final.overflow)))
+            if not overflowed:
+                return output, capacities, scale
+            if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
+                raise RuntimeError("overflow reported with every capacity at its domain size")
+            scale *= 2
+
+    def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
+               n_warmup: int | None = None, keep_assignments: bool = True) -> "IRMResult":
+        """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``ped, one ``jit``).
+
+        Parameters
+        ----------
+        data : RelationalData
+        key : jax PRNG key — chain c uses ``jax.random.split(key, n_chains)[c]``
+        n_chains, n_sweeps : int
+        n_warmup : int, optional — sweeps discarded as warm-up (default half)
+        keep_assignments : bool — keep every kept draw's partitions (for co-clustering and ARI)
+
+        Returns
+        -------
+        IRMResult
+        """
+        n_chains = check_int("n_chains", n_chains, minimum=1)
+        n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
+        n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
+                                                                      maximum=n_sweeps - 1)
+        if key is None:
+            raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+        self.check_data(data)
+        arrays = data.to_arrays()
+        schema = data.schema
+        keys = jax.random.split(key, n_chains)
+        hidden_cells = arrays.entries[0][:1]
+        output, capacities, _ = self._run(_run_chains, keys, arrays, hidden_cells, schema, n_sweeps=n_sweeps,
+                                          n_warmup=n_warmup, relation=0, keep_assignments=keep_assignments)
+        output = jax.device_get(output)
+        kept = slice(n_warmup, n_sweeps)
+        return IRMResult(
+            schema=schema,
+            capacities=capacities,
+            n_clusters={name: np.asarray(output.info.n_clusters[:, kept, d])
+                        for d, name in enumerate(schema.domain_names)},
+            concentrations={name: np.asarray(output.info.concentrations[:, kept, d])
+                            for d, name in enumerate(schema.domain_names)},
+            hyper={name: np.asarray(output.info.hyper[r][:, kept]) for r, name in enumerate(schema.relation_names)},
+            log_joint=np.asarray(output.info.log_joint[:, kept]),
+            warmup_log_joint=np.asarray(output.info.log_joint[:, :n_warmup]),
+            assignments=({name: np.asarray(output.assignments[d][:, kept])
+                          for d, name in enumerate(schema.domain_names)} if keep_assignments else None),
+            _arrays=arrays,
+        )
+
+    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
+                         n_chains: int = 2, n_sweeps: int = 200, n_warmup: int | None = None) -> np.ndarray:
+        """For each case, sample with that case's cells hidden and average their predictive.
+
+        Parameters
+        ----------
+        hidden : int array (n_cases, n_hidden) — positions in ``data.relations[relation].entries``,
+            -1 for padding (see :meth:`LatentClassRelational.predict_held_out`).
+
+        Returns
+        -------
+        (n_cases, n_hidden, |r|) predictive probabilities averaged over chains and kept sweeps.
+        """
+        from zoo.relational.latent_class import _case_weights, _check_hidden
+
+        n_chains = check_int("n_chains", n_chains, minimum=1)
+        n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
+        n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
+                                                                      maximum=n_sweeps - 1)
+        if key is None:
+            raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+        self.check_data(data)
+        arrays = data.to_arrays()
+        schema = data.schema
+        hidden = _check_hidden(hidden, data.relations[relation].n_observed)
+        case_arrays = arrays._replace(weights=_case_weights(arrays, hidden, relation))
+        cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]
+        keys = jax.random.split(key, (hidden.shape[0], n_chains))
+        output, _, _ = self._run(_run_cases, keys, case_arrays, cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
+                                 relation=relation, keep_assignments=False)
+        probs = np.asarray(output.predictive).mean(axis=1)
+        probs[hidden < 0] = np.nan
+        return probs
+
+
+@dataclass
+class IRMResult:
+    """Draws of an IRM run (after warm-up), as (chain, draw, ...) arrays.
+
+    Attributes
+    ----------
+    schema : RelationalSchema
+    capacities : tuple of int — K_max per domain the run needed
+    n_clusters, concentrations : dict domain name → (chain, draw)
+    hyper : dict relation name → (chain, draw, |r|)
+    log_joint : (chain, draw)
+    warmup_log_joint : (chain, n_warmup)
+    assignments : dict domain name → (chain, draw, n_D) int, or None
+    """
+
+    schema: RelationalSchema
+    capacities: tuple
+    n_clusters: dict
+    concentrations: dict
+    hyper: dict
+    log_joint: np.ndarray
+    warmup_log_joint: np.ndarray
+    assignments: dict | None
+    _arrays: Any = field(default=None, repr=False)
+
+    def to_inference_data(self):
+        """ArviZ ``InferenceData`` of the label-invariant quantities (R-hat, ESS apply)."""
+        import arviz as az
+
+        posterior = {f"n_clusters_{name}": values for name, values in self.n_clusters.items()}
+        posterior.update({f"concentration_{name}": values for name, values in self.concentrations.items()})
+        posterior.update({f"hyper_{name}": values for name, values in self.hyper.items()})
+        posterior["log_joint"] = self.log_joint
+        dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
+        return az.from_dict(posterior=posterior, dims=dims)
+
+    def summary(self):
+        """``arviz.summary`` of the label-invariant quantities (means, R-hat, ESS)."""
+        import arviz as az
+
+        return az.summary(self.to_inference_data())
+
+    def map_partition(self) -> dict[str, np.ndarray]:
+        """The kept draw with the highest log joint, relabelled 0..K-1 in order of first appearance."""
+        if self.assignments is None:
+            raise ValueError("keep_assignments: the run did not keep the assignments")
+        chain, draw = np.unravel_index(np.argmax(self.log_joint), self.log_joint.shape)
+        result = {}
+        for name, draws in self.assignments.items():
+            labels = draws[chain, draw]
+            _, first = np.unique(labels, return_index=True)
+            order = np.argsort(first)
+            mapping = np.empty(labels.max() + 1, np.int64)
+            mapping[np.unique(labels)[order]] = np.arange(order.shape[0])
+            result[name] = mapping[labels]
+        return result
+
+    def predict_proba(self, cells: Any, relation: int | str = 0) -> np.ndarray:
+        """Predictive probabilities (n_cells, |r|) of cells of a relation, averaged over all kept draws."""
+        if self.assignments is None:
+            raise ValueError("keep_assignments: the run did not keep the assignments")
+        index = self.schema.relation_names.index(relation) if isinstance(relation, str) else relation
+        cells = np.asarray(cells)
+        arity = len(self.schema.relation_domains[index])
+        if cells.ndim != 2 or cells.shape[1] != arity:
+            raise ValueError(f"cells: expected shape (n_cells, {arity}), got {cells.shape}")
+        names = self.schema.domain_names
+        assignments = tuple(jnp.asarray(self.assignments[name].reshape(-1, self.assignments[name].shape[-1]))
+                            for name in names)
+        hyper = tuple(jnp.asarray(self.hyper[name].reshape(-1, self.hyper[name].shape[-1]))
+                      for name in self.schema.relation_names)
+        probs = _draw_predictive(assignments, hyper, self._arrays, jnp.asarray(cells, jnp.int32),
+                                 schema=self.schema, capacities=self.capacities, relation=index)
+        return np.asarray(probs).mean(axis=0)
+
+
+@partial(jax.jit, static_argnames=("schema", "capacities", "relation"))
+def _draw_predictive(assignments, hyper, arrays, cells, *, schema, capacities, relation):
+    def one(draw_assignments, draw_hyper):
+        counts = block_counts(draw_assignments, arrays, schema, capacities)
+        state = IRMState(draw_assignments, (), counts, None, draw_hyper, None)
+        return _predictive(state, relation, cells, schema)
+
+    return jax.lax.map(lambda args: one(*args), (assignments, hyper))
