@@ -20,12 +20,13 @@ function, so fits of equal shapes never recompile.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo._validation import check_int, check_real
@@ -74,10 +75,11 @@ def _observation_count(data: Any) -> float:
     return float(total) if total is not None else float(np.shape(data)[0])
 
 
-def _fit_one(rng_key, train, valid, valid_total, init, *, model, schedule, max_iter, tol):
-    params = model.init_params(rng_key, train) if init is None else init
+def _fit_one(params, train, valid, valid_total, *, model, schedule, max_iter, tol, reduce=None):
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     has_valid = valid is not None
+    # Sharded fits pass ``reduce`` (a psum over devices); single-device models need not accept it.
+    extra = {} if reduce is None else {"reduce": reduce}
     nan_history = jnp.full((max_iter,), jnp.nan, dtype)
     state = FitState(
         params=params,
@@ -99,17 +101,20 @@ def _fit_one(rng_key, train, valid, valid_total, init, *, model, schedule, max_i
 
     def body(state: FitState):
         beta = state.schedule.beta
-        new_params, log_lik = model.em_step(state.params, train, beta)
+        new_params, log_lik = model.em_step(state.params, train, beta, **extra)
         change = jnp.abs(log_lik - state.previous_log_lik)
         converged = (state.iteration > 0) & (change <= tol * jnp.abs(log_lik))
         if has_valid:
-            valid_perp = perplexity(model.heldout_log_lik(new_params, valid), valid_total).astype(dtype)
+            valid_log_lik = model.heldout_log_lik(new_params, valid, **extra)
+            valid_perp = perplexity(valid_log_lik, valid_total).astype(dtype)
             valid_perp = jnp.where(jnp.isfinite(valid_perp), valid_perp, jnp.inf)
             score = valid_perp
         else:
             valid_perp = jnp.asarray(jnp.nan, dtype)
             score = jnp.asarray(-state.iteration, dtype)  # without validation the latest is best
-        schedule_state, _, stop = schedule.update(state.schedule, valid_perp if has_valid else jnp.asarray(jnp.inf, dtype), converged)
+        schedule_state, _, stop = schedule.update(
+            state.schedule, valid_perp if has_valid else jnp.asarray(jnp.inf, dtype), converged
+        )
         better = score < state.best_score
         keep = partial(jnp.where, better)
         index = state.iteration
@@ -131,10 +136,42 @@ def _fit_one(rng_key, train, valid, valid_total, init, *, model, schedule, max_i
     return jax.lax.while_loop(cond, body, state)
 
 
-@partial(jax.jit, static_argnames=("model", "schedule", "max_iter", "tol"))
-def _fit_restarts(keys, train, valid, valid_total, init, *, model, schedule, max_iter, tol):
-    fit = partial(_fit_one, model=model, schedule=schedule, max_iter=max_iter, tol=tol)
-    return jax.vmap(fit, in_axes=(0, None, None, None, None))(keys, train, valid, valid_total, init)
+@partial(jax.jit, static_argnames=("model",))
+def _initial_params(keys, train, *, model):
+    return jax.vmap(model.init_params, in_axes=(0, None))(keys, train)
+
+
+def _fit_restarts_body(starts, train, valid, valid_total, *, model, schedule, max_iter, tol, reduce=None):
+    fit = partial(_fit_one, model=model, schedule=schedule, max_iter=max_iter, tol=tol, reduce=reduce)
+    return jax.vmap(fit, in_axes=(0, None, None, None))(starts, train, valid, valid_total)
+
+
+_fit_restarts = jax.jit(_fit_restarts_body, static_argnames=("model", "schedule", "max_iter", "tol"))
+
+SHARD_AXIS = "shards"
+
+
+@lru_cache(maxsize=32)
+def _sharded_fit(model, schedule, max_iter, tol, mesh, has_valid):
+    """The restart fit wrapped in ``shard_map``: cells split over devices, statistics psummed.
+
+    Every device runs the same while-loop on its block of cells; sums over cells are added with
+    ``psum`` before each M-step, so parameters, schedules and stopping stay identical across
+    devices and equal (to float tolerance) those of the single-device fit.
+    """
+    reduce = partial(jax.lax.psum, axis_name=SHARD_AXIS)
+    block = lambda tree: jax.tree_util.tree_map(lambda leaf: leaf[0], tree)  # noqa: E731
+
+    def run(starts, train, valid, valid_total):
+        return _fit_restarts_body(starts, block(train), block(valid) if has_valid else None, valid_total,
+                                  model=model, schedule=schedule, max_iter=max_iter, tol=tol, reduce=reduce)
+
+    sharded = jax.shard_map(
+        run, mesh=mesh,
+        in_specs=(P(), P(SHARD_AXIS), P(SHARD_AXIS) if has_valid else None, P()),
+        out_specs=P(), check_vma=False,
+    )
+    return jax.jit(sharded)
 
 
 @dataclass
@@ -194,6 +231,21 @@ class EMResult:
         )
 
 
+def _mesh(devices: Any) -> Mesh | None:
+    if devices is None:
+        return None
+    if isinstance(devices, bool):
+        raise TypeError("devices: expected an int or a sequence of devices")
+    if isinstance(devices, (int, np.integer)):
+        available = jax.devices()
+        count = check_int("devices", devices, minimum=1, maximum=len(available))
+        devices = available[:count]
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices: is empty")
+    return Mesh(np.array(devices), (SHARD_AXIS,))
+
+
 def tempered_em(
     model: Any,
     data: Any,
@@ -205,6 +257,7 @@ def tempered_em(
     max_iter: int = 500,
     tol: float = 1e-6,
     init: Any = None,
+    devices: Any = None,
 ) -> EMResult:
     """Fit ``model`` to ``data`` by tempered EM.
 
@@ -230,6 +283,12 @@ def tempered_em(
     init : params, optional
         Starting parameters (the model's params type) used instead of a random start; then
         ``n_restarts`` must be 1.
+    devices : int or sequence of jax devices, optional
+        Data-parallel EM: the cells are split into one block per device (``shard_map``) and the
+        E-step statistics are summed across devices with ``psum``. An int takes the first that
+        many of ``jax.devices()``. The iterates equal those of the single-device fit up to
+        floating-point rounding. Across hosts, call ``jax.distributed.initialize()`` first and
+        pass ``jax.devices()`` (every process runs the same call on the same data file).
 
     Returns
     -------
@@ -248,19 +307,28 @@ def tempered_em(
         raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
     if init is not None and n_restarts != 1:
         raise ValueError("n_restarts: must be 1 when init= fixes the starting point")
+    mesh = _mesh(devices)
+    if mesh is not None and not hasattr(model, "prepare_sharded"):
+        raise ValueError(f"devices: {type(model).__name__} does not support data-parallel fitting")
+    if valid is not None and isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
+        raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
     train_arrays = model.prepare(data)
-    if valid is not None:
-        if isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
-            raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
-        valid_arrays = model.prepare(valid)
-        valid_total = jnp.asarray(_observation_count(valid), jnp.result_type(float))
-    else:
-        valid_arrays, valid_total = None, jnp.asarray(1.0, jnp.result_type(float))
+    valid_total = jnp.asarray(_observation_count(valid) if valid is not None else 1.0, jnp.result_type(float))
     keys = jax.random.split(key, n_restarts)
-    states = _fit_restarts(
-        keys, train_arrays, valid_arrays, valid_total, init,
-        model=model, schedule=schedule, max_iter=max_iter, tol=tol,
-    )
+    if init is None:
+        starts = _initial_params(keys, train_arrays, model=model)
+    else:
+        starts = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[None], init)
+    if mesh is None:
+        valid_arrays = model.prepare(valid) if valid is not None else None
+        states = _fit_restarts(starts, train_arrays, valid_arrays, valid_total,
+                               model=model, schedule=schedule, max_iter=max_iter, tol=tol)
+    else:
+        n_shards = mesh.devices.size
+        sharded_train = model.prepare_sharded(data, n_shards)
+        sharded_valid = model.prepare_sharded(valid, n_shards) if valid is not None else None
+        fit = _sharded_fit(model, schedule, max_iter, tol, mesh, valid is not None)
+        states = fit(starts, sharded_train, sharded_valid, valid_total)
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
     if valid is not None:

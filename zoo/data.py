@@ -322,6 +322,46 @@ class CoOccurrence:
             col_sums=jnp.asarray(self.col_sums, dtype=float_dtype),
         )
 
+    def to_sharded_arrays(self, n_shards: int, dtype: Any = None) -> DyadicArrays:
+        """Device arrays split into ``n_shards`` blocks of cells for data-parallel EM.
+
+        Rows are cut into contiguous ranges holding about equal numbers of cells; each block
+        keeps a CSR pointer over *all* rows (rows of other blocks are empty in it) and is padded
+        with zero counts to a common length, so every leaf gets a leading axis of size
+        ``n_shards``. ``row_sums`` and ``col_sums`` are the global sums, repeated per block.
+        Sums over cells computed block by block and added up equal those of :meth:`to_arrays`.
+        """
+        import jax.numpy as jnp
+
+        n_shards = check_int("n_shards", n_shards, minimum=1)
+        float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        full_indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
+        targets = np.linspace(0, self.nnz, n_shards + 1)
+        cuts = np.searchsorted(full_indptr, targets).astype(np.int64)
+        cuts[0], cuts[-1] = 0, self.n_rows
+        cuts = np.maximum.accumulate(cuts)
+        starts, stops = full_indptr[cuts[:-1]], full_indptr[cuts[1:]]
+        length = _bucket(int((stops - starts).max()))
+        blocks = {name: [] for name in ("rows", "cols", "counts", "indptr")}
+        for start, stop in zip(starts, stops):
+            extra = length - (stop - start)
+            rows = np.concatenate([self.rows[start:stop], np.full(extra, self.n_rows - 1, np.int32)])
+            blocks["rows"].append(rows)
+            blocks["cols"].append(np.concatenate([self.cols[start:stop], np.zeros(extra, np.int32)]))
+            blocks["counts"].append(np.concatenate([self.counts[start:stop], np.zeros(extra)]))
+            indptr = np.searchsorted(rows[: stop - start], np.arange(self.n_rows + 1)).astype(np.int64)
+            indptr[-1] = length
+            blocks["indptr"].append(indptr)
+        repeat = lambda values: np.broadcast_to(values, (n_shards,) + values.shape)  # noqa: E731
+        return DyadicArrays(
+            rows=jnp.asarray(np.stack(blocks["rows"]), jnp.int32),
+            cols=jnp.asarray(np.stack(blocks["cols"]), jnp.int32),
+            counts=jnp.asarray(np.stack(blocks["counts"]), float_dtype),
+            indptr=jnp.asarray(np.stack(blocks["indptr"]), jnp.int32),
+            row_sums=jnp.asarray(repeat(self.row_sums), float_dtype),
+            col_sums=jnp.asarray(repeat(self.col_sums), float_dtype),
+        )
+
     def transpose(self) -> "CoOccurrence":
         """The same counts with the roles of X and Y exchanged."""
         return CoOccurrence(

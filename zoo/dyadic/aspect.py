@@ -94,6 +94,11 @@ class AspectParams(NamedTuple):
         return jnp.where(total > 0, joint / jnp.where(total > 0, total, 1.0), self.class_prior[None, :])
 
 
+def _reduce(reduce: Any, value: Any) -> Any:
+    """Apply the cross-block reduction (identity when fitting on one device)."""
+    return value if reduce is None else reduce(value)
+
+
 def _power(probabilities: Any, beta: Any) -> Any:
     """p^β with 0^β = 0, computed in log space."""
     positive = probabilities > 0
@@ -164,6 +169,12 @@ class Aspect:
             raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
         return data.to_arrays()
 
+    def prepare_sharded(self, data: CoOccurrence, n_shards: int) -> DyadicArrays:
+        """Like :meth:`prepare`, split into ``n_shards`` blocks of cells (leading axis)."""
+        if not isinstance(data, CoOccurrence):
+            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        return data.to_sharded_arrays(n_shards)
+
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> AspectParams:
         """Random start: P(c) uniform, P(x|c) and P(y|c) uniform(0.5, 1.5) noise, normalised."""
         n_rows, n_cols = arrays.shape
@@ -184,37 +195,45 @@ class Aspect:
         B, log_scale_cols = _row_max_normalise(_power(params.col_given_class, beta))
         return A, B, log_scale_rows, log_scale_cols
 
-    def log_likelihood(self, params: AspectParams, arrays: DyadicArrays) -> Any:
-        """Σ n(x_i, y_k) log P(x_i, y_k) (H99 eq. 2), the quantity EM increases at β = 1."""
+    def log_likelihood(self, params: AspectParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
+        """Σ n(x_i, y_k) log P(x_i, y_k) (H99 eq. 2), the quantity EM increases at β = 1.
+
+        ``reduce`` (e.g. a ``psum`` over devices) adds up sums over cells computed block by block.
+        """
         A, B, log_rows, log_cols = self._factors(params, 1.0)
         stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
-        return stats.log_norm + self._scale_correction(arrays, log_rows, log_cols)
+        return _reduce(reduce, stats.log_norm + self._scale_correction(arrays, log_rows, log_cols))
 
     @staticmethod
     def _scale_correction(arrays: DyadicArrays, log_rows: Any, log_cols: Any) -> Any:
         # Σ_ik n_ik (log s_i + log t_k): undoes the per-row normalisation of the factors.
         return jnp.sum(arrays.counts * (log_rows[arrays.rows] + log_cols[arrays.cols]))
 
-    def heldout_log_lik(self, params: AspectParams, arrays: DyadicArrays) -> Any:
+    def heldout_log_lik(self, params: AspectParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i), P(y|x) = Σ_c P(c|x) P(y|c) (H99 §2.4)."""
         A, log_rows = _row_max_normalise(params.class_given_row())
         B, log_cols = _row_max_normalise(params.col_given_class)
         stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
-        return stats.log_norm + self._scale_correction(arrays, log_rows, log_cols)
+        return _reduce(reduce, stats.log_norm + self._scale_correction(arrays, log_rows, log_cols))
 
     # ---------------------------------------------------------------- E-step + M-step
-    def em_step(self, params: AspectParams, arrays: DyadicArrays, beta: Any) -> tuple[AspectParams, Any]:
+    def em_step(self, params: AspectParams, arrays: DyadicArrays, beta: Any,
+                reduce: Any = None) -> tuple[AspectParams, Any]:
         """One tempered EM iteration; returns (new params, β = 1 log-likelihood of ``params``).
 
         E-step (H99 eq. 3 with β, §4): P_β{c_ik = c} = A_ic B_kc / z_ik with A_ic ∝ P(c) P(x_i|c)^β,
         B_kc ∝ P(y_k|c)^β. M-step (eq. 4): expected counts n(x_i, c) and n(y_k, c), normalised.
+        With ``reduce`` (a ``psum`` over devices holding blocks of cells) the expected counts are
+        added up across blocks before the M-step: data-parallel EM.
         """
         A, B, _, _ = self._factors(params, beta)
         # The β = 1 log-likelihood of ``params`` comes out of the same pass over the cells.
         A_one, B_one, log_rows, log_cols = self._factors(params, 1.0)
         stats = cell_stats(A, B, arrays, want_rows=True, want_cols=self.update == "simultaneous",
                            backend=self.backend, eval_factors=(A_one, B_one), eval_needed=beta != 1.0)
-        log_lik = stats.eval_log_norm + self._scale_correction(arrays, log_rows, log_cols)
+        stats = _reduce(reduce, stats._replace(
+            eval_log_norm=stats.eval_log_norm + self._scale_correction(arrays, log_rows, log_cols)))
+        log_lik = stats.eval_log_norm
         class_mass = stats.row_stats.sum(axis=0)  # Σ_ik n_ik P{c_ik = c}
         class_prior = class_mass / class_mass.sum()
         row_given_class = _normalise_columns(stats.row_stats, params.row_given_class)
@@ -224,8 +243,8 @@ class Aspect:
             # ECM: second E-step with the new P(c), P(x|c) before re-estimating P(y|c).
             half = AspectParams(class_prior, row_given_class, params.col_given_class)
             A_new, B_new, _, _ = self._factors(half, beta)
-            col_stats = cell_stats(A_new, B_new, arrays, want_rows=False, want_cols=True,
-                                   backend=self.backend).col_stats
+            col_stats = _reduce(reduce, cell_stats(A_new, B_new, arrays, want_rows=False, want_cols=True,
+                                                   backend=self.backend).col_stats)
             # The second conditional M-step re-estimates P(c) together with P(y|c).
             second_mass = col_stats.sum(axis=0)
             class_prior = second_mass / second_mass.sum()
