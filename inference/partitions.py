@@ -11,7 +11,8 @@ cluster analysis: point estimation and credible balls", Bayesian Analysis 13(2);
 * ``loss="vi"`` — the variation of information. Its exact expectation needs every draw; WG18
   propose minimising instead the lower bound that Jensen's inequality gives from the
   co-clustering matrix alone, and so does this module:
-  E[VI(c, ĉ)] >= (1/N) Σ_i [log Σ_j 1(ĉ_j = ĉ_i) + log Σ_j p_ij - 2 log Σ_j 1(ĉ_j = ĉ_i) p_ij]
+  E[VI(c, ĉ)] >= (1/N) Σ_i [log Σ_j 1(ĉ_j = ĉ_i) + log Σ_j p_ij
+                                - 2 log Σ_j 1(ĉ_j = ĉ_i) p_ij]
   (natural logarithms here; WG18 use log base 2, which rescales it and leaves the minimiser
   unchanged). :func:`expected_variation_of_information` evaluates the exact expectation over the
   draws for any candidate, to report it next to the bound.
@@ -330,7 +331,8 @@ def _sweep_points(state, co_counts, n_draws, loss, tolerance):
         column = co_counts[:, point]
         within = state.within.at[:, source].add(-column).at[:, target].add(column)
         sizes = state.sizes.at[source].add(-1).at[target].add(1)
-        state = state._replace(labels=state.labels.at[point].set(target), sizes=sizes, within=within)
+        labels = state.labels.at[point].set(target)
+        state = state._replace(labels=labels, sizes=sizes, within=within)
         return state, moved | accept
 
     return jax.lax.fori_loop(0, n_points, visit, (state, jnp.asarray(False)))
@@ -420,10 +422,11 @@ def point_partition(assignments: Any, loss: str = "vi") -> np.ndarray:
     -----
     The search starts from the three sampled partitions with the lowest objective and from the
     two trivial partitions, alternates sweeps of single-point moves with the best merge of two
-    clusters until neither improves, and keeps the best end point (each iteration costs O(N²)
-    time; memory is O(N²), and O(U N²) time to rank the U distinct draws). Binder's objective is evaluated in exact
-    integer arithmetic; the VI bound in floating point, ignoring improvements below 1e-4
-    (float32) or 1e-10 (float64, with ``jax_enable_x64``).
+    clusters until neither improves, and keeps the best end point. Each iteration costs O(N²)
+    time, memory is O(N²), and ranking the U distinct draws costs O(U N²). Binder's objective is
+    evaluated in exact integer arithmetic (merges in floating point, see ``_best_merge``); the
+    VI bound in floating point, ignoring improvements below 1e-4 (float32) or 1e-10 (float64,
+    with ``jax_enable_x64``).
 
     Examples
     --------
@@ -471,7 +474,9 @@ def point_partition(assignments: Any, loss: str = "vi") -> np.ndarray:
 # ----------------------------------------------------------------------------- losses
 
 
-def _check_labels_and_matrix(labels: Any, co_clustering_matrix: Any) -> tuple[np.ndarray, np.ndarray]:
+def _check_labels_and_matrix(
+    labels: Any, co_clustering_matrix: Any
+) -> tuple[np.ndarray, np.ndarray]:
     labels = _as_label_array("labels", labels, min_ndim=1, max_ndim=1)
     matrix = as_float_array("co_clustering_matrix", co_clustering_matrix, ndim=2, nonnegative=True)
     if matrix.shape != (labels.shape[0], labels.shape[0]):
@@ -485,7 +490,7 @@ def _check_labels_and_matrix(labels: Any, co_clustering_matrix: Any) -> tuple[np
 
 
 def expected_binder_loss(labels: Any, co_clustering_matrix: Any) -> float:
-    """Posterior expected Binder loss (equal costs) of a partition, from co-clustering probabilities.
+    """Posterior expected Binder loss (equal costs) of a partition from co-clustering probabilities.
 
     E[B(c, ĉ)] = Σ_{i<j} [1(ĉ_i = ĉ_j)(1 - p_ij) + 1(ĉ_i ≠ ĉ_j) p_ij] (WG18): the expected
     number of pairs on which ĉ and the true partition disagree.
@@ -510,8 +515,8 @@ def expected_binder_loss(labels: Any, co_clustering_matrix: Any) -> float:
 def expected_vi_lower_bound(labels: Any, co_clustering_matrix: Any) -> float:
     """WG18's lower bound of the posterior expected variation of information (nats).
 
-    (1/N) Σ_i [log Σ_j 1(ĉ_j = ĉ_i) + log Σ_j p_ij - 2 log Σ_j 1(ĉ_j = ĉ_i) p_ij], from Jensen's
-    inequality applied to E[VI(c, ĉ)] (WG18), with unit diagonal p_ii = 1.
+    (1/N) Σ_i [log Σ_j 1(ĉ_j = ĉ_i) + log Σ_j p_ij - 2 log Σ_j 1(ĉ_j = ĉ_i) p_ij], from
+    Jensen's inequality applied to E[VI(c, ĉ)] (WG18), with unit diagonal p_ii = 1.
 
     Parameters
     ----------

@@ -44,7 +44,7 @@ def _multi_update(key, alpha, n_clusters, group_sizes, prior):
 
 
 def _dm05_printed_eq6_update(key, alpha, n_clusters, group_sizes, prior):
-    """The multi-group update with DM05 App. B eq. 6 as printed: Γ(â + S) instead of Γ(â + 1 + S)."""
+    """The multi-group update with DM05 App. B eq. 6 as printed: Γ(â + S), not Γ(â + 1 + S)."""
     sizes = group_sizes.astype(jnp.float32)
     key_gammas, key_component, key_extra = jax.random.split(key, 3)
     n_empty = jnp.sum(sizes == 0).astype(jnp.int32)
@@ -191,7 +191,7 @@ def test_empty_data_draws_from_prior():
 
 
 def _posterior_moments(prior, n_clusters, group_sizes):
-    """Mean and variance of p(α | K, n) ∝ Gamma(α; a, b) α^K Π_m Γ(α) / Γ(α + n_m) (quadrature)."""
+    """Mean and variance of p(α | K, n) ∝ Gamma(α; a, b) α^K Π_m Γ(α) / Γ(α + n_m)."""
 
     def log_density(alpha):
         value = (prior.shape - 1 + n_clusters) * np.log(alpha) - prior.rate * alpha
@@ -234,7 +234,7 @@ def test_update_targets_posterior_given_clusters(update, n_groups, group_sizes, 
 
 @pytest.mark.usefixtures("x64")
 def test_multi_group_mixture_equals_eq4_density():
-    """The collapsed eq. 5 mixture is the normalised density α^â e^{-α b̂} Π_m (α + n_m) (eq. 4)."""
+    """The collapsed eq. 5 mixture is the normalised eq. 4 density α^â e^{-α b̂} Π_m (α + n_m)."""
     prior = GammaPrior(1.3, 0.7)
     group_sizes = np.array([4.0, 0.0, 9.0, 1.0])
     n_clusters, log_x_total = 7.0, -2.1
@@ -270,7 +270,9 @@ def test_one_group_mixture_is_escobar_west():
     assert odds == pytest.approx(
         (prior.shape + n_clusters - 1) / (n_points * (prior.rate - log_eta)), rel=1e-12
     )
-    np.testing.assert_allclose(np.asarray(shapes), [prior.shape + n_clusters - 1, prior.shape + n_clusters])
+    np.testing.assert_allclose(
+        np.asarray(shapes), [prior.shape + n_clusters - 1, prior.shape + n_clusters]
+    )
 
 
 # ---------------------------------------------------------------- JAX behaviour
@@ -286,7 +288,9 @@ def test_jit_vmap_and_traced_counts_agree_with_unbatched():
         keys, alphas, group_clusters, group_sizes, prior
     )
     one = jax.jit(escobar_west_multi_group_update)
-    unbatched = [one(keys[i], alphas[i], group_clusters[i], group_sizes[i], prior) for i in range(6)]
+    unbatched = [
+        one(keys[i], alphas[i], group_clusters[i], group_sizes[i], prior) for i in range(6)
+    ]
     np.testing.assert_allclose(np.asarray(batched), np.asarray(unbatched), rtol=1e-5)
     assert np.all(np.asarray(batched) > 0)
 

@@ -217,7 +217,8 @@ def test_exact_expected_vi_matches_metrics_and_bounds_it():
     matrix = co_clustering(draws)
     for candidate in rng.integers(0, 3, size=(5, 10)):
         exact = expected_variation_of_information(candidate, draws)
-        mean = np.mean([variation_of_information(candidate, draw) for draw in draws.reshape(-1, 10)])
+        per_draw = [variation_of_information(candidate, draw) for draw in draws.reshape(-1, 10)]
+        mean = np.mean(per_draw)
         assert exact == pytest.approx(mean, rel=1e-12)
         assert expected_vi_lower_bound(candidate, matrix) <= exact + 1e-12
 
