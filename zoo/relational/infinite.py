@@ -627,7 +627,7 @@ class InfiniteRelational:
         keys = jax.random.split(key, (hidden.shape[0], n_chains))
         output, _, _ = self._run(_run_cases, keys, case_arrays, cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
                                  relation=relation, keep_assignments=False)
-        probs = np.asarray(output.predictive).mean(axis=1)
+        probs = np.array(output.predictive).mean(axis=1)
         probs[hidden < 0] = np.nan
         return probs
 

@@ -40,7 +40,7 @@ Relations of arity 1 and 2 are supported; observed self-pairs r(a, a) are not.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from numba import njit, prange
 
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
@@ -352,91 +353,103 @@ def flat_cells(data: RelationalData) -> FlatCells:
                      as32(start), as32(cells[order]), as32(positions[order]))
 
 
-@lru_cache(maxsize=None)
-def _numba_pass_kernel():
-    from numba import njit
+@njit(cache=True, nogil=True)
+def _normalise_log(counts, prior_count, n_values, out_log):
+    total = 0.0
+    for value in range(n_values):
+        total += max(counts[value], 0.0) + prior_count
+    for value in range(n_values):
+        mass = max(counts[value], 0.0) + prior_count
+        probability = mass / total if total > 0 else 1.0 / n_values
+        out_log[value] = np.log(max(probability, 1e-300))
 
-    @njit(cache=True, nogil=True)
-    def normalise(counts, prior_count, n_values, out_log):
-        total = 0.0
-        for value in range(n_values):
-            total += max(counts[value], 0.0) + prior_count
-        for value in range(n_values):
-            mass = max(counts[value], 0.0) + prior_count
-            probability = mass / total if total > 0 else 1.0 / n_values
-            out_log[value] = np.log(max(probability, 1e-300))
-
-    @njit(cache=True, nogil=True)
-    def iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
-                 relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
-                 relation_n_values, relation_classes):
-        # q: (n_individuals + 1, G); class_counts, log_pi: (D, G); counts, log_theta: (R, G, G, V)
-        n_relations, n_max, _, n_values_max = counts.shape
-        message = np.zeros((n_relations, 2, n_max, n_values_max))
-        touched = np.zeros((n_relations, 2), np.bool_)
-        score = np.zeros(n_max)
-        for individual in range(item_start.shape[0] - 1):
-            domain = domain_of[individual]
-            n_own = n_classes[domain]
-            message[:] = 0.0
-            touched[:] = False
-            for item in range(item_start[individual], item_start[individual + 1]):
-                cell = item_cell[item]
-                weight = weights[cell]
-                position = item_position[item]
-                r = relation[cell]
-                touched[r, position] = True
-                if weight == 0.0:
-                    continue
-                other = second[cell] if position == 0 else first[cell]
-                value = values[cell]
-                for o in range(n_max):
-                    message[r, position, o, value] += weight * q[other, o]
-            # CP eq. 4 (mean-field form), likelihood tempered by β.
-            for g in range(n_own):
-                total = 0.0
-                for r in range(n_relations):
-                    for position in range(2):
-                        if not touched[r, position]:
-                            continue
-                        for o in range(n_max):
-                            for value in range(relation_n_values[r]):
-                                m = message[r, position, o, value]
-                                if m != 0.0:
-                                    if position == 0:
-                                        total += m * log_theta[r, g, o, value]
-                                    else:
-                                        total += m * log_theta[r, o, g, value]
-                score[g] = log_pi[domain, g] + beta * total
-            largest = score[0]
-            for g in range(1, n_own):
-                largest = max(largest, score[g])
-            norm = 0.0
-            for g in range(n_own):
-                score[g] = np.exp(score[g] - largest)
-                norm += score[g]
-            # Incremental statistics and M-step (CP eqs. 5-6).
-            for g in range(n_own):
-                new = score[g] / norm
-                delta = new - q[individual, g]
-                q[individual, g] = new
-                class_counts[domain, g] += delta
-                for r in range(n_relations):
+@njit(cache=True, nogil=True)
+def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
+             relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
+             relation_n_values, relation_classes):
+    # q: (n_individuals + 1, G); class_counts, log_pi: (D, G); counts, log_theta: (R, G, G, V)
+    n_relations, n_max, _, n_values_max = counts.shape
+    message = np.zeros((n_relations, 2, n_max, n_values_max))
+    touched = np.zeros((n_relations, 2), np.bool_)
+    score = np.zeros(n_max)
+    for individual in range(item_start.shape[0] - 1):
+        domain = domain_of[individual]
+        n_own = n_classes[domain]
+        message[:] = 0.0
+        touched[:] = False
+        for item in range(item_start[individual], item_start[individual + 1]):
+            cell = item_cell[item]
+            weight = weights[cell]
+            position = item_position[item]
+            r = relation[cell]
+            touched[r, position] = True
+            if weight == 0.0:
+                continue
+            other = second[cell] if position == 0 else first[cell]
+            value = values[cell]
+            for o in range(n_max):
+                message[r, position, o, value] += weight * q[other, o]
+        # CP eq. 4 (mean-field form), likelihood tempered by β.
+        for g in range(n_own):
+            total = 0.0
+            for r in range(n_relations):
+                for position in range(2):
+                    if not touched[r, position]:
+                        continue
                     for o in range(n_max):
                         for value in range(relation_n_values[r]):
-                            if touched[r, 0]:
-                                counts[r, g, o, value] += delta * message[r, 0, o, value]
-                            if touched[r, 1]:
-                                counts[r, o, g, value] += delta * message[r, 1, o, value]
-            normalise(class_counts[domain], prior_count, n_own, log_pi[domain])
+                            m = message[r, position, o, value]
+                            if m != 0.0:
+                                if position == 0:
+                                    total += m * log_theta[r, g, o, value]
+                                else:
+                                    total += m * log_theta[r, o, g, value]
+            score[g] = log_pi[domain, g] + beta * total
+        largest = score[0]
+        for g in range(1, n_own):
+            largest = max(largest, score[g])
+        norm = 0.0
+        for g in range(n_own):
+            score[g] = np.exp(score[g] - largest)
+            norm += score[g]
+        # Incremental statistics and M-step (CP eqs. 5-6).
+        for g in range(n_own):
+            new = score[g] / norm
+            delta = new - q[individual, g]
+            q[individual, g] = new
+            class_counts[domain, g] += delta
             for r in range(n_relations):
-                if touched[r, 0] or touched[r, 1]:
-                    for g in range(relation_classes[r, 0]):
-                        for o in range(relation_classes[r, 1]):
-                            normalise(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
-        return q
+                for o in range(n_max):
+                    for value in range(relation_n_values[r]):
+                        if touched[r, 0]:
+                            counts[r, g, o, value] += delta * message[r, 0, o, value]
+                        if touched[r, 1]:
+                            counts[r, o, g, value] += delta * message[r, 1, o, value]
+        _normalise_log(class_counts[domain], prior_count, n_own, log_pi[domain])
+        for r in range(n_relations):
+            if touched[r, 0] or touched[r, 1]:
+                for g in range(relation_classes[r, 0]):
+                    for o in range(relation_classes[r, 1]):
+                        _normalise_log(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
+    return q
 
-    return iem_scan
+@njit(parallel=True, cache=True, nogil=True)
+def _iem_scan_batch(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
+                   relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
+                   relation_n_values, relation_classes):
+    # Leading axis: the vmapped fits (restarts, held-out cases); weights and beta have 1 or B rows.
+    beta_step = np.int64(1) if beta.shape[0] > 1 else np.int64(0)
+    weight_step = np.int64(1) if weights.shape[0] > 1 else np.int64(0)
+    for fit in prange(q.shape[0]):
+        row = np.int64(fit)
+        _iem_scan(q[row], class_counts[row], counts[row], log_theta[row], log_pi[row], beta[row * beta_step],
+                  prior_count, first, second, values, relation, weights[row * weight_step], item_start,
+                  item_cell, item_position, domain_of, n_classes, relation_n_values, relation_classes)
+    return q
+
+
+def _numba_pass_kernel():
+    return _iem_scan_batch
 
 
 def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
@@ -463,19 +476,36 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
                                  for doms in schema.relation_domains], np.int32)
     constants = (np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
 
-    def host(q, class_counts, counts, log_theta, log_pi, beta, weights, first, second, values, relation,
-             item_start, item_cell, item_position):
+    def host(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, first, second, values,
+             relation, item_start, item_cell, item_position):
+        # vmap_method="expand_dims": every argument has the same leading (vmapped) axes, of size 1
+        # where it is shared; the fits are flattened into one axis and run in parallel.
+        n_lead = q.ndim - 2
+        batch_shape = q.shape[:n_lead]
+
+        def batched(array, dtype):
+            array = np.asarray(array, dtype=dtype)
+            lead = array.shape[:n_lead]
+            rows = int(np.prod(lead)) if n_lead else 1
+            if rows > 1 and lead != batch_shape:
+                array = np.broadcast_to(array, batch_shape + array.shape[n_lead:])
+                rows = int(np.prod(batch_shape))
+            return np.array(array.reshape((rows,) + array.shape[n_lead:]), dtype=dtype, order="C")
+
+        def shared(array):
+            return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]))
+
         kernel = _numba_pass_kernel()
-        as64 = lambda array: np.array(array, dtype=np.float64)  # noqa: E731
-        result = kernel(as64(q), as64(class_counts), as64(counts), as64(log_theta), as64(log_pi), float(beta),
-                        float(prior_count), np.asarray(first), np.asarray(second), np.asarray(values),
-                        np.asarray(relation), as64(weights), np.asarray(item_start), np.asarray(item_cell),
-                        np.asarray(item_position), domain_of, *constants)
-        return result.astype(q.dtype)
+        result = kernel(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
+                        batched(log_theta, np.float64), batched(log_pi, np.float64), batched(beta, np.float64),
+                        float(np.ravel(prior_count)[0]), shared(first), shared(second), shared(values), shared(relation),
+                        batched(weights, np.float64), shared(item_start), shared(item_cell), shared(item_position),
+                        domain_of, *constants)
+        return result.reshape(q.shape).astype(q.dtype)
 
     q = jax.pure_callback(host, jax.ShapeDtypeStruct(q.shape, dtype), q, class_counts, counts, log_theta, log_pi,
-                          jnp.asarray(beta, dtype), weights, flat.first, flat.second, flat.values, flat.relation,
-                          flat.item_start, flat.item_cell, flat.item_position, vmap_method="sequential")
+                          jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights, flat.first, flat.second, flat.values, flat.relation,
+                          flat.item_start, flat.item_cell, flat.item_position, vmap_method="expand_dims")
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
     return tuple(q[offsets[d]: offsets[d + 1], : n_classes[d]] for d in range(len(n_classes)))
 
@@ -533,7 +563,7 @@ class _FitState(NamedTuple):
     done: Any
 
 
-def _fit_one(rng_key, arrays, flat, beta, tol, *, schema, n_classes, prior_count, max_passes, backend):
+def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
     params = _init_params(rng_key, arrays, schema=schema, n_classes=n_classes, prior_count=prior_count)
     dtype = arrays.weights[0].dtype
     history = jnp.full((max_passes,), jnp.nan, dtype)
@@ -559,25 +589,24 @@ _ARRAYS_SHARED = RelationalArrays(entries=None, values=None, weights=None, blank
 _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
 
 
-_STATIC = ("schema", "n_classes", "prior_count", "max_passes", "backend")
+_STATIC = ("schema", "n_classes", "max_passes", "backend")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _fit_restarts(keys, arrays, flat, beta, tol, *, schema, n_classes, prior_count, max_passes, backend):
-    fit = partial(_fit_one, schema=schema, n_classes=n_classes, prior_count=prior_count, max_passes=max_passes,
-                  backend=backend)
-    return jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None))(keys, arrays, flat, beta, tol)
+def _fit_restarts(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
+    fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend)
+    return jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None, None))(keys, arrays, flat, beta, tol,
+                                                                             prior_count)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _fit_cases(keys, arrays, flat, beta, tol, *, schema, n_classes, prior_count, max_passes, backend):
+def _fit_cases(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
     """Fits for many weightings of the same cells (held-out cases) × restarts; keeps the best restart."""
-    fit = partial(_fit_one, schema=schema, n_classes=n_classes, prior_count=prior_count, max_passes=max_passes,
-                  backend=backend)
-    restarts = jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None))
+    fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend)
+    restarts = jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None, None))
 
     def best_of(case_keys, case_arrays):
-        states = restarts(case_keys, case_arrays, flat, beta, tol)
+        states = restarts(case_keys, case_arrays, flat, beta, tol, prior_count)
         best = jnp.argmax(jnp.where(jnp.isfinite(states.previous), states.previous, -jnp.inf))
         return jax.tree_util.tree_map(lambda leaf: leaf[best], states.params)
 
@@ -775,9 +804,9 @@ class LatentClassRelational:
         n_classes = self.classes_for(schema)
         dtype = arrays.weights[0].dtype
         keys = jax.random.split(key, n_restarts)
-        states = _fit_restarts(keys, arrays, flat, jnp.asarray(beta, dtype), jnp.asarray(tol, dtype), schema=schema,
-                               n_classes=n_classes, prior_count=float(self.prior_count), max_passes=max_passes,
-                               backend=resolve_backend(self.backend))
+        states = _fit_restarts(keys, arrays, flat, jnp.asarray(beta, dtype), jnp.asarray(tol, dtype),
+                               jnp.asarray(self.prior_count, dtype), schema=schema, n_classes=n_classes,
+                               max_passes=max_passes, backend=resolve_backend(self.backend))
         states = jax.device_get(states)
         n_passes = np.asarray(states.n_passes)
         final = np.asarray(states.objective)[np.arange(n_restarts), np.maximum(n_passes - 1, 0)]
@@ -826,13 +855,13 @@ class LatentClassRelational:
         n_cases = hidden.shape[0]
         keys = jax.random.split(key, (n_cases, n_restarts))
         dtype = arrays.weights[0].dtype
-        params = _fit_cases(keys, case_arrays, flat, jnp.asarray(1.0, dtype), jnp.asarray(tol, dtype), schema=schema,
-                            n_classes=self.classes_for(schema), prior_count=float(self.prior_count),
+        params = _fit_cases(keys, case_arrays, flat, jnp.asarray(1.0, dtype), jnp.asarray(tol, dtype),
+                            jnp.asarray(self.prior_count, dtype), schema=schema, n_classes=self.classes_for(schema),
                             max_passes=max_passes, backend=resolve_backend(self.backend))
         cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]
         probs = jax.vmap(lambda case_params, case_cells: predict_proba(case_params, relation, case_cells, schema))(
             params, cells)
-        probs = np.asarray(probs)
+        probs = np.array(probs)
         probs[hidden < 0] = np.nan
         return probs
 

@@ -1,0 +1,210 @@
+"""LRM: kernel = enumerated program, monotone incremental EM, restarts, recovery, held-out prediction."""
+import itertools
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro import handlers
+from numpyro.infer.util import log_density
+
+from inference.em import tempered_em
+from inference.schedules import FixedBeta
+from zoo.metrics import adjusted_rand_index
+from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families
+from zoo.relational.evaluation import leave_one_out_log_loss
+from zoo.relational.latent_class import (
+    LatentClassRelational,
+    LRMParams,
+    exact_log_likelihood,
+    free_energy,
+    iem_pass,
+    latent_class_program,
+    flat_cells,
+)
+
+
+def _tiny_data():
+    """Domains A (3) and B (2); r: A×B binary with a missing cell, s: A×A with 3 values, t: B unary."""
+    domains = (Domain("A", 3), Domain("B", 2))
+    r = Relation("r", ("A", "B"), (3, 2), [[0, 0], [0, 1], [1, 0], [2, 1]], [1, 0, 1, 1])
+    s = Relation("s", ("A", "A"), (3, 3), [[0, 1], [1, 0], [1, 2], [2, 0]], [2, 0, 1, 2], value_labels=(0, 1, 2))
+    t = Relation("t", ("B",), (2,), [[0], [1]], [1, 0])
+    return RelationalData(domains, (r, s, t))
+
+
+def _random_params(rng, data, n_classes):
+    schema = data.schema
+    weights = tuple(jnp.asarray(rng.dirichlet(np.ones(g))) for g in n_classes)
+    probs = []
+    for domains, n_values in zip(schema.relation_domains, schema.n_values):
+        shape = tuple(n_classes[d] for d in domains)
+        probs.append(jnp.asarray(rng.dirichlet(np.ones(n_values), size=shape)))
+    resp = tuple(jnp.asarray(rng.dirichlet(np.ones(g), size=size)) for g, size in zip(n_classes, schema.domain_sizes))
+    return LRMParams(weights, tuple(probs), resp)
+
+
+def _program_log_likelihood(data, params, n_classes):
+    """log Σ_h P(y, h) with every joint assignment substituted into the NumPyro program."""
+    schema = data.schema
+    entries = tuple(jnp.asarray(relation.entries) for relation in data.relations)
+    values = tuple(jnp.asarray(relation.values) for relation in data.relations)
+    joints = list(itertools.product(*[itertools.product(range(g), repeat=size)
+                                      for g, size in zip(n_classes, schema.domain_sizes)]))
+    stacked = [jnp.asarray([joint[d] for joint in joints]) for d in range(len(n_classes))]
+
+    def log_joint(*classes):
+        sites = dict(params.program_params(schema))
+        sites.update({f"class_{name}": value for name, value in zip(schema.domain_names, classes)})
+        program = handlers.substitute(latent_class_program, data=sites)
+        value, _ = log_density(program, (entries, values), {"schema": schema, "n_classes": n_classes}, {})
+        return value
+
+    return jax.nn.logsumexp(jax.jit(jax.vmap(log_joint))(*stacked))
+
+
+def _expected_log_joint(data, params, n_classes):
+    """E_q log P(y, h) + H(q) by enumerating every joint assignment with its weight under q."""
+    schema = data.schema
+    arrays = data.to_arrays()
+    total = 0.0
+    for joint in itertools.product(*[itertools.product(range(g), repeat=size)
+                                     for g, size in zip(n_classes, schema.domain_sizes)]):
+        log_q = sum(float(np.log(resp[np.arange(len(cls)), list(cls)]).sum())
+                    for resp, cls in zip(map(np.asarray, params.responsibilities), joint))
+        log_p = sum(float(np.log(np.asarray(w))[list(cls)].sum()) for w, cls in zip(params.class_weights, joint))
+        for relation, domains in enumerate(schema.relation_domains):
+            cells = np.asarray(arrays.entries[relation])[:-1]
+            index = tuple(np.asarray(joint[d])[cells[:, p]] for p, d in enumerate(domains))
+            log_p += float(np.log(np.asarray(params.relation_probs[relation])[index + (data.relations[relation].values,)]).sum())
+        total += np.exp(log_q) * (log_p - log_q)
+    return total
+
+
+def test_kernel_likelihood_and_bound_equal_the_enumerated_program(x64):
+    data = _tiny_data()
+    n_classes = (2, 2)
+    params = _random_params(np.random.default_rng(0), data, n_classes)
+    arrays = data.to_arrays()
+    kernel = exact_log_likelihood(params, arrays, data.schema, n_classes)
+    program = _program_log_likelihood(data, params, n_classes)
+    np.testing.assert_allclose(float(kernel), float(program), rtol=1e-10)
+    bound = free_energy(params, arrays, data.schema).bound
+    np.testing.assert_allclose(float(bound), _expected_log_joint(data, params, n_classes), rtol=1e-10)
+    assert float(bound) <= float(kernel)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("xla", marks=pytest.mark.slow), "numba"])
+def test_incremental_em_bound_never_decreases(x64, backend):
+    data = _tiny_data()
+    rng = np.random.default_rng(3)
+    for prior_count, key in ((0.0, "bound"), (1.0, "objective")):
+        model = LatentClassRelational(2, prior_count=prior_count, backend=backend)
+        result = model.fit(data, key=jax.random.key(int(rng.integers(1 << 30))), n_restarts=3, max_passes=30, tol=0.0)
+        history = result.history[key]
+        assert np.all(np.isfinite(history)) and history.shape[0] > 5
+        assert np.all(np.diff(history) >= -1e-9 * np.abs(history[:-1]))
+        exact = exact_log_likelihood(result.params, data.to_arrays(), data.schema, (2, 2))
+        assert result.history["bound"][-1] <= float(exact) + 1e-9
+
+
+def test_numba_and_xla_passes_agree():
+    data = load_florentine_families()
+    arrays = data.to_arrays()
+    params = _random_params(np.random.default_rng(1), data, (3,))
+    params = LRMParams(*(tuple(leaf.astype(jnp.float32) for leaf in part) for part in params))
+    xla, info_xla = iem_pass(params, arrays, 0.8, schema=data.schema, prior_count=0.5, backend="xla")
+    fast, info_fast = iem_pass(params, arrays, 0.8, schema=data.schema, prior_count=0.5, flat=flat_cells(data),
+                               backend="numba")
+    np.testing.assert_allclose(np.asarray(xla.responsibilities[0]), np.asarray(fast.responsibilities[0]), atol=1e-4)
+    np.testing.assert_allclose(float(info_xla.objective), float(info_fast.objective), rtol=1e-5)
+
+
+def test_restarts_are_independent_and_the_best_is_kept():
+    data = load_florentine_families()
+    model = LatentClassRelational(2, backend="numba")
+    early = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40, tol=1e9).restart_scores
+    assert len(set(early.tolist())) == 6  # six keys, six different starting points after two passes
+    result = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40)
+    scores = result.restart_scores
+    assert result.best_restart == int(np.argmax(scores))
+    assert result.history["objective"][-1] == pytest.approx(scores.max())
+    again = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40)
+    np.testing.assert_array_equal(again.restart_scores, scores)
+    arrays = data.to_arrays()
+    from zoo.relational.latent_class import _init_params
+
+    starts = [_init_params(key, arrays, schema=data.schema, n_classes=(2,), prior_count=1.0).responsibilities[0]
+              for key in jax.random.split(jax.random.key(5), 2)]
+    assert not np.allclose(np.asarray(starts[0]), np.asarray(starts[1]))
+
+
+def test_recovers_planted_blocks_simulated_from_the_program():
+    rng = np.random.default_rng(7)
+    sizes, n_classes = (60, 45), (3, 2)
+    domains = (Domain("rows", sizes[0]), Domain("cols", sizes[1]))
+    cells = np.array([(i, j) for i in range(sizes[0]) for j in range(sizes[1]) if rng.random() < 0.8])
+    schema = RelationalData(domains, (Relation("r", ("rows", "cols"), sizes, cells, np.zeros(len(cells), int)),)).schema
+    probs = np.array([[0.9, 0.1], [0.15, 0.85], [0.5, 0.95]])
+    params = {"class_weights_rows": jnp.full(3, 1 / 3), "class_weights_cols": jnp.full(2, 0.5),
+              "relation_probs_r": jnp.asarray(np.stack([1 - probs, probs], axis=-1))}
+    program = handlers.seed(handlers.substitute(latent_class_program, data=params), rng_seed=11)
+    trace = handlers.trace(program).get_trace((jnp.asarray(cells),), None, schema=schema, n_classes=n_classes)
+    values = np.asarray(trace["r"]["value"])
+    data = RelationalData(domains, (Relation("r", ("rows", "cols"), sizes, cells, values),))
+    result = LatentClassRelational({"rows": 3, "cols": 2}, backend="numba").fit(data, key=jax.random.key(0),
+                                                                                n_restarts=10)
+    classes = result.classes()
+    assert adjusted_rand_index(np.asarray(trace["class_rows"]["value"]), classes["rows"]) > 0.9
+    assert adjusted_rand_index(np.asarray(trace["class_cols"]["value"]), classes["cols"]) > 0.9
+
+
+def test_tempered_em_driver_runs_passes_at_beta():
+    data = load_florentine_families()
+    model = LatentClassRelational(2, backend="xla").bind(data)
+    result = tempered_em(model, data, key=jax.random.key(0), schedule=FixedBeta(1.0), max_iter=20, tol=0.0)
+    log_lik = result.history["log_lik"]
+    assert np.all(np.diff(log_lik) >= -1e-4 * np.abs(log_lik[:-1]))
+    assert np.isfinite(result.log_likelihood(data))
+
+
+def test_held_out_prediction_hides_the_cell_and_its_mirror():
+    data = load_florentine_families()
+    loss = leave_one_out_log_loss(LatentClassRelational(2, backend="numba"), data, key=jax.random.key(0),
+                                  max_cases=8, n_restarts=2, max_passes=20)
+    assert loss.losses.shape == (8,) and np.isfinite(loss.mean) and loss.standard_error > 0
+    relation = data.relation()
+    pair = np.array([[0, relation.mirror_index()[0]]])
+    probs = LatentClassRelational(2, backend="numba").predict_held_out(data, np.repeat(pair, 8, axis=0),
+                                                                       key=jax.random.key(1), n_restarts=2,
+                                                                       max_passes=20)[:1]
+    assert probs.shape == (1, 2, 2)
+    np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda: LatentClassRelational(0), "n_classes"),
+        (lambda: LatentClassRelational({"families": 0}), "n_classes['families']"),
+        (lambda: LatentClassRelational(2, prior_count=-1.0), "prior_count"),
+        (lambda: LatentClassRelational(2, backend="gpu"), "backend"),
+        (lambda: LatentClassRelational({"people": 2}).fit(load_florentine_families(), key=jax.random.key(0)),
+         "n_classes"),
+        (lambda: LatentClassRelational(2).fit(load_florentine_families(), key=jax.random.key(0), n_restarts=0),
+         "n_restarts"),
+        (lambda: LatentClassRelational(2).fit(load_florentine_families(), key=jax.random.key(0), beta=1.5), "beta"),
+        (lambda: LatentClassRelational(2).fit(
+            RelationalData.from_adjacency(np.ones((3, 3)), domains="a", diagonal="observed"), key=jax.random.key(0)),
+         "data"),
+        (lambda: LatentClassRelational(2).fit(RelationalData(
+            (Domain("a", 2),), (Relation("r", ("a", "a", "a"), (2, 2, 2), [[0, 1, 0]], [1]),)), key=jax.random.key(0)),
+         "data"),
+        (lambda: LatentClassRelational(2).predict_held_out(load_florentine_families(), [[10_000]],
+                                                           key=jax.random.key(0)), "hidden"),
+    ],
+)
+def test_bad_input_names_the_argument(call, argument):
+    with pytest.raises(ValueError, match=f"^{re.escape(argument)}"):
+        call()

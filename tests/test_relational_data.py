@@ -1,0 +1,202 @@
+"""Relational data: constructors, UCINET DL reader, offline loaders, device arrays, bad input."""
+import importlib.metadata
+import re
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+from zoo.relational.data import (
+    Domain,
+    Relation,
+    RelationalData,
+    load_davis_southern_women,
+    load_florentine_families,
+    load_karate_club,
+    load_movielens_100k,
+    read_ucinet_dl,
+)
+
+
+def test_adjacency_with_nan_and_mask_keeps_only_observed_cells():
+    matrix = np.array([[0, 1, np.nan], [1, 0, 0]], dtype=float)
+    mask = np.array([[True, True, True], [False, True, True]])
+    data = RelationalData.from_adjacency(matrix, mask=mask, domains=("people", "clubs"))
+    relation = data.relation()
+    assert relation.n_observed == 4
+    dense = relation.to_dense()
+    assert np.isnan(dense[0, 2]) and np.isnan(dense[1, 0])
+    np.testing.assert_array_equal(dense[0, :2], [0, 1])
+    assert relation.value_labels == (0, 1)
+    assert [domain.size for domain in data.domains] == [2, 3]
+
+
+def test_one_domain_network_masks_the_diagonal_and_detects_symmetry():
+    adjacency = np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]])
+    data = RelationalData.from_adjacency(adjacency, domains="nodes")
+    relation = data.relation()
+    assert relation.n_observed == 6 and relation.symmetric and not relation.has_self_pairs
+    mirror = relation.mirror_index()
+    np.testing.assert_array_equal(relation.entries[mirror], relation.entries[:, ::-1])
+    directed = RelationalData.from_adjacency(np.triu(adjacency), domains="nodes").relation()
+    assert not directed.symmetric
+    with_diagonal = RelationalData.from_adjacency(adjacency, domains="nodes", diagonal="observed").relation()
+    assert with_diagonal.n_observed == 9 and with_diagonal.has_self_pairs
+
+
+def test_declared_values_become_categorical_codes():
+    data = RelationalData.from_adjacency([[2, 5], [5, 9]], domains=("a", "b"), values=[2, 5, 7, 9])
+    relation = data.relation()
+    assert relation.n_values == 4
+    np.testing.assert_array_equal(relation.to_dense(), [[0, 1], [1, 3]])
+
+
+def test_networkx_binary_weighted_thresholded_and_bipartite():
+    graph = nx.Graph()
+    graph.add_edge("a", "b", weight=3)
+    graph.add_edge("b", "c", weight=1)
+    graph.add_node("d")
+    binary = RelationalData.from_networkx(graph).relation()
+    assert binary.n_observed == 12 and binary.values.sum() == 4 and binary.symmetric
+    weighted = RelationalData.from_networkx(graph, weight="weight").relation()
+    assert weighted.value_labels == (0, 1, 3)
+    thresholded = RelationalData.from_networkx(graph, weight="weight", threshold=2).relation()
+    assert thresholded.values.sum() == 2
+    bipartite = RelationalData.from_networkx(graph, rows=["a", "c"], cols=["b", "d"], domains=("x", "y"))
+    np.testing.assert_array_equal(bipartite.relation().to_dense(), [[1, 0], [1, 0]])
+    directed = nx.DiGraph([(0, 1)])
+    assert not RelationalData.from_networkx(directed).relation().symmetric
+
+
+def test_table_and_ratings_thresholded_at_the_global_mean():
+    frame = pd.DataFrame({"user": ["u1", "u1", "u2", "u3"], "item": ["i1", "i2", "i1", "i2"],
+                          "rating": [5, 1, 4, 3]})
+    data = RelationalData.from_ratings(frame, user="user", item="item", rating="rating")
+    relation = data.relation()
+    mean = frame.rating.mean()  # 3.25: ratings 5 and 4 are "likes"
+    assert relation.values.sum() == int((frame.rating > mean).sum()) == 2
+    assert data.domain("users").labels == ("u1", "u2", "u3")
+    table = RelationalData.from_table(frame, subject="user", object="item", value="rating")
+    assert table.relation().value_labels == (1, 3, 4, 5)
+    shared = RelationalData.from_table(pd.DataFrame({"a": ["x", "y"], "b": ["y", "z"], "v": [1, 0]}),
+                                       subject="a", object="b", value="v", domains=("people", "people"))
+    assert shared.domains[0].size == 3 and shared.relation().shape == (3, 3)
+
+
+def test_ucinet_full_matrix_with_labels_missing_cells_and_two_matrices(tmp_path):
+    path = tmp_path / "friends.dat"
+    path.write_text(
+        "DL N=3 NM=2\nFORMAT = FULLMATRIX\nLABELS:\nann,bob,\"carl d\"\nMATRIX LABELS:\nlikes, helps\nDATA:\n"
+        "0 1 .\n1 0 0\n0 1 0\n"
+        "0 0 1\n1 0 1\n0 0 0\n"
+    )
+    data = read_ucinet_dl(path)
+    assert data.relation_names == ("likes", "helps")
+    assert data.domains[0].labels == ("ann", "bob", "carl d")
+    likes = data.relation("likes")
+    assert likes.n_observed == 5  # 6 off-diagonal cells, one missing
+    assert likes.to_dense()[1, 0] == 1 and likes.to_dense()[1, 2] == 0 and np.isnan(likes.to_dense()[1, 1])
+    assert likes.to_dense()[0, 1] == 1 and np.isnan(likes.to_dense()[0, 2])
+    assert data.relation("helps").values.sum() == 3
+
+
+def test_ucinet_edge_list_and_rectangular_matrix(tmp_path):
+    edges = tmp_path / "edges.txt"
+    edges.write_text("dl n=4 format=edgelist1\nlabels embedded\ndata:\na b\nb c 2\nd a\n")
+    with pytest.raises(ValueError, match="^path"):
+        read_ucinet_dl(edges)
+    edges.write_text("dl n=4 format=edgelist1\nlabels:\na b c d\ndata:\na b\nb c 2\n4 1\n")
+    relation = read_ucinet_dl(edges).relation()
+    dense = relation.to_dense()
+    assert dense[0, 1] == 1 and dense[3, 0] == 1 and relation.value_labels == (0, 1, 2)
+    assert relation.to_dense()[1, 2] == 2  # code of value 2
+    rectangular = tmp_path / "rect.dl"
+    rectangular.write_text("DL NR=2, NC=3\nROW LABELS:\nw1 w2\nCOLUMN LABELS:\ne1 e2 e3\nDATA:\n1 0 1\n0 1 1\n")
+    data = read_ucinet_dl(rectangular, domains=("women", "events"))
+    assert data.relation().shape == (2, 3) and data.relation().n_observed == 6
+    assert data.domain("events").labels == ("e1", "e2", "e3")
+
+
+def test_offline_networks():
+    karate = load_karate_club()
+    assert karate.relation().values.sum() == 2 * 78 and karate.relation().n_observed == 34 * 33
+    weighted = load_karate_club(weighted=True).relation()
+    assert weighted.n_values > 2 and (weighted.values > 0).sum() == 2 * 78
+    davis = load_davis_southern_women()
+    assert davis.relation().shape == (18, 14) and davis.relation().values.sum() == 89
+    florentine = load_florentine_families()
+    assert florentine.relation().values.sum() == 2 * 20
+
+
+def test_movielens_from_recbole():
+    try:
+        importlib.metadata.distribution("recbole")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("recbole (which bundles MovieLens 100k) is not installed")
+    frame = load_movielens_100k(as_frame=True)
+    assert len(frame) == 100_000
+    data = load_movielens_100k()
+    relation = data.relation()
+    assert relation.shape == (943, 1682) and relation.n_observed == 100_000
+    assert relation.values.sum() == int((frame.rating > frame.rating.mean()).sum())
+
+
+def test_device_arrays_list_every_individuals_blanket():
+    data = RelationalData.from_adjacency([[0, 1, np.nan], [1, np.nan, 0]], domains=("a", "b"))
+    arrays = data.to_arrays()
+    relation = data.relation()
+    for position, size in enumerate(relation.shape):
+        table = np.asarray(arrays.blankets[0][position])
+        for individual in range(size):
+            listed = sorted(cell for cell in table[individual] if cell < relation.n_observed)
+            expected = sorted(np.flatnonzero(relation.entries[:, position] == individual))
+            assert listed == expected
+    assert float(arrays.weights[0][-1]) == 0.0
+
+
+def _relation(**overrides):
+    settings = dict(name="r", domains=("a", "b"), shape=(2, 2), entries=[[0, 0], [1, 1]], values=[0, 1])
+    settings.update(overrides)
+    return Relation(**settings)
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda: _relation(values=[0, 2]), "values"),
+        (lambda: _relation(entries=[[0, 0], [2, 1]]), "entries"),
+        (lambda: _relation(entries=[[0, 0], [0, 0]]), "entries"),
+        (lambda: _relation(entries=np.zeros((0, 2), int), values=[]), "entries"),
+        (lambda: _relation(shape=(2,)), "shape"),
+        (lambda: _relation(value_labels=(1,)), "value_labels"),
+        (lambda: _relation(symmetric=True), "symmetric"),
+        (lambda: RelationalData((Domain("a", 2), Domain("b", 3)), (_relation(),)), "relations"),
+        (lambda: RelationalData((Domain("a", 2),), (_relation(),)), "relations"),
+        (lambda: RelationalData.from_adjacency([[0, 3], [1, 0]], domains=("a", "b"), values=[0, 1]), "matrix"),
+        (lambda: RelationalData.from_adjacency([[np.nan, np.nan]], domains=("a", "b")), "matrix"),
+        (lambda: RelationalData.from_adjacency([[0, 1], [1, 0]], domains="a", mask=np.zeros((3, 3))), "mask"),
+        (lambda: RelationalData.from_adjacency([[0, 1, 1]], domains="a"), "matrix"),
+        (lambda: RelationalData.from_adjacency([[0, np.inf]], domains=("a", "b")), "matrix"),
+        (lambda: Domain("a", 0), "size"),
+        (lambda: Domain("a", 2, labels=["x"]), "labels"),
+        (lambda: RelationalData.from_networkx(nx.Graph([(0, 1)]), threshold=1.0), "threshold"),
+        (lambda: RelationalData.from_networkx(nx.Graph([(0, 1)]), weight="w"), "weight"),
+        (lambda: RelationalData.from_ratings(pd.DataFrame({"u": [1], "i": [1], "x": [1]}), user="u", item="i",
+                                             rating="r"), "rating"),
+        (lambda: RelationalData.from_ratings(pd.DataFrame({"u": [1], "i": [1], "r": [1]}), user="u", item="i",
+                                             rating="r", threshold="median"), "threshold"),
+    ],
+)
+def test_bad_input_names_the_argument(call, argument):
+    with pytest.raises(ValueError, match=f"^{re.escape(argument)}"):
+        call()
+
+
+def test_wrong_kinds_raise_type_errors():
+    with pytest.raises(TypeError, match="^graph"):
+        RelationalData.from_networkx(np.eye(2))
+    with pytest.raises(TypeError, match="^frame"):
+        RelationalData.from_table({"a": [1]}, subject="a", object="a", value="a")
+    with pytest.raises(TypeError, match="^matrix"):
+        RelationalData.from_adjacency([["x", "y"]], domains=("a", "b"))
