@@ -19,6 +19,7 @@ function, so fits of equal shapes never recompile.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any, NamedTuple, Protocol
@@ -75,13 +76,10 @@ def _observation_count(data: Any) -> float:
     return float(total) if total is not None else float(np.shape(data)[0])
 
 
-def _fit_one(params, train, valid, valid_total, *, model, schedule, max_iter, tol, reduce=None):
+def _initial_state(params, *, schedule, max_iter):
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
-    has_valid = valid is not None
-    # Sharded fits pass ``reduce`` (a psum over devices); single-device models need not accept it.
-    extra = {} if reduce is None else {"reduce": reduce}
     nan_history = jnp.full((max_iter,), jnp.nan, dtype)
-    state = FitState(
+    return FitState(
         params=params,
         iteration=jnp.asarray(0, jnp.int32),
         schedule=schedule.init(dtype),
@@ -96,8 +94,16 @@ def _fit_one(params, train, valid, valid_total, *, model, schedule, max_iter, to
         done=jnp.asarray(False),
     )
 
+
+def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, tol, reduce=None):
+    """Run EM iterations from ``state`` until ``stop_at`` iterations, convergence or the schedule stops."""
+    dtype = state.log_lik.dtype
+    has_valid = valid is not None
+    # Sharded fits pass ``reduce`` (a psum over devices); single-device models need not accept it.
+    extra = {} if reduce is None else {"reduce": reduce}
+
     def cond(state: FitState):
-        return (state.iteration < max_iter) & ~state.done
+        return (state.iteration < stop_at) & ~state.done
 
     def body(state: FitState):
         beta = state.schedule.beta
@@ -141,19 +147,24 @@ def _initial_params(keys, train, *, model):
     return jax.vmap(model.init_params, in_axes=(0, None))(keys, train)
 
 
-def _fit_restarts_body(starts, train, valid, valid_total, *, model, schedule, max_iter, tol, reduce=None):
-    fit = partial(_fit_one, model=model, schedule=schedule, max_iter=max_iter, tol=tol, reduce=reduce)
-    return jax.vmap(fit, in_axes=(0, None, None, None))(starts, train, valid, valid_total)
+@partial(jax.jit, static_argnames=("schedule", "max_iter"))
+def _initial_states(starts, *, schedule, max_iter):
+    return jax.vmap(partial(_initial_state, schedule=schedule, max_iter=max_iter))(starts)
 
 
-_fit_restarts = jax.jit(_fit_restarts_body, static_argnames=("model", "schedule", "max_iter", "tol"))
+def _advance_restarts(states, train, valid, valid_total, stop_at, *, model, schedule, tol, reduce=None):
+    advance = partial(_advance_one, model=model, schedule=schedule, tol=tol, reduce=reduce)
+    return jax.vmap(advance, in_axes=(0, None, None, None, None))(states, train, valid, valid_total, stop_at)
+
+
+_advance = jax.jit(_advance_restarts, static_argnames=("model", "schedule", "tol"), donate_argnums=0)
 
 SHARD_AXIS = "shards"
 
 
 @lru_cache(maxsize=32)
-def _sharded_fit(model, schedule, max_iter, tol, mesh, has_valid):
-    """The restart fit wrapped in ``shard_map``: cells split over devices, statistics psummed.
+def _sharded_advance(model, schedule, tol, mesh, has_valid):
+    """:func:`_advance_restarts` wrapped in ``shard_map``: cells split over devices, statistics psummed.
 
     Every device runs the same while-loop on its block of cells; sums over cells are added with
     ``psum`` before each M-step, so parameters, schedules and stopping stay identical across
@@ -162,13 +173,13 @@ def _sharded_fit(model, schedule, max_iter, tol, mesh, has_valid):
     reduce = partial(jax.lax.psum, axis_name=SHARD_AXIS)
     block = lambda tree: jax.tree_util.tree_map(lambda leaf: leaf[0], tree)  # noqa: E731
 
-    def run(starts, train, valid, valid_total):
-        return _fit_restarts_body(starts, block(train), block(valid) if has_valid else None, valid_total,
-                                  model=model, schedule=schedule, max_iter=max_iter, tol=tol, reduce=reduce)
+    def run(states, train, valid, valid_total, stop_at):
+        return _advance_restarts(states, block(train), block(valid) if has_valid else None, valid_total, stop_at,
+                                 model=model, schedule=schedule, tol=tol, reduce=reduce)
 
     sharded = jax.shard_map(
         run, mesh=mesh,
-        in_specs=(P(), P(SHARD_AXIS), P(SHARD_AXIS) if has_valid else None, P()),
+        in_specs=(P(), P(SHARD_AXIS), P(SHARD_AXIS) if has_valid else None, P(), P()),
         out_specs=P(), check_vma=False,
     )
     return jax.jit(sharded)
@@ -192,6 +203,8 @@ class EMResult:
     best_restart : int
     n_iter : int — iterations run by the kept restart
     converged : bool — whether the kept restart stopped before ``max_iter``
+    stopped_by : str — "converged" (every restart stopped by its schedule), "max_iter",
+        "time_budget" or "interrupted" (Ctrl-C; the finished iterations are kept)
     """
 
     model: Any
@@ -203,6 +216,7 @@ class EMResult:
     n_iter: int
     converged: bool
     best_iteration: int
+    stopped_by: str = "converged"
     _shape: Any = field(default=None, repr=False)
 
     def log_likelihood(self, data: Any) -> float:
@@ -229,6 +243,33 @@ class EMResult:
             coords={"iteration": iterations},
             attrs={"beta": self.beta, "best_iteration": self.best_iteration},
         )
+
+
+def _run_segments(advance, states, *, max_iter, segment, time_budget, progress):
+    """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C."""
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    stopped_by = "max_iter"
+    stop_at = 0
+    with tqdm(total=max_iter, disable=not progress, desc="EM", unit="it") as bar:
+        try:
+            while stop_at < max_iter:
+                stop_at = min(stop_at + segment, max_iter)
+                advanced = advance(states, stop_at)
+                finished = np.asarray(advanced.done)
+                iterations = int(np.max(np.asarray(advanced.iteration)))
+                states = advanced
+                bar.update(iterations - bar.n)
+                if finished.all():
+                    stopped_by = "converged"
+                    break
+                if time_budget is not None and time.perf_counter() - start > time_budget:
+                    stopped_by = "time_budget"
+                    break
+        except KeyboardInterrupt:
+            stopped_by = "interrupted"
+    return states, stopped_by
 
 
 def _mesh(devices: Any) -> Mesh | None:
@@ -258,6 +299,9 @@ def tempered_em(
     tol: float = 1e-6,
     init: Any = None,
     devices: Any = None,
+    time_budget: float | None = None,
+    progress: bool = False,
+    segment: int = 25,
 ) -> EMResult:
     """Fit ``model`` to ``data`` by tempered EM.
 
@@ -289,12 +333,24 @@ def tempered_em(
         many of ``jax.devices()``. The iterates equal those of the single-device fit up to
         floating-point rounding. Across hosts, call ``jax.distributed.initialize()`` first and
         pass ``jax.devices()`` (every process runs the same call on the same data file).
+    time_budget : float, optional
+        Seconds after which the fit stops at the end of the current segment and returns what
+        it has (``result.stopped_by == "time_budget"``).
+    progress : bool
+        Show a tqdm progress bar over iterations.
+    segment : int
+        Iterations per jitted call; between calls the driver updates the progress bar, checks
+        the time budget and can be interrupted with Ctrl-C, which returns the iterations
+        finished so far (``result.stopped_by == "interrupted"``) instead of losing them.
 
     Returns
     -------
     EMResult
     """
     n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+    segment = check_int("segment", segment, minimum=1)
+    if time_budget is not None:
+        time_budget = check_real("time_budget", time_budget, low=0.0, low_open=True)
     max_iter = check_int("max_iter", max_iter, minimum=1)
     tol = check_real("tol", tol, low=0.0)
     if schedule is None:
@@ -319,16 +375,19 @@ def tempered_em(
         starts = _initial_params(keys, train_arrays, model=model)
     else:
         starts = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[None], init)
+    states = _initial_states(starts, schedule=schedule, max_iter=max_iter)
     if mesh is None:
         valid_arrays = model.prepare(valid) if valid is not None else None
-        states = _fit_restarts(starts, train_arrays, valid_arrays, valid_total,
-                               model=model, schedule=schedule, max_iter=max_iter, tol=tol)
+        advance = partial(_advance, model=model, schedule=schedule, tol=tol)
     else:
         n_shards = mesh.devices.size
-        sharded_train = model.prepare_sharded(data, n_shards)
-        sharded_valid = model.prepare_sharded(valid, n_shards) if valid is not None else None
-        fit = _sharded_fit(model, schedule, max_iter, tol, mesh, valid is not None)
-        states = fit(starts, sharded_train, sharded_valid, valid_total)
+        train_arrays = model.prepare_sharded(data, n_shards)
+        valid_arrays = model.prepare_sharded(valid, n_shards) if valid is not None else None
+        advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
+    states, stopped_by = _run_segments(
+        lambda states, stop_at: advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32)),
+        states, max_iter=max_iter, segment=segment, time_budget=time_budget, progress=progress,
+    )
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
     if valid is not None:
@@ -353,6 +412,7 @@ def tempered_em(
         best_restart=best,
         n_iter=n_iter,
         converged=bool(states.done[best]),
+        stopped_by=stopped_by,
         best_iteration=int(states.best_iteration[best]),
         _shape=getattr(data, "shape", None),
     )

@@ -213,3 +213,24 @@ def test_fit_arguments_are_validated():
     other = CoOccurrence.from_dense([[1, 2, 3]])
     with pytest.raises(ValueError, match="^valid"):
         tempered_em(Aspect(2), data, key=jax.random.key(0), valid=other)
+
+
+def test_time_budget_returns_the_finished_iterations():
+    rng = np.random.default_rng(6)
+    data = CoOccurrence.from_dense(rng.poisson(1.0, size=(30, 40)) + 1)
+    result = tempered_em(Aspect(3), data, key=jax.random.key(0), max_iter=400, tol=0.0,
+                         segment=5, time_budget=1e-9)
+    assert result.stopped_by == "time_budget"
+    assert result.n_iter == 5 and np.all(np.isfinite(result.history["log_lik"]))
+    full = tempered_em(Aspect(3), data, key=jax.random.key(0), max_iter=5, tol=0.0)
+    np.testing.assert_allclose(result.history["log_lik"], full.history["log_lik"], rtol=1e-6)
+    assert full.stopped_by == "max_iter"
+
+
+def test_segmented_fit_equals_one_long_call():
+    rng = np.random.default_rng(7)
+    data = CoOccurrence.from_dense(rng.poisson(1.0, size=(15, 12)) + 1)
+    one = tempered_em(Aspect(3), data, key=jax.random.key(1), max_iter=37, tol=0.0, segment=37)
+    many = tempered_em(Aspect(3), data, key=jax.random.key(1), max_iter=37, tol=0.0, segment=4, progress=True)
+    np.testing.assert_array_equal(one.history["log_lik"], many.history["log_lik"])
+    np.testing.assert_array_equal(np.asarray(one.params.col_given_class), np.asarray(many.params.col_given_class))
