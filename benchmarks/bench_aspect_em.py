@@ -143,6 +143,9 @@ def main() -> None:
     for name, seconds in results.items():
         print(f"{name:<28} {seconds:14.4f} {reference / seconds:19.1f}x {memory[name]:15.0f}")
     print(f"\n(nnz x K x 4 bytes = {counts.nnz * args.classes * 4 / 2**20:.0f} MiB)")
+    speedup = reference / results["aspect EM (numba kernel)"]
+    print("SUMMARY " + json.dumps({"figure": f"aspect EM s/iteration vs sklearn KL-NMF, K={args.classes}, nnz={counts.nnz:,}",
+                                   "value": f"{speedup:.1f}x faster", "target": ">= 8x"}))
 
 
 if __name__ == "__main__":
