@@ -369,12 +369,11 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
             state = _gibbs_domain(domain, key_domain, state, arrays, tables, schema=schema, capacities=capacities)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:
-            concentrations = jnp.stack([
-                escobar_west_update(key, state.concentrations[domain], n_clusters[domain],
-                                    schema.domain_sizes[domain], concentration_prior)
-                for domain, key in enumerate(jax.random.split(key_alpha, n_domains))
-            ]).astype(state.concentrations.dtype)
-            state = state._replace(concentrations=concentrations)
+            # One Escobar–West update per domain, vmapped so the program holds a single copy.
+            update = jax.vmap(lambda key, alpha, k, n: escobar_west_update(key, alpha, k, n, concentration_prior))
+            concentrations = update(jax.random.split(key_alpha, n_domains), state.concentrations, n_clusters,
+                                    jnp.asarray(schema.domain_sizes, jnp.int32))
+            state = state._replace(concentrations=concentrations.astype(state.concentrations.dtype))
         if sample_hyper:
             keys = jax.random.split(key_hyper, len(state.hyper))
             state = state._replace(hyper=tuple(

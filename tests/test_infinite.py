@@ -1,0 +1,220 @@
+"""IRM: the Gibbs sampler against the exact posterior over joint partitions, recovery, overflow, diagnostics."""
+import math
+import re
+from collections import Counter
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro import handlers
+from scipy.special import gammaln
+
+from inference.concentration import GammaPrior
+from zoo.metrics import adjusted_rand_index
+from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families
+from zoo.relational.evaluation import leave_one_out_log_loss
+from zoo.relational.infinite import (
+    HYPER_GRID,
+    InfiniteRelational,
+    _resample_hyper,
+    infinite_relational_program,
+)
+
+
+def _set_partitions(n):
+    """Every partition of range(n) as a canonical label tuple (first appearance order)."""
+    if n == 0:
+        yield ()
+        return
+    for labels in _set_partitions(n - 1):
+        for label in range(max(labels, default=-1) + 2):
+            yield labels + (label,)
+
+
+def _canonical(labels):
+    mapping = {}
+    return tuple(mapping.setdefault(label, len(mapping)) for label in labels)
+
+
+def _log_crp(labels, alpha):
+    sizes = np.bincount(labels)
+    return len(sizes) * math.log(alpha) + gammaln(alpha) - gammaln(alpha + len(labels)) + gammaln(sizes).sum()
+
+
+def _log_collapsed(relation, partitions, hyper):
+    """Σ_blocks log B(γ + n_block) - log B(γ) of one relation under given partitions (one per argument)."""
+    blocks = {}
+    for cell, value in zip(relation.entries, relation.values):
+        key = tuple(partitions[p][index] for p, index in enumerate(cell))
+        blocks.setdefault(key, np.zeros(relation.n_values))[value] += 1
+    log_b = lambda a: gammaln(a).sum() - gammaln(a.sum())  # noqa: E731
+    return sum(log_b(hyper + counts) - log_b(hyper) for counts in blocks.values())
+
+
+def _draw_frequencies(result, names):
+    draws = [result.assignments[name].reshape(-1, result.assignments[name].shape[-1]) for name in names]
+    return Counter(tuple(_canonical(d[i]) for d in draws) for i in range(draws[0].shape[0])), draws[0].shape[0]
+
+
+def _total_variation(exact, counts, n_draws):
+    keys = set(exact) | set(counts)
+    return 0.5 * sum(abs(exact.get(key, 0.0) - counts.get(key, 0) / n_draws) for key in keys)
+
+
+def _bipartite_data():
+    # 4 rows × 3 columns, one cell missing.
+    matrix = np.array([[1, 1, 0], [1, np.nan, 0], [0, 0, 1], [1, 0, 1]], dtype=float)
+    return RelationalData.from_adjacency(matrix, domains=("rows", "cols"))
+
+
+def _one_domain_data():
+    # 4 people: a directed relation (self-pairs missing) and a unary attribute with 3 values.
+    links = np.array([[0, 1, 1, 0], [1, 0, 1, 0], [0, 0, 0, 1], [0, 1, 1, 0]], dtype=float)
+    network = RelationalData.from_adjacency(links, domains="people", relation="links")
+    kind = Relation("kind", ("people",), (4,), [[0], [1], [2], [3]], [0, 0, 2, 1], value_labels=("a", "b", "c"))
+    return RelationalData(network.domains, (network.relation(), kind))
+
+
+def _exact_posterior(data, alpha, hyper):
+    names = data.domain_names
+    sizes = [domain.size for domain in data.domains]
+    log_posts = {}
+    import itertools
+
+    for partitions in itertools.product(*[list(_set_partitions(size)) for size in sizes]):
+        by_domain = dict(zip(names, partitions))
+        value = sum(_log_crp(np.array(labels), alpha) for labels in partitions)
+        for relation in data.relations:
+            value += _log_collapsed(relation, [by_domain[name] for name in relation.domains],
+                                    np.full(relation.n_values, hyper))
+        log_posts[partitions] = value
+    top = max(log_posts.values())
+    total = sum(math.exp(v - top) for v in log_posts.values())
+    return {key: math.exp(v - top) / total for key, v in log_posts.items()}
+
+
+def _sampled(data, alpha, hyper, n_chains, n_sweeps, seed):
+    model = InfiniteRelational(concentration=alpha, hyper=hyper, sample_concentration=False, sample_hyper=False,
+                               max_clusters=4, init_clusters=2)
+    return model.sample(data, key=jax.random.key(seed), n_chains=n_chains, n_sweeps=n_sweeps, n_warmup=20)
+
+
+@pytest.mark.parametrize("make_data", [_bipartite_data, _one_domain_data])
+def test_gibbs_matches_the_exact_posterior_over_joint_partitions(make_data):
+    data = make_data()
+    alpha, hyper = 1.3, 0.6
+    exact = _exact_posterior(data, alpha, hyper)
+    result = _sampled(data, alpha, hyper, n_chains=128, n_sweeps=420, seed=0)
+    counts, n_draws = _draw_frequencies(result, data.domain_names)
+    assert n_draws == 128 * 400
+    assert _total_variation(exact, counts, n_draws) < 0.02
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make_data", [_bipartite_data, _one_domain_data])
+def test_gibbs_matches_the_exact_posterior_long_run(make_data):
+    data = make_data()
+    exact = _exact_posterior(data, 0.7, 1.5)
+    result = _sampled(data, 0.7, 1.5, n_chains=256, n_sweeps=2020, seed=1)
+    counts, n_draws = _draw_frequencies(result, data.domain_names)
+    assert _total_variation(exact, counts, n_draws) < 0.008
+
+
+def test_griddy_gibbs_hyperparameters_match_the_grid_posterior():
+    counts = jnp.asarray([[5, 1], [0, 7], [3, 3], [0, 0]], jnp.int32)
+    rate = 1.0
+
+    def chain(key):
+        def body(hyper, step_key):
+            hyper = _resample_hyper(step_key, counts, hyper, rate)
+            return hyper, hyper
+
+        return jax.lax.scan(body, jnp.ones(2), jax.random.split(key, 600))[1][100:]
+
+    draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(3), 64))).reshape(-1, 2)
+    grid = HYPER_GRID
+    log_b = lambda a: gammaln(a).sum(-1) - gammaln(a.sum(-1))  # noqa: E731
+    first, second = np.meshgrid(grid, grid, indexing="ij")
+    hyper = np.stack([first, second], axis=-1)
+    occupied = np.asarray(counts).sum(1) > 0
+    log_post = sum(log_b(hyper + np.asarray(c, float)) - log_b(hyper) for c in np.asarray(counts)[occupied])
+    log_post = log_post - rate * (first + second)
+    posterior = np.exp(log_post - log_post.max())
+    posterior /= posterior.sum()
+    index = np.searchsorted(grid, draws[:, 0] * (1 - 1e-6))
+    sampled = np.bincount(index, minlength=grid.shape[0]) / draws.shape[0]
+    assert 0.5 * np.abs(sampled - posterior.sum(axis=1)).sum() < 0.03
+
+
+def test_recovers_planted_blocks_simulated_from_the_program():
+    import arviz as az
+
+    sizes = (48, 36)
+    domains = (Domain("rows", sizes[0]), Domain("cols", sizes[1]))
+    cells = np.array([(i, j) for i in range(sizes[0]) for j in range(sizes[1])])
+    schema = RelationalData(domains, (Relation("r", ("rows", "cols"), sizes, cells, np.zeros(len(cells), int)),)).schema
+    max_clusters = 6
+    # Planted blocks: four equally likely clusters per domain (sticks 1/4, 1/3, 1/2, 1) and
+    # block probabilities far apart; the program draws the assignments and every cell.
+    sticks = jnp.asarray([1 / 4, 1 / 3, 1 / 2, 1.0, 0.5])
+    pattern = np.array([[1, 0, 0, 1, 0, 0], [0, 1, 0, 1, 0, 0], [1, 1, 0, 0, 0, 0], [0, 0, 1, 1, 0, 0],
+                        [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
+    eta = jnp.asarray(np.stack([1 - (0.1 + 0.8 * pattern), 0.1 + 0.8 * pattern], axis=-1))
+    planted = handlers.condition(infinite_relational_program,
+                                 data={"sticks_rows": sticks, "sticks_cols": sticks, "eta_r": eta})
+    trace = handlers.trace(handlers.seed(planted, rng_seed=4)).get_trace(
+        (jnp.asarray(cells),), None, schema=schema, concentrations=(1.0, 1.0), hyper=(jnp.array([1.0, 1.0]),),
+        max_clusters=max_clusters)
+    data = RelationalData(domains, (Relation("r", ("rows", "cols"), sizes, cells, np.asarray(trace["r"]["value"])),))
+    result = InfiniteRelational(max_clusters=8).sample(data, key=jax.random.key(0), n_chains=2, n_sweeps=60)
+    found = result.map_partition()
+    assert adjusted_rand_index(np.asarray(trace["cluster_rows"]["value"]), found["rows"]) > 0.9
+    assert adjusted_rand_index(np.asarray(trace["cluster_cols"]["value"]), found["cols"]) > 0.9
+    # Label-invariant diagnostics as ArviZ InferenceData.
+    posterior = result.to_inference_data().posterior
+    assert set(posterior.data_vars) == {"n_clusters_rows", "n_clusters_cols", "concentration_rows",
+                                        "concentration_cols", "hyper_r", "log_joint"}
+    assert posterior["log_joint"].dims == ("chain", "draw") and posterior.sizes["draw"] == 30
+    assert posterior["hyper_r"].dims == ("chain", "draw", "r_value")
+    assert np.isfinite(float(az.rhat(result.to_inference_data())["log_joint"]))
+    assert np.all(np.isin(np.asarray(result.hyper["r"]), HYPER_GRID.astype(np.float32)))
+    probs = result.predict_proba([[0, 1], [2, 3]])
+    np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():
+    data = load_florentine_families()
+    model = InfiniteRelational(concentration=5.0, max_clusters=1, sample_concentration=False, sample_hyper=False)
+    result = model.sample(data, key=jax.random.key(2), n_chains=2, n_sweeps=10, n_warmup=5)
+    assert result.capacities[0] > 1
+    assert result.n_clusters["families"].max() <= result.capacities[0]
+
+
+def test_held_out_prediction_of_a_network():
+    data = load_florentine_families()
+    model = InfiniteRelational(sample_concentration=False, sample_hyper=False)
+    loss = leave_one_out_log_loss(model, data, key=jax.random.key(1), max_cases=4, n_chains=2, n_sweeps=20)
+    assert loss.losses.shape == (4,) and np.isfinite(loss.mean)
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda: InfiniteRelational(concentration=0.0), "concentration"),
+        (lambda: InfiniteRelational(hyper=-1.0), "hyper"),
+        (lambda: InfiniteRelational(max_clusters=0), "max_clusters"),
+        (lambda: InfiniteRelational(hyper_prior_rate=0.0), "hyper_prior_rate"),
+        (lambda: InfiniteRelational(concentration_prior=GammaPrior(-1.0, 1.0)), "concentration_prior.shape"),
+        (lambda: InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_sweeps=10,
+                                             n_warmup=10), "n_warmup"),
+        (lambda: InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_chains=0),
+         "n_chains"),
+        (lambda: InfiniteRelational().sample(
+            RelationalData.from_adjacency(np.ones((3, 3)), domains="a", diagonal="observed"), key=jax.random.key(0)),
+         "data"),
+    ],
+)
+def test_bad_input_names_the_argument(call, argument):
+    with pytest.raises(ValueError, match=f"^{re.escape(argument)}"):
+        call()
