@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 
 import jax
@@ -14,6 +14,7 @@ from numpyro.infer import Predictive
 from scipy.special import gammaln
 
 from inference.chains import sample_chains, stack_states
+from zoo.baselines import cdp_partition
 from zoo.dirichlet import supervised as scdp
 from zoo.dirichlet.supervised import SupervisedDP, embed_distances, supervised_program
 from zoo.metrics import clustering_scores
@@ -174,3 +175,100 @@ def test_scdp1_matches_enumerated_posterior_long(x64, share_clusters):
         TRAIN, TRAIN_LABELS, TEST, share_clusters, jax.random.key(4), n_chains=16, n_draws=4000
     )
     assert _total_variation(exact, sampled) < 0.02
+
+
+# ----------------------------------------------------------------------------------------------
+# Distances instead of coordinates
+# ----------------------------------------------------------------------------------------------
+def test_distance_path_gives_the_coordinate_posterior(x64):
+    coordinates = np.concatenate([TRAIN, TEST])
+    centred = coordinates - coordinates.mean(axis=0)
+    distances = np.abs(centred[:, None, 0] - centred[None, :, 0])
+    embedded = embed_distances(distances)
+    assert np.allclose(np.abs(embedded), np.abs(centred), atol=1e-10)
+    n_train = len(TRAIN)
+    from_coordinates = _exact_test_posterior(centred[:n_train], TRAIN_LABELS, centred[n_train:], False)
+    from_distances = _exact_test_posterior(embedded[:n_train], TRAIN_LABELS, embedded[n_train:], False)
+    for partition, probability in from_coordinates.items():
+        assert from_distances[partition] == pytest.approx(probability, abs=1e-9)
+
+
+def test_embedding_of_several_features_recovers_each_one():
+    rng = np.random.default_rng(0)
+    points = rng.normal(size=(12, 3))
+    points -= points.mean(axis=0)
+    distances = np.abs(points.T[:, :, None] - points.T[:, None, :])
+    assert np.allclose(np.abs(embed_distances(distances)), np.abs(points), atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "matrix, message",
+    [
+        (np.array([[0.0, -1.0], [-1.0, 0.0]]), ">= 0"),
+        (np.array([[0.0, 1.0], [2.0, 0.0]]), "symmetric"),
+        (np.array([[1.0, 1.0], [1.0, 0.0]]), "zero diagonal"),
+        (np.zeros((2, 3)), "square"),
+    ],
+)
+def test_bad_distances_are_rejected(matrix, message):
+    with pytest.raises(ValueError, match=f"^distances: .*{message}"):
+        embed_distances(matrix)
+    with pytest.raises(ValueError, match="^distances: "):
+        SupervisedDP().fit_distances(matrix, [0], key=jax.random.key(0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Input validation
+# ----------------------------------------------------------------------------------------------
+def test_misaligned_training_labels_are_rejected():
+    with pytest.raises(ValueError, match="^train_labels: expected one label per training point"):
+        SupervisedDP().fit(TRAIN, ["a", "a", "b"], TEST, key=jax.random.key(0))
+
+
+def test_feature_mismatch_and_bad_settings_are_rejected():
+    with pytest.raises(ValueError, match="^test_features: "):
+        SupervisedDP().fit(TRAIN, TRAIN_LABELS, np.zeros((3, 2)), key=jax.random.key(0))
+    with pytest.raises(ValueError, match="^train_features: "):
+        SupervisedDP().fit(np.array([[np.nan], [0.0]]), TRAIN_LABELS, TEST, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="^model: "):
+        SupervisedDP(model=4)
+    with pytest.raises(ValueError, match="^prior_variance: "):
+        SupervisedDP(prior_variance=-1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Trained beats untrained on data simulated from the program
+# ----------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _simulate(seed: int, n_points: int = 90):
+    """Data from :func:`supervised_program` with two reference types that both ignore feature 2
+    (low precision) and measure features 0 and 1 precisely."""
+    precisions = np.array([[60.0, 30.0, 0.04], [30.0, 60.0, 0.04]])[None]
+    draws = Predictive(
+        supervised_program, posterior_samples={"precisions": precisions}, batch_ndims=1
+    )(jax.random.key(seed), n_points=n_points, n_features=3, max_clusters=12, max_types=2, alpha=3.0,
+      prior_variance=4.0)
+    return np.asarray(draws["x"][0]), np.asarray(draws["clusters"][0]).ravel()
+
+
+def test_program_simulates_the_declared_structure():
+    features, clusters = _simulate(0)
+    assert features.shape == (90, 3)
+    within = np.mean([features[clusters == k].std(axis=0) for k in np.unique(clusters) if (clusters == k).sum() > 3], axis=0)
+    assert within[2] > 10 * max(within[0], within[1])
+
+
+def test_trained_scdp1_beats_untrained_cdp():
+    features, clusters = _simulate(1)
+    labels = np.unique(clusters)
+    test_clusters = labels[::2]
+    is_test = np.isin(clusters, test_clusters)
+    fit = SupervisedDP(1).fit(
+        features[~is_test], clusters[~is_test], features[is_test], key=jax.random.key(0),
+        n_chains=2, n_sweeps=200, progress=False,
+    )
+    supervised_f = fit.scores(clusters[is_test])["F"]
+    untrained_f = clustering_scores(
+        clusters[is_test], cdp_partition(features[is_test], key=jax.random.key(0), n_warmup=100, n_draws=100)
+    )["F"]
+    assert supervised_f > untrained_f + 0.2, (supervised_f, untrained_f)

@@ -126,8 +126,9 @@ def supervised_program(
     Notes
     -----
     Sites: ``cluster_fractions`` / ``type_fractions`` (plates ``cluster_sticks`` /
-    ``type_sticks``), ``means`` (plates ``clusters`` × ``features``), ``precisions`` (plates
-    ``types`` × ``features``), ``clusters`` and ``types`` (plate ``points``, enumerated) and ``x``.
+    ``type_sticks``), ``means`` (plates ``publications`` × ``features``), ``precisions`` (plates
+    ``reference_types`` × ``features``), ``clusters`` and ``types`` (plate ``points`` at dim -2,
+    so their draws carry a trailing singleton axis; enumerated) and ``x``.
 
     Examples
     --------
@@ -136,7 +137,7 @@ def supervised_program(
     >>> draws = Predictive(supervised_program, num_samples=2)(
     ...     jax.random.key(0), n_points=7, n_features=3)
     >>> draws["x"].shape, draws["clusters"].shape
-    ((2, 7, 3), (2, 7))
+    ((2, 7, 3), (2, 7, 1))
     """
     if features is not None:
         n_points, n_features = features.shape
@@ -147,9 +148,9 @@ def supervised_program(
     cluster_weights = stick_breaking_weights(cluster_fractions)
     type_weights = stick_breaking_weights(type_fractions)
     with numpyro.plate("features", n_features, dim=-1):
-        with numpyro.plate("clusters", max_clusters, dim=-2):
+        with numpyro.plate("publications", max_clusters, dim=-2):
             means = numpyro.sample("means", dist.Normal(0.0, math.sqrt(prior_variance)))  # G0^p
-        with numpyro.plate("types", max_types, dim=-2):
+        with numpyro.plate("reference_types", max_types, dim=-2):
             precisions = numpyro.sample("precisions", dist.Gamma(precision_shape, precision_rate))  # G0^t
     with numpyro.plate("points", n_points, dim=-2):
         cluster = numpyro.sample("clusters", dist.Categorical(cluster_weights), infer={"enumerate": "parallel"})
@@ -1081,6 +1082,40 @@ class SupervisedDP:
         self.precision_rate = float(precision_rate)
         self.max_test_clusters = check_int("max_test_clusters", max_test_clusters, minimum=1)
         self.max_types = check_int("max_types", max_types, minimum=1)
+
+    def fit_distances(
+        self, distances: Any, train_labels: Any, *, key: jax.Array, max_dims_per_feature: int = 1, **options: Any
+    ) -> SupervisedDPFit:
+        """Fit from pairwise distances only (DM05 §7.2, footnote 5).
+
+        Parameters
+        ----------
+        distances : array_like (F, N + M, N + M) or (N + M, N + M)
+            One distance matrix per feature over all references, training references first.
+        train_labels : array_like (N,)
+            Publications of the first N references; the remaining M are the test references.
+        key : jax.Array
+            PRNG key.
+        max_dims_per_feature : int
+            See :func:`embed_distances`.
+        **options
+            Passed to :meth:`fit` (``n_chains``, ``n_sweeps``, ...).
+
+        Returns
+        -------
+        SupervisedDPFit
+        """
+        array = _check_distances("distances", distances)
+        labels = np.asarray(train_labels)
+        n_points = array.shape[1]
+        if labels.ndim != 1 or not 1 <= labels.shape[0] < n_points:
+            raise ValueError(
+                f"train_labels: expected between 1 and {n_points - 1} labels (the first rows of distances), "
+                f"got shape {labels.shape}"
+            )
+        coordinates = embed_distances(array, max_dims_per_feature=max_dims_per_feature)
+        n_train = labels.shape[0]
+        return self.fit(coordinates[:n_train], labels, coordinates[n_train:], key=key, **options)
 
     def fit(
         self,
