@@ -1,0 +1,83 @@
+"""Tests of the DM05 §7.1 baselines: Coarse, Fine, K-means, CDP family, Binary and Xing-K."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from zoo.baselines import (
+    binary_partition,
+    coarse_partition,
+    fine_partition,
+    kmeans_partition,
+    learn_diagonal_metric,
+    unit_variance_gaussian,
+    xing_kmeans_partition,
+)
+from zoo.dirichlet.families import GaussianStats
+from zoo.metrics import clustering_scores
+
+
+def _two_feature_clusters(seed: int, n_clusters: int, n_per: int):
+    """Clusters separated along feature 0 only; feature 1 is wide noise shared by all clusters."""
+    rng = np.random.default_rng(seed)
+    centres = np.arange(n_clusters) * 3.0 + rng.normal(0, 0.1, n_clusters)
+    features = np.concatenate(
+        [np.stack([rng.normal(c, 0.2, n_per), rng.normal(0, 4.0, n_per)], axis=1) for c in centres]
+    )
+    return features, np.repeat(np.arange(n_clusters), n_per)
+
+
+def test_trivial_baselines():
+    assert coarse_partition(4).tolist() == [0, 0, 0, 0]
+    assert fine_partition(3).tolist() == [0, 1, 2]
+
+
+def test_kmeans_with_oracle_k_recovers_separated_clusters():
+    points = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [10.0, 0.0], [10.2, 0.1]])
+    labels = kmeans_partition(points, 3)
+    assert clustering_scores([0, 0, 1, 1, 2, 2], labels)["F"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="^n_clusters: "):
+        kmeans_partition(points, 7)
+
+
+def test_unit_variance_gaussian_marginal_is_the_multivariate_normal(x64):
+    rng = np.random.default_rng(1)
+    points = rng.normal(size=(4, 2))
+    prior_variance = 2.5
+    family = unit_variance_gaussian(2, prior_variance=prior_variance)
+    stats = GaussianStats(jnp.asarray(4.0), jnp.asarray(points.sum(0)), jnp.asarray((points**2).sum(0)))
+    covariance = np.eye(4) + prior_variance * np.ones((4, 4))  # x = μ 1 + ε per feature
+    expected = sum(multivariate_normal(np.zeros(4), covariance).logpdf(points[:, f]) for f in range(2))
+    assert float(family.log_marginal(stats)) == pytest.approx(expected, rel=1e-10)
+
+
+def test_xing_metric_downweights_the_noise_feature():
+    train, labels = _two_feature_clusters(0, 5, 12)
+    weights = learn_diagonal_metric(train, labels)
+    assert weights[0] > 50 * weights[1]
+
+
+def test_xing_kmeans_and_binary_separate_clusters_that_plain_kmeans_mixes():
+    train, train_labels = _two_feature_clusters(0, 5, 12)
+    test, test_labels = _two_feature_clusters(1, 3, 10)
+    plain = clustering_scores(test_labels, kmeans_partition(test, 3))["F"]
+    xing = clustering_scores(test_labels, xing_kmeans_partition(train, train_labels, test, 3))["F"]
+    binary = clustering_scores(test_labels, binary_partition(train, train_labels, test, max_pairs=600))["F"]
+    assert xing > 0.95
+    assert binary > 0.9
+    assert plain < xing - 0.2
+
+
+def test_bad_training_input_is_rejected():
+    train, labels = _two_feature_clusters(0, 2, 3)
+    with pytest.raises(ValueError, match="^train_labels: expected one label per training point"):
+        binary_partition(train, labels[:-1], train)
+    with pytest.raises(ValueError, match="^train_labels: need at least two"):
+        xing_kmeans_partition(train, np.zeros(6), train, 2)
+    with pytest.raises(ValueError, match="^test_features: "):
+        xing_kmeans_partition(train, labels, np.zeros((3, 5)), 2)
+    with pytest.raises(ValueError, match="^trade_off: "):
+        learn_diagonal_metric(train, labels, trade_off=-1.0)
