@@ -94,29 +94,31 @@ def _exact_posterior(data, alpha, hyper):
     return {key: math.exp(v - top) / total for key, v in log_posts.items()}
 
 
-def _sampled(data, alpha, hyper, n_chains, n_sweeps, seed):
+def _sampled(data, alpha, hyper, n_chains, n_sweeps, seed, backend):
     model = InfiniteRelational(concentration=alpha, hyper=hyper, sample_concentration=False, sample_hyper=False,
-                               max_clusters=4, init_clusters=2)
+                               max_clusters=4, init_clusters=2, backend=backend)
     return model.sample(data, key=jax.random.key(seed), n_chains=n_chains, n_sweeps=n_sweeps, n_warmup=20)
 
 
+@pytest.mark.parametrize("backend", [pytest.param("xla", marks=pytest.mark.slow), "numba"])
 @pytest.mark.parametrize("make_data", [_bipartite_data, _one_domain_data])
-def test_gibbs_matches_the_exact_posterior_over_joint_partitions(make_data):
+def test_gibbs_matches_the_exact_posterior_over_joint_partitions(make_data, backend):
     data = make_data()
     alpha, hyper = 1.3, 0.6
     exact = _exact_posterior(data, alpha, hyper)
-    result = _sampled(data, alpha, hyper, n_chains=128, n_sweeps=420, seed=0)
+    result = _sampled(data, alpha, hyper, n_chains=128, n_sweeps=420, seed=0, backend=backend)
     counts, n_draws = _draw_frequencies(result, data.domain_names)
     assert n_draws == 128 * 400
     assert _total_variation(exact, counts, n_draws) < 0.02
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", ["xla", "numba"])
 @pytest.mark.parametrize("make_data", [_bipartite_data, _one_domain_data])
-def test_gibbs_matches_the_exact_posterior_long_run(make_data):
+def test_gibbs_matches_the_exact_posterior_long_run(make_data, backend):
     data = make_data()
     exact = _exact_posterior(data, 0.7, 1.5)
-    result = _sampled(data, 0.7, 1.5, n_chains=256, n_sweeps=2020, seed=1)
+    result = _sampled(data, 0.7, 1.5, n_chains=256, n_sweeps=2020, seed=1, backend=backend)
     counts, n_draws = _draw_frequencies(result, data.domain_names)
     assert _total_variation(exact, counts, n_draws) < 0.008
 
@@ -204,6 +206,7 @@ def test_held_out_prediction_of_a_network():
         (lambda: InfiniteRelational(concentration=0.0), "concentration"),
         (lambda: InfiniteRelational(hyper=-1.0), "hyper"),
         (lambda: InfiniteRelational(max_clusters=0), "max_clusters"),
+        (lambda: InfiniteRelational(backend="tpu"), "backend"),
         (lambda: InfiniteRelational(hyper_prior_rate=0.0), "hyper_prior_rate"),
         (lambda: InfiniteRelational(concentration_prior=GammaPrior(-1.0, 1.0)), "concentration_prior.shape"),
         (lambda: InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_sweeps=10,

@@ -40,11 +40,14 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
+from numba import njit, prange
 
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.neal import log_crp_prior
-from zoo._validation import check_int, check_real
+from inference.sparse import resolve_backend
+from zoo._validation import check_choice, check_int, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
+from zoo.relational.latent_class import flat_cells
 
 __all__ = [
     "infinite_relational_program",
@@ -322,6 +325,225 @@ def _gibbs_domain(domain: int, rng_key: Any, state: IRMState, arrays: Relational
     return state
 
 
+# ----------------------------------------------------------------------------- the same sweep, compiled by numba
+@njit(cache=True, nogil=True)
+def _block_log_beta(table, counts, n_values):
+    """L(n) = Σ_u log Γ(γ_u + n_u) - log Γ(Σγ + Σn) from the relation's log Γ table."""
+    total = 0
+    value = 0.0
+    for u in range(n_values):
+        value += table[u, counts[u]]
+        total += counts[u]
+    return value - table[n_values, total]
+
+
+@njit(cache=True, nogil=True)
+def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen, item_start,
+                 item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
+    """Neal (2000) Algorithm 3 over all individuals in global order (see :func:`_gibbs_domain`).
+
+    z: (n_individuals + 1,) slots (the last is the virtual second argument of unary relations,
+    always slot 0); sizes: (D, K); counts: (R, K, K, V) (unary relations use [:, :, 0, :]);
+    tables: (R, V + 1, M) log Γ look-ups; returns whether some individual found no free slot.
+    """
+    n_relations, n_max, _, n_values_max = counts.shape
+    added = np.zeros((n_relations, 2, n_max, n_values_max), np.int64)
+    touched = np.zeros((n_relations, 2), np.bool_)
+    partners = np.zeros((n_relations, 2, n_max), np.int64)
+    n_partners = np.zeros((n_relations, 2), np.int64)
+    scores = np.zeros(n_max)
+    work = np.zeros(n_values_max, np.int64)
+    work2 = np.zeros(n_values_max, np.int64)
+    overflow = False
+    for individual in range(item_start.shape[0] - 1):
+        domain = domain_of[individual]
+        capacity = capacities[domain]
+        old = z[individual]
+        touched[:] = False
+        n_partners[:] = 0
+        for item in range(item_start[individual], item_start[individual + 1]):
+            cell = item_cell[item]
+            position = item_position[item]
+            r = relation[cell]
+            if not touched[r, position]:
+                touched[r, position] = True
+                added[r, position] = 0
+            if seen[cell] == 0:
+                continue
+            other = z[second[cell]] if position == 0 else z[first[cell]]
+            fresh = True
+            for u in range(relation_n_values[r]):
+                if added[r, position, other, u] != 0:
+                    fresh = False
+            if fresh:
+                partners[r, position, n_partners[r, position]] = other
+                n_partners[r, position] += 1
+            added[r, position, other, values[cell]] += 1
+        # Remove the individual's cells from its blocks.
+        for r in range(n_relations):
+            for position in range(2):
+                if touched[r, position]:
+                    for index in range(n_partners[r, position]):
+                        l = partners[r, position, index]
+                        for u in range(relation_n_values[r]):
+                            if position == 0:
+                                counts[r, old, l, u] -= added[r, position, l, u]
+                            else:
+                                counts[r, l, old, u] -= added[r, position, l, u]
+        sizes[domain, old] -= 1
+        first_free = -1
+        for k in range(capacity):
+            if sizes[domain, k] == 0:
+                first_free = k
+                break
+        if first_free < 0:
+            overflow = True
+        largest = -np.inf
+        for k in range(capacity):
+            if sizes[domain, k] > 0:
+                score = np.log(sizes[domain, k])
+            elif k == first_free:
+                score = log_alpha[domain]
+            else:
+                scores[k] = -np.inf
+                continue
+            for r in range(n_relations):
+                n_values = relation_n_values[r]
+                for position in range(2):
+                    if not touched[r, position]:
+                        continue
+                    for index in range(n_partners[r, position]):
+                        l = partners[r, position, index]
+                        for u in range(n_values):
+                            work[u] = counts[r, k, l, u] if position == 0 else counts[r, l, k, u]
+                            work2[u] = work[u] + added[r, position, l, u]
+                        score += _block_log_beta(tables[r], work2, n_values) - _block_log_beta(tables[r], work, n_values)
+                if same_domain[r] and touched[r, 0] and touched[r, 1]:
+                    # Block (k, k) gets the row and column cells together: L(n+a+b) - L(n+a) - L(n+b) + L(n).
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u] + added[r, 0, k, u] + added[r, 1, k, u]
+                    score += _block_log_beta(tables[r], work, n_values)
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u] + added[r, 0, k, u]
+                    score -= _block_log_beta(tables[r], work, n_values)
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u] + added[r, 1, k, u]
+                    score -= _block_log_beta(tables[r], work, n_values)
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u]
+                    score += _block_log_beta(tables[r], work, n_values)
+            scores[k] = score
+            largest = max(largest, score)
+        total = 0.0
+        for k in range(capacity):
+            scores[k] = np.exp(scores[k] - largest)
+            total += scores[k]
+        target = uniforms[individual] * total
+        new = -1
+        running = 0.0
+        for k in range(capacity):
+            if scores[k] > 0:
+                new = k
+                running += scores[k]
+                if running >= target:
+                    break
+        for r in range(n_relations):
+            for position in range(2):
+                if touched[r, position]:
+                    for index in range(n_partners[r, position]):
+                        l = partners[r, position, index]
+                        for u in range(relation_n_values[r]):
+                            if position == 0:
+                                counts[r, new, l, u] += added[r, position, l, u]
+                            else:
+                                counts[r, l, new, u] += added[r, position, l, u]
+        sizes[domain, new] += 1
+        z[individual] = new
+    return overflow
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _gibbs_sweep_batch(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen,
+                       item_start, item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
+    overflow = np.zeros(z.shape[0], np.bool_)
+    seen_step = np.int64(1) if seen.shape[0] > 1 else np.int64(0)
+    for chain in prange(z.shape[0]):
+        row = np.int64(chain)
+        overflow[row] = _gibbs_sweep(z[row], sizes[row], counts[row], tables[row], log_alpha[row], uniforms[row],
+                                     first, second, values, relation, seen[row * seen_step], item_start, item_cell,
+                                     item_position, domain_of, capacities, relation_n_values, same_domain)
+    return z, sizes, counts, overflow
+
+
+def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
+                 schema: RelationalSchema, capacities: tuple) -> IRMState:
+    """All Gibbs updates of one sweep in a numba loop on the host, through ``jax.pure_callback``.
+
+    Uses one uniform per individual (drawn here from ``rng_key``) to pick its new slot by inverse
+    CDF; the same conditional distributions as :func:`_gibbs_domain`.
+    """
+    n_domains = len(schema.domain_sizes)
+    n_max = max(capacities)
+    n_values_max = max(schema.n_values)
+    length = max(table.shape[1] for table in tables)
+    z = jnp.concatenate(list(state.assignments) + [jnp.zeros(1, jnp.int32)]).astype(jnp.int32)
+    sizes = jnp.stack([jnp.pad(size, (0, n_max - size.shape[0])) for size in state.sizes])
+    counts = jnp.stack([jnp.pad(c if c.ndim == 3 else c[:, None, :],
+                                [(0, n_max - c.shape[0]), (0, n_max - (c.shape[1] if c.ndim == 3 else 1)),
+                                 (0, n_values_max - c.shape[-1])]) for c in state.counts])
+    table = jnp.stack([jnp.pad(t, [(0, n_values_max + 1 - t.shape[0]), (0, length - t.shape[1])]) for t in tables])
+    # The total row of each table sits at index |r| (padding rows come after it).
+    log_alpha = jnp.log(state.concentrations)
+    uniforms = jax.random.uniform(rng_key, (z.shape[0],), table.dtype)
+    seen = jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
+    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
+    constants = (domain_of, np.asarray(capacities, np.int64), np.asarray(schema.n_values, np.int64),
+                 np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_))
+
+    def host(z, sizes, counts, table, log_alpha, uniforms, seen, first, second, values, relation, item_start,
+             item_cell, item_position):
+        n_lead = z.ndim - 1
+        batch_shape = z.shape[:n_lead]
+        rows = int(np.prod(batch_shape)) if n_lead else 1
+
+        def batched(array, dtype):
+            array = np.asarray(array)
+            if array.shape[:n_lead] != batch_shape:
+                array = np.broadcast_to(array, batch_shape + array.shape[n_lead:])
+            return np.array(array.reshape((rows,) + array.shape[n_lead:]), dtype=dtype, order="C")
+
+        def shared(array):
+            return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]), dtype=np.int64)
+
+        per_chain = int(np.prod(np.shape(seen)[:n_lead])) > 1
+        seen_rows = batched(seen, np.int64) if per_chain else shared(seen)[None]
+        new_z, new_sizes, new_counts, overflow = _gibbs_sweep_batch(
+            batched(z, np.int64), batched(sizes, np.int64), batched(counts, np.int64), batched(table, np.float64),
+            batched(log_alpha, np.float64), batched(uniforms, np.float64), shared(first), shared(second),
+            shared(values), shared(relation), seen_rows, shared(item_start), shared(item_cell), shared(item_position), *constants)
+        return (new_z.reshape(z.shape).astype(np.int32), new_sizes.reshape(sizes.shape).astype(np.int32),
+                new_counts.reshape(counts.shape).astype(np.int32), overflow.reshape(batch_shape))
+
+    shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),
+              jax.ShapeDtypeStruct(counts.shape, jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_))
+    z, sizes, counts, overflow = jax.pure_callback(
+        host, shapes, z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha, uniforms, seen,
+        flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
+        vmap_method="expand_dims")
+    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
+    assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(n_domains))
+    new_sizes = tuple(sizes[d, : capacities[d]] for d in range(n_domains))
+    new_counts = []
+    for r, domains in enumerate(schema.relation_domains):
+        block = counts[r, : capacities[domains[0]]]
+        if len(domains) == 2:
+            new_counts.append(block[:, : capacities[domains[1]], : schema.n_values[r]])
+        else:
+            new_counts.append(block[:, 0, : schema.n_values[r]])
+    return state._replace(assignments=assignments, sizes=new_sizes, counts=tuple(new_counts),
+                          overflow=state.overflow | overflow)
+
+
 # ----------------------------------------------------------------------------- hyperparameters
 #: Support of every γ_{r,u}: a log-spaced grid (griddy Gibbs, exact for this discretised prior).
 HYPER_GRID = np.exp(np.linspace(np.log(1e-2), np.log(1e2), 61))
@@ -354,19 +576,26 @@ def _resample_hyper(rng_key: Any, counts: Any, hyper: Any, prior_rate: float) ->
 
 # ----------------------------------------------------------------------------- the kernel
 def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, concentration_prior: GammaPrior,
-                 hyper_prior_rate: float, sample_concentration: bool = True, sample_hyper: bool = True):
-    """Return ``step(rng_key, state, arrays) -> (state, info)``: one sweep of the IRM sampler.
+                 hyper_prior_rate: float, sample_concentration: bool = True, sample_hyper: bool = True,
+                 backend: str = "xla"):
+    """Return ``step(rng_key, state, arrays, flat=None) -> (state, info)``: one sweep of the IRM sampler.
 
     A sweep visits every individual of every domain (Gibbs, Algorithm 3 style), then resamples
-    each α_D (Escobar & West) and each γ_r (slice sampling), as enabled.
+    each α_D (Escobar & West) and each γ_r (griddy Gibbs), as enabled. ``backend="xla"`` runs the
+    visits as a ``lax.scan`` per domain (any device); ``"numba"`` runs them in a compiled host loop
+    (CPU; needs ``flat`` from :func:`zoo.relational.latent_class.flat_cells`).
     """
 
-    def step(rng_key: Any, state: IRMState, arrays: RelationalArrays) -> tuple[IRMState, IRMInfo]:
+    def step(rng_key: Any, state: IRMState, arrays: RelationalArrays, flat: Any = None) -> tuple[IRMState, IRMInfo]:
         n_domains = len(schema.domain_sizes)
         key_domains, key_alpha, key_hyper = jax.random.split(rng_key, 3)
         tables = log_gamma_tables(state.hyper, arrays)
-        for domain, key_domain in enumerate(jax.random.split(key_domains, n_domains)):
-            state = _gibbs_domain(domain, key_domain, state, arrays, tables, schema=schema, capacities=capacities)
+        if backend == "numba":
+            state = _numba_gibbs(key_domains, state, arrays, tables, flat, schema=schema, capacities=capacities)
+        else:
+            for domain, key_domain in enumerate(jax.random.split(key_domains, n_domains)):
+                state = _gibbs_domain(domain, key_domain, state, arrays, tables, schema=schema,
+                                      capacities=capacities)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:
             # One Escobar–West update per domain, vmapped so the program holds a single copy.
@@ -400,7 +629,7 @@ class _RunOutput(NamedTuple):
     final: IRMState
 
 
-def _run_chain(rng_key, arrays, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup, relation,
+def _run_chain(rng_key, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup, relation,
                keep_assignments):
     key_init, key_sweeps = jax.random.split(rng_key)
     state = init(key_init, arrays, schema, capacities, concentration=settings["concentration"],
@@ -408,13 +637,13 @@ def _run_chain(rng_key, arrays, hidden_cells, *, schema, capacities, settings, n
     step = build_kernel(schema, capacities, concentration_prior=settings["concentration_prior"],
                         hyper_prior_rate=settings["hyper_prior_rate"],
                         sample_concentration=settings["sample_concentration"],
-                        sample_hyper=settings["sample_hyper"])
+                        sample_hyper=settings["sample_hyper"], backend=settings["backend"])
     predictive = jnp.zeros(hidden_cells.shape[:1] + (schema.n_values[relation],), arrays.weights[0].dtype)
 
     def sweep(carry, inputs):
         state, predictive = carry
         index, key = inputs
-        state, info = step(key, state, arrays)
+        state, info = step(key, state, arrays, flat)
         kept = index >= n_warmup
         predictive = predictive + jnp.where(kept, _predictive(state, relation, hidden_cells, schema), 0.0)
         out = (info, state.assignments if keep_assignments else ())
@@ -432,16 +661,16 @@ _STATIC = ("schema", "capacities", "settings", "n_sweeps", "n_warmup", "relation
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _run_chains(keys, arrays, hidden_cells, **static):
+def _run_chains(keys, arrays, flat, hidden_cells, **static):
     run = partial(_run_chain, **static)
-    return jax.vmap(run, in_axes=(0, _SHARED, None))(keys, arrays, hidden_cells)
+    return jax.vmap(run, in_axes=(0, _SHARED, None, None))(keys, arrays, flat, hidden_cells)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def _run_cases(keys, arrays, hidden_cells, **static):
+def _run_cases(keys, arrays, flat, hidden_cells, **static):
     run = partial(_run_chain, **static)
-    chains = jax.vmap(run, in_axes=(0, _SHARED, None))
-    return jax.vmap(chains, in_axes=(0, _BY_CASE, 0))(keys, arrays, hidden_cells)
+    chains = jax.vmap(run, in_axes=(0, _SHARED, None, None))
+    return jax.vmap(chains, in_axes=(0, _BY_CASE, None, 0))(keys, arrays, flat, hidden_cells)
 
 
 class _Settings(tuple):
@@ -477,6 +706,9 @@ class InfiniteRelational:
         run repeated when a chain overflows.
     init_clusters : int
         Individuals start spread uniformly over this many clusters.
+    backend : {"auto", "xla", "numba"}
+        Implementation of the Gibbs visits (see :func:`build_kernel`); "auto" is numba on the
+        CPU backend when numba is installed, else XLA.
 
     Examples
     --------
@@ -496,8 +728,10 @@ class InfiniteRelational:
     sample_hyper: bool = True
     max_clusters: int = 16
     init_clusters: int = 3
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
+        check_choice("backend", self.backend, ("auto", "xla", "numba"))
         check_real("concentration", self.concentration, low=0.0, low_open=True)
         check_real("hyper", self.hyper, low=0.0, low_open=True)
         if not isinstance(self.concentration_prior, GammaPrior):
@@ -531,18 +765,21 @@ class InfiniteRelational:
             concentration_prior=GammaPrior(float(self.concentration_prior.shape), float(self.concentration_prior.rate)),
             hyper_prior_rate=float(self.hyper_prior_rate), sample_concentration=bool(self.sample_concentration),
             sample_hyper=bool(self.sample_hyper), init_clusters=int(self.init_clusters),
+            backend=resolve_backend(self.backend),
         )
 
     def _capacities(self, schema: RelationalSchema, scale: int) -> tuple[int, ...]:
         return tuple(min(size, self.max_clusters * scale) for size in schema.domain_sizes)
 
-    def _run(self, runner, keys, arrays, hidden_cells, schema, **kwargs):
+    def _run(self, runner, keys, data, arrays, hidden_cells, schema, **kwargs):
         """Run, doubling the capacity and repeating with the same keys while any chain overflows."""
+        settings = self._settings()
+        flat = flat_cells(data) if settings["backend"] == "numba" else None
         scale = 1
         while True:
             capacities = self._capacities(schema, scale)
-            output = runner(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
-                            settings=self._settings(), **kwargs)
+            output = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
+                            settings=settings, **kwargs)
             overflowed = bool(np.any(np.asarray(output.final.overflow)))
             if not overflowed:
                 return output, capacities, scale
@@ -577,7 +814,7 @@ class InfiniteRelational:
         schema = data.schema
         keys = jax.random.split(key, n_chains)
         hidden_cells = arrays.entries[0][:1]
-        output, capacities, _ = self._run(_run_chains, keys, arrays, hidden_cells, schema, n_sweeps=n_sweeps,
+        output, capacities, _ = self._run(_run_chains, keys, data, arrays, hidden_cells, schema, n_sweeps=n_sweeps,
                                           n_warmup=n_warmup, relation=0, keep_assignments=keep_assignments)
         output = jax.device_get(output)
         kept = slice(n_warmup, n_sweeps)
@@ -624,7 +861,7 @@ class InfiniteRelational:
         case_arrays = arrays._replace(weights=_case_weights(arrays, hidden, relation))
         cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]
         keys = jax.random.split(key, (hidden.shape[0], n_chains))
-        output, _, _ = self._run(_run_cases, keys, case_arrays, cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
+        output, _, _ = self._run(_run_cases, keys, data, case_arrays, cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
                                  relation=relation, keep_assignments=False)
         probs = np.array(output.predictive).mean(axis=1)
         probs[hidden < 0] = np.nan

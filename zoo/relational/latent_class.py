@@ -448,10 +448,6 @@ def _iem_scan_batch(q, class_counts, counts, log_theta, log_pi, beta, prior_coun
     return q
 
 
-def _numba_pass_kernel():
-    return _iem_scan_batch
-
-
 def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
     return jnp.pad(array, [(0, target - size) for size, target in zip(array.shape, shape)])
 
@@ -495,8 +491,7 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
         def shared(array):
             return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]))
 
-        kernel = _numba_pass_kernel()
-        result = kernel(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
+        result = _iem_scan_batch(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
                         batched(log_theta, np.float64), batched(log_pi, np.float64), batched(beta, np.float64),
                         float(np.ravel(prior_count)[0]), shared(first), shared(second), shared(values), shared(relation),
                         batched(weights, np.float64), shared(item_start), shared(item_cell), shared(item_position),
