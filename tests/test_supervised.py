@@ -14,6 +14,7 @@ from numpyro.infer import Predictive
 from scipy.special import gammaln
 
 from inference.chains import sample_chains, stack_states
+from inference.concentration import GammaPrior
 from zoo.baselines import cdp_partition
 from zoo.dirichlet import supervised as scdp
 from zoo.dirichlet.supervised import SupervisedDP, embed_distances, supervised_program
@@ -272,3 +273,51 @@ def test_trained_scdp1_beats_untrained_cdp():
         clusters[is_test], cdp_partition(features[is_test], key=jax.random.key(0), n_warmup=100, n_draws=100)
     )["F"]
     assert supervised_f > untrained_f + 0.2, (supervised_f, untrained_f)
+
+
+# ----------------------------------------------------------------------------------------------
+# SCDP-2 and SCDP-3 pieces
+# ----------------------------------------------------------------------------------------------
+def test_scdp2_prior_follows_the_spread_of_the_means(x64):
+    means = np.array([[0.0, 1.0], [2.0, 1.0], [5.0, 1.0], [9.0, 9.0]])
+    counts = np.array([3, 1, 2, 0])
+    shape, rate = scdp._separation_prior(jnp.asarray(means), jnp.asarray(counts), jnp.ones(2), jnp.ones(2) * 2.0)
+    spread = (means[:3, 0] - means[:3, 0].mean()) ** 2
+    prior_mean, prior_variance = 0.5 * spread.mean(), spread.var()
+    # DM05 §5.1: a·s = half the mean variance, a·s² = the variance of the variance (s = 1 / rate).
+    assert float(shape[0] / rate[0]) == pytest.approx(prior_mean)
+    assert float(shape[0] / rate[0] ** 2) == pytest.approx(prior_variance)
+    # Feature 1 has no spread among the active means: the base prior stays.
+    assert (float(shape[1]), float(rate[1])) == (1.0, 2.0)
+
+
+def test_scdp3_conditioning_is_the_sum_over_size_ordered_pairs(x64):
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(5, 3))
+    counts = np.array([4, 0, 7, 1, 2])
+    precision = rng.gamma(1.0, size=3)
+    order = sorted(np.flatnonzero(counts), key=lambda k: -counts[k])
+    brute = -sum(
+        np.sum(precision * (means[order[j]] - means[order[k]]) ** 2) for j in range(len(order)) for k in range(j)
+    )
+    spread = scdp._pair_spread(jnp.asarray(means), jnp.asarray(counts))
+    assert float(scdp._log_conditioning(jnp.asarray(precision), spread)) == pytest.approx(brute)
+
+
+@pytest.mark.parametrize("model", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_scdp2_and_scdp3_sweeps_keep_a_consistent_state(model):
+    step = jax.jit(scdp.build_kernel(model, alpha_prior=GammaPrior(1.0, 1.0)))
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(8, 2))
+    test = rng.normal(size=(5, 2))
+    labels = [0, 0, 1, 1, 2, 2, 2, 1]
+    state = scdp.init(jax.random.key(0), train, labels, test, max_test_clusters=5, max_types=13)
+    data = scdp.SupervisedData(jnp.asarray(np.concatenate([train, test]), jnp.float32), jnp.asarray(labels, jnp.int32))
+    for sweep in range(5):
+        state, info = step(jax.random.key(sweep), state, data)
+    clusters, types = np.asarray(state.clusters), np.asarray(state.types)
+    assert clusters[:8].tolist() == labels
+    assert np.array_equal(np.bincount(clusters, minlength=8), np.asarray(state.cluster_counts))
+    assert np.array_equal(np.bincount(types, minlength=13), np.asarray(state.type_counts))
+    assert np.isfinite(float(info.log_joint)) and not bool(info.overflow)
+    assert np.all(np.asarray(state.precisions)[np.asarray(state.type_counts) > 0] > 0)
