@@ -186,7 +186,9 @@ def sufficient_statistics(responsibilities: tuple, arrays: RelationalArrays, sch
             relation_counts.append(first.T @ value_weights)
         else:
             second = responsibilities[domains[1]][cells[:, 1]]
-            relation_counts.append(jnp.einsum("jg,jh,ju->ghu", first, second, value_weights))
+            # One (g_1 × n) @ (n × g_2|r|) product: faster on CPU than a three-operand einsum.
+            pairs = (second[:, :, None] * value_weights[:, None, :]).reshape(cells.shape[0], -1)
+            relation_counts.append((first.T @ pairs).reshape(first.shape[1], second.shape[1], -1))
     return LRMStats(class_counts, tuple(relation_counts))
 
 
@@ -219,7 +221,11 @@ def _weighted_log(counts: Any, probabilities: Any) -> Any:
 def free_energy(params: LRMParams, arrays: RelationalArrays, schema: RelationalSchema,
                 prior_count: float = 0.0) -> LRMInfo:
     """F(q, θ) = E_q log P(y, h | θ) + Σ_a H(q_a) and the penalised objective F + c Σ log θ."""
-    stats = sufficient_statistics(params.responsibilities, arrays, schema)
+    return _free_energy_from_stats(params, sufficient_statistics(params.responsibilities, arrays, schema),
+                                   prior_count)
+
+
+def _free_energy_from_stats(params: LRMParams, stats: LRMStats, prior_count: float) -> LRMInfo:
     expected = sum(_weighted_log(counts, probs) for counts, probs in zip(stats.relation_counts, params.relation_probs))
     expected += sum(_weighted_log(counts, weights) for counts, weights in zip(stats.class_counts, params.class_weights))
     entropy = -sum(_weighted_log(resp, resp) for resp in params.responsibilities)
@@ -433,6 +439,17 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
                         _normalise_log(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
     return q
 
+@njit(cache=True, nogil=True)
+def _iem_scan_single(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
+                     relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
+                     relation_n_values, relation_classes):
+    # One fit: no thread pool.
+    _iem_scan(q[0], class_counts[0], counts[0], log_theta[0], log_pi[0], beta[0], prior_count, first, second,
+              values, relation, weights[0], item_start, item_cell, item_position, domain_of, n_classes,
+              relation_n_values, relation_classes)
+    return q
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _iem_scan_batch(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
                    relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
@@ -491,7 +508,8 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
         def shared(array):
             return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]))
 
-        result = _iem_scan_batch(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
+        kernel = _iem_scan_batch if int(np.prod(batch_shape)) > 1 else _iem_scan_single
+        result = kernel(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
                         batched(log_theta, np.float64), batched(log_pi, np.float64), batched(beta, np.float64),
                         float(np.ravel(prior_count)[0]), shared(first), shared(second), shared(values), shared(relation),
                         batched(weights, np.float64), shared(item_start), shared(item_cell), shared(item_position),
@@ -529,9 +547,10 @@ def iem_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema: 
         for domain in range(len(schema.domain_sizes)):
             carry = _domain_pass(domain, carry, arrays, beta, schema=schema, prior_count=prior_count)
         responsibilities = carry[0]
-    class_weights, relation_probs = m_step(sufficient_statistics(responsibilities, arrays, schema), prior_count)
+    stats = sufficient_statistics(responsibilities, arrays, schema)
+    class_weights, relation_probs = m_step(stats, prior_count)
     new_params = LRMParams(class_weights, relation_probs, responsibilities)
-    return new_params, free_energy(new_params, arrays, schema, prior_count)
+    return new_params, _free_energy_from_stats(new_params, stats, prior_count)
 
 
 def _init_params(rng_key: Any, arrays: RelationalArrays, *, schema: RelationalSchema,
