@@ -1,0 +1,93 @@
+"""Command line, run in-process: `list`, and `fit` on MatrixMarket, LDA-C and CSV files."""
+
+import numpy as np
+import pytest
+
+from inference.schedules import FixedBeta, TemperedEM
+from zoo.__main__ import main
+from zoo.data import CoOccurrence
+from zoo.datasets import write_ldac, write_matrix_market
+from zoo.io import load_result, read_metadata
+from zoo.sklearn import ESTIMATORS
+
+COUNTS = CoOccurrence.from_dense(np.random.default_rng(0).poisson(1.2, size=(24, 10)))
+# The same settings in every fit, so the compiled EM loop is reused across tests.
+FIT_OPTIONS = ["--classes", "3", "--max-iter", "40", "--seed", "1", "--quiet"]
+
+
+def test_list_prints_every_model(capsys):
+    assert main(["list"]) == 0
+    printed = capsys.readouterr().out
+    for name in ESTIMATORS:
+        assert name in printed
+    assert "[counts]" in printed and "[features]" in printed
+
+
+@pytest.mark.parametrize("writer, filename", [(write_matrix_market, "counts.mtx"), (write_ldac, "counts.ldac")])
+def test_fit_writes_a_result_and_a_report(tmp_path, capsys, writer, filename):
+    writer(tmp_path / filename, COUNTS)
+    out = tmp_path / "fit"
+    assert main(["fit", "aspect", str(tmp_path / filename), *FIT_OPTIONS, "--schedule", "em", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out / 'result.npz'}" in printed and f"wrote {out / 'report.html'}" in printed
+    result = load_result(out / "result.npz")
+    assert result.model.n_classes == 3
+    assert result.params.row_given_class.shape == COUNTS.shape[:1] + (3,)
+    metadata = read_metadata(out / "result.npz")
+    assert metadata["schedule"] == FixedBeta(1.0)
+    assert metadata["settings"]["data file"].endswith(filename)
+    assert "python -m zoo fit aspect" in metadata["settings"]["command"]
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert f"aspect on {filename}" in report and "data:image/png;base64," in report
+
+
+def test_tempered_fit_of_a_csv_edge_list_with_a_progress_bar(tmp_path, capsys):
+    rows, cols = np.repeat(COUNTS.rows, COUNTS.counts.astype(int)), np.repeat(COUNTS.cols, COUNTS.counts.astype(int))
+    lines = ["source,target"] + [f"doc{row},word{col}" for row, col in zip(rows, cols)]
+    (tmp_path / "edges.csv").write_text("\n".join(lines) + "\n")
+    options = [option for option in FIT_OPTIONS if option != "--quiet"]
+    assert main(["fit", "aspect", str(tmp_path / "edges.csv"), *options, "--valid-fraction", "0.2",
+                 "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "EM:" in captured.err  # tqdm's bar
+    assert "best validation perplexity" in captured.out
+    result = load_result(tmp_path / "out" / "result.npz")
+    assert np.isfinite(result.history["valid_perplexity"]).all()
+    assert read_metadata(tmp_path / "out" / "result.npz")["schedule"] == TemperedEM()
+
+
+def test_gaussian_mixture_fits_the_rows_as_feature_vectors(tmp_path):
+    write_matrix_market(tmp_path / "points.mtx", COUNTS)
+    assert main(["fit", "gaussian-mixture", str(tmp_path / "points.mtx"), *FIT_OPTIONS, "--schedule", "em",
+                 "--out", str(tmp_path / "gmm")]) == 0
+    result = load_result(tmp_path / "gmm" / "result.npz")
+    assert result.params.locs.shape == (3, COUNTS.n_cols)
+
+
+def test_format_option_and_unknown_extensions(tmp_path, capsys):
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)
+    (tmp_path / "counts.mtx").rename(tmp_path / "counts.txt")
+    assert main(["fit", "aspect", str(tmp_path / "counts.txt"), *FIT_OPTIONS, "--schedule", "em",
+                 "--format", "mtx", "--out", str(tmp_path / "out")]) == 0
+    assert main(["fit", "aspect", str(tmp_path / "counts.txt"), "--out", str(tmp_path / "out")]) == 1
+    assert "DATAFILE: cannot tell the format" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--classes", "0"], "n_classes: must be >= 1"),
+    (["--valid-fraction", "1.5"], "valid_fraction: must be in"),
+    (["--max-iter", "0"], "max_iter: must be >= 1"),
+    (["--restarts", "0"], "n_restarts: must be >= 1"),
+])
+def test_bad_options_are_reported_without_a_traceback(tmp_path, capsys, options, message):
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)
+    assert main(["fit", "aspect", str(tmp_path / "counts.mtx"), *options, "--out", str(tmp_path / "out")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("python -m zoo fit: error: ") and message in error
+
+
+def test_missing_files_and_unknown_models(tmp_path, capsys):
+    assert main(["fit", "aspect", str(tmp_path / "missing.mtx")]) == 1
+    assert "DATAFILE:" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fit", "no-such-model", str(tmp_path / "missing.mtx")])

@@ -1,0 +1,168 @@
+"""Saving and loading: EM results round-trip to equal results, fits resume, chains keep settings."""
+
+import dataclasses
+import json
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from inference.em import EMResult, tempered_em
+from inference.enumerated import EnumeratedEM, ProgramData
+from inference.schedules import FixedBeta, TemperedEM
+from zoo.data import CoOccurrence
+from zoo.dyadic.aspect import Aspect
+from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
+from zoo.io import (
+    chains_settings,
+    decode_settings,
+    encode_settings,
+    load_chains,
+    load_result,
+    read_metadata,
+    save_chains,
+    save_result,
+)
+
+RNG = np.random.default_rng(0)
+COUNTS = CoOccurrence.from_dense(RNG.poisson(1.5, size=(25, 9)))
+TRAIN, VALID = COUNTS.split_tokens([0.8, 0.2], rng=1)
+
+
+def assert_results_equal(loaded: EMResult, original: EMResult) -> None:
+    assert loaded.model == original.model
+    assert type(loaded.params) is type(original.params)
+    for name in (original.params._fields if hasattr(original.params, "_fields") else original.params):
+        saved = loaded.params[name] if isinstance(loaded.params, dict) else getattr(loaded.params, name)
+        kept = original.params[name] if isinstance(original.params, dict) else getattr(original.params, name)
+        assert saved.dtype == kept.dtype
+        np.testing.assert_array_equal(np.asarray(saved), np.asarray(kept))
+    assert loaded.history.keys() == original.history.keys()
+    for name in original.history:
+        np.testing.assert_array_equal(loaded.history[name], original.history[name])
+    np.testing.assert_array_equal(loaded.restart_scores, original.restart_scores)
+    for field in ("beta", "best_restart", "n_iter", "converged", "best_iteration", "stopped_by", "_shape"):
+        assert getattr(loaded, field) == getattr(original, field), field
+
+
+@pytest.fixture(scope="module")
+def tempered_aspect():
+    return tempered_em(Aspect(3, backend="xla"), TRAIN, key=jax.random.key(0), valid=VALID, n_restarts=2,
+                       max_iter=80)
+
+
+def test_aspect_result_round_trips_and_its_methods_work(tmp_path, tempered_aspect):
+    path = save_result(tmp_path / "aspect", tempered_aspect, schedule=TemperedEM(), settings={"note": "test", "k": [3]})
+    assert path.name == "aspect.npz"
+    loaded = load_result(path)
+    assert_results_equal(loaded, tempered_aspect)
+    assert loaded.perplexity(VALID) == tempered_aspect.perplexity(VALID)
+    assert loaded.log_likelihood(TRAIN) == tempered_aspect.log_likelihood(TRAIN)
+    assert loaded.history_dataset().sizes["iteration"] == tempered_aspect.n_iter
+    metadata = read_metadata(path)
+    assert metadata["schedule"] == TemperedEM()
+    assert metadata["settings"] == {"note": "test", "k": [3]}
+
+
+def test_resumed_fit_equals_an_uninterrupted_one(tmp_path):
+    model, key = Aspect(2, backend="xla"), jax.random.key(3)
+    # tol = 0 never stops early, so 2 x 15 iterations are 30 iterations of the same EM map.
+    whole = tempered_em(model, COUNTS, key=key, max_iter=30, tol=0.0)
+    first = tempered_em(model, COUNTS, key=key, max_iter=15, tol=0.0)
+    loaded = load_result(save_result(tmp_path / "half.npz", first, schedule=FixedBeta(1.0)))
+    resumed = tempered_em(loaded.model, COUNTS, key=key, init=loaded.params, max_iter=15, tol=0.0,
+                          schedule=read_metadata(tmp_path / "half.npz")["schedule"])
+    for a, b in zip(resumed.params, whole.params):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(resumed.history["log_lik"], whole.history["log_lik"][15:], rtol=1e-6)
+
+
+def test_float64_gaussian_mixture_round_trips(tmp_path, x64):
+    points = np.concatenate([RNG.normal(-3.0, 1.0, size=(20, 2)), RNG.normal(3.0, 1.0, size=(20, 2))])
+    result = tempered_em(GaussianMixture(2, variance_floor=1e-3), points, key=jax.random.key(1), max_iter=50)
+    assert result.params.locs.dtype == jnp.float64
+    loaded = load_result(save_result(tmp_path / "mixture.npz", result))
+    assert_results_equal(loaded, result)
+    assert loaded.log_likelihood(points) == result.log_likelihood(points)
+
+
+def test_generic_em_with_a_program_round_trips(tmp_path):
+    points = np.concatenate([np.full((10, 1), -2.0), np.full((10, 1), 2.0)]) + RNG.normal(size=(20, 1)) * 0.1
+    model = EnumeratedEM(gaussian_mixture_program, static_kwargs=(("n_classes", 2),), m_step_iters=5)
+    result = tempered_em(model, ProgramData((jnp.asarray(points),), 20.0), key=jax.random.key(2), max_iter=3)
+    loaded = load_result(save_result(tmp_path / "program.npz", result))
+    assert loaded.model.program is gaussian_mixture_program
+    assert_results_equal(loaded, result)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Untrusted:
+    size: int = 3
+
+
+def test_only_trusted_modules_are_imported(tmp_path, tempered_aspect):
+    document = encode_settings(_Untrusted(5))
+    with pytest.raises(ValueError, match="^model: refusing to import"):
+        decode_settings(document)
+    assert decode_settings(document, trusted_modules=(_Untrusted.__module__,)) == _Untrusted(5)
+    forged = {"dataclass": "os:system", "fields": {}}
+    with pytest.raises(ValueError, match="^model: refusing to import 'os'"):
+        decode_settings(forged)
+
+
+def test_settings_encoding_round_trips_special_values():
+    values = {"inf": float("inf"), "tuple": (1, (2.5, None)), "list": [True, "a"], "int": np.int64(4)}
+    decoded = decode_settings(json.loads(json.dumps(encode_settings(values, "settings"))), "settings")
+    assert decoded == {"inf": float("inf"), "tuple": (1, (2.5, None)), "list": [True, "a"], "int": 4}
+    with pytest.raises(TypeError, match="^settings.bad: cannot save"):
+        encode_settings({"bad": object()}, "settings")
+    with pytest.raises(TypeError, match="^model: cannot save"):
+        encode_settings(lambda x: x)
+
+
+def test_bad_files_and_arguments_are_named(tmp_path, tempered_aspect):
+    with pytest.raises(TypeError, match="^result:"):
+        save_result(tmp_path / "x.npz", {"params": 1})
+    with pytest.raises(TypeError, match="^settings:"):
+        save_result(tmp_path / "x.npz", tempered_aspect, settings=[1])
+    with pytest.raises(FileNotFoundError, match="^path:"):
+        load_result(tmp_path / "missing.npz")
+    (tmp_path / "text.npz").write_text("not an archive")
+    with pytest.raises(ValueError, match="^path:"):
+        load_result(tmp_path / "text.npz")
+    np.savez(tmp_path / "plain.npz", values=np.arange(3))
+    with pytest.raises(ValueError, match="^path: .* no metadata"):
+        load_result(tmp_path / "plain.npz")
+    np.savez(tmp_path / "other.npz", metadata=np.asarray(json.dumps({"format": "something else"})))
+    with pytest.raises(ValueError, match="^path: .* not a latentzoo EM result"):
+        load_result(tmp_path / "other.npz")
+    with pytest.raises(TypeError, match="^path:"):
+        load_result(3)
+
+
+def _chains(seed=0, n_chains=3, n_draws=40, n_points=8):
+    rng = np.random.default_rng(seed)
+    assignments = rng.integers(0, 3, size=(n_chains, n_draws, n_points))
+    return az.from_dict(
+        posterior={"assignments": assignments, "alpha": rng.gamma(2.0, size=(n_chains, n_draws))},
+        sample_stats={"n_clusters": np.array([[len(set(draw)) for draw in chain] for chain in assignments]),
+                      "log_joint": rng.normal(size=(n_chains, n_draws))},
+        dims={"assignments": ["points"]},
+    )
+
+
+def test_chains_round_trip_through_netcdf_with_settings(tmp_path):
+    idata = _chains()
+    model = GaussianMixture(3, variance_floor=1e-4)
+    path = save_chains(tmp_path / "chains.nc", idata, model=model, settings={"n_sweeps": 40})
+    loaded = load_chains(path)
+    np.testing.assert_array_equal(loaded.posterior["assignments"].values, idata.posterior["assignments"].values)
+    np.testing.assert_array_equal(loaded.sample_stats["log_joint"].values, idata.sample_stats["log_joint"].values)
+    assert chains_settings(loaded) == {"model": model, "settings": {"n_sweeps": 40}}
+    assert chains_settings(idata) == {"model": None, "settings": None}  # the original is left alone
+    with pytest.raises(TypeError, match="^idata:"):
+        save_chains(tmp_path / "x.nc", {"posterior": 1})
+    with pytest.raises(FileNotFoundError, match="^path:"):
+        load_chains(tmp_path / "missing.nc")

@@ -1,0 +1,278 @@
+"""scikit-learn estimators: the estimator checks, equality with the core driver, fold-in, scores.
+
+The full ``parametrize_with_checks`` run fits every estimator on about fifteen data shapes, and
+each new shape compiles the EM loop once (seconds on a CPU), so it is marked slow; the default
+run keeps scikit-learn's API checks (``legacy=False``) for every estimator.
+"""
+
+import pickle
+
+import jax
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.metrics import adjusted_rand_score
+from sklearn.mixture import GaussianMixture as SklearnGaussianMixture
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from inference.em import tempered_em
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
+from zoo.data import CoOccurrence
+from zoo.dyadic.aspect import Aspect
+from zoo.finite_mixture import GaussianMixture
+from zoo.sklearn import (
+    ESTIMATORS,
+    AspectEstimator,
+    GaussianMixtureEstimator,
+    expected_failed_checks,
+    jax_key,
+    make_schedule,
+)
+
+
+def _checked_instances():
+    """One small, quick instance per estimator (fixed seed, few iterations)."""
+    instances = []
+    for estimator_type in ESTIMATORS.values():
+        estimator = estimator_type(**estimator_type._classes_argument(2), max_iter=5, random_state=0)
+        if "backend" in estimator.get_params():
+            estimator.set_params(backend="xla")  # no numba compilation in the checks
+        if isinstance(estimator, GaussianMixtureEstimator):
+            estimator.set_params(n_classes=3, max_iter=30)  # check_clustering wants ARI > 0.4 on 3 blobs
+        instances.append(estimator)
+    return instances
+
+
+@parametrize_with_checks(_checked_instances(), legacy=False, expected_failed_checks=expected_failed_checks)
+def test_sklearn_api_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@parametrize_with_checks(_checked_instances(), expected_failed_checks=expected_failed_checks)
+def test_sklearn_all_checks(estimator, check):
+    check(estimator)
+
+
+def test_every_estimator_is_checked():
+    assert {type(estimator) for estimator in _checked_instances()} == set(ESTIMATORS.values())
+
+
+# ----------------------------------------------------------------------------- data
+def _topic_counts(seed=0, n_rows=40, n_cols=12, n_classes=3, length=30):
+    """Counts from an aspect model with well-separated classes."""
+    rng = np.random.default_rng(seed)
+    col_given_class = rng.dirichlet(np.full(n_cols, 0.2), size=n_classes)
+    mixing = rng.dirichlet(np.full(n_classes, 0.3), size=n_rows)
+    return np.stack([rng.multinomial(length, mixing[i] @ col_given_class) for i in range(n_rows)])
+
+
+COUNTS = _topic_counts()
+# One iteration cap and tolerance throughout: both are static in the compiled EM loop, so equal
+# settings on equal shapes reuse one compilation. The XLA backend avoids numba compilation here;
+# tests/test_aspect.py checks that both backends agree.
+FIT = {"max_iter": 60, "random_state": 7, "backend": "xla"}
+
+
+@pytest.fixture(scope="module")
+def fitted_aspect():
+    return AspectEstimator(n_classes=3, **FIT).fit(COUNTS)
+
+
+# ----------------------------------------------------------------------------- the aspect estimator
+def test_aspect_estimator_equals_tempered_em_with_the_split_key(fitted_aspect):
+    _, key_fit = jax.random.split(jax.random.key(FIT["random_state"]))
+    direct = tempered_em(Aspect(3, backend="xla"), CoOccurrence.from_dense(COUNTS), key=key_fit,
+                         max_iter=FIT["max_iter"])
+    for fitted, expected in zip(fitted_aspect.result_.params, direct.params):
+        np.testing.assert_array_equal(np.asarray(fitted), np.asarray(expected))
+    assert fitted_aspect.n_iter_ == direct.n_iter
+    np.testing.assert_array_equal(fitted_aspect.components_, np.asarray(direct.params.col_given_class).T)
+
+
+def test_sparse_and_dense_input_give_the_same_fit(fitted_aspect):
+    for matrix in (sp.csr_matrix(COUNTS), sp.csc_matrix(COUNTS), sp.coo_array(COUNTS)):
+        fitted = AspectEstimator(n_classes=3, **FIT).fit(matrix)
+        np.testing.assert_array_equal(np.asarray(fitted.result_.params.col_given_class),
+                                      np.asarray(fitted_aspect.result_.params.col_given_class))
+        np.testing.assert_array_equal(fitted.transform(matrix), fitted_aspect.transform(COUNTS))
+
+
+def _row_log_lik(mixing, col_given_class, counts):
+    return np.sum(counts * np.log(np.maximum(mixing @ col_given_class.T, 1e-300)), axis=1)
+
+
+def test_transform_folds_in_rows_by_maximum_likelihood(fitted_aspect):
+    # Fold-in maximises Σ_k n(x, y_k) log Σ_c P(c|x) P(y_k|c) over P(c|x) with P(y|c) fixed, so it
+    # does at least as well as the fitted P(c|x) on the training rows, and stays close to it.
+    posterior = fitted_aspect.transform(COUNTS)
+    col_given_class = np.asarray(fitted_aspect.result_.params.col_given_class, np.float64)
+    fitted = np.asarray(fitted_aspect.result_.params.class_given_row(), np.float64)
+    folded, reference = _row_log_lik(posterior, col_given_class, COUNTS), _row_log_lik(fitted, col_given_class, COUNTS)
+    assert np.all(folded >= reference - 1e-3 * np.abs(reference))
+    np.testing.assert_allclose(posterior, fitted, atol=0.05)
+    np.testing.assert_allclose(posterior.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(fitted_aspect.predict(COUNTS), np.argmax(posterior, axis=1))
+
+
+def test_score_is_minus_log_perplexity_of_the_folded_in_rows(fitted_aspect):
+    test = _topic_counts(seed=5, n_rows=10)
+    model, params = fitted_aspect.result_.model, fitted_aspect.result_.params
+    test_data = CoOccurrence.from_dense(test)
+    mixing = model.fold_in(params, test_data, n_iter=fitted_aspect.fold_in_iter, beta=fitted_aspect.beta_)
+    expected = model.fold_in_heldout_log_lik(params, mixing, test_data) / test_data.total
+    assert fitted_aspect.score(test) == pytest.approx(expected, rel=1e-5)
+    assert fitted_aspect.perplexity(test) == pytest.approx(np.exp(-expected), rel=1e-5)
+
+
+def test_rows_without_counts_get_the_class_prior(fitted_aspect):
+    prior = np.asarray(fitted_aspect.result_.params.class_prior)
+    zeros = np.zeros((2, COUNTS.shape[1]))
+    np.testing.assert_allclose(fitted_aspect.transform(zeros), np.tile(prior, (2, 1)), rtol=1e-6)
+    mixed = np.vstack([COUNTS[:39], zeros[:1]])
+    np.testing.assert_allclose(fitted_aspect.transform(mixed)[39], prior, rtol=1e-6)
+    with pytest.raises(ValueError, match="^X: contains no positive counts"):
+        fitted_aspect.score(zeros)
+
+
+def test_tempered_schedule_holds_out_tokens_and_chooses_beta():
+    settings = dict(n_classes=6, schedule="tempered", valid_fraction=0.2, max_iter=300, random_state=3, backend="xla")
+    estimator = AspectEstimator(**settings).fit(COUNTS)
+    history = estimator.result_.history
+    assert np.isfinite(history["valid_perplexity"]).all()
+    assert 0.0 < estimator.beta_ <= 1.0
+    assert history["beta"].min() < 1.0  # tempered EM lowered β at least once
+    again = AspectEstimator(**settings).fit(COUNTS)
+    np.testing.assert_array_equal(again.result_.history["valid_perplexity"], history["valid_perplexity"])
+
+
+@pytest.mark.parametrize("schedule, expected", [
+    ("em", FixedBeta(1.0)), ("tempered", TemperedEM()), ("annealing", DeterministicAnnealing()),
+    (FixedBeta(0.5), FixedBeta(0.5)),
+])
+def test_make_schedule(schedule, expected):
+    assert make_schedule(schedule) == expected
+
+
+def test_warm_start_continues_from_the_previous_parameters(fitted_aspect):
+    warm = AspectEstimator(n_classes=3, warm_start=True, **FIT).fit(COUNTS)
+    first_log_lik = warm.result_.history["log_lik"]
+    warm.fit(COUNTS)
+    # The second fit starts where the first stopped: its first log-likelihood is that of the
+    # first fit's final parameters, above every value of the first fit (EM is monotone at β = 1).
+    assert warm.result_.history["log_lik"][0] >= first_log_lik.max() - 1e-6 * abs(first_log_lik.max())
+    with pytest.raises(ValueError, match="^warm_start:"):
+        warm.fit(COUNTS[:, :-1])
+
+
+def test_grid_search_pipeline_clone_and_pickle(fitted_aspect):
+    everything = np.arange(COUNTS.shape[0])
+    search = GridSearchCV(AspectEstimator(**FIT), {"n_classes": [3]}, cv=[(everything, everything)])
+    search.fit(COUNTS)
+    assert search.best_score_ == pytest.approx(fitted_aspect.score(COUNTS), rel=1e-6)
+    pipeline = make_pipeline(AspectEstimator(n_classes=3, **FIT)).fit(COUNTS)
+    restored = pickle.loads(pickle.dumps(pipeline))
+    np.testing.assert_array_equal(restored.transform(COUNTS), fitted_aspect.transform(COUNTS))
+    assert clone(pipeline[0]).get_params() == pipeline[0].get_params()
+
+
+def test_pandas_output_names_the_classes():
+    pandas = pytest.importorskip("pandas")
+    estimator = AspectEstimator(n_classes=3, **FIT).set_output(transform="pandas")
+    frame = estimator.fit_transform(COUNTS)
+    assert isinstance(frame, pandas.DataFrame)
+    assert list(frame.columns) == ["aspectestimator0", "aspectestimator1", "aspectestimator2"]
+
+
+def test_counts_must_be_non_negative_and_finite():
+    bad = COUNTS.astype(float)
+    bad[0, 0] = -1.0
+    with pytest.raises(ValueError, match="^X: Negative values in data passed to AspectEstimator"):
+        AspectEstimator(n_classes=2, backend="xla").fit(bad)
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="^X: .*NaN"):
+        AspectEstimator(n_classes=2, backend="xla").fit(bad)
+    with pytest.raises(ValueError, match="^X: contains no positive counts"):
+        AspectEstimator(n_classes=2, backend="xla").fit(np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"n_classes": 0}, "^n_classes: must be >= 1"),
+    ({"schedule": "fast"}, "^schedule: must be one of"),
+    ({"valid_fraction": 1.0}, "^valid_fraction: must be in"),
+    ({"max_iter": 0}, "^max_iter: must be >= 1"),
+    ({"tol": -1.0}, "^tol: must be in"),
+    ({"random_state": -3}, "^random_state: must be >= 0"),
+    ({"update": "sometimes"}, "^update: must be one of"),
+    ({"fold_in_iter": 0}, "^fold_in_iter: must be >= 1"),
+    ({"warm_start": "yes"}, "^warm_start: expected True or False"),
+])
+def test_bad_hyperparameters_are_named(params, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        AspectEstimator(**params).fit(COUNTS)
+
+
+def test_tempered_split_needs_tokens_on_both_sides():
+    with pytest.raises(ValueError, match="^valid_fraction:"):
+        AspectEstimator(n_classes=1, schedule="tempered", valid_fraction=0.01, random_state=0).fit([[1.0, 0.0]])
+
+
+# ----------------------------------------------------------------------------- random_state
+def test_jax_key_from_random_state():
+    np.testing.assert_array_equal(jax.random.key_data(jax_key(5)), jax.random.key_data(jax.random.key(5)))
+    key = jax.random.key(9)
+    assert jax_key(key) is key
+    first = jax.random.key_data(jax_key(np.random.RandomState(0)))
+    np.testing.assert_array_equal(first, jax.random.key_data(jax_key(np.random.RandomState(0))))
+    jax_key(None)
+    jax_key(np.random.default_rng(0))
+    with pytest.raises(TypeError, match="^random_state:"):
+        jax_key("seed")
+    with pytest.raises(TypeError, match="^random_state:"):
+        jax_key(1.5)
+    with pytest.raises(TypeError, match="^random_state:"):
+        jax_key(jax.numpy.zeros(2))
+
+
+# ----------------------------------------------------------------------------- the Gaussian mixture
+def _blobs(seed=0, n_per_class=40):
+    rng = np.random.default_rng(seed)
+    centers = np.array([[-6.0, 0.0], [0.0, 6.0], [6.0, 0.0]])
+    labels = np.repeat(np.arange(3), n_per_class)
+    return centers[labels] + rng.normal(size=(labels.size, 2)) * np.array([1.0, 0.5]), labels
+
+
+GMM_FIT = {"n_classes": 3, "n_restarts": 4, "max_iter": 300, "tol": 1e-8, "random_state": 0}
+
+
+def test_gaussian_mixture_agrees_with_scikit_learn_and_the_core_driver():
+    points, labels = _blobs()
+    ours = GaussianMixtureEstimator(**GMM_FIT).fit(points)
+    _, key_fit = jax.random.split(jax.random.key(0))
+    direct = tempered_em(GaussianMixture(3), points, key=key_fit, n_restarts=4, max_iter=300, tol=1e-8)
+    for fitted, expected in zip(ours.result_.params, direct.params):
+        np.testing.assert_array_equal(np.asarray(fitted), np.asarray(expected))
+    reference = SklearnGaussianMixture(3, covariance_type="diag", n_init=4, tol=1e-8, reg_covar=1e-9,
+                                       random_state=0).fit(points)
+    assert adjusted_rand_score(labels, ours.labels_) == 1.0
+    order = np.argsort(ours.means_[:, 0])
+    reference_order = np.argsort(reference.means_[:, 0])
+    np.testing.assert_allclose(ours.means_[order], reference.means_[reference_order], atol=1e-3)
+    np.testing.assert_allclose(ours.scales_[order] ** 2, reference.covariances_[reference_order], rtol=1e-3)
+    np.testing.assert_allclose(ours.weights_[order], reference.weights_[reference_order], atol=1e-4)
+    assert ours.score(points) == pytest.approx(reference.score(points), rel=1e-4)
+    np.testing.assert_allclose(ours.transform(points)[:, order], reference.predict_proba(points)[:, reference_order],
+                               atol=1e-4)
+    with pytest.raises(ValueError, match="^X: 2 sample"):
+        GaussianMixtureEstimator(n_classes=3).fit(points[:2])
+
+
+def test_gaussian_mixture_tempered_holds_out_rows():
+    points, labels = _blobs(2)
+    estimator = GaussianMixtureEstimator(n_classes=3, schedule="tempered", valid_fraction=0.25, max_iter=200,
+                                         random_state=0).fit(points)
+    assert np.isfinite(estimator.result_.history["valid_perplexity"]).all()
+    assert adjusted_rand_score(labels, estimator.predict(points)) > 0.9

@@ -1,0 +1,350 @@
+"""Save and load fitted models: EM results as ``.npz`` + JSON metadata, Gibbs chains as ArviZ netCDF.
+
+An :class:`inference.em.EMResult` is written to one ``.npz`` file (no pickle): the parameter
+arrays under ``params/<field>``, the history under ``history/<name>``, the restart scores, and a
+JSON document under ``metadata`` with the model's settings, the parameters' type, β, the
+iteration counts, how the fit stopped, the data shape and, optionally, the schedule and any
+settings of the run (e.g. the command line). :func:`load_result` gives back an equal
+``EMResult`` whose methods work, so a notebook can resume::
+
+    save_result("fit.npz", result, schedule=schedule)
+    result = load_result("fit.npz")
+    more = tempered_em(result.model, data, key=key, init=result.params, schedule=FixedBeta(result.beta))
+
+Models and schedules are stored as their class (``module:QualName``) and dataclass fields and
+restored the way ``pickle`` restores objects (fields set without calling the constructor), so
+derived fields (e.g. the tree of a cluster-abstraction model) round-trip exactly. Only classes
+from the ``zoo`` and ``inference`` packages are imported when loading, unless more module
+prefixes are trusted explicitly: a result file cannot make the loader import arbitrary code.
+
+Gibbs chains are ArviZ ``InferenceData``; :func:`save_chains` writes them with
+``InferenceData.to_netcdf`` and stores the model's settings as a JSON attribute of the posterior
+group; :func:`load_chains` reads them back with ``arviz.from_netcdf``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from inference.em import EMResult
+
+__all__ = [
+    "save_result",
+    "load_result",
+    "read_metadata",
+    "save_chains",
+    "load_chains",
+    "chains_settings",
+    "encode_settings",
+    "decode_settings",
+]
+
+FORMAT = "latentzoo-em-result"
+FORMAT_VERSION = 1
+CHAINS_ATTRIBUTE = "latentzoo_settings"
+_TRUSTED = ("zoo", "inference")
+
+
+# ----------------------------------------------------------------------------- settings as JSON
+def _qualified_name(kind: Any) -> str:
+    return f"{kind.__module__}:{kind.__qualname__}"
+
+
+def encode_settings(value: Any, name: str = "model") -> Any:
+    """A JSON-ready description of ``value``: numbers, strings, tuples, lists, dicts of str keys,
+    dataclass instances (class + fields) and module-level functions (by name).
+
+    Raises
+    ------
+    TypeError
+        Naming ``name`` (and the field path) for anything else.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not np.isfinite(value):
+            return {"float": repr(value)}
+        return value
+    if isinstance(value, np.generic) and np.ndim(value) == 0 and not isinstance(value, np.str_):
+        return encode_settings(value.item(), name)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return {"tuple": [encode_settings(item, f"{name}[{index}]") for index, item in enumerate(value)]}
+    if isinstance(value, list):
+        return [encode_settings(item, f"{name}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError(f"{name}: dictionary keys must be strings to be saved")
+        return {"dict": {key: encode_settings(item, f"{name}.{key}") for key, item in value.items()}}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            "dataclass": _qualified_name(type(value)),
+            "fields": {
+                field.name: encode_settings(getattr(value, field.name), f"{name}.{field.name}")
+                for field in dataclasses.fields(value)
+            },
+        }
+    qualname = getattr(value, "__qualname__", "")
+    if callable(value) and getattr(value, "__module__", None) and "<" not in qualname:
+        return {"function": _qualified_name(value)}
+    raise TypeError(f"{name}: cannot save a {type(value).__name__} ({value!r:.80}) in a result file")
+
+
+def _import(qualified: str, trusted: tuple[str, ...], name: str) -> Any:
+    if not isinstance(qualified, str) or qualified.count(":") != 1:
+        raise ValueError(f"{name}: malformed class reference {qualified!r}")
+    module_name, qualname = qualified.split(":")
+    if not any(module_name == prefix or module_name.startswith(prefix + ".") for prefix in trusted):
+        raise ValueError(
+            f"{name}: refusing to import {module_name!r}; pass trusted_modules=({module_name.split('.')[0]!r},) "
+            "if you trust the file"
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"{name}: cannot find {qualified!r} ({error})") from None
+    return target
+
+
+def decode_settings(value: Any, name: str = "model", *, trusted_modules: Sequence[str] = ()) -> Any:
+    """Inverse of :func:`encode_settings` (dataclasses restored field by field, like pickle)."""
+    trusted = _TRUSTED + tuple(trusted_modules)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [decode_settings(item, name, trusted_modules=trusted_modules) for item in value]
+    if not isinstance(value, dict) or len(value) not in (1, 2):
+        raise ValueError(f"{name}: malformed settings entry {value!r:.80}")
+    if "float" in value:
+        return float(value["float"])
+    if "tuple" in value:
+        return tuple(decode_settings(item, name, trusted_modules=trusted_modules) for item in value["tuple"])
+    if "dict" in value:
+        return {key: decode_settings(item, f"{name}.{key}", trusted_modules=trusted_modules)
+                for key, item in value["dict"].items()}
+    if "function" in value:
+        return _import(value["function"], trusted, name)
+    if "dataclass" in value:
+        kind = _import(value["dataclass"], trusted, name)
+        if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+            raise ValueError(f"{name}: {value['dataclass']!r} is not a dataclass")
+        fields = value.get("fields", {})
+        expected = {field.name for field in dataclasses.fields(kind)}
+        if set(fields) != expected:
+            raise ValueError(f"{name}: fields {sorted(fields)} do not match {kind.__name__}'s {sorted(expected)}")
+        instance = kind.__new__(kind)
+        for field_name, field_value in fields.items():
+            object.__setattr__(instance, field_name,
+                               decode_settings(field_value, f"{name}.{field_name}", trusted_modules=trusted_modules))
+        return instance
+    raise ValueError(f"{name}: malformed settings entry {value!r:.80}")
+
+
+# ----------------------------------------------------------------------------- EM results
+def _params_arrays(params: Any) -> tuple[dict[str, np.ndarray], dict]:
+    """Flat parameter containers: a NamedTuple of arrays or a dict of arrays."""
+    if hasattr(params, "_fields"):
+        names, kind = list(params._fields), {"namedtuple": _qualified_name(type(params))}
+        leaves = [getattr(params, field) for field in names]
+    elif isinstance(params, dict) and all(isinstance(key, str) for key in params):
+        names, kind = list(params), {"dict": None}
+        leaves = [params[key] for key in names]
+    else:
+        raise TypeError(f"result: cannot save parameters of type {type(params).__name__} "
+                        "(expected a NamedTuple or a dict of arrays)")
+    arrays = {}
+    for field, leaf in zip(names, leaves):
+        if "/" in field:
+            raise ValueError(f"result: parameter name {field!r} contains '/'")
+        arrays[field] = np.asarray(leaf)
+    return arrays, {**kind, "fields": names}
+
+
+def _npz_path(path: Any) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    path = Path(path)
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+
+
+def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = None,
+                settings: dict[str, Any] | None = None) -> Path:
+    """Write a fitted EM result to one ``.npz`` file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Destination; ``.npz`` is appended when missing.
+    result : EMResult
+    schedule : FixedBeta, TemperedEM or DeterministicAnnealing, optional
+        The schedule of the fit, stored so that a resumed fit can use it.
+    settings : dict, optional
+        Anything else worth keeping with the result (numbers, strings, lists, dicts).
+
+    Returns
+    -------
+    pathlib.Path of the written file.
+    """
+    if not isinstance(result, EMResult):
+        raise TypeError(f"result: expected an inference.em.EMResult, got {type(result).__name__}")
+    if settings is not None and not isinstance(settings, dict):
+        raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
+    path = _npz_path(path)
+    params, params_kind = _params_arrays(result.params)
+    shape = getattr(result, "_shape", None)
+    metadata = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "model": encode_settings(result.model, "model"),
+        "params": params_kind,
+        "beta": float(result.beta),
+        "best_restart": int(result.best_restart),
+        "n_iter": int(result.n_iter),
+        "converged": bool(result.converged),
+        "best_iteration": int(result.best_iteration),
+        "stopped_by": str(result.stopped_by),
+        "history": sorted(result.history),
+        "shape": encode_settings(shape, "result._shape"),
+        "schedule": encode_settings(schedule, "schedule"),
+        "settings": encode_settings(settings, "settings"),
+    }
+    arrays = {f"params/{field}": values for field, values in params.items()}
+    arrays.update({f"history/{name}": np.asarray(values) for name, values in result.history.items()})
+    arrays["restart_scores"] = np.asarray(result.restart_scores)
+    arrays["metadata"] = np.asarray(json.dumps(metadata))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+    return path
+
+
+def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"path: {str(path)!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (ValueError, OSError) as error:
+        raise ValueError(f"path: {str(path)!r} is not a latentzoo result file ({error})") from None
+    if "metadata" not in arrays:
+        raise ValueError(f"path: {str(path)!r} has no metadata entry; not a latentzoo result file")
+    try:
+        metadata = json.loads(str(arrays.pop("metadata")))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"path: metadata is not valid JSON ({error})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise ValueError(f"path: {str(path)!r} is not a latentzoo EM result (format {metadata.get('format')!r})")
+    if metadata.get("version") != FORMAT_VERSION:
+        raise ValueError(f"path: unsupported format version {metadata.get('version')!r}")
+    return metadata, arrays
+
+
+def read_metadata(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> dict[str, Any]:
+    """The metadata of a result file, with ``model``, ``schedule`` and ``settings`` decoded."""
+    metadata, _ = _read(path)
+    for key in ("model", "schedule", "settings"):
+        metadata[key] = decode_settings(metadata.get(key), key, trusted_modules=trusted_modules)
+    return metadata
+
+
+def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> EMResult:
+    """Read a file written by :func:`save_result` back into an equal :class:`EMResult`.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    trusted_modules : sequence of str
+        Module prefixes besides ``zoo`` and ``inference`` whose classes may be imported to
+        rebuild the model and the parameters (e.g. the module of a user-defined model).
+    """
+    import jax.numpy as jnp
+
+    metadata, arrays = _read(path)
+    model = decode_settings(metadata["model"], "model", trusted_modules=trusted_modules)
+    kind = metadata["params"]
+    missing = [field for field in kind["fields"] if f"params/{field}" not in arrays]
+    if missing:
+        raise ValueError(f"path: parameter arrays {missing} are missing")
+    leaves = {field: jnp.asarray(arrays[f"params/{field}"]) for field in kind["fields"]}
+    if "namedtuple" in kind:
+        params_type = _import(kind["namedtuple"], _TRUSTED + tuple(trusted_modules), "params")
+        if tuple(getattr(params_type, "_fields", ())) != tuple(kind["fields"]):
+            raise ValueError(f"params: fields {kind['fields']} do not match {params_type.__name__}")
+        params = params_type(**leaves)
+    else:
+        params = leaves
+    history = {name: arrays[f"history/{name}"] for name in metadata["history"]}
+    shape = decode_settings(metadata.get("shape"), "shape")
+    return EMResult(
+        model=model,
+        params=params,
+        beta=float(metadata["beta"]),
+        history=history,
+        restart_scores=arrays["restart_scores"],
+        best_restart=int(metadata["best_restart"]),
+        n_iter=int(metadata["n_iter"]),
+        converged=bool(metadata["converged"]),
+        best_iteration=int(metadata["best_iteration"]),
+        stopped_by=str(metadata["stopped_by"]),
+        _shape=shape,
+    )
+
+
+# ----------------------------------------------------------------------------- Gibbs chains
+def save_chains(path: str | os.PathLike, idata: Any, *, model: Any = None,
+                settings: dict[str, Any] | None = None) -> Path:
+    """Write Gibbs chains (ArviZ ``InferenceData``) to a netCDF file with the model's settings.
+
+    The settings go, as JSON, into the attribute ``latentzoo_settings`` of the posterior group,
+    next to ArviZ's own attributes; :func:`chains_settings` decodes them.
+    """
+    import arviz as az
+
+    if not isinstance(idata, az.InferenceData):
+        raise TypeError(f"idata: expected an arviz.InferenceData, got {type(idata).__name__}")
+    if "posterior" not in idata.groups():
+        raise ValueError("idata: has no posterior group")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if settings is not None and not isinstance(settings, dict):
+        raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
+    document = json.dumps({"model": encode_settings(model, "model"), "settings": encode_settings(settings, "settings")})
+    stored = idata.copy()
+    stored.posterior.attrs[CHAINS_ATTRIBUTE] = document
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    stored.to_netcdf(str(path))
+    return Path(path)
+
+
+def load_chains(path: str | os.PathLike) -> Any:
+    """Read chains written by :func:`save_chains` (or any ArviZ netCDF file)."""
+    import arviz as az
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if not Path(path).exists():
+        raise FileNotFoundError(f"path: {str(path)!r} does not exist")
+    return az.from_netcdf(str(path))
+
+
+def chains_settings(idata: Any, *, trusted_modules: Sequence[str] = ()) -> dict[str, Any]:
+    """``{"model": ..., "settings": ...}`` stored by :func:`save_chains` (empty values if none)."""
+    attrs = getattr(getattr(idata, "posterior", None), "attrs", None)
+    if attrs is None:
+        raise TypeError(f"idata: expected an arviz.InferenceData with a posterior, got {type(idata).__name__}")
+    if CHAINS_ATTRIBUTE not in attrs:
+        return {"model": None, "settings": None}
+    document = json.loads(attrs[CHAINS_ATTRIBUTE])
+    return {key: decode_settings(document.get(key), key, trusted_modules=trusted_modules)
+            for key in ("model", "settings")}
