@@ -37,7 +37,7 @@ from zoo.data import DyadicArrays
 
 __all__ = [
     "CellStats", "cell_stats", "cell_log_norm", "resolve_backend", "DEFAULT_CHUNK_CELLS",
-    "count_matmul", "RowCellStats", "row_cell_stats",
+    "count_matmul", "RowCellStats", "row_cell_stats", "PathMixtureStats", "path_mixture_stats",
 ]
 
 #: Cells processed at once by the XLA path (bounds temporaries to chunk × K floats).
@@ -386,34 +386,9 @@ def _numba_count_kernels():
             out += parts[t]
         return out
 
-    @njit(cache=True, nogil=True)
-    def _weighted_row_range(lo, hi, indptr, cols, counts, A, B, row_weights, row_stats, col_stats,
-                            row_log_norm, want_rows, want_cols, floor):
-        n_classes = A.shape[1]
-        for i in range(lo, hi):
-            a_row = A[i]
-            weight = row_weights[i]
-            log_norm = 0.0
-            for cell in range(indptr[i], indptr[i + 1]):
-                j = cols[cell]
-                b_row = B[j]
-                z = a_row[0] * b_row[0]
-                for c in range(1, n_classes):
-                    z += a_row[c] * b_row[c]
-                if z < floor:
-                    z = floor
-                count = counts[cell]
-                log_norm += count * np.log(z)
-                ratio = count / z
-                if want_rows:
-                    for c in range(n_classes):
-                        row_stats[i, c] += ratio * b_row[c]
-                if want_cols:
-                    weighted_ratio = weight * ratio
-                    for c in range(n_classes):
-                        col_stats[j, c] += weighted_ratio * a_row[c]
-            row_log_norm[i] = log_norm
-
+    # The row loop is written out inside the parallel kernel: numba cannot reuse its on-disk cache
+    # for a kernel that calls another locally defined jitted function, and would recompile it in
+    # every new process.
     @njit(parallel=True, cache=True, nogil=True)
     def row_cell_stats_kernel(indptr, cols, counts, A, B, row_weights, want_rows, want_cols, bounds, floor):
         n_threads = bounds.shape[0] - 1
@@ -423,10 +398,30 @@ def _numba_count_kernels():
         col_parts = np.zeros((n_threads, n_cols if want_cols else 0, n_classes), A.dtype)
         row_log_norm = np.zeros(n_rows, A.dtype)
         for t in prange(n_threads):
-            _weighted_row_range(
-                bounds[t], bounds[t + 1], indptr, cols, counts, A, B, row_weights,
-                row_stats, col_parts[t], row_log_norm, want_rows, want_cols, floor,
-            )
+            col_stats = col_parts[t]
+            for i in range(bounds[t], bounds[t + 1]):
+                a_row = A[i]
+                weight = row_weights[i]
+                log_norm = 0.0
+                for cell in range(indptr[i], indptr[i + 1]):
+                    j = cols[cell]
+                    b_row = B[j]
+                    z = a_row[0] * b_row[0]
+                    for c in range(1, n_classes):
+                        z += a_row[c] * b_row[c]
+                    if z < floor:
+                        z = floor
+                    count = counts[cell]
+                    log_norm += count * np.log(z)
+                    ratio = count / z
+                    if want_rows:
+                        for c in range(n_classes):
+                            row_stats[i, c] += ratio * b_row[c]
+                    if want_cols:
+                        weighted_ratio = weight * ratio
+                        for c in range(n_classes):
+                            col_stats[j, c] += weighted_ratio * a_row[c]
+                row_log_norm[i] = log_norm
         col_stats = col_parts[0].copy()
         for t in range(1, n_threads):
             col_stats += col_parts[t]
@@ -612,3 +607,211 @@ def row_cell_stats(
     if resolve_backend(backend) == "numba":
         return _numba_row_cell_stats(A, B, data, row_weights, want_rows, want_cols)
     return _xla_row_cell_stats(A, B, data, row_weights, want_rows, want_cols, chunk_cells)
+
+
+
+# ---------------------------------------------------------------------------- path mixtures
+# The cluster-abstraction model (H99 §3) gives every row i and every cluster α its own mixture
+# over the aspects on the path to α: z_ikα = Σ_ℓ W_iαℓ P_k,path[α,ℓ]. One E-step needs, per row,
+# the scores Σ_k n_ik log z_ikα of all clusters, the tempered cluster posterior, and the expected
+# counts of the weights and of the aspects. Tempering raises the likelihood P to the power β
+# (H99 §4), so the posterior and the statistics use z^β_ikα = Σ_ℓ W_iαℓ P^β_k,path[α,ℓ], while the
+# scores (the β = 1 log-likelihood) use z. Everything a row needs lives in the row's own cells, so
+# the numba kernel does it in one pass per row, for all clusters at once.
+
+
+class PathMixtureStats(NamedTuple):
+    """Result of :func:`path_mixture_stats`.
+
+    Attributes
+    ----------
+    scores : (n_rows, K) — Σ_k n_ik log z_ikα (untempered)
+    posterior : (n_rows, K) — softmax_α(log_prior_α + Σ_k n_ik log z^β_ikα)
+    level_stats : (n_rows, K, L) or None — W_iαℓ Σ_k (n_ik / z^β_ikα) P^β_k,path[α,ℓ]
+    node_stats : (n_cols, n_nodes) or None —
+        P^β_kν Σ_{i,α,ℓ: path[α,ℓ]=ν} posterior_iα (n_ik / z^β_ikα) W_iαℓ
+    """
+
+    scores: Any
+    posterior: Any
+    level_stats: Any
+    node_stats: Any
+
+
+def _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats, chunk_cells):
+    n_leaves = weights.shape[1]
+    ones = jnp.ones((weights.shape[0],), weights.dtype)
+
+    def on_path(leaf, nodes):
+        return jnp.where(path_mask[leaf][None, :], nodes[:, paths[leaf]], 0.0)
+
+    def leaf_scores(leaf):
+        A = weights[:, leaf, :]
+        plain = _xla_row_cell_stats(A, on_path(leaf, aspects), data, ones, False, False, chunk_cells).row_log_norm
+        hot = _xla_row_cell_stats(A, on_path(leaf, tempered), data, ones, False, False, chunk_cells).row_log_norm
+        return plain, hot
+
+    scores, tempered_scores = jax.lax.map(leaf_scores, jnp.arange(n_leaves))
+    posterior = jax.nn.softmax(log_prior[None, :] + tempered_scores.T, axis=1)
+    if not want_stats:
+        return PathMixtureStats(scores.T, posterior, None, None)
+
+    def leaf_statistics(node_stats, leaf):
+        stats = _xla_row_cell_stats(weights[:, leaf, :], on_path(leaf, tempered), data, posterior[:, leaf],
+                                    True, True, chunk_cells)
+        # Padding levels have zero aspects, so their column statistics are zero.
+        return node_stats.at[:, paths[leaf]].add(stats.col_stats), stats.row_stats
+
+    node_stats, level_stats = jax.lax.scan(
+        leaf_statistics, jnp.zeros(aspects.shape, aspects.dtype), jnp.arange(n_leaves)
+    )
+    return PathMixtureStats(scores.T, posterior, jnp.transpose(level_stats, (1, 0, 2)), node_stats)
+
+
+@lru_cache(maxsize=None)
+def _numba_path_kernel():
+    from numba import njit, prange
+
+    # Written as one function: see the note on caching in ``_numba_count_kernels``.
+    @njit(parallel=True, cache=True, nogil=True)
+    def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths, lengths, log_prior,
+                            want_stats, bounds, floor):
+        n_threads = bounds.shape[0] - 1
+        n_rows, n_leaves, n_levels = weights.shape
+        n_cols, n_nodes = aspects.shape
+        scores = np.zeros((n_rows, n_leaves), weights.dtype)
+        posterior = np.zeros((n_rows, n_leaves), weights.dtype)
+        level_stats = np.zeros((n_rows if want_stats else 0, n_leaves, n_levels), weights.dtype)
+        node_parts = np.zeros((n_threads, n_cols if want_stats else 0, n_nodes), weights.dtype)
+        for t in prange(n_threads):
+            node_stats = node_parts[t]
+            max_cells = 0
+            for i in range(bounds[t], bounds[t + 1]):
+                max_cells = max(max_cells, indptr[i + 1] - indptr[i])
+            # z^β of every cell of the current row and every cluster, reused by the statistics pass.
+            mixture = np.empty((max_cells, n_leaves))
+            tempered_scores = np.empty(n_leaves)
+            for i in range(bounds[t], bounds[t + 1]):
+                start = indptr[i]
+                tempered_scores[:] = 0.0
+                for cell in range(start, indptr[i + 1]):
+                    k = cols[cell]
+                    count = counts[cell]
+                    for leaf in range(n_leaves):
+                        z = 0.0
+                        z_hot = 0.0
+                        for level in range(lengths[leaf]):
+                            node = paths[leaf, level]
+                            z += weights[i, leaf, level] * aspects[k, node]
+                            z_hot += weights[i, leaf, level] * tempered[k, node]
+                        if z < floor:
+                            z = floor
+                        if z_hot < floor:
+                            z_hot = floor
+                        mixture[cell - start, leaf] = z_hot
+                        scores[i, leaf] += count * np.log(z)
+                        tempered_scores[leaf] += count * np.log(z_hot)
+                peak = -np.inf
+                for leaf in range(n_leaves):
+                    value = log_prior[leaf] + tempered_scores[leaf]
+                    posterior[i, leaf] = value
+                    if value > peak:
+                        peak = value
+                total = 0.0
+                for leaf in range(n_leaves):
+                    posterior[i, leaf] = np.exp(posterior[i, leaf] - peak)
+                    total += posterior[i, leaf]
+                for leaf in range(n_leaves):
+                    posterior[i, leaf] /= total
+                if want_stats:
+                    for cell in range(start, indptr[i + 1]):
+                        k = cols[cell]
+                        count = counts[cell]
+                        for leaf in range(n_leaves):
+                            ratio = count / mixture[cell - start, leaf]
+                            weighted = posterior[i, leaf] * ratio
+                            for level in range(lengths[leaf]):
+                                node = paths[leaf, level]
+                                level_stats[i, leaf, level] += ratio * tempered[k, node]
+                                node_stats[k, node] += weighted * weights[i, leaf, level]
+        node_stats = node_parts[0].copy()
+        for t in range(1, n_threads):
+            node_stats += node_parts[t]
+        if want_stats:
+            level_stats *= weights
+            node_stats *= tempered
+        return scores, posterior, level_stats, node_stats
+
+    return path_mixture_kernel
+
+
+def _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats):
+    n_rows, n_leaves, n_levels = weights.shape
+    dtype = weights.dtype
+    shapes = (
+        jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
+        jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
+        jax.ShapeDtypeStruct((n_rows if want_stats else 0, n_leaves, n_levels), dtype),
+        jax.ShapeDtypeStruct((aspects.shape[0] if want_stats else 0, aspects.shape[1]), dtype),
+    )
+
+    def host(weights, aspects, tempered, paths, lengths, log_prior, indptr, cols, counts):
+        kernel = _numba_path_kernel()
+        weights = np.ascontiguousarray(weights)
+        indptr = np.asarray(indptr)
+        return kernel(
+            indptr, np.asarray(cols), np.asarray(counts, dtype=weights.dtype), weights, np.ascontiguousarray(aspects),
+            np.ascontiguousarray(tempered), np.asarray(paths, np.int64), np.asarray(lengths, np.int64),
+            np.asarray(log_prior, weights.dtype), want_stats, _thread_bounds(indptr), _floor(weights.dtype),
+        )
+
+    lengths = path_mask.sum(axis=1).astype(jnp.int32)
+    scores, posterior, level_stats, node_stats = jax.pure_callback(
+        host, shapes, weights, aspects, tempered, paths, lengths, log_prior, data.indptr, data.cols, data.counts,
+        vmap_method="sequential",
+    )
+    if not want_stats:
+        return PathMixtureStats(scores, posterior, None, None)
+    return PathMixtureStats(scores, posterior, level_stats, node_stats)
+
+
+def path_mixture_stats(
+    weights: Any,
+    aspects: Any,
+    paths: Any,
+    path_mask: Any,
+    log_prior: Any,
+    data: DyadicArrays,
+    *,
+    tempered_aspects: Any = None,
+    want_stats: bool = True,
+    backend: str = "auto",
+    chunk_cells: int = DEFAULT_CHUNK_CELLS,
+) -> PathMixtureStats:
+    """Per-row, per-cluster path mixtures: scores, tempered posteriors and expected counts.
+
+    With z_ikα = Σ_ℓ W_iαℓ P_k,path[α,ℓ] over the valid levels of α (``path_mask``) and z^β the
+    same sum over the tempered aspects P^β: ``scores[i, α] = Σ_k n_ik log z_ikα``,
+    ``posterior = softmax(log_prior + Σ_k n_ik log z^β_ikα)`` and, with ``want_stats``,
+    ``level_stats`` and ``node_stats`` as in :class:`PathMixtureStats` (the E-step of H99
+    eqs. 11–12 for the cluster-abstraction model).
+
+    Parameters
+    ----------
+    weights : (n_rows, K, L) array, non-negative; W
+    aspects : (n_cols, n_nodes) array, non-negative; P
+    paths : (K, L) int array — node of every level of every cluster's path
+    path_mask : (K, L) bool array — valid levels, a prefix of each row
+    log_prior : (K,) array (may hold -inf)
+    data : DyadicArrays
+    tempered_aspects : (n_cols, n_nodes) array, optional
+        P^β; defaults to ``aspects`` (β = 1).
+    want_stats : bool
+        Static; False computes only scores and posterior.
+    backend : {"auto", "xla", "numba"}
+    chunk_cells : int
+    """
+    tempered = aspects if tempered_aspects is None else tempered_aspects
+    if resolve_backend(backend) == "numba":
+        return _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats)
+    return _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats, chunk_cells)
