@@ -1,0 +1,77 @@
+"""Sweeps per second of SCDP-1, -2 and -3 on the DM05 §7.3.1 digits protocol.
+
+Targets (issue 5): SCDP-3 within 4x the time per sweep of SCDP-1 (DM05 §8 report about 10x), and
+SCDP-1 with 10 chains x 10,000 sweeps under 5 minutes on a 2-core CPU. The long run is not
+executed: it is extrapolated from a short timed run (compilation excluded, measured separately),
+and the printout says so.
+
+Usage::
+
+    python benchmarks/bench_scdp.py [--chains 10] [--sweeps 20] [--small]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+from sklearn.datasets import load_digits
+
+from zoo.dirichlet.supervised import SupervisedDP
+
+
+def digits_protocol(seed: int, size_range: tuple[int, int]):
+    """DM05 §7.3.1: train {1,3,5,8,9}, test {0,2,4,6,7}, classes imbalanced, centred and scaled."""
+    digits = load_digits()
+    rng = np.random.default_rng(seed)
+
+    def imbalanced(classes):
+        rows = []
+        for digit in classes:
+            available = np.flatnonzero(digits.target == digit)
+            size = min(int(rng.integers(size_range[0], size_range[1] + 1)), available.size)
+            rows.append(rng.choice(available, size=size, replace=False))
+        rows = np.concatenate(rows)
+        return digits.data[rows], digits.target[rows]
+
+    train_x, train_y = imbalanced([1, 3, 5, 8, 9])
+    test_x, test_y = imbalanced([0, 2, 4, 6, 7])
+    everything = np.concatenate([train_x, test_x])
+    centre, scale = everything.mean(axis=0), everything.std(axis=0)
+    scale[scale == 0] = 1.0
+    return (train_x - centre) / scale, train_y, (test_x - centre) / scale, test_y
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chains", type=int, default=10)
+    parser.add_argument("--sweeps", type=int, default=20, help="timed sweeps per chain")
+    parser.add_argument("--small", action="store_true", help="classes of 8-16 examples (smoke run)")
+    args = parser.parse_args()
+    train_x, train_y, test_x, _ = digits_protocol(2005, (8, 16) if args.small else (30, 300))
+    print(f"digits: {len(train_y)} training and {len(test_x)} test references, {train_x.shape[1]} features; "
+          f"{args.chains} chains, {args.sweeps} timed sweeps each; {jax.devices()[0].platform}")
+    rates = {}
+    for model in (1, 2, 3):
+        scdp = SupervisedDP(model)
+        options = dict(n_chains=args.chains, n_warmup=0, draws_per_call=args.sweeps, progress=False)
+        start = time.perf_counter()
+        scdp.fit(train_x, train_y, test_x, key=jax.random.key(0), n_sweeps=args.sweeps, **options)
+        first = time.perf_counter() - start
+        start = time.perf_counter()
+        scdp.fit(train_x, train_y, test_x, key=jax.random.key(1), n_sweeps=args.sweeps, **options)
+        seconds = time.perf_counter() - start
+        rates[model] = args.chains * args.sweeps / seconds
+        print(f"SCDP-{model}: {rates[model]:8.1f} chain-sweeps/s  (timed {seconds:.2f} s; first call with "
+              f"compilation {first:.1f} s)")
+    print(f"time per sweep, SCDP-2 / SCDP-1: {rates[1] / rates[2]:.2f}x")
+    print(f"time per sweep, SCDP-3 / SCDP-1: {rates[1] / rates[3]:.2f}x   (target <= 4x; DM05 §8: about 10x)")
+    minutes = 10 * 10_000 / rates[1] / 60
+    print(f"SCDP-1, 10 chains x 10,000 sweeps: {minutes:.1f} min extrapolated from the timed run "
+          f"(not run; target < 5 min on 2 CPU cores)")
+
+
+if __name__ == "__main__":
+    main()
