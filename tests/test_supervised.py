@@ -255,7 +255,8 @@ def _simulate(seed: int, n_points: int = 90):
 def test_program_simulates_the_declared_structure():
     features, clusters = _simulate(0)
     assert features.shape == (90, 3)
-    within = np.mean([features[clusters == k].std(axis=0) for k in np.unique(clusters) if (clusters == k).sum() > 3], axis=0)
+    large = [k for k in np.unique(clusters) if (clusters == k).sum() > 3]
+    within = np.mean([features[clusters == k].std(axis=0) for k in large], axis=0)
     assert within[2] > 10 * max(within[0], within[1])
 
 

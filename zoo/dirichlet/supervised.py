@@ -63,7 +63,7 @@ from jax.scipy.special import gammaln
 from inference import diagnostics
 from inference.chains import CapacityError, ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior, escobar_west_multi_group_update
-from inference.partitions import co_clustering, point_partition
+from inference.partitions import point_partition
 from zoo._validation import as_float_array, as_index_array, check_choice, check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.mixture import stick_breaking_weights
@@ -441,7 +441,10 @@ def _type_move_conjugate(config, carry, index, x, uniform, log_gamma_unit, alpha
     opened = wants_new & has_free
     precisions = carry.precisions.at[new].set(jnp.where(opened, fresh, carry.precisions[new]))
     return carry._replace(
-        types=carry.types.at[index].set(new), type_counts=counts.at[new].add(1), precisions=precisions, overflow=overflow
+        types=carry.types.at[index].set(new),
+        type_counts=counts.at[new].add(1),
+        precisions=precisions,
+        overflow=overflow,
     )
 
 
@@ -508,7 +511,10 @@ def _type_move_auxiliary(config, carry, index, x, uniform, auxiliary_precisions,
     picked = auxiliary_precisions[jnp.clip(choice - n_slots, 0, n_auxiliary - 1)]
     precisions = carry.precisions.at[new].set(jnp.where(opened, picked, carry.precisions[new]))
     return carry._replace(
-        types=carry.types.at[index].set(new), type_counts=counts.at[new].add(1), precisions=precisions, overflow=overflow
+        types=carry.types.at[index].set(new),
+        type_counts=counts.at[new].add(1),
+        precisions=precisions,
+        overflow=overflow,
     )
 
 
@@ -768,7 +774,9 @@ def build_kernel(
     return partial(_step, config)
 
 
-def _check_problem(train_features: Any, train_labels: Any, test_features: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_problem(
+    train_features: Any, train_labels: Any, test_features: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     train = as_float_array("train_features", train_features, ndim=2)
     test = as_float_array("test_features", test_features, ndim=2)
     if train.shape[1] != test.shape[1]:
@@ -1160,7 +1168,9 @@ class SupervisedDP:
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
-        n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
+        if n_warmup is None:
+            n_warmup = n_sweeps // 2
+        n_warmup = check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
         thin = check_int("thin", thin, minimum=1)
         n_draws = max((n_sweeps - n_warmup) // thin, 1)
         dtype = jnp.result_type(float)
