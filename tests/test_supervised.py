@@ -252,6 +252,7 @@ def _simulate(seed: int, n_points: int = 90):
     return np.asarray(draws["x"][0]), np.asarray(draws["clusters"][0]).ravel()
 
 
+@pytest.mark.slow
 def test_program_simulates_the_declared_structure():
     features, clusters = _simulate(0)
     assert features.shape == (90, 3)
@@ -260,6 +261,7 @@ def test_program_simulates_the_declared_structure():
     assert within[2] > 10 * max(within[0], within[1])
 
 
+@pytest.mark.slow
 def test_trained_scdp1_beats_untrained_cdp():
     features, clusters = _simulate(1)
     labels = np.unique(clusters)
