@@ -1,0 +1,259 @@
+"""Run many Markov chains at once: ``vmap`` over chains, warm-up, thinning, progress, interruption.
+
+:func:`sample_chains` drives any BlackJAX-style kernel ``step(rng_key, state, data) -> (state,
+info)`` over a batch of chains (chains on the leading axis). Sweeps run inside jitted calls of a
+fixed number of sweeps each, so
+
+* a tqdm progress bar advances after every call;
+* Ctrl-C or an exhausted ``time_budget`` (seconds) stops after the call in flight and returns
+  every draw finished so far, flagged ``completed=False``;
+* the key of sweep s of chain c is ``fold_in(split(rng_key, n_chains)[c], s)``, so the draws do
+  not depend on how the run is cut into calls: the same key gives identical chains.
+
+Dirichlet-process states (:class:`inference.neal.GibbsState`) have a fixed capacity. When a call
+reports that a chain ran out of it, the driver either raises :class:`CapacityError`
+(``on_overflow="raise"``) or doubles the capacity of every chain (at most N), re-jits, and re-runs
+the same call from the states it started with, with the same keys. Because the kernels' draws do
+not depend on the capacity, the re-run reproduces the chain up to the point of overflow and then
+continues it exactly ("grow", the default).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from inference.neal import GibbsInfo, GibbsState, grow_capacity
+from zoo._validation import check_choice, check_int, check_real
+
+__all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
+
+
+class CapacityError(RuntimeError):
+    """A Dirichlet-process chain needed more clusters than its capacity ``max_clusters``."""
+
+
+class ChainResult(NamedTuple):
+    """Draws of many chains.
+
+    Attributes
+    ----------
+    samples : dict of str to np.ndarray
+        Recorded quantities, each shaped (chain, draw, ...); empty when stopped before the first
+        draw.
+    final_state : pytree
+        Batched kernel state (chains first) after the last sweep run.
+    n_warmup : int
+        Warm-up sweeps run per chain before the first draw.
+    thin : int
+        Sweeps per recorded draw.
+    completed : bool
+        False when Ctrl-C or the time budget stopped the run early.
+    seconds : float
+        Wall-clock time of the sampling loop (compilation included).
+    """
+
+    samples: dict[str, np.ndarray]
+    final_state: Any
+    n_warmup: int
+    thin: int
+    completed: bool
+    seconds: float
+
+    @property
+    def n_chains(self) -> int:
+        """Number of chains."""
+        return jax.tree_util.tree_leaves(self.final_state)[0].shape[0]
+
+    @property
+    def n_draws(self) -> int:
+        """Draws recorded per chain (0 when stopped before the first draw)."""
+        return next(iter(self.samples.values())).shape[1] if self.samples else 0
+
+
+def record_gibbs(state: GibbsState, info: GibbsInfo) -> dict[str, jax.Array]:
+    """What a Dirichlet-process draw keeps: assignments, α, number of clusters, log joint."""
+    return {
+        "assignments": state.assignments,
+        "alpha": info.alpha,
+        "n_clusters": info.n_clusters,
+        "log_joint": info.log_joint,
+    }
+
+
+def stack_states(states: list[Any]) -> Any:
+    """Stack single-chain states into one batched state (chains on the leading axis)."""
+    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *states)
+
+
+def _run_calls(step, record, chain_keys, states, data, first_sweep, n_records, thin):
+    """``n_records`` draws of ``thin`` sweeps each, for every chain (vmapped)."""
+
+    def run_chain(chain_key, state):
+        def one_draw(state, draw_index):
+            def one_sweep(state, sweep_offset):
+                sweep = first_sweep + draw_index * thin + sweep_offset
+                return step(jax.random.fold_in(chain_key, sweep), state, data)
+
+            state, infos = jax.lax.scan(one_sweep, state, jnp.arange(thin))
+            last_info = jax.tree_util.tree_map(lambda leaf: leaf[-1], infos)
+            return state, record(state, last_info)
+
+        return jax.lax.scan(one_draw, state, jnp.arange(n_records))
+
+    return jax.vmap(run_chain)(chain_keys, states)
+
+
+_run_calls_jit = jax.jit(_run_calls, static_argnames=("step", "record", "n_records", "thin"))
+
+
+def _overflowed(states: Any) -> bool:
+    flag = getattr(states, "overflow", None)
+    return bool(np.any(np.asarray(flag))) if flag is not None else False
+
+
+def sample_chains(
+    rng_key: jax.Array,
+    step: Callable[[jax.Array, Any, Any], tuple[Any, Any]],
+    init_states: Any,
+    data: Any,
+    *,
+    n_warmup: int = 100,
+    n_draws: int = 200,
+    thin: int = 1,
+    draws_per_call: int = 10,
+    time_budget: float | None = None,
+    progress: bool = True,
+    record: Callable[[Any, Any], dict[str, jax.Array]] = record_gibbs,
+    on_overflow: str = "grow",
+) -> ChainResult:
+    """Run a batch of chains of ``step`` with warm-up and thinning.
+
+    Parameters
+    ----------
+    rng_key : jax.Array
+        PRNG key; chain c uses ``split(rng_key, n_chains)[c]``.
+    step : callable
+        ``step(rng_key, state, data) -> (state, info)`` for one chain (e.g. from
+        :func:`inference.neal.build_kernel`). Keep the same function object across calls to
+        reuse the compiled code.
+    init_states : pytree
+        Batched initial states, chains on the leading axis (see :func:`stack_states`).
+    data : array_like
+        Passed to ``step`` unchanged (shared by all chains).
+    n_warmup : int
+        Sweeps discarded before the first draw; rounded up to whole calls of
+        ``draws_per_call * thin`` sweeps.
+    n_draws : int
+        Draws to record per chain.
+    thin : int
+        Sweeps per recorded draw.
+    draws_per_call : int
+        Draws per jitted call (the granularity of the progress bar, of Ctrl-C and of the time
+        budget).
+    time_budget : float, optional
+        Seconds after which no new call is started; the finished draws are returned.
+    progress : bool
+        Show a tqdm progress bar.
+    record : callable
+        ``record(state, info) -> dict`` of arrays kept per draw (default :func:`record_gibbs`).
+    on_overflow : {"grow", "raise"}
+        What to do when a Dirichlet-process chain runs out of capacity (see the module
+        docstring).
+
+    Returns
+    -------
+    ChainResult
+
+    Raises
+    ------
+    CapacityError
+        With ``on_overflow="raise"``, when a chain needed more than ``max_clusters`` clusters.
+    """
+    n_warmup = check_int("n_warmup", n_warmup, minimum=0)
+    n_draws = check_int("n_draws", n_draws, minimum=1)
+    thin = check_int("thin", thin, minimum=1)
+    draws_per_call = check_int("draws_per_call", draws_per_call, minimum=1)
+    if time_budget is not None:
+        time_budget = check_real("time_budget", time_budget, low=0.0, low_open=True)
+    on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
+    if not callable(step):
+        raise TypeError(f"step: expected a callable, got {type(step).__name__}")
+    leaves = jax.tree_util.tree_leaves(init_states)
+    leading = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+    if len(leading) != 1 or None in leading or 0 in leading:
+        raise ValueError("init_states: expected every array to have the same leading chain axis (see stack_states)")
+    n_chains = leading.pop()
+    if _overflowed(init_states):
+        raise ValueError("init_states: the overflow flag is set; start from states that did not overflow")
+    chain_keys = jax.random.split(rng_key, n_chains)
+    data = jax.tree_util.tree_map(jnp.asarray, data)
+
+    draws_per_call = min(draws_per_call, n_draws)
+    sweeps_per_call = draws_per_call * thin
+    warmup_calls = math.ceil(n_warmup / sweeps_per_call)
+    calls = [(draws_per_call, False)] * warmup_calls
+    full, remainder = divmod(n_draws, draws_per_call)
+    calls += [(draws_per_call, True)] * full + ([(remainder, True)] if remainder else [])
+    total_sweeps = sum(count * thin for count, _ in calls)
+
+    states = init_states
+    chunks: list[dict[str, np.ndarray]] = []
+    completed = True
+    sweep = 0
+    start = time.perf_counter()
+    bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains")
+    try:
+        for n_records, keep in calls:
+            while True:
+                try:
+                    new_states, records = _run_calls_jit(
+                        step, record, chain_keys, states, data, jnp.int32(sweep), n_records, thin
+                    )
+                    jax.block_until_ready(new_states)
+                except KeyboardInterrupt:
+                    completed = False
+                    break
+                if not _overflowed(new_states):
+                    break
+                states = _handle_overflow(states, on_overflow)
+            if not completed:
+                break
+            states = new_states
+            sweep += n_records * thin
+            if keep:
+                chunks.append(jax.tree_util.tree_map(np.asarray, records))
+            bar.update(n_records * thin)
+            if time_budget is not None and time.perf_counter() - start > time_budget and sweep < total_sweeps:
+                completed = False
+                break
+    finally:
+        bar.close()
+    samples = {name: np.concatenate([chunk[name] for chunk in chunks], axis=1) for name in chunks[0]} if chunks else {}
+    return ChainResult(
+        samples=samples,
+        final_state=states,
+        n_warmup=warmup_calls * sweeps_per_call,
+        thin=thin,
+        completed=completed,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _handle_overflow(states: Any, on_overflow: str) -> Any:
+    if not isinstance(states, GibbsState):
+        raise CapacityError("a chain reported overflow but its state cannot be grown")
+    capacity = states.max_clusters
+    n_points = states.assignments.shape[-1]
+    if on_overflow == "raise" or capacity >= n_points:
+        raise CapacityError(
+            f"max_clusters={capacity} is too small: a sweep needed a new cluster while all slots "
+            f"were taken; increase max_clusters or use on_overflow='grow'"
+        )
+    return grow_capacity(states, min(2 * capacity, n_points))

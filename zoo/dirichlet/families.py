@@ -1,0 +1,998 @@
+"""Component families F(x | φ) with base measures G0(φ) for Dirichlet-process mixtures.
+
+A Dirichlet-process mixture (DM05 §3, App. A; Neal 2000) draws each cluster's parameters φ from a
+base measure G0 and each point of the cluster from F(· | φ). The Gibbs kernels of
+:mod:`inference.neal` need, depending on the algorithm (Neal 2000):
+
+* Algorithm 8 (auxiliary components, any G0 that can be sampled): ``sample_base`` and
+  ``log_likelihood``; the cluster parameters are resampled after each sweep from
+  ``sample_posterior`` when the family has one, else by an independence sampler with G0 proposals
+  (DM05 §4.2).
+* Algorithm 2 (conjugate, explicit parameters): also the prior predictive and
+  ``sample_posterior`` (DM05 §4.1, Figure 2).
+* Algorithm 3 (collapsed): sufficient statistics, ``log_predictive`` and ``log_marginal``.
+
+A family is a :class:`ComponentFamily`: a ``NamedTuple`` of pure, jittable functions (closed over
+the prior's hyperparameters), so a user can build one from two functions with
+:func:`custom_family`. Three conjugate families are built in:
+
+* :func:`normal_gamma` — diagonal Gaussian with an independent Normal–Gamma prior per feature
+  (DM05 §5: means and per-feature precisions, "product of inverse-gamma" variances);
+* :func:`dirichlet_multinomial` — rows of counts, Multinomial with a Dirichlet prior;
+* :func:`beta_bernoulli` — binary features, independent Bernoullis with Beta priors.
+
+Fast path. Each built-in family writes its log-likelihood as a dot product,
+``log F(x | φ) = likelihood_cache(φ) · features(x)``, exact (the point-only terms ride along as a
+feature with weight one). The kernels precompute ``features`` once per data set and the cache once
+per cluster, so scoring a point against K clusters is one (K, F) × (F,) product. Families without
+this form use ``features = identity`` and ``likelihood_cache = identity``.
+
+Conventions: ``params`` and ``stats`` are pytrees whose leaves carry the component axis first
+when batched; one point ``x`` has shape (n_features,). All Gamma distributions use *rate*.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln
+
+from zoo._validation import as_float_array, check_int, check_real
+
+__all__ = [
+    "ComponentFamily",
+    "GaussianParams",
+    "GaussianStats",
+    "MultinomialParams",
+    "MultinomialStats",
+    "BernoulliParams",
+    "BernoulliStats",
+    "normal_gamma",
+    "dirichlet_multinomial",
+    "beta_bernoulli",
+    "custom_family",
+    "sample_log_gamma",
+    "add_stats",
+    "subtract_stats",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+# ----------------------------------------------------------------------------------------------
+# Random variates
+# ----------------------------------------------------------------------------------------------
+def sample_log_gamma(
+    rng_key: jax.Array, concentration: Any, shape: tuple[int, ...] = (), *, at_least_one: bool = False
+) -> jax.Array:
+    """Draw log G for G ~ Gamma(concentration, rate 1), vectorised over the whole array.
+
+    Marsaglia & Tsang (2000) squeeze-rejection for concentration >= 1; for concentration a < 1 the
+    boost G(a) = G(a + 1) U^(1/a) is applied in log space, so small concentrations do not underflow.
+    All elements are proposed together and rejected ones are redrawn in further rounds of a
+    ``lax.while_loop`` (about 1.05 rounds per element on average), which is much faster on CPU
+    than ``jax.random.gamma``'s per-element loop. A Python ``concentration == 1`` uses the
+    exponential distribution directly. Element values depend only on the key and their position,
+    so a longer leading axis extends the same draws.
+
+    Parameters
+    ----------
+    rng_key : jax.Array
+        PRNG key.
+    concentration : float or array
+        Shape parameter(s) a > 0, broadcast against ``shape``.
+    shape : tuple of int
+        Output shape; broadcast with the shape of ``concentration``.
+    at_least_one : bool
+        Promise that every concentration is >= 1, which skips the boost (less code to compile).
+
+    Returns
+    -------
+    jax.Array
+        Log-Gamma draws, shape ``broadcast(shape, concentration.shape)``.
+    """
+    dtype = jnp.result_type(float)
+    if isinstance(concentration, (int, float)) and float(concentration) == 1.0:
+        return jnp.log(jax.random.exponential(rng_key, shape, dtype=dtype))
+    concentration = jnp.asarray(concentration, dtype=dtype)
+    out_shape = jnp.broadcast_shapes(tuple(shape), concentration.shape)
+    concentration = jnp.broadcast_to(concentration, out_shape)
+    boosted = concentration < 1.0
+    shape_used = concentration if at_least_one else jnp.where(boosted, concentration + 1.0, concentration)
+    d = shape_used - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    tiny = jnp.finfo(dtype).tiny
+    n_uniforms = 2 if at_least_one else 3
+
+    def not_done(carry):
+        return ~jnp.all(carry[1])
+
+    def another_round(carry):
+        # One uniform array per round: the normal, the acceptance test and (for a < 1) the boost.
+        round_index, accepted, log_value = carry
+        # The trailing axis keeps each element's uniforms next to each other, so a longer leading
+        # axis of the output extends the same draws.
+        uniforms = jax.random.uniform(
+            jax.random.fold_in(rng_key, round_index), out_shape + (n_uniforms,), dtype=dtype, minval=tiny
+        )
+        z = jnp.sqrt(2.0) * jax.lax.erf_inv(2.0 * uniforms[..., 0] - 1.0)  # standard normal
+        v = (1.0 + c * z) ** 3
+        safe_v = jnp.where(v > 0, v, 1.0)
+        # Marsaglia & Tsang (2000), acceptance test in log form.
+        accept = (v > 0) & (jnp.log(uniforms[..., 1]) < 0.5 * z * z + d - d * safe_v + d * jnp.log(safe_v))
+        proposal = jnp.log(d) + jnp.log(safe_v)
+        if not at_least_one:
+            proposal = jnp.where(boosted, proposal + jnp.log(uniforms[..., 2]) / concentration, proposal)
+        take = accept & ~accepted
+        return round_index + 1, accepted | accept, jnp.where(take, proposal, log_value)
+
+    start = (jnp.zeros((), jnp.int32), jnp.zeros(out_shape, bool), jnp.zeros(out_shape, dtype))
+    return jax.lax.while_loop(not_done, another_round, start)[2]
+
+
+def _log_dirichlet(rng_key: jax.Array, concentration: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """log θ for θ ~ Dirichlet(concentration) over the last axis, from normalised log-Gamma draws."""
+    log_gamma = sample_log_gamma(rng_key, concentration, shape)
+    return log_gamma - jax.nn.logsumexp(log_gamma, axis=-1, keepdims=True)
+
+
+def add_stats(left: Any, right: Any) -> Any:
+    """Sum two sufficient-statistics pytrees leaf by leaf (statistics are additive)."""
+    return jax.tree_util.tree_map(jnp.add, left, right)
+
+
+def subtract_stats(left: Any, right: Any) -> Any:
+    """Difference of two sufficient-statistics pytrees leaf by leaf."""
+    return jax.tree_util.tree_map(jnp.subtract, left, right)
+
+
+def _as_float(value: Any, like: jax.Array) -> jax.Array:
+    return jnp.asarray(value, dtype=jnp.result_type(like))
+
+
+def _default_dtype():
+    return jnp.result_type(float)
+
+
+# ----------------------------------------------------------------------------------------------
+# The family record
+# ----------------------------------------------------------------------------------------------
+class ComponentFamily(NamedTuple):
+    """A component distribution F(x | φ) and its base measure G0(φ), as pure functions.
+
+    Required fields are ``log_likelihood`` and ``sample_base``; the others enable more algorithms
+    or faster paths (see the module docstring). Build one with :func:`normal_gamma`,
+    :func:`dirichlet_multinomial`, :func:`beta_bernoulli` or :func:`custom_family`.
+
+    Attributes
+    ----------
+    name : str
+        Short name used in messages.
+    n_features : int or None
+        Length of one data point, if fixed by the family.
+    log_likelihood : callable
+        ``(params, x) -> scalar``, log F(x | φ) for one component and one point (n_features,).
+    sample_base : callable
+        ``(rng_key, shape) -> params``, independent draws from G0 with leading axes ``shape``.
+    log_base_density : callable or None
+        ``params -> scalar``, log G0(φ) for one component (used in the log joint).
+    point_stats : callable or None
+        ``x -> stats``, additive sufficient statistics of one point.
+    log_marginal : callable or None
+        ``stats -> scalar``, log ∫ Π_i F(x_i | φ) dG0(φ) for the points summarised by ``stats``.
+    log_predictive : callable or None
+        ``(stats, x) -> scalar``, log p(x | points summarised by stats); with empty statistics it
+        is the prior predictive ∫ F(x | φ) dG0(φ).
+    sample_posterior : callable or None
+        ``(rng_key, stats) -> params``: for statistics with a leading axis (one row per cluster),
+        one draw per row from the posterior G0(φ) Π_i F(x_i | φ), normalised. Row r's draw
+        depends only on the key, r and row r, so it does not change with the number of rows
+        (the built-in families draw in bulk, whose values are indexed by position).
+    features : callable or None
+        ``x -> t``, point features of the dot-product form (None: identity).
+    likelihood_cache : callable or None
+        ``params -> w`` with ``log F(x | φ) = w · features(x)`` (None: identity).
+    predictive_cache : callable or None
+        ``stats -> c``, per-cluster terms of the predictive, so that Algorithm 3 scores a point
+        against K clusters without recomputing Gamma functions (None: the statistics).
+    log_predictive_from_cache : callable or None
+        ``(c, x) -> scalar`` equal to ``log_predictive(stats, x)`` (None: ``log_predictive``).
+    check_data : callable or None
+        ``(name, data) -> np.ndarray``, validates a data matrix, raising ``ValueError`` naming it.
+    program_params : callable or None
+        ``n_components -> params``; NumPyro sample sites of G0 for the mixture program.
+    program_observe : callable or None
+        ``(params, assignment, data, n_points) -> None``; NumPyro observation sites.
+    """
+
+    name: str
+    n_features: int | None
+    log_likelihood: Callable[[Any, jax.Array], jax.Array]
+    sample_base: Callable[[jax.Array, tuple[int, ...]], Any]
+    log_base_density: Callable[[Any], jax.Array] | None = None
+    point_stats: Callable[[jax.Array], Any] | None = None
+    log_marginal: Callable[[Any], jax.Array] | None = None
+    log_predictive: Callable[[Any, jax.Array], jax.Array] | None = None
+    sample_posterior: Callable[[jax.Array, Any], Any] | None = None
+    features: Callable[[jax.Array], jax.Array] | None = None
+    likelihood_cache: Callable[[Any], Any] | None = None
+    predictive_cache: Callable[[Any], Any] | None = None
+    log_predictive_from_cache: Callable[[Any, jax.Array], jax.Array] | None = None
+    check_data: Callable[[str, Any], np.ndarray] | None = None
+    program_params: Callable[[int], Any] | None = None
+    program_observe: Callable[..., None] | None = None
+
+    @property
+    def has_marginal(self) -> bool:
+        """Whether collapsed quantities (Algorithm 3, the collapsed log joint) are available."""
+        return (
+            self.point_stats is not None
+            and self.log_marginal is not None
+            and self.log_predictive is not None
+        )
+
+    @property
+    def has_posterior(self) -> bool:
+        """Whether cluster parameters can be drawn from their conditional posterior exactly."""
+        return self.point_stats is not None and self.sample_posterior is not None
+
+    @property
+    def is_conjugate(self) -> bool:
+        """Whether Algorithm 2 applies (prior predictive and posterior sampling both available)."""
+        return self.has_marginal and self.has_posterior
+
+    def prepare_point(self, x: jax.Array) -> jax.Array:
+        """Features of one point for :meth:`cached_log_likelihood` (identity by default)."""
+        return x if self.features is None else self.features(x)
+
+    def component_cache(self, params: Any) -> Any:
+        """Per-component terms for :meth:`cached_log_likelihood` (the parameters by default)."""
+        return params if self.likelihood_cache is None else self.likelihood_cache(params)
+
+    def cached_log_likelihood(self, cache: Any, prepared: jax.Array) -> jax.Array:
+        """log F(x | φ) from ``component_cache(φ)`` and ``prepare_point(x)``; exact."""
+        if self.likelihood_cache is None:
+            return self.log_likelihood(cache, prepared)
+        return jnp.dot(cache, prepared)
+
+    def predictive_terms(self, stats: Any) -> Any:
+        """Per-cluster terms for :meth:`cached_log_predictive` (the statistics by default)."""
+        return stats if self.predictive_cache is None else self.predictive_cache(stats)
+
+    def cached_log_predictive(self, terms: Any, x: jax.Array) -> jax.Array:
+        """log p(x | cluster) from ``predictive_terms(stats)`` and the raw point; exact."""
+        if self.predictive_cache is None:
+            return self.log_predictive(terms, x)
+        return self.log_predictive_from_cache(terms, x)
+
+    def empty_stats(self, x: jax.Array) -> Any:
+        """Statistics of no points, shaped like ``point_stats(x)``."""
+        return jax.tree_util.tree_map(jnp.zeros_like, self.point_stats(x))
+
+
+def _check_finite_matrix(name: str, data: Any, n_features: int | None) -> np.ndarray:
+    array = as_float_array(name, data, ndim=2)
+    if n_features is not None and array.shape[1] != n_features:
+        raise ValueError(f"{name}: expected {n_features} features (columns), got {array.shape[1]}")
+    return array
+
+
+# ----------------------------------------------------------------------------------------------
+# Diagonal Gaussian with a Normal–Gamma prior (DM05 §5)
+# ----------------------------------------------------------------------------------------------
+class GaussianParams(NamedTuple):
+    """Parameters of a diagonal Gaussian component: ``mean`` and ``precision`` (n_features,)."""
+
+    mean: jax.Array
+    precision: jax.Array
+
+
+class GaussianStats(NamedTuple):
+    """Sufficient statistics: point ``count`` (scalar), ``total`` and ``total_sq`` (n_features,)."""
+
+    count: jax.Array
+    total: jax.Array
+    total_sq: jax.Array
+
+
+class _NormalGammaPrior(NamedTuple):
+    mean: np.ndarray
+    kappa: np.ndarray
+    shape: np.ndarray
+    rate: np.ndarray
+    n_features: int
+
+
+def _ng_posterior(prior: _NormalGammaPrior, stats: GaussianStats):
+    """Posterior Normal–Gamma hyperparameters per feature (conjugate update)."""
+    like = stats.total
+    mean0, kappa0 = _as_float(prior.mean, like), _as_float(prior.kappa, like)
+    shape0, rate0 = _as_float(prior.shape, like), _as_float(prior.rate, like)
+    count = jnp.expand_dims(stats.count, -1)  # statistics may carry leading cluster axes
+    kappa_n = kappa0 + count
+    mean_n = (kappa0 * mean0 + stats.total) / kappa_n
+    safe_count = jnp.maximum(count, 1.0)
+    sample_mean = stats.total / safe_count
+    within = jnp.maximum(stats.total_sq - stats.total * sample_mean, 0.0)
+    between = kappa0 * count * (sample_mean - mean0) ** 2 / kappa_n
+    rate_n = rate0 + 0.5 * (within + between)
+    shape_n = shape0 + 0.5 * count
+    return mean_n, kappa_n, shape_n, rate_n
+
+
+def _ng_point_stats(x: jax.Array) -> GaussianStats:
+    return GaussianStats(jnp.ones((), x.dtype), x, x * x)
+
+
+def _ng_log_marginal(prior: _NormalGammaPrior, stats: GaussianStats) -> jax.Array:
+    like = stats.total
+    kappa0, shape0, rate0 = (_as_float(v, like) for v in (prior.kappa, prior.shape, prior.rate))
+    _, kappa_n, shape_n, rate_n = _ng_posterior(prior, stats)
+    per_feature = (
+        gammaln(shape_n) - gammaln(shape0) + shape0 * jnp.log(rate0) - shape_n * jnp.log(rate_n)
+        + 0.5 * (jnp.log(kappa0) - jnp.log(kappa_n))
+    )
+    per_feature = jnp.broadcast_to(per_feature, stats.total.shape)
+    return jnp.sum(per_feature) - 0.5 * stats.count * stats.total.shape[-1] * _LOG_2PI
+
+
+def _ng_log_predictive(prior: _NormalGammaPrior, stats: GaussianStats, x: jax.Array) -> jax.Array:
+    mean_n, kappa_n, shape_n, rate_n = _ng_posterior(prior, stats)
+    # Student-t predictive with 2 a_n degrees of freedom (posterior predictive of a Normal–Gamma).
+    scale_factor = kappa_n / (kappa_n + 1.0)
+    per_feature = (
+        gammaln(shape_n + 0.5) - gammaln(shape_n)
+        - 0.5 * (_LOG_2PI + jnp.log(rate_n) - jnp.log(scale_factor))
+        - (shape_n + 0.5) * jnp.log1p(scale_factor * (x - mean_n) ** 2 / (2.0 * rate_n))
+    )
+    return jnp.sum(per_feature)
+
+
+def _ng_predictive_cache(prior: _NormalGammaPrior, stats: GaussianStats) -> jax.Array:
+    mean_n, kappa_n, shape_n, rate_n = _ng_posterior(prior, stats)
+    scale_factor = kappa_n / (kappa_n + 1.0)
+    power = jnp.broadcast_to(shape_n + 0.5, mean_n.shape)
+    coefficient = jnp.broadcast_to(scale_factor / (2.0 * rate_n), mean_n.shape)
+    constant = jnp.sum(
+        jnp.broadcast_to(
+            gammaln(shape_n + 0.5) - gammaln(shape_n) - 0.5 * (_LOG_2PI + jnp.log(rate_n) - jnp.log(scale_factor)),
+            mean_n.shape,
+        )
+    )
+    return jnp.concatenate([mean_n, coefficient, power, constant[None]])
+
+
+def _ng_log_predictive_from_cache(cache: jax.Array, x: jax.Array) -> jax.Array:
+    n_features = x.shape[-1]
+    mean_n = cache[:n_features]
+    coefficient = cache[n_features : 2 * n_features]
+    power = cache[2 * n_features : 3 * n_features]
+    return cache[3 * n_features] - jnp.sum(power * jnp.log1p(coefficient * (x - mean_n) ** 2))
+
+
+def _ng_draw(
+    prior_values, rng_key: jax.Array, full_shape: tuple[int, ...], at_least_one: bool
+) -> GaussianParams:
+    mean_n, kappa_n, shape_n, rate_n = prior_values
+    key_precision, key_mean = jax.random.split(rng_key)
+    log_precision = sample_log_gamma(key_precision, shape_n, full_shape, at_least_one=at_least_one) - jnp.log(rate_n)
+    noise = jax.random.normal(key_mean, full_shape, dtype=log_precision.dtype)
+    mean = mean_n + noise * jnp.exp(-0.5 * (jnp.log(kappa_n) + log_precision))
+    return GaussianParams(mean=mean, precision=jnp.exp(log_precision))
+
+
+def _ng_sample_base(prior: _NormalGammaPrior, rng_key: jax.Array, shape: tuple[int, ...]) -> GaussianParams:
+    like = jnp.zeros((), _default_dtype())
+    shape0 = prior.shape
+    concentration = float(shape0) if np.ndim(shape0) == 0 else _as_float(shape0, like)
+    values = (_as_float(prior.mean, like), _as_float(prior.kappa, like), concentration, _as_float(prior.rate, like))
+    return _ng_draw(values, rng_key, tuple(shape) + (prior.n_features,), bool(np.all(prior.shape >= 1.0)))
+
+
+def _ng_sample_posterior(prior: _NormalGammaPrior, rng_key: jax.Array, stats: GaussianStats) -> GaussianParams:
+    values = _ng_posterior(prior, stats)
+    full_shape = jnp.broadcast_shapes(*(jnp.shape(value) for value in values))
+    return _ng_draw(values, rng_key, full_shape, bool(np.all(prior.shape >= 1.0)))
+
+
+def _ng_log_likelihood(params: GaussianParams, x: jax.Array) -> jax.Array:
+    precision = params.precision
+    return 0.5 * jnp.sum(jnp.log(precision) - _LOG_2PI - precision * (x - params.mean) ** 2)
+
+
+def _ng_log_base_density(prior: _NormalGammaPrior, params: GaussianParams) -> jax.Array:
+    like = params.mean
+    mean0, kappa0 = _as_float(prior.mean, like), _as_float(prior.kappa, like)
+    shape0, rate0 = _as_float(prior.shape, like), _as_float(prior.rate, like)
+    precision = params.precision
+    log_gamma = shape0 * jnp.log(rate0) - gammaln(shape0) + (shape0 - 1.0) * jnp.log(precision) - rate0 * precision
+    log_normal = 0.5 * (jnp.log(kappa0 * precision) - _LOG_2PI - kappa0 * precision * (params.mean - mean0) ** 2)
+    return jnp.sum(log_gamma + log_normal)
+
+
+def _ng_features(x: jax.Array) -> jax.Array:
+    return jnp.concatenate([x, x * x, jnp.ones((1,), x.dtype)])
+
+
+def _ng_cache(params: GaussianParams) -> jax.Array:
+    precision, mean = params.precision, params.mean
+    # log N(x | μ, 1/λ) = λμ·x - λ/2·x² + Σ(½ log λ - ½ λ μ²) - D/2 log 2π
+    offset = 0.5 * jnp.sum(jnp.log(precision) - precision * mean * mean - _LOG_2PI, axis=-1, keepdims=True)
+    return jnp.concatenate([precision * mean, -0.5 * precision, offset], axis=-1)
+
+
+def _ng_program_params(prior: _NormalGammaPrior, n_components: int) -> GaussianParams:
+    import numpyro
+    import numpyro.distributions as dist
+
+    with numpyro.plate("components", n_components, dim=-2), numpyro.plate("features", prior.n_features, dim=-1):
+        precision = numpyro.sample("precision", dist.Gamma(jnp.asarray(prior.shape), jnp.asarray(prior.rate)))
+        mean = numpyro.sample(
+            "mean", dist.Normal(jnp.asarray(prior.mean), 1.0 / jnp.sqrt(jnp.asarray(prior.kappa) * precision))
+        )
+    return GaussianParams(mean=mean, precision=precision)
+
+
+def _ng_program_observe(prior: _NormalGammaPrior, params: GaussianParams, assignment, data, n_points: int) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.ops.indexing import Vindex
+
+    feature_index = jnp.arange(prior.n_features)
+    mean = Vindex(params.mean)[assignment, feature_index]
+    precision = Vindex(params.precision)[assignment, feature_index]
+    with numpyro.plate("features", prior.n_features, dim=-1):
+        numpyro.sample("x", dist.Normal(mean, 1.0 / jnp.sqrt(precision)), obs=data)
+
+
+def _per_feature(name: str, value: Any, n_features: int, *, positive: bool) -> np.ndarray:
+    if np.ndim(value) == 0:
+        number = check_real(name, value, low=0.0 if positive else None, low_open=positive)
+        return np.asarray(number, dtype=np.float64)
+    array = as_float_array(name, value, ndim=1)
+    if array.shape[0] != n_features:
+        raise ValueError(f"{name}: expected a scalar or {n_features} values, got shape {array.shape}")
+    if positive and (array <= 0).any():
+        raise ValueError(f"{name}: must be > 0, got minimum {array.min()}")
+    return array
+
+
+def normal_gamma(
+    n_features: int, *, mean: Any = 0.0, kappa: Any = 1.0, shape: Any = 1.0, rate: Any = 1.0
+) -> ComponentFamily:
+    """Diagonal Gaussian components with an independent Normal–Gamma prior per feature.
+
+    For each feature d: λ_d ~ Gamma(shape, rate), μ_d | λ_d ~ Normal(mean_d, 1 / (kappa λ_d)),
+    x_d | μ, λ ~ Normal(μ_d, 1 / λ_d). This is DM05 §5's Gaussian with a diagonal precision
+    ("reference type") and a mean ("publication"), with the standard conjugate coupling of the
+    mean's prior to the precision. DM05's defaults for centred, sphered data are mean 0 and
+    Gamma(1, 1) precisions.
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension D of each point.
+    mean : float or array (D,)
+        Prior mean of μ.
+    kappa : float or array (D,)
+        Prior pseudo-count of μ (> 0): μ's prior precision is kappa λ.
+    shape, rate : float or array (D,)
+        Gamma(shape, rate) prior on each precision λ_d (> 0).
+
+    Returns
+    -------
+    ComponentFamily
+        Conjugate family with :class:`GaussianParams` parameters and :class:`GaussianStats`.
+
+    Examples
+    --------
+    >>> family = normal_gamma(2)
+    >>> family.is_conjugate
+    True
+    """
+    n_features = check_int("n_features", n_features, minimum=1)
+    prior = _NormalGammaPrior(
+        mean=_per_feature("mean", mean, n_features, positive=False),
+        kappa=_per_feature("kappa", kappa, n_features, positive=True),
+        shape=_per_feature("shape", shape, n_features, positive=True),
+        rate=_per_feature("rate", rate, n_features, positive=True),
+        n_features=n_features,
+    )
+    return ComponentFamily(
+        name="normal_gamma",
+        n_features=n_features,
+        log_likelihood=_ng_log_likelihood,
+        sample_base=partial(_ng_sample_base, prior),
+        log_base_density=partial(_ng_log_base_density, prior),
+        point_stats=_ng_point_stats,
+        log_marginal=partial(_ng_log_marginal, prior),
+        log_predictive=partial(_ng_log_predictive, prior),
+        sample_posterior=partial(_ng_sample_posterior, prior),
+        features=_ng_features,
+        likelihood_cache=_ng_cache,
+        predictive_cache=partial(_ng_predictive_cache, prior),
+        log_predictive_from_cache=_ng_log_predictive_from_cache,
+        check_data=partial(_check_finite_matrix, n_features=n_features),
+        program_params=partial(_ng_program_params, prior),
+        program_observe=partial(_ng_program_observe, prior),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Multinomial rows of counts with a Dirichlet prior
+# ----------------------------------------------------------------------------------------------
+class MultinomialParams(NamedTuple):
+    """Parameters of a Multinomial component: ``log_probs`` (n_features,), normalised."""
+
+    log_probs: jax.Array
+
+
+class MultinomialStats(NamedTuple):
+    """Sufficient statistics: summed ``counts`` (n_features,) and summed ``log_coefficient``."""
+
+    counts: jax.Array
+    log_coefficient: jax.Array
+
+
+class _DirichletPrior(NamedTuple):
+    concentration: np.ndarray
+    n_features: int
+    total_count: int
+
+
+def _log_multinomial_coefficient(x: jax.Array) -> jax.Array:
+    return gammaln(jnp.sum(x, axis=-1) + 1.0) - jnp.sum(gammaln(x + 1.0), axis=-1)
+
+
+def _dm_point_stats(x: jax.Array) -> MultinomialStats:
+    return MultinomialStats(x, _log_multinomial_coefficient(x))
+
+
+def _dm_concentration(prior: _DirichletPrior, like: jax.Array) -> jax.Array:
+    return jnp.broadcast_to(_as_float(prior.concentration, like), (prior.n_features,))
+
+
+def _dm_log_marginal(prior: _DirichletPrior, stats: MultinomialStats) -> jax.Array:
+    beta = _dm_concentration(prior, stats.counts)
+    total = jnp.sum(beta)
+    # Dirichlet–multinomial evidence of all points of one cluster.
+    return (
+        stats.log_coefficient + gammaln(total) - gammaln(total + jnp.sum(stats.counts))
+        + jnp.sum(gammaln(beta + stats.counts) - gammaln(beta))
+    )
+
+
+def _dm_log_predictive(prior: _DirichletPrior, stats: MultinomialStats, x: jax.Array) -> jax.Array:
+    posterior = _dm_concentration(prior, stats.counts) + stats.counts
+    total = jnp.sum(posterior)
+    return (
+        _log_multinomial_coefficient(x) + gammaln(total) - gammaln(total + jnp.sum(x))
+        + jnp.sum(gammaln(posterior + x) - gammaln(posterior))
+    )
+
+
+def _dm_predictive_cache(prior: _DirichletPrior, stats: MultinomialStats) -> jax.Array:
+    posterior = _dm_concentration(prior, stats.counts) + stats.counts
+    total = jnp.sum(posterior)
+    return jnp.concatenate([posterior, jnp.stack([total, gammaln(total) - jnp.sum(gammaln(posterior))])])
+
+
+def _dm_log_predictive_from_cache(cache: jax.Array, x: jax.Array) -> jax.Array:
+    n_features = x.shape[-1]
+    posterior, total, constant = cache[:n_features], cache[n_features], cache[n_features + 1]
+    return (
+        _log_multinomial_coefficient(x) + constant - gammaln(total + jnp.sum(x))
+        + jnp.sum(gammaln(posterior + x))
+    )
+
+
+def _dm_sample_base(prior: _DirichletPrior, rng_key: jax.Array, shape: tuple[int, ...]) -> MultinomialParams:
+    beta = _dm_concentration(prior, jnp.zeros((), _default_dtype()))
+    return MultinomialParams(_log_dirichlet(rng_key, beta, tuple(shape) + (prior.n_features,)))
+
+
+def _dm_sample_posterior(prior: _DirichletPrior, rng_key: jax.Array, stats: MultinomialStats) -> MultinomialParams:
+    posterior = _dm_concentration(prior, stats.counts) + stats.counts
+    return MultinomialParams(_log_dirichlet(rng_key, posterior, posterior.shape))
+
+
+def _dm_log_likelihood(params: MultinomialParams, x: jax.Array) -> jax.Array:
+    return _log_multinomial_coefficient(x) + jnp.sum(x * params.log_probs)
+
+
+def _dm_log_base_density(prior: _DirichletPrior, params: MultinomialParams) -> jax.Array:
+    beta = _dm_concentration(prior, params.log_probs)
+    return gammaln(jnp.sum(beta)) - jnp.sum(gammaln(beta)) + jnp.sum((beta - 1.0) * params.log_probs)
+
+
+def _dm_features(x: jax.Array) -> jax.Array:
+    return jnp.concatenate([x, _log_multinomial_coefficient(x)[None]])
+
+
+def _dm_cache(params: MultinomialParams) -> jax.Array:
+    ones = jnp.ones(params.log_probs.shape[:-1] + (1,), params.log_probs.dtype)
+    return jnp.concatenate([params.log_probs, ones], axis=-1)
+
+
+def _dm_check_data(prior: _DirichletPrior, name: str, data: Any) -> np.ndarray:
+    array = as_float_array(name, data, ndim=2, nonnegative=True)
+    if array.shape[1] != prior.n_features:
+        raise ValueError(f"{name}: expected {prior.n_features} features (columns), got {array.shape[1]}")
+    if (array != np.round(array)).any():
+        raise ValueError(f"{name}: counts must be whole numbers")
+    return array
+
+
+def _dm_program_params(prior: _DirichletPrior, n_components: int) -> MultinomialParams:
+    import numpyro
+    import numpyro.distributions as dist
+
+    beta = jnp.broadcast_to(jnp.asarray(prior.concentration), (prior.n_features,))
+    with numpyro.plate("components", n_components, dim=-1):
+        probs = numpyro.sample("probs", dist.Dirichlet(beta))
+    return MultinomialParams(jnp.log(probs))
+
+
+def _dm_program_observe(prior: _DirichletPrior, params: MultinomialParams, assignment, data, n_points: int) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.ops.indexing import Vindex
+
+    # ``assignment`` carries the points plate at dim -2; rows get a singleton axis to match.
+    probs = jnp.exp(Vindex(params.log_probs)[assignment, :])
+    if data is None:
+        total = jnp.full((n_points, 1), prior.total_count)
+        observed = None
+    else:
+        total = jnp.sum(data, axis=-1, keepdims=True)
+        observed = data[:, None, :]
+    numpyro.sample("x", dist.Multinomial(total_count=total, probs=probs), obs=observed)
+
+
+def dirichlet_multinomial(n_features: int, *, concentration: Any = 1.0, total_count: int = 10) -> ComponentFamily:
+    """Multinomial components over rows of counts with a Dirichlet(concentration) prior.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of categories D (columns of the count matrix).
+    concentration : float or array (D,)
+        Dirichlet concentration β > 0.
+    total_count : int
+        Row total used only when the NumPyro program simulates data without observations.
+
+    Returns
+    -------
+    ComponentFamily
+        Conjugate family with :class:`MultinomialParams` and :class:`MultinomialStats`.
+
+    Examples
+    --------
+    >>> dirichlet_multinomial(5, concentration=0.5).name
+    'dirichlet_multinomial'
+    """
+    n_features = check_int("n_features", n_features, minimum=1)
+    prior = _DirichletPrior(
+        concentration=_per_feature("concentration", concentration, n_features, positive=True),
+        n_features=n_features,
+        total_count=check_int("total_count", total_count, minimum=0),
+    )
+    return ComponentFamily(
+        name="dirichlet_multinomial",
+        n_features=n_features,
+        log_likelihood=_dm_log_likelihood,
+        sample_base=partial(_dm_sample_base, prior),
+        log_base_density=partial(_dm_log_base_density, prior),
+        point_stats=_dm_point_stats,
+        log_marginal=partial(_dm_log_marginal, prior),
+        log_predictive=partial(_dm_log_predictive, prior),
+        sample_posterior=partial(_dm_sample_posterior, prior),
+        features=_dm_features,
+        likelihood_cache=_dm_cache,
+        predictive_cache=partial(_dm_predictive_cache, prior),
+        log_predictive_from_cache=_dm_log_predictive_from_cache,
+        check_data=partial(_dm_check_data, prior),
+        program_params=partial(_dm_program_params, prior),
+        program_observe=partial(_dm_program_observe, prior),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Independent Bernoulli features with Beta priors
+# ----------------------------------------------------------------------------------------------
+class BernoulliParams(NamedTuple):
+    """Parameters of a Bernoulli component: ``logits`` (n_features,) of P(x_d = 1)."""
+
+    logits: jax.Array
+
+
+class BernoulliStats(NamedTuple):
+    """Sufficient statistics: point ``count`` (scalar) and ``ones`` per feature (n_features,)."""
+
+    count: jax.Array
+    ones: jax.Array
+
+
+class _BetaPrior(NamedTuple):
+    a: np.ndarray
+    b: np.ndarray
+    n_features: int
+
+
+def _bb_point_stats(x: jax.Array) -> BernoulliStats:
+    return BernoulliStats(jnp.ones((), x.dtype), x)
+
+
+def _bb_hyper(prior: _BetaPrior, like: jax.Array):
+    shape = (prior.n_features,)
+    return jnp.broadcast_to(_as_float(prior.a, like), shape), jnp.broadcast_to(_as_float(prior.b, like), shape)
+
+
+def _log_beta_function(a: jax.Array, b: jax.Array) -> jax.Array:
+    return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+
+def _bb_log_marginal(prior: _BetaPrior, stats: BernoulliStats) -> jax.Array:
+    a, b = _bb_hyper(prior, stats.ones)
+    zeros = stats.count - stats.ones
+    return jnp.sum(_log_beta_function(a + stats.ones, b + zeros) - _log_beta_function(a, b))
+
+
+def _bb_log_predictive(prior: _BetaPrior, stats: BernoulliStats, x: jax.Array) -> jax.Array:
+    a, b = _bb_hyper(prior, stats.ones)
+    a_n, b_n = a + stats.ones, b + stats.count - stats.ones
+    return jnp.sum(x * jnp.log(a_n) + (1.0 - x) * jnp.log(b_n) - jnp.log(a_n + b_n))
+
+
+def _bb_predictive_cache(prior: _BetaPrior, stats: BernoulliStats) -> jax.Array:
+    a, b = _bb_hyper(prior, stats.ones)
+    a_n, b_n = a + stats.ones, b + stats.count - stats.ones
+    # Σ_d x_d log(a_n / b_n) + Σ_d log(b_n / (a_n + b_n)): linear in x.
+    offset = jnp.sum(jnp.log(b_n) - jnp.log(a_n + b_n))
+    return jnp.concatenate([jnp.log(a_n) - jnp.log(b_n), offset[None]])
+
+
+def _bb_log_predictive_from_cache(cache: jax.Array, x: jax.Array) -> jax.Array:
+    n_features = x.shape[-1]
+    return jnp.dot(cache[:n_features], x) + cache[n_features]
+
+
+def _bb_draw(rng_key: jax.Array, a: jax.Array, b: jax.Array, shape: tuple[int, ...]) -> BernoulliParams:
+    key_one, key_zero = jax.random.split(rng_key)
+    # θ = G1 / (G1 + G0) with G1 ~ Gamma(a), G0 ~ Gamma(b); logit θ = log G1 - log G0.
+    return BernoulliParams(sample_log_gamma(key_one, a, shape) - sample_log_gamma(key_zero, b, shape))
+
+
+def _bb_sample_base(prior: _BetaPrior, rng_key: jax.Array, shape: tuple[int, ...]) -> BernoulliParams:
+    a, b = _bb_hyper(prior, jnp.zeros((), _default_dtype()))
+    return _bb_draw(rng_key, a, b, tuple(shape) + (prior.n_features,))
+
+
+def _bb_sample_posterior(prior: _BetaPrior, rng_key: jax.Array, stats: BernoulliStats) -> BernoulliParams:
+    a, b = _bb_hyper(prior, stats.ones)
+    count = jnp.expand_dims(stats.count, -1)
+    return _bb_draw(rng_key, a + stats.ones, b + count - stats.ones, stats.ones.shape)
+
+
+def _bb_log_likelihood(params: BernoulliParams, x: jax.Array) -> jax.Array:
+    return jnp.sum(x * params.logits - jax.nn.softplus(params.logits))
+
+
+def _bb_log_base_density(prior: _BetaPrior, params: BernoulliParams) -> jax.Array:
+    a, b = _bb_hyper(prior, params.logits)
+    log_p, log_q = -jax.nn.softplus(-params.logits), -jax.nn.softplus(params.logits)
+    # Beta density of θ = sigmoid(logits), with respect to θ.
+    return jnp.sum((a - 1.0) * log_p + (b - 1.0) * log_q - _log_beta_function(a, b))
+
+
+def _bb_features(x: jax.Array) -> jax.Array:
+    return jnp.concatenate([x, jnp.ones((1,), x.dtype)])
+
+
+def _bb_cache(params: BernoulliParams) -> jax.Array:
+    logits = params.logits
+    offset = -jnp.sum(jax.nn.softplus(logits), axis=-1, keepdims=True)
+    return jnp.concatenate([logits, offset], axis=-1)
+
+
+def _bb_check_data(prior: _BetaPrior, name: str, data: Any) -> np.ndarray:
+    array = as_float_array(name, data, ndim=2)
+    if array.shape[1] != prior.n_features:
+        raise ValueError(f"{name}: expected {prior.n_features} features (columns), got {array.shape[1]}")
+    if not np.isin(array, (0.0, 1.0)).all():
+        raise ValueError(f"{name}: binary features must be 0 or 1")
+    return array
+
+
+def _bb_program_params(prior: _BetaPrior, n_components: int) -> BernoulliParams:
+    import numpyro
+    import numpyro.distributions as dist
+
+    with numpyro.plate("components", n_components, dim=-2), numpyro.plate("features", prior.n_features, dim=-1):
+        probs = numpyro.sample("probs", dist.Beta(jnp.asarray(prior.a), jnp.asarray(prior.b)))
+    return BernoulliParams(jnp.log(probs) - jnp.log1p(-probs))
+
+
+def _bb_program_observe(prior: _BetaPrior, params: BernoulliParams, assignment, data, n_points: int) -> None:
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.ops.indexing import Vindex
+
+    logits = Vindex(params.logits)[assignment, jnp.arange(prior.n_features)]
+    with numpyro.plate("features", prior.n_features, dim=-1):
+        numpyro.sample("x", dist.Bernoulli(logits=logits), obs=data)
+
+
+def beta_bernoulli(n_features: int, *, a: Any = 1.0, b: Any = 1.0) -> ComponentFamily:
+    """Independent Bernoulli features with Beta(a, b) priors on each success probability.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of binary features D.
+    a, b : float or array (D,)
+        Beta prior parameters (> 0).
+
+    Returns
+    -------
+    ComponentFamily
+        Conjugate family with :class:`BernoulliParams` and :class:`BernoulliStats`.
+
+    Examples
+    --------
+    >>> beta_bernoulli(3).n_features
+    3
+    """
+    n_features = check_int("n_features", n_features, minimum=1)
+    prior = _BetaPrior(
+        a=_per_feature("a", a, n_features, positive=True),
+        b=_per_feature("b", b, n_features, positive=True),
+        n_features=n_features,
+    )
+    return ComponentFamily(
+        name="beta_bernoulli",
+        n_features=n_features,
+        log_likelihood=_bb_log_likelihood,
+        sample_base=partial(_bb_sample_base, prior),
+        log_base_density=partial(_bb_log_base_density, prior),
+        point_stats=_bb_point_stats,
+        log_marginal=partial(_bb_log_marginal, prior),
+        log_predictive=partial(_bb_log_predictive, prior),
+        sample_posterior=partial(_bb_sample_posterior, prior),
+        features=_bb_features,
+        likelihood_cache=_bb_cache,
+        predictive_cache=partial(_bb_predictive_cache, prior),
+        log_predictive_from_cache=_bb_log_predictive_from_cache,
+        check_data=partial(_bb_check_data, prior),
+        program_params=partial(_bb_program_params, prior),
+        program_observe=partial(_bb_program_observe, prior),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# User-defined families
+# ----------------------------------------------------------------------------------------------
+def _rowwise_posterior(per_cluster, rng_key, stats):
+    """Apply a one-cluster posterior sampler to every row, with one key per row index."""
+    n_rows = jax.tree_util.tree_leaves(stats)[0].shape[0]
+    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, jnp.arange(n_rows))
+    return jax.vmap(per_cluster)(keys, stats)
+
+
+def _derived_log_predictive(point_stats, log_marginal, stats, x):
+    # p(x | S) = p(S ∪ {x}) / p(S): the chain rule on the cluster's marginal likelihood.
+    return log_marginal(add_stats(stats, point_stats(x))) - log_marginal(stats)
+
+
+def _require_callable(name: str, value: Any, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not callable(value):
+        raise TypeError(f"{name}: expected a callable, got {type(value).__name__}")
+
+
+def custom_family(
+    log_likelihood: Callable[[Any, jax.Array], jax.Array],
+    sample_base: Callable[[jax.Array, tuple[int, ...]], Any],
+    *,
+    log_base_density: Callable[[Any], jax.Array] | None = None,
+    point_stats: Callable[[jax.Array], Any] | None = None,
+    sample_posterior: Callable[[jax.Array, Any], Any] | None = None,
+    log_marginal: Callable[[Any], jax.Array] | None = None,
+    log_predictive: Callable[[Any, jax.Array], jax.Array] | None = None,
+    n_features: int | None = None,
+    name: str = "custom",
+) -> ComponentFamily:
+    """Build a family from a log-likelihood and a base-measure sampler (for Algorithm 8).
+
+    Parameters
+    ----------
+    log_likelihood : callable
+        ``(params, x) -> scalar``: log F(x | φ) for one component's parameters and one point.
+    sample_base : callable
+        ``(rng_key, shape) -> params``: independent draws from G0 whose leaves have leading axes
+        ``shape`` (e.g. ``shape + (n_features,)`` for a per-feature parameter).
+    log_base_density : callable, optional
+        ``params -> scalar``, log G0(φ); when given, the kernels' log joint includes it.
+    point_stats : callable, optional
+        ``x -> stats``, additive sufficient statistics (a pytree); needed by the optional parts
+        below.
+    sample_posterior : callable, optional
+        ``(rng_key, stats) -> params``, an exact draw from the conditional posterior given the
+        statistics of one cluster's points (it is applied row by row with keys derived from the
+        row index). Without it, Algorithm 8 resamples each cluster's
+        parameters by an independence Metropolis–Hastings sampler with G0 proposals (DM05 §4.2).
+    log_marginal : callable, optional
+        ``stats -> scalar``, the cluster's marginal likelihood; enables Algorithms 2 and 3 and the
+        collapsed log joint.
+    log_predictive : callable, optional
+        ``(stats, x) -> scalar``; derived from ``log_marginal`` when omitted.
+    n_features : int, optional
+        Point dimension, checked against the data when given.
+    name : str
+        Name used in messages.
+
+    Returns
+    -------
+    ComponentFamily
+
+    Raises
+    ------
+    TypeError
+        If a function argument is not callable.
+    ValueError
+        If an optional part is given without the ``point_stats`` it needs.
+
+    Examples
+    --------
+    A Poisson family with a log-normal base measure on the rates:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from jax.scipy.stats import poisson
+    >>> family = custom_family(
+    ...     lambda log_rate, x: jnp.sum(poisson.logpmf(x, jnp.exp(log_rate))),
+    ...     lambda key, shape: jax.random.normal(key, shape + (3,)),
+    ... )
+    >>> family.is_conjugate
+    False
+    """
+    _require_callable("log_likelihood", log_likelihood, optional=False)
+    _require_callable("sample_base", sample_base, optional=False)
+    for arg_name, value in (
+        ("log_base_density", log_base_density),
+        ("point_stats", point_stats),
+        ("sample_posterior", sample_posterior),
+        ("log_marginal", log_marginal),
+        ("log_predictive", log_predictive),
+    ):
+        _require_callable(arg_name, value, optional=True)
+    for arg_name, value in (
+        ("sample_posterior", sample_posterior),
+        ("log_marginal", log_marginal),
+        ("log_predictive", log_predictive),
+    ):
+        if value is not None and point_stats is None:
+            raise ValueError(f"{arg_name}: needs point_stats to summarise a cluster's points")
+    if log_predictive is None and log_marginal is not None:
+        log_predictive = partial(_derived_log_predictive, point_stats, log_marginal)
+    if n_features is not None:
+        n_features = check_int("n_features", n_features, minimum=1)
+    if not isinstance(name, str):
+        raise TypeError(f"name: expected a string, got {type(name).__name__}")
+    return ComponentFamily(
+        name=name,
+        n_features=n_features,
+        log_likelihood=log_likelihood,
+        sample_base=sample_base,
+        log_base_density=log_base_density,
+        point_stats=point_stats,
+        log_marginal=log_marginal,
+        log_predictive=log_predictive,
+        sample_posterior=None if sample_posterior is None else partial(_rowwise_posterior, sample_posterior),
+        check_data=partial(_check_finite_matrix, n_features=n_features),
+    )

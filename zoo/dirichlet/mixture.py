@@ -1,0 +1,357 @@
+"""The Dirichlet-process mixture ("CDP" in DM05 §7.1): a NumPyro program and a fitted model.
+
+Generative story (DM05 §3.2 with a single reference type, Appendix A; Neal 2000 §2):
+
+    α ~ Gamma(a, b)                       (or fixed)
+    G ~ DP(α, G0),  φ_k ~ G0              cluster parameters
+    c_i | G ~ G,    x_i | c_i ~ F(φ_{c_i})
+
+Two layers (DESIGN.md, "Two layers, one truth"):
+
+1. :func:`dp_mixture_program` — the NumPyro program, with the DP truncated at ``max_clusters``
+   sticks (stick-breaking, Sethuraman 1994) and an enumerated assignment per point. Plates:
+   ``components`` (parameters), ``sticks`` (K - 1 stick fractions), ``points`` and, for
+   per-feature families, ``features``. It simulates data with ``numpyro.infer.Predictive`` and gives
+   the enumerated marginal likelihood through ``numpyro.contrib.funsor``.
+2. :class:`DPMixture` — fits the same model with the Gibbs kernels of :mod:`inference.neal`
+   (Neal 2000 Algorithms 2, 3 and 8) on many chains at once (:mod:`inference.chains`), and
+   returns draws with ArviZ diagnostics (:mod:`inference.diagnostics`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pandas as pd
+import xarray as xr
+
+from inference import diagnostics
+from inference.chains import ChainResult, sample_chains, stack_states
+from inference.concentration import GammaPrior
+from inference.neal import ALGORITHMS, build_kernel
+from inference.neal import init as init_state
+from zoo._validation import as_index_array, check_choice, check_int, check_real
+from zoo.dirichlet.families import ComponentFamily
+from zoo.metrics import clustering_scores
+
+__all__ = ["stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The program
+# ----------------------------------------------------------------------------------------------
+def stick_breaking_weights(fractions: jax.Array) -> jax.Array:
+    """Mixture weights of a stick-breaking process truncated after len(fractions) + 1 sticks.
+
+    w_k = v_k Π_{l<k} (1 - v_l) for k < K and the last weight takes the remaining mass, so the
+    weights sum to one (Ishwaran & James 2001, the truncation used by DM05's cited samplers).
+
+    Parameters
+    ----------
+    fractions : jax.Array (..., K - 1)
+        Stick fractions v_k in (0, 1).
+
+    Returns
+    -------
+    jax.Array (..., K)
+    """
+    remaining = jnp.cumprod(1.0 - fractions, axis=-1)
+    ones = jnp.ones(fractions.shape[:-1] + (1,), fractions.dtype)
+    before = jnp.concatenate([ones, remaining], axis=-1)
+    return before * jnp.concatenate([fractions, ones], axis=-1)
+
+
+def dp_mixture_program(
+    data: jax.Array | None = None,
+    *,
+    family: ComponentFamily,
+    n_points: int | None = None,
+    max_clusters: int = 20,
+    alpha: float = 1.0,
+    alpha_prior: GammaPrior | None = None,
+) -> None:
+    """NumPyro program of a DP mixture truncated at ``max_clusters`` components.
+
+    Parameters
+    ----------
+    data : jax.Array (N, D), optional
+        Observations; omit to simulate.
+    family : ComponentFamily
+        A family with NumPyro sites (the built-in ones have them).
+    n_points : int, optional
+        Number of points when simulating (ignored when ``data`` is given).
+    max_clusters : int
+        Truncation level K of the stick-breaking representation.
+    alpha : float
+        Concentration α, used when ``alpha_prior`` is None.
+    alpha_prior : GammaPrior, optional
+        Gamma(shape, rate) prior on α (site ``"alpha"``).
+
+    Notes
+    -----
+    Sites: ``alpha`` (optional), ``fractions`` (plate ``sticks``), ``weights`` (deterministic),
+    the family's parameter sites (plate ``components``), ``assignments`` (plate ``points``,
+    enumerated in parallel) and ``x``.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from numpyro.infer import Predictive
+    >>> from zoo.dirichlet.families import normal_gamma
+    >>> draws = Predictive(dp_mixture_program, num_samples=3)(
+    ...     jax.random.key(0), family=normal_gamma(2), n_points=5)
+    >>> draws["x"].shape
+    (3, 5, 2)
+    """
+    if family.program_params is None or family.program_observe is None:
+        raise ValueError(f"family: {family.name!r} has no NumPyro sites; build it with a built-in constructor")
+    if data is not None:
+        n_points = data.shape[0]
+    if alpha_prior is not None:
+        alpha = numpyro.sample("alpha", dist.Gamma(alpha_prior.shape, alpha_prior.rate))
+    if max_clusters > 1:
+        with numpyro.plate("sticks", max_clusters - 1):
+            fractions = numpyro.sample("fractions", dist.Beta(1.0, alpha))
+        weights = numpyro.deterministic("weights", stick_breaking_weights(fractions))
+    else:
+        weights = numpyro.deterministic("weights", jnp.ones((1,)))
+    params = family.program_params(max_clusters)
+    with numpyro.plate("points", n_points, dim=-2):
+        assignment = numpyro.sample("assignments", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        family.program_observe(params, assignment, data, n_points)
+
+
+# ----------------------------------------------------------------------------------------------
+# The fitted model
+# ----------------------------------------------------------------------------------------------
+class DPMixtureFit:
+    """Draws of a fitted :class:`DPMixture`, with ArviZ diagnostics and clustering scores.
+
+    Attributes
+    ----------
+    result : ChainResult
+        Raw draws (chain, draw, ...) and the final states.
+    idata : arviz.InferenceData
+        ``posterior`` (assignments, alpha) and ``sample_stats`` (n_clusters, log_joint).
+    """
+
+    def __init__(self, result: ChainResult):
+        self.result = result
+        self.idata = diagnostics.to_inference_data(result)
+
+    @property
+    def n_points(self) -> int:
+        """Number of points N."""
+        return self.idata.posterior.sizes["points"]
+
+    def summary(self) -> pd.DataFrame:
+        """Mean, sd, ESS and R-hat of the number of clusters, α and the log joint."""
+        return diagnostics.summary(self.idata)
+
+    def label_invariant(self) -> az.InferenceData:
+        """K, α and log joint as a ``posterior`` group, for ``az.plot_trace`` / ``az.plot_rank``."""
+        return diagnostics.label_invariant(self.idata)
+
+    def co_clustering(self) -> xr.DataArray:
+        """Posterior co-clustering matrix (points × points)."""
+        return diagnostics.co_clustering_matrix(self.idata)
+
+    def point_estimate(self, loss: str = "vi") -> np.ndarray:
+        """Partition minimising the posterior expected ``loss`` ("vi" or "binder")."""
+        return diagnostics.point_estimate(self.idata, loss=loss)
+
+    def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
+        """DM05 §6 metrics (RI, P, R, F, CED, NES, VI, NVI, ...) of the point estimate.
+
+        Parameters
+        ----------
+        labels : array_like (N,)
+            Gold-standard cluster labels of the points.
+        loss : {"vi", "binder"}
+            Loss defining the point estimate.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        labels = np.asarray(labels)
+        if labels.ndim != 1 or labels.shape[0] != self.n_points:
+            raise ValueError(f"labels: expected {self.n_points} labels (one per point), got shape {labels.shape}")
+        return clustering_scores(labels, self.point_estimate(loss))
+
+
+class DPMixture:
+    """Dirichlet-process mixture of a component family, fitted by Gibbs sampling.
+
+    Parameters
+    ----------
+    family : ComponentFamily
+        Component distribution and base measure (see :mod:`zoo.dirichlet.families`).
+    alpha : float
+        Concentration α > 0 (the initial value when ``alpha_prior`` is given).
+    alpha_prior : GammaPrior, optional
+        Gamma prior on α; α is then resampled each sweep (Escobar–West, DM05 App. B).
+    algorithm : {"auxiliary", "conjugate", "collapsed"}
+        Neal (2000) Algorithm 8, 2 or 3 (see :mod:`inference.neal`).
+    n_auxiliary : int
+        m >= 1 auxiliary components for Algorithm 8.
+    reuse_auxiliary : bool
+        Algorithm 8 with persistent auxiliary components (Favaro & Teh 2013); much faster for
+        components with many parameters.
+    max_clusters : int
+        Initial capacity K_max >= 1 of every chain.
+    on_overflow : {"grow", "raise"}
+        Grow the capacity when a chain runs out of it, or raise
+        :class:`inference.chains.CapacityError`.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from zoo.dirichlet.families import normal_gamma
+    >>> data = np.concatenate([np.zeros((10, 2)) - 3, np.zeros((10, 2)) + 3])
+    >>> model = DPMixture(normal_gamma(2), algorithm="collapsed", max_clusters=8)
+    >>> fit = model.fit(data, jax.random.key(0), n_chains=2, n_warmup=10, n_draws=20, progress=False)
+    >>> fit.result.samples["assignments"].shape
+    (2, 20, 20)
+    """
+
+    def __init__(
+        self,
+        family: ComponentFamily,
+        *,
+        alpha: float = 1.0,
+        alpha_prior: GammaPrior | None = None,
+        algorithm: str = "auxiliary",
+        n_auxiliary: int = 3,
+        reuse_auxiliary: bool = False,
+        max_clusters: int = 32,
+        on_overflow: str = "grow",
+    ):
+        if not isinstance(family, ComponentFamily):
+            raise TypeError(f"family: expected a ComponentFamily, got {type(family).__name__}")
+        self.family = family
+        self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
+        if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):
+            raise TypeError(f"alpha_prior: expected a GammaPrior or None, got {type(alpha_prior).__name__}")
+        self.alpha_prior = alpha_prior
+        self.algorithm = check_choice("algorithm", algorithm, ALGORITHMS)
+        self.n_auxiliary = check_int("n_auxiliary", n_auxiliary, minimum=1)
+        self.max_clusters = check_int("max_clusters", max_clusters, minimum=1)
+        self.on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
+        self.reuse_auxiliary = reuse_auxiliary
+        self.step = build_kernel(
+            family,
+            self.algorithm,
+            n_auxiliary=self.n_auxiliary,
+            reuse_auxiliary=reuse_auxiliary,
+            alpha_prior=alpha_prior,
+        )
+
+    def program(self, data: Any = None, *, n_points: int | None = None) -> None:
+        """The NumPyro program of this model (truncated at ``max_clusters``)."""
+        dp_mixture_program(
+            data,
+            family=self.family,
+            n_points=n_points,
+            max_clusters=self.max_clusters,
+            alpha=self.alpha,
+            alpha_prior=self.alpha_prior,
+        )
+
+    def _initial_labels(self, init_labels: Any, n_chains: int, n_points: int, rng: np.random.Generator) -> np.ndarray:
+        if isinstance(init_labels, str):
+            init_labels = check_choice("init", init_labels, ("single", "random"))
+            if init_labels == "single":
+                return np.zeros((n_chains, n_points), dtype=np.int64)
+            n_start = min(self.max_clusters, 10, n_points)
+            return rng.integers(0, n_start, size=(n_chains, n_points))
+        labels = np.asarray(init_labels)
+        if labels.ndim == 1:
+            labels = np.broadcast_to(labels, (n_chains,) + labels.shape)
+        if labels.ndim != 2 or labels.shape != (n_chains, n_points):
+            raise ValueError(
+                f"init: expected 'single', 'random' or labels of shape ({n_points},) or "
+                f"({n_chains}, {n_points}), got shape {labels.shape}"
+            )
+        for row in labels:
+            as_index_array("init", row)
+        return labels
+
+    def fit(
+        self,
+        data: Any,
+        rng_key: jax.Array,
+        *,
+        n_chains: int = 4,
+        n_warmup: int = 200,
+        n_draws: int = 500,
+        thin: int = 1,
+        init: Any = "random",
+        draws_per_call: int = 10,
+        time_budget: float | None = None,
+        progress: bool = True,
+    ) -> DPMixtureFit:
+        """Sample the posterior partition with ``n_chains`` chains run in parallel (``vmap``).
+
+        Parameters
+        ----------
+        data : array_like (N, D)
+            Points; validated by the family (no NaN, right number of features, ...).
+        rng_key : jax.Array
+            PRNG key; the same key gives identical chains.
+        n_chains, n_warmup, n_draws, thin, draws_per_call, time_budget, progress
+            See :func:`inference.chains.sample_chains`.
+        init : {"random", "single"} or array_like of int
+            Initial partition of every chain: ``"random"`` (each chain draws labels uniformly
+            among min(10, K_max) clusters, from ``rng_key``), ``"single"`` (one cluster), or
+            labels of shape (N,) or (n_chains, N).
+
+        Returns
+        -------
+        DPMixtureFit
+        """
+        checker = self.family.check_data
+        array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
+        n_chains = check_int("n_chains", n_chains, minimum=1)
+        key_init, key_labels, key_chains = jax.random.split(rng_key, 3)
+        seed = int(jax.random.randint(key_labels, (), 0, np.iinfo(np.int32).max))
+        labels = self._initial_labels(init, n_chains, array.shape[0], np.random.default_rng(seed))
+        n_used = max(int(np.unique(row).size) for row in labels)
+        if n_used > self.max_clusters:
+            raise ValueError(f"init: uses {n_used} clusters, more than max_clusters={self.max_clusters}")
+        init_keys = jax.random.split(key_init, n_chains)
+        states = stack_states(
+            [
+                init_state(
+                    init_keys[chain],
+                    array,
+                    self.family,
+                    algorithm=self.algorithm,
+                    max_clusters=self.max_clusters,
+                    alpha=self.alpha,
+                    assignments=labels[chain],
+                )
+                for chain in range(n_chains)
+            ]
+        )
+        result = sample_chains(
+            key_chains,
+            self.step,
+            states,
+            jnp.asarray(array, dtype=jnp.result_type(float)),
+            n_warmup=n_warmup,
+            n_draws=n_draws,
+            thin=thin,
+            draws_per_call=draws_per_call,
+            time_budget=time_budget,
+            progress=progress,
+            on_overflow=self.on_overflow,
+        )
+        return DPMixtureFit(result)
+
