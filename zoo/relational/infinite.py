@@ -46,7 +46,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
-from numba import njit, prange
+from numba import njit
 
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.neal import log_crp_prior
@@ -469,22 +469,11 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
 
 
 @njit(cache=True, nogil=True)
-def _gibbs_sweep_single(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen,
-                        item_start, item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
-    # One chain: no thread pool.
-    overflow = np.zeros(1, np.bool_)
-    overflow[0] = _gibbs_sweep(z[0], sizes[0], counts[0], tables[0], log_alpha[0], uniforms[0], first, second,
-                               values, relation, seen[0], item_start, item_cell, item_position, domain_of,
-                               capacities, relation_n_values, same_domain)
-    return z, sizes, counts, overflow
-
-
-@njit(parallel=True, cache=True, nogil=True)
 def _gibbs_sweep_batch(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen,
                        item_start, item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
     overflow = np.zeros(z.shape[0], np.bool_)
     seen_step = np.int64(1) if seen.shape[0] > 1 else np.int64(0)
-    for chain in prange(z.shape[0]):
+    for chain in range(z.shape[0]):
         row = np.int64(chain)
         overflow[row] = _gibbs_sweep(z[row], sizes[row], counts[row], tables[row], log_alpha[row], uniforms[row],
                                      first, second, values, relation, seen[row * seen_step], item_start, item_cell,
@@ -534,8 +523,7 @@ def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables
 
         per_chain = int(np.prod(np.shape(seen)[:n_lead])) > 1
         seen_rows = batched(seen, np.int64) if per_chain else shared(seen)[None]
-        kernel = _gibbs_sweep_batch if rows > 1 else _gibbs_sweep_single
-        new_z, new_sizes, new_counts, overflow = kernel(
+        new_z, new_sizes, new_counts, overflow = _gibbs_sweep_batch(
             batched(z, np.int64), batched(sizes, np.int64), batched(counts, np.int64), batched(table, np.float64),
             batched(log_alpha, np.float64), batched(uniforms, np.float64), shared(first), shared(second),
             shared(values), shared(relation), seen_rows, shared(item_start), shared(item_cell), shared(item_position), *constants)

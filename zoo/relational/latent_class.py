@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from numba import njit, prange
+from numba import njit
 
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
@@ -440,24 +440,13 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
     return q
 
 @njit(cache=True, nogil=True)
-def _iem_scan_single(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
-                     relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
-                     relation_n_values, relation_classes):
-    # One fit: no thread pool.
-    _iem_scan(q[0], class_counts[0], counts[0], log_theta[0], log_pi[0], beta[0], prior_count, first, second,
-              values, relation, weights[0], item_start, item_cell, item_position, domain_of, n_classes,
-              relation_n_values, relation_classes)
-    return q
-
-
-@njit(parallel=True, cache=True, nogil=True)
 def _iem_scan_batch(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
                    relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
                    relation_n_values, relation_classes):
     # Leading axis: the vmapped fits (restarts, held-out cases); weights and beta have 1 or B rows.
     beta_step = np.int64(1) if beta.shape[0] > 1 else np.int64(0)
     weight_step = np.int64(1) if weights.shape[0] > 1 else np.int64(0)
-    for fit in prange(q.shape[0]):
+    for fit in range(q.shape[0]):
         row = np.int64(fit)
         _iem_scan(q[row], class_counts[row], counts[row], log_theta[row], log_pi[row], beta[row * beta_step],
                   prior_count, first, second, values, relation, weights[row * weight_step], item_start,
@@ -492,7 +481,7 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
     def host(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, first, second, values,
              relation, item_start, item_cell, item_position):
         # vmap_method="expand_dims": every argument has the same leading (vmapped) axes, of size 1
-        # where it is shared; the fits are flattened into one axis and run in parallel.
+        # where it is shared; the fits are flattened into one axis and run one after the other.
         n_lead = q.ndim - 2
         batch_shape = q.shape[:n_lead]
 
@@ -508,8 +497,7 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
         def shared(array):
             return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]))
 
-        kernel = _iem_scan_batch if int(np.prod(batch_shape)) > 1 else _iem_scan_single
-        result = kernel(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
+        result = _iem_scan_batch(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
                         batched(log_theta, np.float64), batched(log_pi, np.float64), batched(beta, np.float64),
                         float(np.ravel(prior_count)[0]), shared(first), shared(second), shared(values), shared(relation),
                         batched(weights, np.float64), shared(item_start), shared(item_cell), shared(item_position),
