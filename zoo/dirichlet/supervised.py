@@ -47,7 +47,7 @@ model ignores), so the partition posterior is the same.
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 import arviz as az
@@ -872,8 +872,13 @@ def init(
     )
 
 
+@lru_cache(maxsize=None)
 def record_supervised(n_train: int):
-    """Recorder for :func:`inference.chains.sample_chains`: test partition and diagnostics."""
+    """Recorder for :func:`inference.chains.sample_chains`: test partition and diagnostics.
+
+    The same object is returned for the same ``n_train``, so repeated fits reuse the compiled
+    sampler (the recorder is a static argument of the jitted driver).
+    """
     return partial(_record, n_train)
 
 
