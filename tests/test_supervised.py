@@ -13,12 +13,12 @@ from numpy.polynomial.hermite_e import hermegauss
 from numpyro.infer import Predictive
 from scipy.special import gammaln
 
+from zoo.dirichlet import supervised as scdp  # first: zoo.dirichlet's package import pulls in inference.chains
+from zoo.dirichlet.supervised import SupervisedDP, embed_distances, supervised_program
+from zoo.baselines import cdp_partition
+from zoo.metrics import clustering_scores
 from inference.chains import sample_chains, stack_states
 from inference.concentration import GammaPrior
-from zoo.baselines import cdp_partition
-from zoo.dirichlet import supervised as scdp
-from zoo.dirichlet.supervised import SupervisedDP, embed_distances, supervised_program
-from zoo.metrics import clustering_scores
 
 PRIOR_VARIANCE, SHAPE, RATE = 1.0, 1.0, 1.0
 ALPHA, ALPHA_TYPES = 0.8, 0.6
