@@ -49,7 +49,6 @@ from jax.scipy.special import gammaln
 from numba import njit
 
 from inference.concentration import GammaPrior, escobar_west_update
-from inference.neal import log_crp_prior
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -68,6 +67,7 @@ __all__ = [
     "build_kernel",
     "HYPER_GRID",
     "log_gamma_tables",
+    "log_crp_prior",
 ]
 
 
@@ -184,6 +184,18 @@ def collapsed_log_likelihood(counts: tuple, hyper: tuple) -> Any:
         total = total + jnp.sum(_log_beta(concentration + relation_counts.astype(concentration.dtype))
                                 - _log_beta(concentration))
     return total
+
+
+def log_crp_prior(sizes: Any, alpha: Any, n_points: int) -> Any:
+    """log P(z | α) = K log α + log Γ(α) - log Γ(α + N) + Σ_k log Γ(n_k) of a CRP partition (Antoniak 1974).
+
+    ``sizes`` are slot occupancies (zeros ignored). Written here rather than imported from
+    :mod:`inference.neal` so this module does not pull in the mixture machinery.
+    """
+    occupied = sizes > 0
+    log_sizes = jnp.where(occupied, gammaln(jnp.maximum(sizes, 1).astype(alpha.dtype)), 0.0)
+    return (jnp.sum(occupied) * jnp.log(alpha) + gammaln(alpha) - gammaln(alpha + n_points)
+            + jnp.sum(log_sizes))
 
 
 def log_joint(state: IRMState, schema: RelationalSchema) -> Any:
