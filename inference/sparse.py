@@ -518,7 +518,8 @@ def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_c
             jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0), chunk_rows, n_rows, indices_are_sorted=True
         )
         if want_rows:
-            row_acc = row_acc + jax.ops.segment_sum(ratio[:, None] * b_cells, chunk_rows, n_rows, indices_are_sorted=True)
+            row_acc = row_acc + jax.ops.segment_sum(ratio[:, None] * b_cells, chunk_rows, n_rows,
+                                                    indices_are_sorted=True)
         if want_cols:
             weighted = (row_weights[chunk_rows] * ratio)[:, None] * a_cells
             col_acc = col_acc + jax.ops.segment_sum(weighted, chunk_cols, n_cols)
@@ -814,4 +815,5 @@ def path_mixture_stats(
     tempered = aspects if tempered_aspects is None else tempered_aspects
     if resolve_backend(backend) == "numba":
         return _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats)
-    return _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats, chunk_cells)
+    return _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats,
+                                   chunk_cells)

@@ -14,7 +14,6 @@ from sklearn.metrics import adjusted_rand_score
 
 from inference.em import tempered_em
 from inference.enumerated import enumerated_log_likelihood
-from inference.schedules import FixedBeta
 from inference.sparse import count_matmul
 from zoo.data import CoOccurrence
 from zoo.dyadic.one_sided import OneSided, OneSidedParams, one_sided_program, padded_tokens

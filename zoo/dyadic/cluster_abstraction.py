@@ -18,11 +18,20 @@ The product of eq. 12 is computed in log space. Tempered EM raises the likelihoo
 P(y_k|a_ν) to the power β in both posteriors while the priors P(c_α) and P(a_ν|c_α, x_i) stay
 as they are (H99 §4): eq. 11 becomes ∝ P(a_ν|c_α, x_i) P(y_k|a_ν)^β and eq. 12
 ∝ P(c_α) ∏_k [Σ_ν P(a_ν|c_α, x_i) P(y_k|a_ν)^β]^{n(x_i, y_k)}. With a single level this is the
-one-sided model's n → β·n (HP98 §5). At small β the aspect posteriors follow the level weights,
-so the weights cannot collapse onto one node before the clusters have formed. A tree is either complete (depth and branching) or grown by deterministic
-annealing (H99 §3 footnote 2, Rose et al. 1990): :func:`anneal_tree` raises β step by step, tries
-to split every leaf into two slightly perturbed copies and keeps the splits whose copies move
-apart — a phase transition — as β increases.
+one-sided model's n → β·n (HP98 §5). At small β the aspect posteriors follow the level weights.
+
+A tree is either complete (depth and branching) or grown by deterministic annealing (H99 §3
+footnote 2, Rose et al. 1990): :func:`anneal_tree` raises β step by step, tries to split every
+leaf into two slightly perturbed copies and keeps the splits whose copies move apart — a phase
+transition — as β increases.
+
+Identifiability. The weights P(a_ν|c_α, x_i) are free for every row and cluster, so a row may put
+all its weight on an inner node under any cluster; an inner aspect can then stand in for a
+cluster, and the clusters of data whose level weights do not vary between rows are not
+identified by the likelihood (fits from random starts reach a higher likelihood than the
+simulating parameters with a different partition once the tree has two levels below the root).
+The row's aspect mixture P(a_ν|x_i) (:meth:`ClusterAbstraction.node_given_row`) still separates
+such groups.
 
 The file reads top to bottom: the tree, the NumPyro program (an enumerated cluster per row and an
 enumerated path level per token), the parameters, the sufficient statistics and E-step, the
@@ -224,7 +233,8 @@ def cluster_abstraction_program(token_mask, tokens=None, *, n_cols: int, tree: T
     n_leaves, n_levels, n_nodes = tree.n_leaves, tree.n_levels, tree.n_nodes
     mask = jnp.asarray(tree.path_mask)
     uniform_levels = mask / mask.sum(axis=1, keepdims=True)
-    cluster_prior = numpyro.param("cluster_prior", jnp.full((n_leaves,), 1.0 / n_leaves), constraint=dist.constraints.simplex)
+    simplex = dist.constraints.simplex
+    cluster_prior = numpyro.param("cluster_prior", jnp.full((n_leaves,), 1.0 / n_leaves), constraint=simplex)
     level_weights = numpyro.param("level_weights", jnp.broadcast_to(uniform_levels, (n_rows, n_leaves, n_levels)),
                                   constraint=dist.constraints.simplex)
     col_given_node = numpyro.param("col_given_node", jnp.full((n_nodes, n_cols), 1.0 / n_cols),
@@ -239,7 +249,8 @@ def cluster_abstraction_program(token_mask, tokens=None, *, n_cols: int, tree: T
             a = numpyro.sample("a", dist.Categorical(Vindex(level_weights)[row_index, c]),
                                infer={"enumerate": "parallel"})
             with handlers.mask(mask=token_mask):
-                numpyro.sample("x", dist.Categorical(row_marginal), obs=jnp.broadcast_to(row_index, (n_rows, max_tokens)))
+                rows = jnp.broadcast_to(row_index, (n_rows, max_tokens))
+                numpyro.sample("x", dist.Categorical(row_marginal), obs=rows)
                 numpyro.sample("y", dist.Categorical(col_given_node[Vindex(paths)[c, a]]), obs=tokens)
 
 
@@ -368,7 +379,8 @@ class ClusterAbstraction:
         overall = arrays.col_sums / arrays.col_sums.sum()
         seed_distributions = _normalise(seed_counts, overall[:, None], axis=0)
         col_given_node = jnp.broadcast_to(overall[:, None], (n_cols, tree.n_nodes))
-        col_given_node = col_given_node.at[:, jnp.asarray(tree.leaves)].set(0.5 * overall[:, None] + 0.5 * seed_distributions)
+        leaf_aspects = 0.5 * overall[:, None] + 0.5 * seed_distributions
+        col_given_node = col_given_node.at[:, jnp.asarray(tree.leaves)].set(leaf_aspects)
         mask = jnp.asarray(tree.path_mask, dtype)
         return CAMParams(
             cluster_prior=jnp.full((self.n_classes,), 1.0 / self.n_classes, dtype),
@@ -648,7 +660,8 @@ def anneal_tree(
     tol_array = jnp.asarray(tol, dtype)
 
     def run(model, params, beta):
-        params, n_iter, log_lik = _run_em(model, params, arrays, jnp.asarray(beta, dtype), tol_array, max_iter_per_level)
+        params, n_iter, log_lik = _run_em(model, params, arrays, jnp.asarray(beta, dtype), tol_array,
+                                          max_iter_per_level)
         return params, int(n_iter), float(log_lik)
 
     records = []

@@ -79,8 +79,10 @@ def padded_tokens(data: CoOccurrence, side: str = "rows") -> tuple[np.ndarray, n
 # ----------------------------------------------------------------------------- the program
 def _side_names(side: str) -> dict[str, str]:
     if side == "rows":
-        return {"plate": "rows", "object": "x", "feature": "y", "features": "col_given_class", "marginal": "row_marginal"}
-    return {"plate": "cols", "object": "y", "feature": "x", "features": "row_given_class", "marginal": "col_marginal"}
+        return {"plate": "rows", "object": "x", "feature": "y",
+                "features": "col_given_class", "marginal": "row_marginal"}
+    return {"plate": "cols", "object": "y", "feature": "x",
+            "features": "row_given_class", "marginal": "col_marginal"}
 
 
 def one_sided_program(token_mask, tokens=None, *, n_features: int, n_classes: int, side: str = "rows"):
@@ -109,11 +111,12 @@ def one_sided_program(token_mask, tokens=None, *, n_features: int, n_classes: in
     check_choice("side", side, _SIDES)
     names = _side_names(side)
     n_objects, max_tokens = token_mask.shape
-    class_prior = numpyro.param("class_prior", jnp.full((n_classes,), 1.0 / n_classes), constraint=dist.constraints.simplex)
+    simplex = dist.constraints.simplex
+    class_prior = numpyro.param("class_prior", jnp.full((n_classes,), 1.0 / n_classes), constraint=simplex)
     feature_given_class = numpyro.param(
-        names["features"], jnp.full((n_classes, n_features), 1.0 / n_features), constraint=dist.constraints.simplex
+        names["features"], jnp.full((n_classes, n_features), 1.0 / n_features), constraint=simplex
     )
-    object_marginal = numpyro.param(names["marginal"], jnp.full((n_objects,), 1.0 / n_objects), constraint=dist.constraints.simplex)
+    object_marginal = numpyro.param(names["marginal"], jnp.full((n_objects,), 1.0 / n_objects), constraint=simplex)
     object_index = jnp.broadcast_to(jnp.arange(n_objects)[:, None], (n_objects, max_tokens))
     with numpyro.plate(names["plate"], n_objects, dim=-2):
         c = numpyro.sample("c", dist.Categorical(class_prior), infer={"enumerate": "parallel"})
@@ -287,7 +290,8 @@ class OneSided:
         """
         log_prior = _log_prior(params.class_prior)
         scores = self.cluster_scores(params, arrays)
-        log_lik = jnp.sum(jax.nn.logsumexp(log_prior + scores, axis=1)) + _marginal_log_lik(arrays, params.object_marginal)
+        log_lik = (jnp.sum(jax.nn.logsumexp(log_prior + scores, axis=1))
+                   + _marginal_log_lik(arrays, params.object_marginal))
         posterior = jax.nn.softmax(log_prior + beta * scores, axis=1)
         feature_counts = count_matmul(posterior, arrays, transpose=True, backend=self.backend)
         return OneSidedParams(

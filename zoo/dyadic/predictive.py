@@ -90,7 +90,8 @@ def perplexity(model: Any, params: Any, data: CoOccurrence) -> float:
         raise ValueError(
             f"data: shape {data.shape} differs from the fitted shape {(row_factors.shape[0], col_factors.shape[0])}"
         )
-    log_lik = _conditional_log_lik(row_factors, col_factors, data.to_arrays(), backend=getattr(model, "backend", "auto"))
+    backend = getattr(model, "backend", "auto")
+    log_lik = _conditional_log_lik(row_factors, col_factors, data.to_arrays(), backend=backend)
     return float(np.exp(-float(log_lik) / data.total))
 
 

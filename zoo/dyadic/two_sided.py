@@ -245,8 +245,10 @@ class TwoSided:
         n_rows, n_cols = arrays.shape
         dtype = arrays.counts.dtype
         key_rows, key_cols = jax.random.split(rng_key)
-        row_posterior = jax.nn.one_hot(_random_partition(key_rows, n_rows, self.n_row_classes), self.n_row_classes, dtype=dtype)
-        col_posterior = jax.nn.one_hot(_random_partition(key_cols, n_cols, self.n_col_classes), self.n_col_classes, dtype=dtype)
+        row_classes = _random_partition(key_rows, n_rows, self.n_row_classes)
+        col_classes = _random_partition(key_cols, n_cols, self.n_col_classes)
+        row_posterior = jax.nn.one_hot(row_classes, self.n_row_classes, dtype=dtype)
+        col_posterior = jax.nn.one_hot(col_classes, self.n_col_classes, dtype=dtype)
         total = arrays.row_sums.sum()
         association = row_posterior.T @ count_matmul(col_posterior, arrays, backend=self.backend) / total
         return TwoSidedParams(
@@ -327,7 +329,8 @@ class TwoSided:
         association = params.association
         row_mass = association.sum(axis=1, keepdims=True)
         col_mass = association.sum(axis=0)
-        col_given_row_class = jnp.where(row_mass > 0, association / jnp.where(row_mass > 0, row_mass, 1.0), col_mass[None, :])
+        col_given_row_class = jnp.where(row_mass > 0, association / jnp.where(row_mass > 0, row_mass, 1.0),
+                                        col_mass[None, :])
         joint = params.col_marginal[:, None] * params.col_posterior
         totals = joint.sum(axis=0, keepdims=True)
         col_given_class = jnp.where(totals > 0, joint / jnp.where(totals > 0, totals, 1.0), 0.0)
