@@ -281,9 +281,13 @@ def _mesh(devices: Any) -> Mesh | None:
         available = jax.devices()
         count = check_int("devices", devices, minimum=1, maximum=len(available))
         devices = available[:count]
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+        raise TypeError(f"devices: expected an int or a sequence of jax devices, got {devices!r}")
     devices = list(devices)
     if not devices:
         raise ValueError("devices: is empty")
+    if not all(isinstance(device, jax.Device) for device in devices):
+        raise TypeError(f"devices: expected jax devices (e.g. jax.devices()), got {devices!r:.80}")
     return Mesh(np.array(devices), (SHARD_AXIS,))
 
 

@@ -290,6 +290,13 @@ class CoOccurrence:
         """The counts as a dense array (only sensible for small data)."""
         return self.to_sparse().toarray()
 
+    def _check_range(self, float_dtype: Any) -> None:
+        """Counts whose total (times the few hundred a log-likelihood adds) would overflow ``float_dtype``."""
+        limit = float(np.finfo(float_dtype).max) / 1e4
+        if self.total > limit:
+            raise ValueError(f"counts: total {self.total:.3g} overflows {np.dtype(float_dtype).name} arithmetic "
+                             f"(limit {limit:.3g}); rescale the counts or enable float64 (jax_enable_x64)")
+
     def to_arrays(self, dtype: Any = None, *, pad: bool = True) -> DyadicArrays:
         """Device arrays for the kernels, in CSR (row-sorted) order.
 
@@ -306,6 +313,7 @@ class CoOccurrence:
         import jax.numpy as jnp
 
         float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        self._check_range(float_dtype)
         n_cells = _bucket(self.nnz) if pad else self.nnz
         extra = n_cells - self.nnz
         rows = np.concatenate([self.rows, np.full(extra, self.n_rows - 1, np.int32)])
@@ -335,6 +343,7 @@ class CoOccurrence:
 
         n_shards = check_int("n_shards", n_shards, minimum=1)
         float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        self._check_range(float_dtype)
         full_indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
         targets = np.linspace(0, self.nnz, n_shards + 1)
         cuts = np.searchsorted(full_indptr, targets).astype(np.int64)

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from zoo._validation import check_int
 from zoo.data import CoOccurrence
 
 __all__ = [
@@ -116,11 +117,26 @@ def load_20newsgroups(
 
 
 # ----------------------------------------------------------------------------- file formats
+def _check_path(path: Any) -> None:
+    """A file name or an open file; anything else is a TypeError naming ``path``."""
+    if not isinstance(path, (str, os.PathLike)) and not hasattr(path, "read"):
+        raise TypeError(f"path: expected a file path or an open file, got {type(path).__name__}")
+
+
 def read_matrix_market(path: str | os.PathLike, *, row_names=None, col_names=None) -> CoOccurrence:
     """Read a MatrixMarket coordinate file of counts."""
-    matrix = scipy.io.mmread(path)
+    _check_path(path)
+    try:
+        matrix = scipy.io.mmread(path)
+    except (ValueError, TypeError, IndexError) as error:
+        raise ValueError(f"path: not a readable MatrixMarket file ({error})") from None
     matrix = sp.coo_matrix(matrix) if not sp.issparse(matrix) else matrix
-    return CoOccurrence.from_sparse(matrix, row_names=row_names, col_names=col_names)
+    try:
+        return CoOccurrence.from_sparse(matrix, row_names=row_names, col_names=col_names)
+    except (ValueError, TypeError) as error:
+        if str(error).startswith(("row_names", "col_names")):
+            raise
+        raise type(error)(f"path: the file's counts are invalid ({error})") from None
 
 
 def write_matrix_market(path: str | os.PathLike, data: CoOccurrence) -> None:
@@ -140,6 +156,10 @@ def read_ldac(
         Vocabulary size; default: the vocabulary's length, or the largest id + 1.
     vocabulary : list of words or path of a file with one word per line, optional.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if n_cols is not None:
+        n_cols = check_int("n_cols", n_cols, minimum=1)
     rows, cols, counts = [], [], []
     n_documents = 0
     with open(path, encoding="utf-8") as handle:
@@ -174,7 +194,12 @@ def read_ldac(
     n_rows = n_documents
     if min(cols) < 0 or max(cols) >= n_cols:
         raise ValueError(f"path: term id out of range for a vocabulary of {n_cols}")
-    return CoOccurrence(np.asarray(rows), np.asarray(cols), np.asarray(counts), (n_rows, n_cols), None, names)
+    try:
+        return CoOccurrence(np.asarray(rows), np.asarray(cols), np.asarray(counts), (n_rows, n_cols), None, names)
+    except (ValueError, TypeError) as error:
+        if str(error).startswith("col_names"):
+            raise
+        raise type(error)(f"path: the file's counts are invalid ({error})") from None
 
 
 def write_ldac(path: str | os.PathLike, data: CoOccurrence) -> None:
@@ -208,5 +233,20 @@ def read_edge_list(
     """
     import pandas as pd
 
-    frame = pd.read_csv(path, **read_csv_kwargs)
-    return CoOccurrence.from_dataframe(frame, row=source, col=target, count=weight)
+    _check_path(path)
+    try:
+        frame = pd.read_csv(path, **read_csv_kwargs)
+    except (ValueError, TypeError) as error:  # pandas' parser and empty-data errors
+        raise ValueError(f"path: not a readable CSV file ({error})") from None
+    # Name this function's arguments in errors about the columns (from_dataframe calls them row, col, count).
+    for argument, column in (("source", source), ("target", target), ("weight", weight)):
+        if column is not None and column not in frame.columns:
+            raise ValueError(f"{argument}: column {column!r} not in the file (columns: {list(frame.columns)})")
+    try:
+        return CoOccurrence.from_dataframe(frame, row=source, col=target, count=weight)
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        for inner, outer in (("count:", "weight:"), ("frame:", "path:")):
+            if message.startswith(inner):
+                raise type(error)(outer + message[len(inner):]) from None
+        raise

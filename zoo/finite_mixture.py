@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
@@ -87,7 +88,13 @@ class GaussianMixture:
         points = as_float_array("data", points, ndim=2)
         if points.shape[0] < self.n_classes:
             raise ValueError(f"n_classes: {self.n_classes} classes for only {points.shape[0]} points")
-        return jnp.asarray(points, dtype=jnp.result_type(float))
+        dtype = jnp.result_type(float)
+        # The M-step sums squares of the points: they must not overflow the working precision.
+        limit = float(np.sqrt(np.finfo(dtype).max / (16.0 * points.shape[0])))
+        if np.abs(points).max() > limit:
+            raise ValueError(f"data: values up to {np.abs(points).max():.3g} overflow {np.dtype(dtype).name} sums "
+                             f"of squares (limit {limit:.3g}); rescale the features or enable float64")
+        return jnp.asarray(points, dtype=dtype)
 
     def init_params(self, rng_key: Any, points: Any) -> GaussianMixtureParams:
         """Means at K distinct random points, unit-free scales from the data's spread."""

@@ -118,6 +118,16 @@ def _check_bool(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def _text_dtype(X: Any) -> bool:
+    """Whether X is an array (or nested list) of strings, which NumPy would silently parse."""
+    if isinstance(X, (list, tuple)):
+        try:
+            X = np.asarray(X)
+        except ValueError:  # ragged: left to scikit-learn's validation
+            return False
+    return getattr(getattr(X, "dtype", None), "kind", "") in ("U", "S")
+
+
 def _mean_conditional_log_lik(row_factors: np.ndarray, col_factors: np.ndarray, counts: sp.csr_matrix) -> float:
     """Σ_ik n_ik log Σ_c R_ic C_kc / Σ_ik n_ik in float64, over the non-zero cells (H99 §5).
 
@@ -185,6 +195,8 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """Validate X with scikit-learn's rules, with messages that start with ``X:``."""
         if isinstance(X, CoOccurrence):
             X = X.to_sparse()
+        if _text_dtype(X):
+            raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
         except ValueError as error:
@@ -226,10 +238,11 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             return train, valid
         n_samples = data.shape[0]
         n_valid = int(round(fraction * n_samples))
-        if n_valid < 1 or n_samples - n_valid < self._n_classes():
+        # GaussianMixture.prepare wants at least n_classes points in the validation part too.
+        if min(n_valid, n_samples - n_valid) < self._n_classes():
             raise ValueError(
-                f"valid_fraction: {fraction} of {n_samples} samples leaves no validation sample or fewer "
-                f"training samples than classes; use more data, another valid_fraction or schedule='em'"
+                f"valid_fraction: {fraction} of {n_samples} samples leaves fewer training or validation "
+                f"samples than classes; use more data, another valid_fraction or schedule='em'"
             )
         order = rng.permutation(n_samples)
         return data[np.sort(order[n_valid:])], data[np.sort(order[:n_valid])]
@@ -250,10 +263,10 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         schedule, key = self._check_params()
         X = self._validate_X(X, reset=True)
         data = self._as_data(X)
-        self._check_data(data, X.shape[0])
         model = self._build_model()
         key_split, key_fit = jax.random.split(key)
         train, valid = self._train_valid(data, schedule, key_split)
+        self._check_data(train, train.shape[0])
         init, n_restarts = None, self.n_restarts
         if self.warm_start and isinstance(getattr(self, "result_", None), EMResult):
             if self.result_.model != model or getattr(self.result_, "_shape", None) != getattr(train, "shape", None):
@@ -478,6 +491,15 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
 
     def _check_model_params(self) -> None:
         GaussianMixture(self.n_classes, variance_floor=self.variance_floor)
+
+    def _check_data(self, data: Any, n_samples: int) -> None:
+        """Enough training points for the classes, and no constant feature: the variance floor is
+        relative to each feature's spread, and a feature without spread makes the fit NaN."""
+        super()._check_data(data, n_samples)
+        constant = np.flatnonzero(np.ptp(data, axis=0) == 0)
+        if constant.size:
+            raise ValueError(f"X: feature(s) {constant.tolist()} are constant in the training data; "
+                             "remove them (the variance floor is relative to each feature's spread)")
 
     def _build_model(self) -> GaussianMixture:
         return GaussianMixture(self.n_classes, variance_floor=self.variance_floor)

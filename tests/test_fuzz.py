@@ -1,0 +1,689 @@
+"""Fuzzing every public constructor and fit function with bad input.
+
+Each generated case must be rejected with a ``ValueError`` or ``TypeError`` whose message starts
+with the name of the offending argument, raised before any JAX code runs (no frame of the
+traceback lies inside ``jax``). Every case is counted; each test checks that it ran the number of
+cases it declares (derandomised, so stable), and the last test that the declared numbers sum to at
+least 1,000 — which holds however pytest-xdist spreads the tests. Bad input fails fast, so the whole
+file takes seconds. Gaps found in modules owned by others are kept as strict xfails.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inference import concentration, partitions
+from inference.em import tempered_em
+from inference.enumerated import EnumeratedEM, ProgramData
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
+from zoo import baselines, metrics
+from zoo.data import CoOccurrence, as_numpy_rng
+from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
+from zoo.dyadic.aspect import Aspect, AspectParams
+from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
+from zoo.io import load_result, save_result
+from zoo.dirichlet.supervised import SupervisedDP
+from zoo.relational.data import Domain, RelationalData, Relation
+from zoo.relational.infinite import InfiniteRelational
+from zoo.relational.latent_class import LatentClassRelational
+from zoo.report import write_report
+from zoo.sklearn import AspectEstimator, GaussianMixtureEstimator, jax_key, make_schedule
+
+CASES = {"count": 0}
+#: Cases each fuzz test is known to run (derandomised, so the numbers are stable); each test checks
+#: its own number, so the total holds however the tests are spread over pytest-xdist workers.
+MINIMA: dict[str, int] = {}
+MINIMUM_CASES = 1000
+# Derandomised: the same cases every run, so a failure is reproducible and the count is stable.
+FUZZ = settings(deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _inside_jax(filename: str) -> bool:
+    parts = Path(filename).parts
+    return "jax" in parts or "jaxlib" in parts
+
+
+def rejects(call: Callable[[], Any], *names: str) -> None:
+    """``call()`` raises ValueError/TypeError starting with one of ``names``, outside JAX."""
+    CASES["count"] += 1
+    try:
+        result = call()
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        assert message.startswith(names), f"message {message!r} does not start with {names}"
+        inside = [frame.filename for frame in traceback.extract_tb(error.__traceback__) if _inside_jax(frame.filename)]
+        assert not inside, f"{message!r} was raised inside JAX ({inside[-1]})"
+        return
+    pytest.fail(f"bad input accepted (expected an error naming {names}); returned {result!r:.200}")
+
+
+def counted(minimum: int) -> Callable:
+    """Decorate a hypothesis test: record that it runs at least ``minimum`` cases, and check it."""
+    def decorate(test: Callable) -> Callable:
+        MINIMA[test.__name__] = minimum
+
+        def run_and_count() -> None:
+            before = CASES["count"]
+            test()
+            assert CASES["count"] - before >= minimum, f"{test.__name__} ran {CASES['count'] - before} cases"
+
+        run_and_count.__name__, run_and_count.__doc__ = test.__name__, test.__doc__
+        return run_and_count
+    return decorate
+
+
+def corrupt(valid: dict[str, Any], bad: dict[str, st.SearchStrategy]) -> st.SearchStrategy:
+    """(argument name, keyword arguments) with exactly one argument replaced by a bad value."""
+    names = sorted(bad)
+    return st.sampled_from(names).flatmap(lambda name: bad[name].map(lambda value: (name, {**valid, name: value})))
+
+
+# ----------------------------------------------------------------------------- bad values
+NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
+NOT_NUMBERS = st.sampled_from(["1.0", None, b"1", [1.0, 2.0], {"value": 1}, 1 + 2j, object()])
+NOT_INTEGERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.sampled_from(["3", None, [3], 3 + 0j, object()])
+)
+
+
+def ints_below(minimum: int) -> st.SearchStrategy:
+    return st.one_of(st.integers(max_value=minimum - 1), NOT_INTEGERS)
+
+
+def ints_outside(minimum: int, maximum: int) -> st.SearchStrategy:
+    return st.one_of(st.integers(max_value=minimum - 1), st.integers(min_value=maximum + 1), NOT_INTEGERS)
+
+
+def reals_below(low: float, *, open_: bool = False) -> st.SearchStrategy:
+    below = st.floats(max_value=low, exclude_max=not open_, allow_nan=False, allow_infinity=False)
+    return st.one_of(below, NON_FINITE, NOT_NUMBERS)
+
+
+def reals_outside(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> st.SearchStrategy:
+    below = st.floats(max_value=low, exclude_max=not low_open, allow_nan=False, allow_infinity=False)
+    above = st.floats(min_value=high, exclude_min=not high_open, allow_nan=False, allow_infinity=False)
+    return st.one_of(below, above, NON_FINITE, NOT_NUMBERS)
+
+
+def not_one_of(choices: tuple[str, ...]) -> st.SearchStrategy:
+    return st.one_of(st.text(max_size=8).filter(lambda text: text not in choices), st.sampled_from([None, 1, b"xla"]))
+
+
+def bad_counts(shape: tuple[int, ...]) -> st.SearchStrategy:
+    """Arrays of the given shape whose entries are not non-negative finite numbers (one poisoned
+    entry, or a wrong dtype), or arrays with one axis too many."""
+    size = int(np.prod(shape))
+    poison = st.sampled_from([math.nan, math.inf, -math.inf, -1.0, -1e-9])
+    return st.one_of(
+        st.tuples(st.integers(0, size - 1), poison).map(
+            lambda spec: np.where(np.arange(size) == spec[0], spec[1], 1.0).reshape(shape)),
+        st.just(np.full(shape, "1")),
+        st.just(np.full(shape, 1 + 1j)),
+        st.just(np.full(shape, {"count": 1}, dtype=object)),
+        st.just(np.ones(shape + (2,))),
+    )
+
+
+def bad_index_vectors(length: int, upper: int) -> st.SearchStrategy:
+    """Vectors of ``length`` indices outside [0, upper) or not whole numbers."""
+    return st.one_of(
+        st.tuples(st.integers(0, length - 1),
+                  st.one_of(st.integers(-10**6, -1), st.integers(upper, upper + 10**6))).map(
+            lambda spec: np.where(np.arange(length) == spec[0], spec[1], 0)),
+        st.just(np.full(length, 0.5)),
+        st.just(np.array([np.nan] * length)),
+        st.just(np.array(["0"] * length)),
+        st.just(np.zeros((length, 2), int)),
+    )
+
+
+BAD_LABELS = st.one_of(
+    st.sampled_from([None, "abc", b"abc", 3, 2.5]),
+    st.just(np.zeros((2, 3))),
+    st.just([]),
+    st.just(np.array([])),
+    st.just([1, None, 2]),
+    st.just([1.0, math.nan, 2.0]),
+    st.just([[1], [2], [3]]),
+)
+
+
+# ----------------------------------------------------------------------------- data containers
+COO_VALID = {"rows": np.array([0, 1, 1]), "cols": np.array([1, 0, 2]), "counts": np.array([1.0, 2.0, 3.0]),
+             "shape": (2, 3)}
+SHAPES = st.one_of(
+    st.sampled_from([None, "2x3", 6, (2,), (2, 3, 1), [2.5, 3], (0, 3), (2, -1), (True, 3), (2, None)]),
+    st.tuples(st.integers(max_value=0), st.integers(1, 5)),
+)
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(corrupt(COO_VALID, {
+    "rows": bad_index_vectors(3, 2), "cols": bad_index_vectors(3, 3), "counts": bad_counts((3,)),
+    "shape": SHAPES,
+}))
+def test_co_occurrence_constructor(case):
+    name, kwargs = case
+    names = (name, "counts") if name in ("rows", "cols") else (name,)  # length mismatches name counts
+    rejects(lambda: CoOccurrence(**kwargs), *names)
+
+
+@counted(40)
+@settings(FUZZ, max_examples=60)
+@given(st.one_of(
+    bad_counts((2, 3)),
+    st.sampled_from([np.zeros((2, 3)), np.zeros((0, 3)), np.ones(4), np.ones((2, 2, 2)), "matrix", None]),
+))
+def test_co_occurrence_from_dense(matrix):
+    rejects(lambda: CoOccurrence.from_dense(matrix), "matrix", "counts")
+
+
+@counted(8)
+@settings(FUZZ, max_examples=40)
+@given(st.one_of(
+    st.sampled_from([-1.0, math.nan, math.inf]).map(lambda value: sp.csr_matrix(np.array([[1.0, value], [0.0, 2.0]]))),
+    st.sampled_from([np.ones((2, 2)), [[1, 2]], None, "sparse", sp.csr_matrix((2, 3))]),
+))
+def test_co_occurrence_from_sparse(matrix):
+    rejects(lambda: CoOccurrence.from_sparse(matrix), "matrix", "counts")
+
+
+@counted(26)
+@settings(FUZZ, max_examples=60)
+@given(corrupt({"pairs": np.array([[0, 1], [1, 0]]), "weights": None, "shape": None}, {
+    "pairs": st.sampled_from([np.zeros((0, 2), int), np.array([0, 1]), np.array([[0, 1, 2]]), np.array([[-1, 0]]),
+                              np.array([[0.5, 1.0]]), np.array([["a", "b"]]), np.array([[np.nan, 0.0]])]),
+    "weights": bad_counts((2,)),
+    "shape": st.sampled_from([(1, 1), (2,), "2x2", (0, 2), (2, 2.5)]),
+}))
+def test_co_occurrence_from_pairs(case):
+    name, kwargs = case
+    rejects(lambda: CoOccurrence.from_pairs(kwargs["pairs"], weights=kwargs["weights"], shape=kwargs["shape"]),
+            name, "pairs")
+
+
+FRAME = pd.DataFrame({"doc": ["a", "b", "b"], "word": ["x", "y", "x"], "n": [1.0, 2.0, 3.0]})
+
+
+@counted(9)
+@settings(FUZZ, max_examples=40)
+@given(st.sampled_from([
+    ("frame", dict(frame=FRAME.to_dict(), row="doc", col="word")),
+    ("frame", dict(frame=FRAME.iloc[:0], row="doc", col="word")),
+    ("frame", dict(frame=FRAME.assign(doc=["a", None, "b"]), row="doc", col="word")),
+    ("row", dict(frame=FRAME, row="missing", col="word")),
+    ("col", dict(frame=FRAME, row="doc", col="missing")),
+    ("count", dict(frame=FRAME, row="doc", col="word", count="missing")),
+    ("count", dict(frame=FRAME.assign(n=[1.0, -2.0, 3.0]), row="doc", col="word", count="n")),
+    ("count", dict(frame=FRAME.assign(n=[1.0, np.nan, 3.0]), row="doc", col="word", count="n")),
+    ("count", dict(frame=FRAME.assign(n=["1", "2", "3"]), row="doc", col="word", count="n")),
+]))
+def test_co_occurrence_from_dataframe(case):
+    name, kwargs = case
+    rejects(lambda: CoOccurrence.from_dataframe(**kwargs), name)
+
+
+DATA = CoOccurrence.from_dense(np.arange(12).reshape(4, 3) % 5)
+BAD_FRACTIONS = st.one_of(
+    st.sampled_from([[1.0], [0.5, 0.6], [0.5, -0.5, 1.0], [math.nan, 1.0], [], [[0.5, 0.5]], "0.5,0.5", None,
+                     [0.2, math.inf]]),
+    st.lists(st.floats(0.01, 0.4), min_size=2, max_size=4),  # never sums to 1 exactly
+)
+BAD_RNG = st.sampled_from([-1, "seed", 1.5, None, True, [1, 2], object()])
+
+
+@counted(80)
+@settings(FUZZ, max_examples=80)
+@given(st.booleans(), corrupt({"fractions": [0.5, 0.5], "rng": 0}, {"fractions": BAD_FRACTIONS, "rng": BAD_RNG}))
+def test_splits(by_rows, case):
+    name, kwargs = case
+    split = DATA.split_rows if by_rows else DATA.split_tokens
+    rejects(lambda: split(kwargs["fractions"], rng=kwargs["rng"]), name)
+
+
+@counted(30)
+@settings(FUZZ, max_examples=30)
+@given(st.one_of(
+    st.sampled_from([("row_indices", "select_rows", [5]), ("row_indices", "select_rows", [-1]),
+                     ("row_indices", "select_rows", [0.5]), ("row_indices", "select_rows", "0"),
+                     ("counts", "with_counts", np.full(DATA.nnz, -1.0)), ("counts", "with_counts", np.zeros(DATA.nnz)),
+                     ("counts", "with_counts", np.ones(DATA.nnz + 1))]),
+    ints_below(1).map(lambda value: ("n_shards", "to_sharded_arrays", value)),
+))
+def test_co_occurrence_methods(case):
+    name, method, value = case
+    rejects(lambda: getattr(DATA, method)(value), name)
+
+
+@counted(7)
+@settings(FUZZ, max_examples=20)
+@given(BAD_RNG)
+def test_as_numpy_rng(value):
+    rejects(lambda: as_numpy_rng(value), "rng")
+
+
+# ----------------------------------------------------------------------------- schedules and models
+@counted(150)
+@settings(FUZZ, max_examples=150)
+@given(st.one_of(
+    corrupt({}, {"beta": reals_outside(0.0, 1.0, low_open=True), "patience": ints_below(1),
+                 "min_improvement": reals_below(0.0)}).map(lambda case: (FixedBeta, case)),
+    corrupt({}, {"eta": reals_outside(0.0, 1.0, low_open=True, high_open=True),
+                 "beta_min": reals_outside(0.0, 1.0, low_open=True), "patience": ints_below(1),
+                 "min_improvement": reals_below(0.0)}).map(lambda case: (TemperedEM, case)),
+    corrupt({}, {"beta_start": reals_outside(0.0, 1.0, low_open=True), "growth": reals_below(1.0, open_=True),
+                 "max_iter_per_level": ints_below(1)}).map(lambda case: (DeterministicAnnealing, case)),
+))
+def test_schedules(case):
+    schedule, (name, kwargs) = case
+    rejects(lambda: schedule(**kwargs), name)
+
+
+@counted(100)
+@settings(FUZZ, max_examples=100)
+@given(st.one_of(
+    corrupt({"n_classes": 2}, {"n_classes": ints_below(1), "update": not_one_of(("simultaneous", "alternating")),
+                               "backend": not_one_of(("auto", "xla", "numba"))}).map(lambda case: (Aspect, case)),
+    corrupt({"n_classes": 2}, {"n_classes": ints_below(1), "variance_floor": reals_below(0.0, open_=True)}).map(
+        lambda case: (GaussianMixture, case)),
+    corrupt({"program": gaussian_mixture_program}, {
+        "program": st.sampled_from([None, 3, "program"]), "max_plate_nesting": ints_below(0),
+        "learning_rate": reals_below(0.0, open_=True), "m_step_iters": ints_below(1),
+        "init_scale": reals_below(0.0), "static_kwargs": st.sampled_from([3, (("a",),), "abc"]),
+    }).map(lambda case: (EnumeratedEM, case)),
+))
+def test_model_constructors(case):
+    model, (name, kwargs) = case
+    rejects(lambda: model(**kwargs), name)
+
+
+ASPECT = Aspect(2, backend="xla")
+ASPECT_PARAMS = AspectParams(jnp.full((2,), 0.5), jnp.full((4, 2), 0.25), jnp.full((3, 2), 1.0 / 3.0))
+
+
+@counted(60)
+@settings(FUZZ, max_examples=60)
+@given(corrupt({"data": DATA, "n_iter": 5, "beta": 1.0}, {
+    "data": st.sampled_from([DATA.to_dense(), None, "data", CoOccurrence.from_dense(np.ones((2, 4)))]),
+    "n_iter": ints_below(1),
+    "beta": reals_outside(0.0, 1.0, low_open=True),
+}))
+def test_aspect_fold_in(case):
+    name, kwargs = case
+    rejects(lambda: ASPECT.fold_in(ASPECT_PARAMS, kwargs["data"], n_iter=kwargs["n_iter"], beta=kwargs["beta"]), name)
+
+
+TRAIN, VALID = DATA.split_tokens([0.7, 0.3], rng=0)
+EM_VALID = {"model": ASPECT, "data": TRAIN, "key": jax.random.key(0), "valid": None, "schedule": None,
+            "n_restarts": 1, "max_iter": 5, "tol": 1e-6, "init": None, "devices": None, "time_budget": None,
+            "segment": 25}
+
+
+@counted(150)
+@settings(FUZZ, max_examples=150)
+@given(st.one_of(
+    corrupt(EM_VALID, {
+        "n_restarts": ints_below(1), "max_iter": ints_below(1), "tol": reals_below(0.0), "segment": ints_below(1),
+        "time_budget": reals_below(0.0).filter(lambda value: value is not None),
+        "schedule": st.sampled_from(["tempered", 1.0, FixedBeta, object()]),
+        "key": st.just(None),
+        "data": st.sampled_from([DATA.to_dense(), None, [[1, 2]], "counts",
+                                 CoOccurrence.from_dense([[1e38, 1.0], [1.0, 1e38]])]),
+        "valid": st.sampled_from([CoOccurrence.from_dense(np.ones((2, 2)))]),
+        "devices": st.sampled_from([True, 0, -1, 10_000, [], "cpu", ["cpu"], 2.5]),
+    }),
+    st.just(("valid", {**EM_VALID, "schedule": TemperedEM()})),  # tempered EM needs validation data
+    st.just(("n_restarts", {**EM_VALID, "init": ASPECT_PARAMS, "n_restarts": 2})),
+))
+def test_tempered_em(case):
+    name, kwargs = case
+    names = (name, "counts") if name == "data" else (name,)  # counts beyond the float32 range
+    rejects(lambda: tempered_em(**kwargs), *names)
+
+
+@counted(50)
+@settings(FUZZ, max_examples=50)
+@given(st.one_of(
+    bad_counts((4, 2)).filter(lambda values: values.dtype.kind != "f" or values.ndim != 2 or not np.isfinite(values).all()
+                              ).map(lambda values: ("data", values)),
+    st.sampled_from([1e20, -1e30, 1e300]).map(lambda big: ("data", np.array([[0.0, 1.0], [big, 2.0], [1.0, 3.0]]))),
+    st.sampled_from([("data", np.ones(5)), ("data", np.ones((0, 2))), ("data", "points"), ("data", None),
+                     ("n_classes", np.ones((1, 2)))]),
+))
+def test_gaussian_mixture_data(case):
+    name, points = case
+    rejects(lambda: tempered_em(GaussianMixture(2), points, key=jax.random.key(0), max_iter=3), name)
+
+
+# ----------------------------------------------------------------------------- readers
+READER_DIR = Path(tempfile.mkdtemp(prefix="latentzoo-fuzz-"))
+MTX_HEADER = "%%MatrixMarket matrix coordinate real general\n2 3 2\n"
+
+
+def _write(name: str, text: str) -> Path:
+    path = READER_DIR / name
+    path.write_text(text)
+    return path
+
+
+@counted(19)
+@settings(FUZZ, max_examples=40)
+@given(st.one_of(
+    st.sampled_from(["-1", "nan", "inf", "-inf"]).map(lambda value: ("mtx", MTX_HEADER + f"1 1 {value}\n2 3 1\n")),
+    st.sampled_from(["", "not a matrix\n", MTX_HEADER + "3 1 1\n1 2 1\n", MTX_HEADER + "1 1 x\n2 2 1\n",
+                     "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 0\n"]).map(lambda text: ("mtx", text)),
+    st.sampled_from(["2 0:1 1:x\n", "1 -1:2\n", "3 0:1\n", "1 0:-2\n", "1 0:nan\n", "1 5:1\n", "abc\n", "",
+                     "1 0:1:2\n", "1.5 0:1\n"]).map(lambda text: ("ldac", text)),
+))
+def test_count_file_readers(case):
+    fmt, text = case
+    CASES["files"] = CASES.get("files", 0) + 1
+    path = _write(f"case{CASES['files']}.{fmt}", text)
+    reader = read_matrix_market if fmt == "mtx" else lambda path: read_ldac(path, n_cols=3)
+    rejects(lambda: reader(path), "path")
+
+
+@counted(15)
+@settings(FUZZ, max_examples=30)
+@given(st.sampled_from([read_matrix_market, read_ldac, read_edge_list]),
+       st.sampled_from([None, 3, 2.5, ["a.mtx"], b"\x00"]))
+def test_reader_paths(reader, path):
+    rejects(lambda: reader(path), "path")
+
+
+@counted(20)
+@settings(FUZZ, max_examples=20)
+@given(ints_below(1).filter(lambda value: value is not None))
+def test_ldac_vocabulary_size(n_cols):
+    path = _write("valid.ldac", "2 0:1 2:3\n1 1:2\n")
+    rejects(lambda: read_ldac(path, n_cols=n_cols), "n_cols")
+
+
+@counted(8)
+@settings(FUZZ, max_examples=30)
+@given(st.sampled_from([
+    ("source,target\n", {}, "path"),
+    ("a,b\nx,y\n", {}, "source"),
+    ("source,b\nx,y\n", {}, "target"),
+    ("source,target\nx,y\n", {"weight": "w"}, "weight"),
+    ("source,target,w\nx,y,-1\n", {"weight": "w"}, "weight"),
+    ("source,target,w\nx,y,nan\n", {"weight": "w"}, "weight"),
+    ("source,target,w\nx,y,abc\n", {"weight": "w"}, "weight"),
+    ("source,target\nx,\n", {}, "path"),
+]))
+def test_edge_list_reader(case):
+    text, options, name = case
+    CASES["files"] = CASES.get("files", 0) + 1
+    path = _write(f"case{CASES['files']}.csv", text)
+    rejects(lambda: read_edge_list(path, **options), name)
+
+
+# ----------------------------------------------------------------------------- estimators
+X_COUNTS = np.arange(12, dtype=float).reshape(4, 3) % 5
+BAD_X = st.one_of(
+    bad_counts((4, 3)),
+    st.sampled_from([np.ones(5), np.ones((0, 3)), np.ones((2, 2, 2)), "X", None, [[1, 2], [3]], [["1", "2"]]]),
+)
+CONSTANT_FEATURE = np.column_stack([np.arange(8.0), np.ones(8)])  # no spread for the variance floor
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(st.sampled_from([AspectEstimator, GaussianMixtureEstimator]), st.one_of(
+    BAD_X.map(lambda X: ("X", {}, X)),
+    corrupt({}, {
+        "n_classes": ints_below(1), "schedule": st.sampled_from(["fast", None, 1, FixedBeta]),
+        "valid_fraction": reals_outside(0.0, 1.0, low_open=True, high_open=True), "n_restarts": ints_below(1),
+        "max_iter": ints_below(1), "tol": reals_below(0.0), "random_state": st.sampled_from([-1, "seed", 1.5, [1]]),
+        "warm_start": st.sampled_from(["yes", None, 1]), "progress": st.sampled_from(["yes", None, 1]),
+        "time_budget": reals_below(0.0).filter(lambda value: value is not None),
+    }).map(lambda case: (case[0], case[1], X_COUNTS)),
+))
+def test_estimators(estimator, case):
+    name, params, X = case
+    if estimator is GaussianMixtureEstimator and name == "X" and isinstance(X, np.ndarray) and X.dtype.kind == "f" \
+            and X.ndim == 2 and np.isfinite(X).all():
+        X = CONSTANT_FEATURE  # negative values are fine for features: give it a constant feature instead
+    rejects(lambda: estimator(**params).fit(X), name)
+
+
+@counted(6)
+@settings(FUZZ, max_examples=20)
+@given(st.sampled_from(["tempered ", "EM", 3, None, [], TemperedEM]))
+def test_make_schedule(value):
+    rejects(lambda: make_schedule(value), "schedule")
+
+
+@counted(7)
+@settings(FUZZ, max_examples=20)
+@given(st.sampled_from([-1, "1", 2.5, True, [0], jnp.zeros(2), 2**40]))
+def test_jax_key(value):
+    rejects(lambda: jax_key(value), "random_state")
+
+
+# ----------------------------------------------------------------------------- metrics and partitions
+METRICS = [metrics.rand_index, metrics.adjusted_rand_index, metrics.pairwise_precision_recall_f,
+           metrics.cluster_edit_distance, metrics.normalized_edit_score, metrics.variation_of_information,
+           metrics.normalized_variation_of_information, metrics.clustering_scores]
+
+
+@counted(160)
+@settings(FUZZ, max_examples=160)
+@given(st.sampled_from(METRICS), st.booleans(), st.one_of(BAD_LABELS.map(lambda labels: ("bad", labels)),
+                                                          st.just(("length", [0, 1]))))
+def test_clustering_metrics(metric, first, case):
+    kind, labels = case
+    good = [0, 0, 1]
+    arguments = (labels, good) if first else (good, labels)
+    names = ("labels_true", "labels_pred") if kind == "length" else ("labels_true" if first else "labels_pred",)
+    rejects(lambda: metric(*arguments), *names)
+
+
+@counted(40)
+@settings(FUZZ, max_examples=40)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=8), st.lists(st.integers(-2, 3), min_size=2, max_size=8))
+def test_metrics_on_any_valid_labels_are_finite(labels_true, labels_pred):
+    size = min(len(labels_true), len(labels_pred))
+    CASES["count"] += 1
+    scores = metrics.clustering_scores(labels_true[:size], labels_pred[:size])
+    assert all(np.isfinite(value) for value in scores.values()), scores
+
+
+BAD_ASSIGNMENTS = st.sampled_from([np.array([[0.5, 1.0]]), np.array([[np.nan, 0.0]]), np.array([]), "labels", None,
+                                   np.array([["a", "b"]]), 3])
+
+
+@counted(60)
+@settings(FUZZ, max_examples=60)
+@given(st.one_of(
+    BAD_ASSIGNMENTS.map(lambda value: ("assignments", lambda: partitions.co_clustering(value))),
+    BAD_ASSIGNMENTS.map(lambda value: ("assignments", lambda: partitions.point_partition(value))),
+    not_one_of(("vi", "binder")).map(lambda loss: ("loss", lambda: partitions.point_partition([[0, 1]], loss=loss))),
+    st.sampled_from([
+        ("co_clustering_matrix", lambda: partitions.expected_binder_loss([0, 1], np.eye(3))),
+        ("co_clustering_matrix", lambda: partitions.expected_vi_lower_bound([0, 1], np.full((2, 2), np.nan))),
+        ("labels", lambda: partitions.expected_binder_loss([0.5, 1], np.eye(2))),
+        ("labels", lambda: partitions.expected_variation_of_information([0, 1, 2], [[0, 1]])),
+    ]),
+))
+def test_partitions(case):
+    name, call = case
+    rejects(call, name, "assignments")
+
+
+# ----------------------------------------------------------------------------- concentration
+PRIOR = concentration.gamma_prior(1.0, 1.0)
+KEY = jax.random.key(0)
+
+
+@counted(150)
+@settings(FUZZ, max_examples=150)
+@given(st.one_of(
+    corrupt({"shape": 1.0, "rate": 1.0}, {"shape": reals_below(0.0), "rate": reals_below(0.0)}).map(
+        lambda case: (case[0], lambda: concentration.gamma_prior(**case[1]))),
+    corrupt({"alpha": 1.0, "n_clusters": 2, "n_points": 5, "prior": PRIOR}, {
+        "alpha": reals_below(0.0), "n_clusters": ints_outside(1, 5), "n_points": ints_below(0),
+        "prior": st.sampled_from([(1.0, 1.0), None, concentration.GammaPrior(-1.0, 1.0),
+                                  concentration.GammaPrior(1.0, math.nan)]),
+    }).map(lambda case: (case[0], lambda: concentration.escobar_west_update(KEY, **case[1]))),
+    corrupt({"alpha": 1.0, "n_clusters": 2, "group_sizes": [3, 2], "prior": PRIOR}, {
+        "alpha": reals_below(0.0), "n_clusters": ints_outside(2, 5),
+        "group_sizes": st.sampled_from([[], [-1, 2], [1.5, 2], [[1, 2]], "3", None]),
+        "prior": st.sampled_from([None, {"shape": 1.0}]),
+    }).map(lambda case: (case[0], lambda: concentration.escobar_west_multi_group_update(KEY, **case[1]))),
+    st.sampled_from([concentration.expected_n_clusters, concentration.variance_n_clusters]).flatmap(
+        lambda function: corrupt({"alpha": 1.0, "n_points": 4}, {
+            "alpha": st.one_of(st.floats(max_value=0.0), NON_FINITE,  # arrays of valid α are allowed here
+                               st.sampled_from(["1.0", None, {"value": 1}, 1 + 2j, [1.0, -1.0], [math.nan]])),
+            "n_points": st.one_of(ints_below(0), st.just([1, -1]), st.just([0.5])),
+        }).map(lambda case: (case[0], lambda: function(**case[1])))),
+))
+def test_concentration(case):
+    name, call = case
+    rejects(call, name)
+
+
+# ----------------------------------------------------------------------------- relational and DP models
+@counted(40)
+@settings(FUZZ, max_examples=40)
+@given(corrupt({"name": "people", "size": 3, "labels": None}, {
+    "name": st.sampled_from(["", None, 3, b"people"]),
+    "size": ints_below(1),
+    "labels": st.sampled_from([["a"], "abc", ["a", "b", "c", "d"]]),
+}))
+def test_relational_domain(case):
+    name, kwargs = case
+    rejects(lambda: Domain(**kwargs), name)
+
+
+RELATION_VALID = {"name": "likes", "domains": ("people", "people"), "shape": (3, 3),
+                  "entries": np.array([[0, 1], [1, 2]]), "values": np.array([1, 0])}
+
+
+@counted(22)
+@settings(FUZZ, max_examples=60)
+@given(corrupt(RELATION_VALID, {
+    "name": st.sampled_from(["", None, 3]),
+    "domains": st.sampled_from([(), None, ("people",), ("people", 3)]),
+    "shape": st.sampled_from([(3,), (3, 0), (3, 2.5), None]),
+    "entries": st.sampled_from([np.zeros((0, 2), int), np.array([[0, 3], [1, 2]]), np.array([[0, -1], [1, 2]]),
+                                np.array([[0.5, 1], [1, 2]]), np.array([0, 1]), np.array([[0, 1], [0, 1]])]),
+    "values": st.sampled_from([np.array([1]), np.array([1, 2]), np.array([1, -1]), np.array([0.5, 1.0]),
+                               np.array([1, np.nan])]),
+}))
+def test_relational_relation(case):
+    name, kwargs = case
+    names = (name, "shape") if name == "domains" else (name,)  # one size per domain
+    rejects(lambda: Relation(**kwargs), *names)
+
+
+@counted(11)
+@settings(FUZZ, max_examples=40)
+@given(st.one_of(
+    st.sampled_from([np.array([[0.0, np.inf], [1.0, 0.0]]), np.zeros((0, 0)), np.ones(3), "matrix", None,
+                     np.array([["a", "b"], ["c", "d"]])]).map(lambda value: ("matrix", {"matrix": value})),
+    st.sampled_from([np.ones((3, 3), bool), np.full((2, 2), 0.5), np.full((2, 2), "yes")]).map(
+        lambda mask: ("mask", {"matrix": np.eye(2), "mask": mask})),
+    st.sampled_from([(), ("a", "b", "c")]).map(lambda domains: ("domains", {"matrix": np.eye(2), "domains": domains})),
+))
+def test_relational_from_adjacency(case):
+    name, kwargs = case
+    rejects(lambda: RelationalData.from_adjacency(**kwargs), name)
+
+
+@counted(60)
+@settings(FUZZ, max_examples=60)
+@given(st.one_of(
+    corrupt({}, {"n_classes": st.one_of(ints_below(1), st.just({}), st.just({"people": 0})),
+                 "prior_count": reals_below(0.0), "backend": not_one_of(("auto", "xla", "numba"))}).map(
+        lambda case: (LatentClassRelational, case)),
+    corrupt({}, {"concentration": reals_below(0.0), "hyper": reals_below(0.0), "hyper_prior_rate": reals_below(0.0),
+                 "max_clusters": ints_below(1), "init_clusters": ints_below(1),
+                 "concentration_prior": st.sampled_from([None, (1.0, 1.0), concentration.GammaPrior(-1.0, 1.0)]),
+                 "backend": not_one_of(("auto", "xla", "numba"))}).map(lambda case: (InfiniteRelational, case)),
+))
+def test_relational_models(case):
+    model, (name, kwargs) = case
+    rejects(lambda: model(**kwargs), name)
+
+
+@counted(30)
+@settings(FUZZ, max_examples=30)
+@given(st.one_of(
+    ints_below(1).map(lambda value: ("n_points", lambda: baselines.coarse_partition(value))),
+    ints_below(1).map(lambda value: ("n_points", lambda: baselines.fine_partition(value))),
+    st.sampled_from([
+        ("test_features", lambda: baselines.kmeans_partition(np.array([[np.nan, 1.0]]), 1)),
+        ("test_features", lambda: baselines.kmeans_partition(np.ones(3), 1)),
+        ("n_clusters", lambda: baselines.kmeans_partition(np.ones((3, 2)), 4)),
+        ("n_clusters", lambda: baselines.kmeans_partition(np.ones((3, 2)), 0)),
+        ("n_init", lambda: baselines.kmeans_partition(np.ones((3, 2)), 1, n_init=0)),
+    ]),
+))
+def test_baselines(case):
+    name, call = case
+    rejects(call, name)
+
+
+# ----------------------------------------------------------------------------- save, load, report
+@counted(6)
+@settings(FUZZ, max_examples=20)
+@given(st.sampled_from([
+    ("result", lambda: save_result(READER_DIR / "x.npz", {"params": 1})),
+    ("path", lambda: save_result(3, None)),
+    ("path", lambda: load_result(None)),
+    ("path", lambda: load_result(_write("plain.npz", "not an archive"))),
+    ("fitted", lambda: write_report(READER_DIR / "x.html", [1, 2])),
+    ("path", lambda: write_report(None, None)),
+]))
+def test_io_and_report(case):
+    name, call = case
+    rejects(call, name, "result")
+
+
+# Gaps found by fuzzing in modules this file's author does not own, reported to their owners.
+# Strict xfail: once a gap is closed the test passes, fails as XPASS, and the entry goes.
+KNOWN_GAPS = {
+    "from_adjacency(domains=3)": ("domains", lambda: RelationalData.from_adjacency(np.eye(2), domains=3)),
+    "Relation(value_labels=5)": ("value_labels", lambda: Relation(**RELATION_VALID, value_labels=5)),
+    "RelationalData(domains=None)": ("domains", lambda: RelationalData(domains=None, relations=())),
+    "InfiniteRelational(sample_hyper='no')": ("sample_hyper", lambda: InfiniteRelational(sample_hyper="no")),
+    "InfiniteRelational(sample_concentration=2)": (
+        "sample_concentration", lambda: InfiniteRelational(sample_concentration=2)),
+    "escobar_west_update(rng_key=None)": (
+        "rng_key", lambda: concentration.escobar_west_update(None, 1.0, 2, 5, PRIOR)),
+    "escobar_west_multi_group_update(rng_key=None)": (
+        "rng_key", lambda: concentration.escobar_west_multi_group_update(None, 1.0, 2, [3, 2], PRIOR)),
+    "tempered_em(GaussianMixture, constant feature)": (
+        "data", lambda: tempered_em(GaussianMixture(2), CONSTANT_FEATURE, key=KEY, max_iter=3)),
+    "SupervisedDP.fit(key=None)": (
+        "key", lambda: SupervisedDP().fit(np.ones((2, 2)), [0, 1], np.ones((2, 2)), key=None, n_sweeps=2)),
+    "cluster_edit_distance(normalize='yes')": (
+        "normalize", lambda: metrics.cluster_edit_distance([0, 1], [0, 1], normalize="yes")),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="validation gap in another module (see the final report)")
+@pytest.mark.parametrize("gap", sorted(KNOWN_GAPS))
+def test_known_validation_gaps(gap):
+    name, call = KNOWN_GAPS[gap]
+    rejects(call, name)
+
+
+def test_at_least_a_thousand_cases():
+    assert sum(MINIMA.values()) >= MINIMUM_CASES, MINIMA
