@@ -177,18 +177,22 @@ def test_fitted_clusters_recover_clusters_simulated_from_the_program():
     np.testing.assert_allclose(np.sort(np.asarray(result.params.association).ravel()), np.sort(association.ravel()), atol=0.03)
 
 
-def test_empty_rows_and_columns_and_predictive_distribution():
+def test_empty_rows_long_rows_and_predictive_distribution():
     rng = np.random.default_rng(4)
     counts = rng.poisson(1.0, size=(9, 8)) * (rng.random((9, 8)) < 0.8)
     counts[0], counts[:, 1] = 0, 0
     counts[2, 3] += 4
+    counts[3, 4:] = 3_000  # 12,000 tokens in one row: its posterior is computed in log space
     data = CoOccurrence.from_dense(counts)
     model = TwoSided(3, 2)
     result = tempered_em(model, data, key=jax.random.key(2), max_iter=40)
     for leaf in result.params:
         assert np.all(np.isfinite(np.asarray(leaf)))
-    np.testing.assert_allclose(np.asarray(result.params.row_posterior[0]), np.asarray(result.params.row_class_prior),
-                               atol=1e-6)  # no counts: the posterior is the prior (at convergence)
+    assert np.isfinite(result.history["log_lik"]).all()
+    np.testing.assert_allclose(np.asarray(result.params.row_posterior).sum(axis=1), 1.0, rtol=1e-5)
+    # Row 0 has no counts: its posterior after an E-step is the prior that E-step used.
+    after, _ = _em_step(model, result.params, model.prepare(data), 1.0)
+    np.testing.assert_allclose(np.asarray(after.row_posterior[0]), np.asarray(result.params.row_class_prior), rtol=1e-6)
     conditional = predictive_matrix(model, result.params)
     np.testing.assert_allclose(conditional.sum(axis=1), 1.0, rtol=1e-5)
     heldout_counts = rng.poisson(0.7, size=(9, 8)) + np.eye(9, 8)
