@@ -602,21 +602,39 @@ def init(
     if n_used > max_clusters:
         raise ValueError(f"assignments: uses {n_used} clusters, more than max_clusters={max_clusters}")
     dtype = jnp.result_type(float)
-    data = jnp.asarray(data, dtype=dtype)
-    slots = jnp.asarray(labels, dtype=jnp.int32)
-    counts = jnp.asarray(np.bincount(labels, minlength=max_clusters), dtype=jnp.int32)
+    return _init_arrays(
+        family,
+        algorithm != "collapsed",
+        max_clusters,
+        rng_key,
+        jnp.asarray(data, dtype=dtype),
+        jnp.asarray(labels, dtype=jnp.int32),
+        jnp.asarray(alpha, dtype=dtype),
+    )
+
+
+def _initial_state(
+    family: ComponentFamily,
+    with_params: bool,
+    max_clusters: int,
+    rng_key: jax.Array,
+    data: jax.Array,
+    slots: jax.Array,
+    alpha: jax.Array,
+) -> GibbsState:
     stats = cluster_stats(family, data, slots, max_clusters) if family.point_stats is not None else None
-    params = None
-    if algorithm != "collapsed":
-        params = _sample_slot_params(family, rng_key, stats, max_clusters)
     return GibbsState(
         assignments=slots,
-        counts=counts,
-        params=params,
+        counts=jnp.zeros((max_clusters,), jnp.int32).at[slots].add(1),
+        params=_sample_slot_params(family, rng_key, stats, max_clusters) if with_params else None,
         stats=stats,
-        alpha=jnp.asarray(alpha, dtype=dtype),
+        alpha=alpha,
         overflow=jnp.zeros((), bool),
     )
+
+
+# Compiled once per family and shape: drawing the initial parameters runs rejection loops.
+_init_arrays = jax.jit(_initial_state, static_argnums=(0, 1, 2))
 
 
 def grow_capacity(state: GibbsState, max_clusters: int) -> GibbsState:
