@@ -1,0 +1,119 @@
+"""Tests for inference.chains: vmapped chains, warm-up, thinning, interruption, capacity growth.
+
+Every run uses one small problem and the collapsed kernel, so the jitted calls are compiled a
+few times and reused across tests.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from inference import chains, neal
+from inference.chains import CapacityError, sample_chains, stack_states
+from zoo.dirichlet.families import normal_gamma
+
+FAMILY = normal_gamma(1, kappa=0.2)
+DATA = np.array([[-6.0], [-6.3], [0.1], [-0.2], [6.2], [5.9]], dtype=np.float32)
+STEP = neal.build_kernel(FAMILY, "collapsed")
+N_CHAINS = 3
+
+
+def initial_states(max_clusters: int = 6, alpha: float = 1.0):
+    return stack_states(
+        [
+            neal.init(jax.random.key(chain), DATA, FAMILY, algorithm="collapsed", max_clusters=max_clusters,
+                      alpha=alpha)
+            for chain in range(N_CHAINS)
+        ]
+    )
+
+
+def run(key=0, states=None, **options):
+    settings = dict(n_warmup=0, n_draws=8, draws_per_call=4, progress=False)
+    settings.update(options)
+    return sample_chains(jax.random.key(key), STEP, initial_states() if states is None else states, DATA, **settings)
+
+
+def test_shapes_and_same_key_same_chains():
+    first, second, other = run(), run(), run(key=1)
+    assert first.samples["assignments"].shape == (N_CHAINS, 8, len(DATA))
+    for name in ("alpha", "n_clusters", "log_joint"):
+        assert first.samples[name].shape == (N_CHAINS, 8)
+    assert first.completed and first.n_draws == 8 and first.n_chains == N_CHAINS
+    for name in first.samples:
+        np.testing.assert_array_equal(first.samples[name], second.samples[name])
+    assert not np.array_equal(first.samples["log_joint"], other.samples["log_joint"])
+    # Chains differ from one another.
+    assert not np.array_equal(first.samples["log_joint"][0], first.samples["log_joint"][1])
+
+
+def test_draws_do_not_depend_on_the_call_size_and_thinning_keeps_every_kth():
+    reference = run(draws_per_call=4)
+    in_one_call = run(draws_per_call=8, progress=True)
+    np.testing.assert_array_equal(reference.samples["assignments"], in_one_call.samples["assignments"])
+    thinned = run(n_draws=4, thin=2)
+    np.testing.assert_array_equal(thinned.samples["assignments"], reference.samples["assignments"][:, 1::2])
+    assert thinned.thin == 2
+    warmed = run(n_warmup=4, n_draws=4)
+    np.testing.assert_array_equal(warmed.samples["log_joint"], reference.samples["log_joint"][:, 4:])
+    assert warmed.n_warmup == 4
+
+
+def test_time_budget_returns_finished_draws():
+    result = run(time_budget=1e-9)
+    assert not result.completed
+    assert result.n_draws == 4
+    np.testing.assert_array_equal(result.samples["assignments"], run().samples["assignments"][:, :4])
+
+
+def test_keyboard_interrupt_returns_finished_draws(monkeypatch):
+    original = chains._run_calls_jit
+    calls = []
+
+    def interrupted_on_second_call(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(chains, "_run_calls_jit", interrupted_on_second_call)
+    result = run()
+    assert not result.completed and result.n_draws == 4
+    monkeypatch.setattr(chains, "_run_calls_jit", original)
+    np.testing.assert_array_equal(result.samples["n_clusters"], run().samples["n_clusters"][:, :4])
+
+
+def test_overflow_grows_capacity_and_continues_the_same_chains():
+    small = run(states=initial_states(max_clusters=3, alpha=8.0))
+    large = run(states=initial_states(max_clusters=6, alpha=8.0))
+    assert small.final_state.max_clusters == 6
+    assert np.any(large.samples["n_clusters"] > 3), "the test needs a chain that exceeds 3 clusters"
+    np.testing.assert_array_equal(small.samples["assignments"], large.samples["assignments"])
+    np.testing.assert_allclose(small.samples["log_joint"], large.samples["log_joint"], rtol=1e-6)
+    with pytest.raises(CapacityError, match="max_clusters=3"):
+        run(states=initial_states(max_clusters=3, alpha=8.0), on_overflow="raise")
+
+
+def test_arguments_are_validated():
+    with pytest.raises(ValueError, match="^n_draws"):
+        run(n_draws=0)
+    with pytest.raises(ValueError, match="^thin"):
+        run(thin=0)
+    with pytest.raises(ValueError, match="^draws_per_call"):
+        run(draws_per_call=0)
+    with pytest.raises(ValueError, match="^time_budget"):
+        run(time_budget=-1.0)
+    with pytest.raises(ValueError, match="^on_overflow"):
+        run(on_overflow="ignore")
+    with pytest.raises(ValueError, match="^n_warmup"):
+        run(n_warmup=-1)
+    with pytest.raises(TypeError, match="^step"):
+        sample_chains(jax.random.key(0), "step", initial_states(), DATA)
+    single = neal.init(jax.random.key(0), DATA, FAMILY, algorithm="collapsed", max_clusters=6, alpha=1.0)
+    with pytest.raises(ValueError, match="^init_states"):
+        sample_chains(jax.random.key(0), STEP, single, DATA)
+    flagged = initial_states()._replace(overflow=np.ones(N_CHAINS, bool))
+    with pytest.raises(ValueError, match="^init_states: the overflow flag"):
+        sample_chains(jax.random.key(0), STEP, flagged, DATA)
