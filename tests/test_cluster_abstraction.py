@@ -308,6 +308,10 @@ def test_annealing_with_validation_keeps_the_best_level():
     best = int(np.argmin(perplexities))
     assert grown.beta == grown.history["beta"].iloc[best]
     assert grown.tree.n_leaves == grown.history["n_leaves"].iloc[best]
+    last = anneal_tree(train, key=jax.random.key(1), valid=valid, max_leaves=2, beta_start=0.5, beta_growth=2.0,
+                       backend="numba", max_iter_per_level=50, keep="last")
+    assert last.beta == 1.0 and last.tree.n_leaves == last.history["n_leaves"].iloc[-1]
+    np.testing.assert_allclose(last.history["valid_perplexity"], perplexities, rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -332,6 +336,8 @@ def test_annealing_with_validation_keeps_the_best_level():
         (lambda: anneal_tree(CoOccurrence.from_dense(np.ones((5, 4))), key=jax.random.key(0), max_leaves=2,
                              split_threshold=1.5), "split_threshold"),
         (lambda: anneal_tree(CoOccurrence.from_dense(np.ones((5, 4))), key=None, max_leaves=2), "key"),
+        (lambda: anneal_tree(CoOccurrence.from_dense(np.ones((5, 4))), key=jax.random.key(0), max_leaves=2,
+                             keep="first"), "keep"),
     ],
 )
 def test_bad_settings_name_the_argument(call, argument):

@@ -557,7 +557,7 @@ class GrownTree:
     Attributes
     ----------
     model : ClusterAbstraction on the grown tree
-    params : CAMParams kept (the lowest validation perplexity with ``valid``, else the last)
+    params : CAMParams kept (the level of lowest validation perplexity, or the last level)
     beta : float — inverse temperature of the kept parameters
     history : pandas.DataFrame, one row per β level: ``beta``, ``n_leaves``, ``log_lik``
         (training, β = 1 objective), ``valid_perplexity``, ``n_tried``, ``n_split``, ``n_iter``
@@ -586,6 +586,7 @@ def anneal_tree(
     split_threshold: float = 0.5,
     max_iter_per_level: int = 200,
     tol: float = 1e-6,
+    keep: str = "best",
     backend: str = "auto",
 ) -> GrownTree:
     """Grow a CAM tree by deterministic annealing (H99 §3 footnote 2, Rose et al. 1990).
@@ -609,8 +610,7 @@ def anneal_tree(
     max_leaves : int
         Upper bound on the number of clusters (≥ 1, at most the number of rows).
     valid : CoOccurrence, optional
-        Held-out counts (same shape); with it the kept tree is the β level of lowest validation
-        perplexity.
+        Held-out counts (same shape); their perplexity is recorded at every β level.
     beta_start, beta_growth, beta_stop : float
         The annealing schedule, 0 < beta_start ≤ beta_stop ≤ 1 and beta_growth > 1.
     perturbation : float
@@ -621,6 +621,10 @@ def anneal_tree(
         EM iterations per run at one β.
     tol : float
         Relative change of the log-likelihood at which a run has converged.
+    keep : {"best", "last"}
+        Return the β level with the lowest validation perplexity ("best", the default when
+        ``valid`` is given) or the tree reached at ``beta_stop`` ("last", always without
+        ``valid``).
     backend : {"auto", "xla", "numba"}
 
     Returns
@@ -641,6 +645,7 @@ def anneal_tree(
     split_threshold = check_real("split_threshold", split_threshold, low=0.0, high=1.0, low_open=True, high_open=True)
     max_iter_per_level = check_int("max_iter_per_level", max_iter_per_level, minimum=1)
     tol = check_real("tol", tol, low=0.0)
+    check_choice("keep", keep, ("best", "last"))
     check_choice("backend", backend, ("auto", "xla", "numba"))
     if valid is not None:
         if not isinstance(valid, CoOccurrence):
@@ -701,7 +706,7 @@ def anneal_tree(
             break
         beta = min(beta_stop, beta * beta_growth)
     history = pd.DataFrame.from_records(records)
-    if best is not None:
+    if best is not None and keep == "best":
         _, model, params, beta = best
     return GrownTree(model=model, params=params, beta=float(beta), history=history)
 
