@@ -1,0 +1,176 @@
+"""Tests for zoo.dirichlet.mixture: the NumPyro program of a DP mixture and the DPMixture model.
+
+* The program's prior: the number of occupied clusters among N simulated points follows Antoniak's
+  exact distribution p(K | α, N) = |s(N, K)| α^K Γ(α) / Γ(α + N) (with α fixed, and integrated
+  against its Gamma prior by quadrature); truncation at 30 sticks is negligible.
+* The program's enumerated log density (funsor) equals the joint computed from the family's
+  own functions, for every built-in family — the program and the kernels describe one model.
+* DPMixture fits, scores and validates its inputs.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro.contrib.funsor import enum, log_density
+from numpyro.infer import Predictive
+from scipy import integrate, special, stats
+
+from inference.concentration import GammaPrior
+from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
+from zoo.dirichlet.mixture import DPMixture, dp_mixture_program, stick_breaking_weights
+
+Z_LIMIT = 4.5
+# Unsigned Stirling numbers of the first kind |s(6, K)|, K = 1..6.
+STIRLING_6 = np.array([120, 274, 225, 85, 15, 1])
+
+
+def crp_cluster_count(alpha: float, n_points: int = 6) -> np.ndarray:
+    ks = np.arange(1, n_points + 1)
+    return STIRLING_6 * np.exp(ks * np.log(alpha) + special.gammaln(alpha) - special.gammaln(alpha + n_points))
+
+
+def occupied_clusters(draws: dict) -> np.ndarray:
+    labels = np.asarray(draws["assignments"]).reshape(draws["assignments"].shape[0], -1)
+    return np.array([np.unique(row).size for row in labels])
+
+
+def check_frequencies(counts: np.ndarray, expected: np.ndarray) -> None:
+    n_draws = counts.size
+    observed = np.bincount(counts, minlength=7)[1:7] / n_draws
+    standard_error = np.sqrt(expected * (1 - expected) / n_draws)
+    assert np.all(np.abs(observed - expected) < Z_LIMIT * standard_error + 1e-12), (observed, expected)
+
+
+def test_stick_breaking_weights_sum_to_one():
+    fractions = jnp.asarray([0.5, 0.2, 0.9])
+    weights = stick_breaking_weights(fractions)
+    np.testing.assert_allclose(weights, [0.5, 0.1, 0.36, 0.04], rtol=1e-6)
+
+
+def test_prior_number_of_clusters_is_antoniak():
+    predictive = Predictive(dp_mixture_program, num_samples=10000, return_sites=["assignments"])
+    draws = predictive(jax.random.key(0), family=normal_gamma(1), n_points=6, max_clusters=30, alpha=1.5)
+    check_frequencies(occupied_clusters(draws), crp_cluster_count(1.5))
+
+
+def test_prior_number_of_clusters_with_gamma_prior_on_alpha():
+    prior = GammaPrior(2.0, 1.0)
+    predictive = Predictive(dp_mixture_program, num_samples=10000, return_sites=["assignments", "alpha"])
+    draws = predictive(jax.random.key(1), family=normal_gamma(1), n_points=6, max_clusters=30, alpha_prior=prior)
+    expected = np.array(
+        [
+            integrate.quad(lambda a, k=k: stats.gamma(2.0).pdf(a) * crp_cluster_count(a)[k], 0, np.inf)[0]
+            for k in range(6)
+        ]
+    )
+    check_frequencies(occupied_clusters(draws), expected)
+
+
+@pytest.mark.parametrize(
+    "family, simulate_counts",
+    [
+        (normal_gamma(2, mean=0.5, kappa=0.7, shape=2.0, rate=1.5), False),
+        (dirichlet_multinomial(3, concentration=0.8, total_count=5), True),
+        (beta_bernoulli(3, a=0.7, b=1.2), False),
+    ],
+    ids=["normal_gamma", "dirichlet_multinomial", "beta_bernoulli"],
+)
+def test_enumerated_log_density_matches_the_family(family, simulate_counts, x64):
+    n_points, n_components, alpha = 5, 4, 1.3
+    kwargs = dict(family=family, n_points=n_points, max_clusters=n_components, alpha=alpha)
+    draw = Predictive(dp_mixture_program, num_samples=1)(jax.random.key(3), **kwargs)
+    draw = {name: value[0] for name, value in draw.items()}
+    data = draw["x"].reshape(n_points, -1)
+    latent = {name: value for name, value in draw.items() if name not in ("x", "assignments", "weights")}
+    model = enum(dp_mixture_program, first_available_dim=-3)
+    program_log_joint, _ = log_density(model, (data,), dict(kwargs, n_points=None), latent)
+
+    # The same joint from the family: sticks, base measure, and each point marginalised over z.
+    fractions = latent["fractions"]
+    log_sticks = stats.beta(1.0, alpha).logpdf(np.asarray(fractions)).sum()
+    if family.name == "normal_gamma":
+        from zoo.dirichlet.families import GaussianParams
+
+        params = GaussianParams(latent["mean"], latent["precision"])
+    elif family.name == "dirichlet_multinomial":
+        from zoo.dirichlet.families import MultinomialParams
+
+        params = MultinomialParams(jnp.log(latent["probs"]))
+    else:
+        from zoo.dirichlet.families import BernoulliParams
+
+        params = BernoulliParams(jnp.log(latent["probs"]) - jnp.log1p(-latent["probs"]))
+    log_base = jnp.sum(jax.vmap(family.log_base_density)(params))
+    log_weights = jnp.log(stick_breaking_weights(fractions))
+    log_lik = jax.vmap(jax.vmap(family.log_likelihood, (0, None)), (None, 0))(params, data)
+    log_marginal_points = jax.scipy.special.logsumexp(log_weights + log_lik, axis=1).sum()
+    expected = log_sticks + float(log_base) + float(log_marginal_points)
+    np.testing.assert_allclose(float(program_log_joint), expected, rtol=1e-9)
+    if simulate_counts:
+        np.testing.assert_array_equal(np.asarray(data).sum(-1), 5)
+
+
+# ----------------------------------------------------------------------------- the model
+SEPARATED = np.concatenate(
+    [np.random.default_rng(0).normal(center, 0.3, size=(8, 2)) for center in (-4.0, 0.0, 4.0)]
+)
+TRUTH = np.repeat([0, 1, 2], 8)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    model = DPMixture(normal_gamma(2), algorithm="collapsed", alpha=1.0, max_clusters=8)
+    return model, model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)
+
+
+def test_fit_recovers_separated_clusters(fitted):
+    model, fit = fitted
+    assert fit.result.samples["assignments"].shape == (2, 30, len(SEPARATED))
+    scores = fit.scores(TRUTH)
+    assert scores["RI"] == 1.0 and scores["VI"] == 0.0
+    table = fit.summary()
+    assert "n_clusters" in table.index and "alpha" not in table.index
+    assert fit.co_clustering().shape == (len(SEPARATED), len(SEPARATED))
+    assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint"}
+
+
+def test_same_key_same_fit(fitted):
+    model, fit = fitted
+    again = model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)
+    np.testing.assert_array_equal(fit.result.samples["assignments"], again.result.samples["assignments"])
+    other = model.fit(SEPARATED, jax.random.key(5), n_chains=2, n_warmup=20, n_draws=30, progress=False)
+    assert not np.array_equal(fit.result.samples["log_joint"], other.result.samples["log_joint"])
+
+
+def test_bad_input_names_the_argument(fitted):
+    model, fit = fitted
+    family = normal_gamma(2)
+    with pytest.raises(ValueError, match="^data: contains NaN"):
+        model.fit(np.where(np.eye(24, 2) > 0, np.nan, SEPARATED), jax.random.key(0))
+    with pytest.raises(ValueError, match="^data: expected 2 features"):
+        model.fit(np.zeros((5, 3)), jax.random.key(0))
+    with pytest.raises(ValueError, match="^labels"):
+        fit.scores(TRUTH[:-1])
+    with pytest.raises(ValueError, match="^alpha"):
+        DPMixture(family, alpha=0.0)
+    with pytest.raises(ValueError, match="^alpha"):
+        DPMixture(family, alpha=-1.0)
+    with pytest.raises(ValueError, match="^max_clusters"):
+        DPMixture(family, max_clusters=0)
+    with pytest.raises(ValueError, match="^n_auxiliary"):
+        DPMixture(family, n_auxiliary=0)
+    with pytest.raises(ValueError, match="^algorithm"):
+        DPMixture(family, algorithm="gibbs")
+    with pytest.raises(TypeError, match="^family"):
+        DPMixture("gaussian")
+    with pytest.raises(TypeError, match="^alpha_prior"):
+        DPMixture(family, alpha_prior=(1.0, 1.0))
+    with pytest.raises(ValueError, match="^init"):
+        model.fit(SEPARATED, jax.random.key(0), init=np.zeros(5, int))
+    with pytest.raises(ValueError, match="^init"):
+        model.fit(SEPARATED, jax.random.key(0), init="kmeans")
+    with pytest.raises(ValueError, match="^n_chains"):
+        model.fit(SEPARATED, jax.random.key(0), n_chains=0)
