@@ -2,7 +2,7 @@
 
 * The program's prior: the number of occupied clusters among N simulated points follows Antoniak's
   exact distribution p(K | α, N) = |s(N, K)| α^K Γ(α) / Γ(α + N) (with α fixed, and integrated
-  against its Gamma prior by quadrature); truncation at 30 sticks is negligible.
+  against its Gamma prior by quadrature); truncation at 30 or 40 sticks is negligible.
 * The program's enumerated log density (funsor) equals the joint computed from the family's
   own functions, for every built-in family — the program and the kernels describe one model.
 * DPMixture fits, scores and validates its inputs.
@@ -59,7 +59,7 @@ def test_prior_number_of_clusters_is_antoniak():
 def test_prior_number_of_clusters_with_gamma_prior_on_alpha():
     prior = GammaPrior(2.0, 1.0)
     predictive = Predictive(dp_mixture_program, num_samples=10000, return_sites=["assignments", "alpha"])
-    draws = predictive(jax.random.key(1), family=normal_gamma(1), n_points=6, max_clusters=30, alpha_prior=prior)
+    draws = predictive(jax.random.key(1), family=normal_gamma(1), n_points=6, max_clusters=40, alpha_prior=prior)
     expected = np.array(
         [
             integrate.quad(lambda a, k=k: stats.gamma(2.0).pdf(a) * crp_cluster_count(a)[k], 0, np.inf)[0]
