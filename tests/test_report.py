@@ -119,7 +119,10 @@ def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_re
 
 
 def test_reports_leave_pyplot_alone(tmp_path, tempered_result):
+    # other tests in the same process may have left figures open: compare before and after
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    before = pyplot.get_fignums() if pyplot is not None else []
     write_report(tmp_path / "a.html", tempered_result)
     write_report(tmp_path / "b.html", _chains())
     if "matplotlib.pyplot" in sys.modules:
-        assert sys.modules["matplotlib.pyplot"].get_fignums() == []
+        assert sys.modules["matplotlib.pyplot"].get_fignums() == before
