@@ -2,7 +2,8 @@
 
 The full ``parametrize_with_checks`` run fits every estimator on about fifteen data shapes, and
 each new shape compiles the EM loop once (seconds on a CPU), so it is marked slow; the default
-run keeps scikit-learn's API checks (``legacy=False``) for every estimator.
+run keeps scikit-learn's API checks (``legacy=False``) for the aspect and Gaussian-mixture
+estimators, which share all their machinery with the others.
 """
 
 import pickle
@@ -22,11 +23,17 @@ from inference.em import tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
+from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn import (
     ESTIMATORS,
     AspectEstimator,
+    ClusterAbstractionEstimator,
+    DPMixtureEstimator,
     GaussianMixtureEstimator,
+    OneSidedEstimator,
+    TwoSidedEstimator,
     expected_failed_checks,
     jax_key,
     make_schedule,
@@ -46,13 +53,21 @@ def _checked_instances():
     return instances
 
 
-@parametrize_with_checks(_checked_instances(), legacy=False, expected_failed_checks=expected_failed_checks)
+# The estimators share their machinery (EMEstimator); the default run checks the API with one count
+# model and the feature model, the slow run checks everything for every estimator.
+@parametrize_with_checks([estimator for estimator in _checked_instances()
+                          if isinstance(estimator, (AspectEstimator, GaussianMixtureEstimator))],
+                         legacy=False, expected_failed_checks=expected_failed_checks)
 def test_sklearn_api_checks(estimator, check):
     check(estimator)
 
 
+# A short Gibbs run: the checks test the interface, not the posterior.
+DP_CHECKED = DPMixtureEstimator(n_chains=1, n_warmup=20, n_draws=20, max_clusters=8, random_state=0)
+
+
 @pytest.mark.slow
-@parametrize_with_checks(_checked_instances(), expected_failed_checks=expected_failed_checks)
+@parametrize_with_checks(_checked_instances() + [DP_CHECKED], expected_failed_checks=expected_failed_checks)
 def test_sklearn_all_checks(estimator, check):
     check(estimator)
 
@@ -220,6 +235,50 @@ def test_tempered_split_needs_tokens_on_both_sides():
         AspectEstimator(n_classes=1, schedule="tempered", valid_fraction=0.01, random_state=0).fit([[1.0, 0.0]])
 
 
+# ----------------------------------------------------------------------------- the clustering models
+def test_one_sided_estimator_equals_the_model_and_assigns_new_rows():
+    estimator = OneSidedEstimator(n_classes=3, **FIT).fit(COUNTS)
+    _, key_fit = jax.random.split(jax.random.key(FIT["random_state"]))
+    model = OneSided(3, backend="xla")
+    direct = tempered_em(model, CoOccurrence.from_dense(COUNTS), key=key_fit, max_iter=FIT["max_iter"])
+    for fitted, expected in zip(estimator.result_.params, direct.params):
+        np.testing.assert_array_equal(np.asarray(fitted), np.asarray(expected))
+    data = CoOccurrence.from_dense(COUNTS)
+    expected = model.posterior(direct.params, model.prepare(data))  # one E-step with P(c), P(y|c) fixed
+    np.testing.assert_allclose(estimator.transform(COUNTS), np.asarray(expected), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(estimator.labels_, estimator.predict(COUNTS))
+    np.testing.assert_array_equal(estimator.components_, np.asarray(direct.params.feature_given_class).T)
+    perplexity = np.exp(-direct.heldout_log_likelihood(data) / data.total)
+    assert estimator.perplexity(COUNTS) == pytest.approx(perplexity, rel=1e-4)
+
+
+def test_two_sided_new_rows_follow_eq_10_with_the_columns_fixed():
+    estimator = TwoSidedEstimator(n_classes=3, n_col_classes=2, **FIT).fit(COUNTS)
+    model, params = estimator.result_.model, estimator.result_.params
+    arrays = model.prepare(CoOccurrence.from_dense(COUNTS))
+    # The first stage of an EM sweep is eq. 10 for the rows with the stored columns and c_νμ.
+    swept, _ = model.em_step(params, arrays, estimator.beta_)
+    np.testing.assert_allclose(estimator.transform(COUNTS), np.asarray(swept.row_posterior), atol=1e-4)
+    assert estimator.column_labels_.shape == (COUNTS.shape[1],)
+    assert np.isfinite(estimator.score(COUNTS))
+    with pytest.raises(ValueError, match="^X: 12 feature"):
+        TwoSidedEstimator(n_classes=2, n_col_classes=13).fit(COUNTS)
+
+
+def test_cluster_abstraction_folds_in_new_rows():
+    estimator = ClusterAbstractionEstimator(depth=1, **FIT).fit(COUNTS)
+    posterior = estimator.transform(COUNTS)
+    assert posterior.shape == (COUNTS.shape[0], 2)
+    np.testing.assert_allclose(posterior.sum(axis=1), 1.0, rtol=1e-5)
+    fitted = np.asarray(estimator.result_.params.cluster_posterior)
+    assert np.mean(posterior.argmax(axis=1) == fitted.argmax(axis=1)) >= 0.9
+    np.testing.assert_array_equal(estimator.labels_, estimator.predict(COUNTS))
+    assert np.isfinite(estimator.score(COUNTS[:10]))
+    assert ClusterAbstractionEstimator._classes_argument(8) == {"depth": 3}
+    with pytest.raises(ValueError, match="^n_classes: .* not a power of 2"):
+        ClusterAbstractionEstimator._classes_argument(6)
+
+
 # ----------------------------------------------------------------------------- random_state
 def test_jax_key_from_random_state():
     np.testing.assert_array_equal(jax.random.key_data(jax_key(5)), jax.random.key_data(jax.random.key(5)))
@@ -276,3 +335,58 @@ def test_gaussian_mixture_tempered_holds_out_rows():
                                          random_state=0).fit(points)
     assert np.isfinite(estimator.result_.history["valid_perplexity"]).all()
     assert adjusted_rand_score(labels, estimator.predict(points)) > 0.9
+
+
+# ----------------------------------------------------------------------------- the DP mixture
+@pytest.fixture(scope="module")
+def fitted_dp():
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(3), 12)
+    points = np.array([[-2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])[labels] + 0.25 * rng.normal(size=(36, 2))
+    return DPMixtureEstimator(n_warmup=40, n_draws=40, max_clusters=8, random_state=0).fit(points), points, labels
+
+
+def test_dp_mixture_finds_the_blobs(fitted_dp):
+    estimator, points, labels = fitted_dp
+    assert estimator.n_clusters_ == 3
+    assert adjusted_rand_score(labels, estimator.labels_) == 1.0
+    assert estimator.fit_.idata.posterior["assignments"].shape == (2, 40, points.shape[0])
+
+
+def test_dp_mixture_predictive_is_the_student_t_of_each_cluster(fitted_dp):
+    # Normal–Gamma(0, 1, 1, 1) per feature: the posterior predictive of a cluster is a Student-t
+    # with 2 a_n degrees of freedom, location m_n and scale² b_n (κ_n + 1) / (a_n κ_n).
+    from scipy.stats import t as student_t
+
+    estimator, points, _ = fitted_dp
+    new_points = np.array([[0.1, -0.2], [3.0, 3.0], [-1.0, 0.5]])
+    log_weights = []
+    for members in [points[estimator.labels_ == k] for k in range(estimator.n_clusters_)] + [points[:0]]:
+        count = members.shape[0]
+        kappa, shape = 1.0 + count, 1.0 + 0.5 * count
+        mean = members.sum(axis=0) / kappa
+        centred = ((members - members.mean(axis=0)) ** 2).sum(axis=0) if count else 0.0
+        sample_mean = members.mean(axis=0) if count else 0.0
+        rate = 1.0 + 0.5 * (centred + count * sample_mean**2 / kappa)
+        scale = np.sqrt(rate * (kappa + 1.0) / (shape * kappa))
+        log_density = student_t.logpdf(new_points, df=2.0 * shape, loc=mean, scale=scale).sum(axis=1)
+        log_weights.append(np.log(count if count else estimator.alpha_) + log_density)
+    log_weights = np.stack(log_weights, axis=1)
+    expected = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(estimator.transform(new_points), expected, rtol=1e-4, atol=1e-6)
+    peak = log_weights.max(axis=1)
+    mean_log_density = np.mean(peak + np.log(np.exp(log_weights - peak[:, None]).sum(axis=1))
+                               - np.log(points.shape[0] + estimator.alpha_))
+    assert estimator.score(new_points) == pytest.approx(mean_log_density, rel=1e-5)
+    assert estimator.predict(new_points)[1] == estimator.n_clusters_  # far away: a new cluster
+
+
+def test_dp_mixture_rejects_bad_settings():
+    points, _ = _blobs(0, n_per_class=4)
+    for params, message in [({"family": "poisson"}, "^family:"), ({"alpha_prior": (0.0, 1.0)}, "^alpha_prior:"),
+                            ({"n_draws": 0}, "^n_draws:"), ({"loss": "l2"}, "^loss:")]:
+        with pytest.raises(ValueError, match=message):
+            DPMixtureEstimator(**params).fit(points)
+    with pytest.raises(ValueError, match="^X: binary features"):
+        DPMixtureEstimator(family="beta-bernoulli").fit(points)

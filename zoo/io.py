@@ -28,6 +28,7 @@ import dataclasses
 import importlib
 import json
 import os
+import types
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -43,6 +44,7 @@ __all__ = [
     "load_chains",
     "chains_settings",
     "encode_settings",
+    "describe_settings",
     "decode_settings",
 ]
 
@@ -90,10 +92,31 @@ def encode_settings(value: Any, name: str = "model") -> Any:
                 for field in dataclasses.fields(value)
             },
         }
-    qualname = getattr(value, "__qualname__", "")
-    if callable(value) and getattr(value, "__module__", None) and "<" not in qualname:
+    if isinstance(value, types.FunctionType) and "<" not in value.__qualname__:  # module-level functions
         return {"function": _qualified_name(value)}
     raise TypeError(f"{name}: cannot save a {type(value).__name__} ({value!r:.80}) in a result file")
+
+
+def describe_settings(value: Any, name: str = "model") -> Any:
+    """Like :func:`encode_settings`, but what cannot be rebuilt is described instead of refused:
+    plain objects as their class and public attributes, callables that are not module-level
+    functions (closures, partials) by their ``repr``. Decoding gives dicts and strings back."""
+    try:
+        return encode_settings(value, name)
+    except TypeError:
+        pass
+    if callable(value) and not isinstance(value, type):
+        return {"repr": repr(value)[:200]}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        attributes = {field: getattr(value, field) for field in value._fields}
+    elif isinstance(value, (list, tuple)):
+        return [describe_settings(item, f"{name}[{index}]") for index, item in enumerate(value)]
+    elif hasattr(value, "__dict__"):
+        attributes = {key: item for key, item in vars(value).items() if not key.startswith("_")}
+    else:
+        return {"repr": repr(value)[:200]}
+    return {"object": _qualified_name(type(value)),
+            "attributes": {key: describe_settings(item, f"{name}.{key}") for key, item in attributes.items()}}
 
 
 def _import(qualified: str, trusted: tuple[str, ...], name: str) -> Any:
@@ -125,6 +148,12 @@ def decode_settings(value: Any, name: str = "model", *, trusted_modules: Sequenc
         raise ValueError(f"{name}: malformed settings entry {value!r:.80}")
     if "float" in value:
         return float(value["float"])
+    if "repr" in value:
+        return value["repr"]
+    if "object" in value:
+        attributes = value.get("attributes", {})
+        return {"class": value["object"], **{key: decode_settings(item, f"{name}.{key}", trusted_modules=trusted_modules)
+                                            for key, item in attributes.items()}}
     if "tuple" in value:
         return tuple(decode_settings(item, name, trusted_modules=trusted_modules) for item in value["tuple"])
     if "dict" in value:
@@ -307,7 +336,9 @@ def save_chains(path: str | os.PathLike, idata: Any, *, model: Any = None,
     """Write Gibbs chains (ArviZ ``InferenceData``) to a netCDF file with the model's settings.
 
     The settings go, as JSON, into the attribute ``latentzoo_settings`` of the posterior group,
-    next to ArviZ's own attributes; :func:`chains_settings` decodes them.
+    next to ArviZ's own attributes; :func:`chains_settings` decodes them. Dataclass models come
+    back as equal objects; others (e.g. :class:`zoo.dirichlet.mixture.DPMixture`, whose component
+    family is made of closures) as a description (:func:`describe_settings`).
     """
     import arviz as az
 
@@ -319,7 +350,8 @@ def save_chains(path: str | os.PathLike, idata: Any, *, model: Any = None,
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
-    document = json.dumps({"model": encode_settings(model, "model"), "settings": encode_settings(settings, "settings")})
+    document = json.dumps({"model": describe_settings(model, "model"),
+                           "settings": encode_settings(settings, "settings")})
     stored = idata.copy()
     stored.posterior.attrs[CHAINS_ATTRIBUTE] = document
     Path(path).parent.mkdir(parents=True, exist_ok=True)

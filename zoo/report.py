@@ -6,7 +6,8 @@
   ``result_`` is used): a summary table (model, β, iterations, how the fit stopped, restart
   scores), the EM history — training log-likelihood, validation perplexity and β per iteration,
   the kept iteration marked — and a picture of every parameter array;
-* an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`):
+* an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`,
+  or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator``):
   R-hat and ESS of the label-invariant quantities (every scalar-per-draw variable of the
   ``posterior`` and ``sample_stats`` groups: number of clusters, α, log joint), their trace
   and rank plots, and the posterior co-clustering heat map (:func:`inference.partitions.co_clustering`)
@@ -281,6 +282,10 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
 
     if hasattr(fitted, "result_") and isinstance(getattr(fitted, "result_"), EMResult):
         fitted = fitted.result_
+    if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator
+        fitted = fitted.fit_
+    if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit
+        fitted = fitted.idata
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if isinstance(fitted, EMResult):
@@ -293,8 +298,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         default_title = "Gibbs chains"
     else:
         raise TypeError(
-            f"fitted: expected an inference.em.EMResult, a fitted zoo.sklearn estimator or an "
-            f"arviz.InferenceData, got {type(fitted).__name__}"
+            f"fitted: expected an inference.em.EMResult, a fitted zoo.sklearn estimator, a DPMixtureFit "
+            f"or an arviz.InferenceData, got {type(fitted).__name__}"
         )
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title: expected a string, got {type(title).__name__}")

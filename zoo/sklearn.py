@@ -30,9 +30,11 @@ Adding a model is one small subclass of :class:`EMEstimator` (``_build_model``,
 from __future__ import annotations
 
 import numbers
+from functools import partial
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
@@ -40,15 +42,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.em import EMResult, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_int, check_real
+from zoo._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.aspect import Aspect
+from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction
+from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture
 
 __all__ = [
     "EMEstimator",
     "AspectEstimator",
+    "OneSidedEstimator",
+    "TwoSidedEstimator",
+    "ClusterAbstractionEstimator",
     "GaussianMixtureEstimator",
+    "DPMixtureEstimator",
     "ESTIMATORS",
     "SCHEDULES",
     "jax_key",
@@ -545,9 +554,397 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
         return np.asarray(self.result_.params.scales, np.float64)
 
 
+def _init_count_estimator(estimator: EMEstimator, values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+@_document
+class OneSidedEstimator(ClusterMixin, EMEstimator):
+    """One-sided clustering of the rows (ACM, H99 §2.2) as a scikit-learn clusterer.
+
+    Every row belongs to one cluster; ``transform`` gives the cluster posteriors
+    P{c(x) = c} ∝ P(c) ∏_k P(y_k|c)^{β n(x, y_k)} of new rows (one E-step with P(c), P(y|c)
+    fixed) and ``components_`` holds P(y|c) as an (n_classes, n_features) array.
+
+    Parameters
+    ----------
+    n_classes : int, default 8
+        Number of row clusters K (at most the number of rows).
+    backend : {"auto", "xla", "numba"}, default "auto"
+    COMMON_PARAMETERS
+    Attributes
+    ----------
+    result_ : EMResult
+    labels_ : (n_samples,) int array — most probable cluster of each training row
+    components_ : (n_classes, n_features) array — P(y|c)
+    n_iter_, beta_, converged_
+    """
+
+    def __init__(self, n_classes=8, *, backend="auto", schedule="em", valid_fraction=0.1, n_restarts=1, max_iter=200,
+                 tol=1e-6, random_state=None, warm_start=False, time_budget=None, progress=False):
+        _init_count_estimator(self, locals())
+
+    def _check_model_params(self) -> None:
+        self._build_model()
+
+    def _build_model(self) -> OneSided:
+        return OneSided(self.n_classes, side="rows", backend=self.backend)
+
+    def _class_prior(self, params: Any) -> np.ndarray:
+        return np.asarray(params.class_prior, np.float64)
+
+    def _posterior(self, params: Any, data: CoOccurrence, beta: float) -> Any:
+        return self.result_.model.assign(params, data, beta=beta)
+
+    def _predictive_factors(self, params: Any, posterior: np.ndarray) -> tuple[Any, Any]:
+        return posterior, params.feature_given_class  # P(y|x) = Σ_c P{c(x) = c} P(y|c) (H99 §2.4)
+
+    @property
+    def components_(self) -> np.ndarray:
+        """P(y|c), shape (n_classes, n_features)."""
+        check_is_fitted(self)
+        return np.asarray(self.result_.params.feature_given_class, np.float64).T
+
+
+@_document
+class TwoSidedEstimator(ClusterMixin, EMEstimator):
+    """Two-sided clustering (SCM, H99 §2.3) of rows and columns as a scikit-learn clusterer.
+
+    Rows are clustered into ``n_classes`` and columns into ``n_col_classes`` clusters;
+    ``transform`` gives the row-cluster posteriors of new rows by H99 eq. 10 with the fitted
+    column posteriors and associations c_νμ held fixed.
+
+    Parameters
+    ----------
+    n_classes : int, default 8
+        Number of row clusters K_x.
+    n_col_classes : int, optional
+        Number of column clusters K_y (default K_x).
+    backend : {"auto", "xla", "numba"}, default "auto"
+    COMMON_PARAMETERS
+    Attributes
+    ----------
+    result_ : EMResult
+    labels_ : (n_samples,) int array — most probable row cluster of each training row
+    column_labels_ : (n_features,) int array — most probable cluster of each column
+    n_iter_, beta_, converged_
+    """
+
+    def __init__(self, n_classes=8, *, n_col_classes=None, backend="auto", schedule="em", valid_fraction=0.1,
+                 n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False, time_budget=None,
+                 progress=False):
+        _init_count_estimator(self, locals())
+
+    def _check_model_params(self) -> None:
+        self._build_model()
+
+    def _build_model(self) -> TwoSided:
+        return TwoSided(self.n_classes, self.n_col_classes, backend=self.backend)
+
+    def _check_data(self, data: Any, n_samples: int) -> None:
+        super()._check_data(data, n_samples)
+        n_col_classes = self._build_model().n_col_classes
+        if n_col_classes > data.n_cols:
+            raise ValueError(f"X: {data.n_cols} feature(s) for n_col_classes={n_col_classes}; every column "
+                             "cluster needs a column to start from")
+
+    def _class_prior(self, params: Any) -> np.ndarray:
+        return np.asarray(params.row_class_prior, np.float64)
+
+    def _posterior(self, params: Any, data: CoOccurrence, beta: float) -> np.ndarray:
+        """H99 eq. 10: P{c(x) = ν} ∝ P(ν) exp[β Σ_k n(x, y_k) Σ_μ P{c(y_k) = μ} log c_νμ]."""
+        tiny = np.finfo(np.asarray(params.association).dtype).tiny  # the model's floor under log c
+        log_ratio = np.log(np.maximum(np.asarray(params.association_ratio(), np.float64), tiny))
+        row_col_counts = data.to_sparse() @ np.asarray(params.col_posterior, np.float64)  # (n, K_y)
+        with np.errstate(divide="ignore"):
+            log_prior = np.log(np.asarray(params.row_class_prior, np.float64))
+        scores = log_prior[None, :] + beta * (row_col_counts @ log_ratio.T)
+        scores -= scores.max(axis=1, keepdims=True)
+        posterior = np.exp(scores)
+        return posterior / posterior.sum(axis=1, keepdims=True)
+
+    def _predictive_factors(self, params: Any, posterior: np.ndarray) -> tuple[Any, Any]:
+        """R = Σ_ν P{c(x) = ν} P(μ|ν), C = P(y|μ) (H99 §2.4), as in TwoSided.predictive_factors."""
+        association = np.asarray(params.association, np.float64)
+        row_mass = association.sum(axis=1, keepdims=True)
+        col_given_row_class = np.where(row_mass > 0, association / np.where(row_mass > 0, row_mass, 1.0),
+                                       association.sum(axis=0)[None, :])
+        _, col_factors = self.result_.model.predictive_factors(params)
+        return posterior @ col_given_row_class, col_factors
+
+    @property
+    def column_labels_(self) -> np.ndarray:
+        """Most probable cluster of every column, shape (n_features,)."""
+        check_is_fitted(self)
+        return np.asarray(self.result_.params.col_assignments(), np.int64)
+
+
+@partial(jax.jit, static_argnames=("model", "n_iter"))
+def _fold_in_rows(model: ClusterAbstraction, params: CAMParams, arrays: Any, beta: Any, n_iter: int) -> CAMParams:
+    """EM over the row parameters of new rows (level weights, cluster posteriors) with the cluster
+    prior P(c) and the aspects P(y|a) held fixed: the fold-in of H99 §2.4 for the CAM."""
+    def step(current, _):
+        updated, _ = model.em_step(current, arrays, beta)
+        return current._replace(level_weights=updated.level_weights, cluster_posterior=updated.cluster_posterior), None
+
+    folded, _ = jax.lax.scan(step, params, None, length=n_iter)
+    return folded
+
+
+@_document
+class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
+    """The cluster-abstraction model (CAM, H99 §3) on a complete tree, as a scikit-learn clusterer.
+
+    Rows are clustered into the ``branching ** depth`` leaves of a tree whose every node carries
+    an aspect P(y|a); ``transform`` gives the leaf posteriors of new rows, folded in by EM over
+    their level weights P(a|c, x) with P(c) and P(y|a) fixed.
+
+    Parameters
+    ----------
+    depth : int, default 2
+        Levels below the root.
+    branching : int, default 2
+        Children per inner node.
+    fold_in_iter : int, default 50
+        EM iterations of the fold-in of new rows.
+    backend : {"auto", "xla", "numba"}, default "auto"
+    COMMON_PARAMETERS
+    Attributes
+    ----------
+    result_ : EMResult
+    labels_ : (n_samples,) int array — most probable leaf of each training row
+    n_iter_, beta_, converged_
+    """
+
+    def __init__(self, depth=2, *, branching=2, fold_in_iter=50, backend="auto", schedule="em", valid_fraction=0.1,
+                 n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False, time_budget=None,
+                 progress=False):
+        _init_count_estimator(self, locals())
+
+    @classmethod
+    def _classes_argument(cls, n_classes: int) -> dict[str, Any]:
+        """K leaves of a binary tree: depth log2 K."""
+        if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral) or n_classes < 2 \
+                or n_classes & (n_classes - 1):
+            raise ValueError(f"n_classes: the cluster-abstraction model has 2 ** depth leaves; {n_classes!r} is not "
+                             "a power of 2 of at least 2")
+        return {"depth": int(n_classes).bit_length() - 1}
+
+    def _check_model_params(self) -> None:
+        check_int("fold_in_iter", self.fold_in_iter, minimum=1)
+        self._build_model()
+
+    def _build_model(self) -> ClusterAbstraction:
+        return ClusterAbstraction(depth=self.depth, branching=self.branching, backend=self.backend)
+
+    def _n_classes(self) -> int:
+        return self._build_model().n_classes
+
+    def _class_prior(self, params: Any) -> np.ndarray:
+        return np.asarray(params.cluster_prior, np.float64)
+
+    def _folded(self, params: CAMParams, data: CoOccurrence, beta: float) -> CAMParams:
+        model = self.result_.model
+        arrays = data.to_arrays()
+        dtype = arrays.counts.dtype
+        mask = jnp.asarray(model.tree.path_mask, dtype)
+        start = CAMParams(
+            cluster_prior=params.cluster_prior.astype(dtype),
+            col_given_node=params.col_given_node.astype(dtype),
+            level_weights=jnp.broadcast_to(mask / mask.sum(axis=1, keepdims=True), (data.n_rows,) + mask.shape),
+            row_marginal=arrays.row_sums / arrays.row_sums.sum(),
+            cluster_posterior=jnp.full((data.n_rows, model.n_classes), 1.0 / model.n_classes, dtype),
+        )
+        return _fold_in_rows(model, start, arrays, jnp.asarray(beta, dtype), self.fold_in_iter)
+
+    def _posterior(self, params: CAMParams, data: CoOccurrence, beta: float) -> Any:
+        return self._folded(params, data, beta).cluster_posterior
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean Σ n log P(y|x) / Σ n of X, P(y|x) = Σ_ν P(a_ν|x) P(y|a_ν) with X folded in (H99 §3)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        if X.count_nonzero() == 0:
+            raise ValueError("X: contains no positive counts to score")
+        params = self.result_.params
+        folded = self._folded(params, CoOccurrence.from_sparse(X), self.result_.beta)
+        row_factors = np.asarray(self.result_.model.node_given_row(folded), np.float64)
+        return _mean_conditional_log_lik(row_factors, np.asarray(params.col_given_node, np.float64), X)
+
+
+# ----------------------------------------------------------------------------- the DP mixture
+#: Component families of :class:`DPMixtureEstimator` (built-in conjugate priors, default settings).
+DP_FAMILIES = ("normal-gamma", "beta-bernoulli")
+
+
+@partial(jax.jit, static_argnames=("family", "n_clusters"))
+def _predictive_log_weights(family: Any, train: Any, labels: Any, points: Any, log_alpha: Any, n_clusters: int) -> Any:
+    """log n_k + log p(x | cluster k) for the K clusters of a partition, and log α + log p(x) for a
+    new cluster (the Chinese-restaurant predictive, DM05 §3), shape (n_points, K + 1)."""
+    point_stats = jax.vmap(family.point_stats)(train)
+    # Segment K receives no point: its statistics are those of an empty (new) cluster.
+    cluster_stats = jax.tree_util.tree_map(
+        lambda leaf: jax.ops.segment_sum(leaf, labels, num_segments=n_clusters + 1), point_stats)
+    sizes = jnp.bincount(labels, length=n_clusters + 1).astype(train.dtype)
+    log_prior = jnp.where(jnp.arange(n_clusters + 1) < n_clusters, jnp.log(jnp.maximum(sizes, 1.0)), log_alpha)
+
+    def per_point(x):
+        return jax.vmap(lambda stats: family.log_predictive(stats, x))(cluster_stats)
+
+    return log_prior[None, :] + jax.vmap(per_point)(points)
+
+
+class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+    """Dirichlet-process mixture (the CDP of DM05) fitted by Gibbs sampling, as a scikit-learn clusterer.
+
+    ``fit`` runs :class:`zoo.dirichlet.mixture.DPMixture` (Neal 2000 Algorithm 8, 2 or 3 on
+    ``n_chains`` chains) and keeps the posterior point-estimate partition as ``labels_``. New points
+    are scored with the Chinese-restaurant predictive given that partition (DM05 §3): cluster k
+    with weight n_k p(x | points of k), a new cluster with weight α p(x). ``transform`` gives
+    these probabilities, shape (n_samples, n_clusters_ + 1), the last column being a new
+    cluster; ``score`` the mean log predictive density. The number of classes is not fixed: it is
+    inferred. Features should be standardised for the default Normal–Gamma prior (mean 0, unit
+    scales), e.g. with ``StandardScaler`` in a pipeline.
+
+    Parameters
+    ----------
+    family : {"normal-gamma", "beta-bernoulli"}, default "normal-gamma"
+        Diagonal Gaussian components (DM05 §5) or independent Bernoulli features.
+    alpha : float, default 1.0
+        Concentration (the initial value when ``alpha_prior`` is given).
+    alpha_prior : (shape, rate) or None, default (1.0, 1.0)
+        Gamma prior on α, resampled every sweep (DM05 App. B); None keeps α fixed.
+    algorithm : {"auxiliary", "conjugate", "collapsed"}, default "collapsed"
+        Neal (2000) Algorithm 8, 2 or 3.
+    n_chains, n_warmup, n_draws : int, default 2, 100, 200
+    max_clusters : int, default 32
+        Initial capacity of the chains (grown when needed).
+    loss : {"vi", "binder"}, default "vi"
+        Loss of the point-estimate partition.
+    random_state : None, int, numpy generator or JAX key
+    progress : bool, default False
+
+    Attributes
+    ----------
+    fit_ : DPMixtureFit — the draws, with ``idata`` (ArviZ) and diagnostics
+    labels_ : (n_samples,) int array — the point-estimate partition of the training points
+    n_clusters_ : int
+    alpha_ : float — posterior mean of α (or the fixed α)
+    """
+
+    def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=2,
+                 n_warmup=100, n_draws=200, max_clusters=32, loss="vi", random_state=None, progress=False):
+        self.family = family
+        self.alpha = alpha
+        self.alpha_prior = alpha_prior
+        self.algorithm = algorithm
+        self.n_chains = n_chains
+        self.n_warmup = n_warmup
+        self.n_draws = n_draws
+        self.max_clusters = max_clusters
+        self.loss = loss
+        self.random_state = random_state
+        self.progress = progress
+
+    def _component_family(self, n_features: int) -> Any:
+        from zoo.dirichlet.families import beta_bernoulli, normal_gamma
+
+        return normal_gamma(n_features) if self.family == "normal-gamma" else beta_bernoulli(n_features)
+
+    def _check_params(self) -> tuple[Any, Any]:
+        from inference.concentration import gamma_prior
+
+        check_choice("family", self.family, DP_FAMILIES)
+        check_real("alpha", self.alpha, low=0.0, low_open=True)
+        prior = None
+        if self.alpha_prior is not None:
+            if not isinstance(self.alpha_prior, (tuple, list)) or len(self.alpha_prior) != 2:
+                raise TypeError(f"alpha_prior: expected (shape, rate) or None, got {self.alpha_prior!r}")
+            try:
+                prior = gamma_prior(*self.alpha_prior)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"alpha_prior: {error}") from None
+        check_choice("algorithm", self.algorithm, ("auxiliary", "conjugate", "collapsed"))
+        for name in ("n_chains", "n_draws", "max_clusters"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("n_warmup", self.n_warmup, minimum=0)
+        check_choice("loss", self.loss, ("vi", "binder"))
+        _check_bool("progress", self.progress)
+        return prior, jax_key(self.random_state)
+
+    def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
+        if _text_dtype(X):
+            raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
+        try:
+            X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
+        except ValueError as error:
+            raise ValueError(f"X: {error}") from None
+        except TypeError as error:
+            raise TypeError(f"X: {error}") from None
+        X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        return self._component_family(X.shape[1]).check_data("X", X)
+
+    def fit(self, X: Any, y: Any = None) -> "DPMixtureEstimator":
+        """Sample the posterior partition of the rows of X; keep the point estimate."""
+        from zoo.dirichlet.mixture import DPMixture
+
+        prior, key = self._check_params()
+        X = self._validate_X(X, reset=True)
+        model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
+                          algorithm=self.algorithm, max_clusters=self.max_clusters)
+        self.fit_ = model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
+                              progress=self.progress)
+        labels = np.asarray(self.fit_.point_estimate(self.loss))
+        _, labels = np.unique(labels, return_inverse=True)  # 0..K-1
+        self.labels_ = labels.astype(np.int64)
+        self.n_clusters_ = int(labels.max()) + 1
+        self.alpha_ = float(np.mean(self.fit_.result.samples["alpha"]))
+        self._train = X
+        self._n_features_out = self.n_clusters_ + 1
+        return self
+
+    def _log_weights(self, X: np.ndarray) -> np.ndarray:
+        family = self._component_family(self._train.shape[1])
+        dtype = jnp.result_type(float)
+        weights = _predictive_log_weights(family, jnp.asarray(self._train, dtype), jnp.asarray(self.labels_),
+                                          jnp.asarray(X, dtype), jnp.log(jnp.asarray(self.alpha_, dtype)),
+                                          self.n_clusters_)
+        return np.asarray(weights, np.float64)
+
+    def transform(self, X: Any) -> np.ndarray:
+        """P(x joins cluster k | partition), k = 0..K-1, and of a new cluster (last column)."""
+        check_is_fitted(self)
+        weights = self._log_weights(self._validate_X(X, reset=False))
+        weights -= weights.max(axis=1, keepdims=True)
+        probabilities = np.exp(weights)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Most probable cluster of each row of X; ``n_clusters_`` stands for a new cluster."""
+        return np.argmax(self.transform(X), axis=1).astype(np.int64)
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log predictive density log Σ_k w_k p(x | k) / (N + α) of the rows of X."""
+        check_is_fitted(self)
+        weights = self._log_weights(self._validate_X(X, reset=False))
+        peak = weights.max(axis=1, keepdims=True)
+        log_density = peak[:, 0] + np.log(np.exp(weights - peak).sum(axis=1))
+        return float(np.mean(log_density - np.log(self._train.shape[0] + self.alpha_)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
 #: Estimators by the model names of ``python -m zoo fit MODEL``.
 ESTIMATORS: dict[str, type[EMEstimator]] = {
     "aspect": AspectEstimator,
+    "one-sided": OneSidedEstimator,
+    "two-sided": TwoSidedEstimator,
+    "cam": ClusterAbstractionEstimator,
     "gaussian-mixture": GaussianMixtureEstimator,
 }
 
