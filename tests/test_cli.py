@@ -8,6 +8,7 @@ from zoo.__main__ import main
 from zoo.data import CoOccurrence
 from zoo.datasets import write_ldac, write_matrix_market
 from zoo.io import load_result, read_metadata
+from zoo.registry import MODEL_NAMES
 from zoo.sklearn import ESTIMATORS
 
 COUNTS = CoOccurrence.from_dense(np.random.default_rng(0).poisson(1.2, size=(24, 10)))
@@ -17,10 +18,20 @@ FIT_OPTIONS = ["--classes", "3", "--max-iter", "40", "--seed", "1", "--quiet"]
 
 def test_list_prints_every_model(capsys):
     assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in MODEL_NAMES:
+        (line,) = [line for line in lines if line.split() and line.split()[0] == name]
+        assert (" fit " in line) == (name in ESTIMATORS)
+    printed = "\n".join(lines)
+    assert "[counts]" in printed and "[features]" in printed and "[relational]" in printed
+
+
+def test_describe_prints_a_card(capsys):
+    assert main(["describe", "acm"]) == 0
     printed = capsys.readouterr().out
-    for name in ESTIMATORS:
-        assert name in printed
-    assert "[counts]" in printed and "[features]" in printed
+    assert printed.startswith("one-sided\n") and "H99 eqs. 5-7" in printed
+    assert main(["describe", "one-side"]) == 1
+    assert "name: no model 'one-side'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("writer, filename", [(write_matrix_market, "counts.mtx"), (write_ldac, "counts.ldac")])

@@ -1,8 +1,9 @@
-"""Command line: fit a zoo model to a data file, list the models, run the demo.
+"""Command line: fit a zoo model to a data file, list and describe the models, run the demo.
 
 ::
 
     python -m zoo list
+    python -m zoo describe MODEL
     python -m zoo fit MODEL DATAFILE [--classes K] [--schedule tempered|em|annealing]
                       [--valid-fraction 0.1] [--restarts N] [--max-iter N] [--seed S]
                       [--out DIR] [--format mtx|ldac|csv]
@@ -12,6 +13,8 @@
 (``.csv``: columns ``source,target[,weight]``), fits the model with the estimator of
 :data:`zoo.sklearn.ESTIMATORS` (progress bar on stderr) and writes ``result.npz``
 (:func:`zoo.io.save_result`) and ``report.html`` (:func:`zoo.report.write_report`) to ``--out``.
+``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
+``describe`` prints one model's card (paper, equations, latent structure, engines).
 """
 
 from __future__ import annotations
@@ -69,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="aspect model on Reuters: held-out perplexity per β")
     demo.add_argument("--classes", type=int, default=32, help="number of aspects K (default 32)")
     demo.add_argument("--seed", type=int, default=0)
-    commands.add_parser("list", help="print the models that `fit` knows")
+    commands.add_parser("list", help="print the zoo's models (those marked 'fit' work with the fit command)")
+    describe = commands.add_parser("describe", help="print a model's card: paper, equations, latent structure, engines")
+    describe.add_argument("model", metavar="MODEL", help="a name printed by `list` (or an alias such as acm)")
     fit = commands.add_parser("fit", help="fit a model to a data file; write result.npz and report.html")
     fit.add_argument("model", choices=sorted(ESTIMATORS), metavar="MODEL", help="one of: " + ", ".join(ESTIMATORS))
     fit.add_argument("datafile", metavar="DATAFILE", help="MatrixMarket, LDA-C or CSV edge list")
@@ -91,13 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _list_models(stream: Any) -> None:
-    from zoo.sklearn import ESTIMATORS
+    from zoo.registry import MODEL_NAMES, describe
 
-    width = max(len(name) for name in ESTIMATORS)
-    for name, estimator in ESTIMATORS.items():
-        summary = (estimator.__doc__ or "").strip().splitlines()[0]
-        data = "[counts]" if estimator._count_data else "[features]"
-        stream.write(f"{name:<{width}}  {data:<10}  {summary}\n")
+    width = max(len(name) for name in MODEL_NAMES)
+    for name in MODEL_NAMES:
+        card = describe(name)
+        fit = "fit" if card.cli_fit else ""
+        stream.write(f"{name:<{width}}  {'[' + card.data + ']':<12}  {fit:<3}  {card.summary}\n")
+    stream.write("\n'fit': python -m zoo fit MODEL DATAFILE; the others are fitted from Python "
+                 "(python -m zoo describe MODEL)\n")
 
 
 def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
@@ -155,6 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if arguments.command == "list":
         _list_models(sys.stdout)
+        return 0
+    if arguments.command == "describe":
+        from zoo.registry import describe
+
+        try:
+            card = describe(arguments.model)
+        except ValueError as error:
+            sys.stderr.write(f"python -m zoo describe: error: {error}\n")
+            return 1
+        sys.stdout.write(f"{card}\n")
         return 0
     try:
         _fit(arguments, argv, sys.stdout)
