@@ -144,7 +144,7 @@ def _numba_kernels():
     import numba
     from numba import njit, prange
 
-    # reassoc/contract only: the class loops become SIMD reductions and FMAs; no change to
+    # reassoc, contract, nsz only: the class loops become SIMD reductions and FMAs; no change to
     # NaN/inf handling or to the accuracy of log.
     @njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz"})
     def _row_range_stats(lo, hi, indptr, cols, counts, A, B, A_eval, B_eval, eval_needed,
