@@ -3,7 +3,8 @@
 Subpackages: :mod:`zoo.dyadic` (aspect, clustering models), :mod:`zoo.dirichlet` (Dirichlet-process
 mixtures), :mod:`zoo.relational`; modules :mod:`zoo.data` (validated data containers and splits),
 :mod:`zoo.datasets` (bundled data and file formats), :mod:`zoo.metrics` (clustering metrics),
-:mod:`zoo.baselines` (reference partitions), :mod:`zoo.finite_mixture` (Gaussian mixture).
+:mod:`zoo.baselines` (reference partitions), :mod:`zoo.finite_mixture` (Gaussian mixture),
+:mod:`zoo.registry` (every model by name, with its paper, equations and engines).
 """
 
 from zoo.baselines import coarse_partition, fine_partition
@@ -19,6 +20,7 @@ from zoo.metrics import (
     rand_index,
     variation_of_information,
 )
+from zoo.registry import describe, get_model, list_models
 
 __all__ = [
     "CoOccurrence",
@@ -33,5 +35,8 @@ __all__ = [
     "clustering_scores",
     "coarse_partition",
     "fine_partition",
+    "list_models",
+    "get_model",
+    "describe",
 ]
 __version__ = "0.1.0"
