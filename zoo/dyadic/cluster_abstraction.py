@@ -296,6 +296,26 @@ def _log_prior(prior: Any) -> Any:
     return jnp.where(prior > 0, jnp.log(jnp.where(prior > 0, prior, 1.0)), -jnp.inf)
 
 
+def _reduce(reduce: Any, value: Any) -> Any:
+    """Apply the cross-block reduction (identity when fitting on one device)."""
+    return value if reduce is None else reduce(value)
+
+
+def _reduce_posterior(reduce: Any, posterior: Any, arrays: DyadicArrays) -> Any:
+    """The cluster posteriors of all rows from blocks that each hold the cells of some rows.
+
+    A block computes the exact posterior of the rows whose cells it holds and the prior for the
+    others; every row's cells lie in one block (:meth:`CoOccurrence.to_sharded_arrays`), so the
+    owner's row is taken, and rows without counts anywhere keep the (equal) prior of any block.
+    """
+    if reduce is None:
+        return posterior
+    n_rows = posterior.shape[0]
+    owned = (jax.ops.segment_sum(arrays.counts, arrays.rows, num_segments=n_rows) > 0).astype(posterior.dtype)
+    owners = reduce(owned)
+    return jnp.where(owners[:, None] > 0, reduce(owned[:, None] * posterior), posterior)
+
+
 def _normalise(stats: Any, fallback: Any, axis: int) -> Any:
     totals = stats.sum(axis=axis, keepdims=True)
     return jnp.where(totals > 0, stats / jnp.where(totals > 0, totals, 1.0), fallback)
@@ -366,6 +386,15 @@ class ClusterAbstraction:
             raise ValueError(f"{argument}: the tree has {self.n_classes} leaves (clusters) for only {data.n_rows} rows")
         return data.to_arrays()
 
+    def prepare_sharded(self, data: CoOccurrence, n_shards: int) -> DyadicArrays:
+        """Like :meth:`prepare`, split into ``n_shards`` blocks of whole rows (leading axis).
+
+        Eqs. 11–12 of a row need only the row's own cells, so each device runs the E-step of its
+        rows; the M-step's expected counts are summed across blocks (``reduce``).
+        """
+        self.prepare(data)
+        return data.to_sharded_arrays(n_shards)
+
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> CAMParams:
         """Random start: inner aspects are the overall column distribution, each leaf aspect half
         of it and half the distribution of a distinct row drawn at random; uniform level weights."""
@@ -402,16 +431,19 @@ class ClusterAbstraction:
             backend=self.backend,
         )
 
-    def cluster_scores(self, params: CAMParams, arrays: DyadicArrays) -> Any:
-        """Σ_k n(x_i, y_k) log Σ_ν P(a_ν|c_α, x_i) P(y_k|a_ν), shape (n_rows, K) (eq. 12 in log space)."""
-        return self._path_stats(params, arrays, 1.0, False).scores
+    def cluster_scores(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
+        """Σ_k n(x_i, y_k) log Σ_ν P(a_ν|c_α, x_i) P(y_k|a_ν), shape (n_rows, K).
+
+        Eq. 12 in log space. ``reduce`` (e.g. a ``psum`` over devices) adds up the sums over cells of each block.
+        """
+        return _reduce(reduce, self._path_stats(params, arrays, 1.0, False).scores)
 
     def _row_marginal_log_lik(self, params: CAMParams, arrays: DyadicArrays) -> Any:
         return jnp.sum(jnp.where(arrays.row_sums > 0, arrays.row_sums * _safe_log(params.row_marginal), 0.0))
 
-    def log_likelihood(self, params: CAMParams, arrays: DyadicArrays) -> Any:
+    def log_likelihood(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """log P(S) = Σ_i log Σ_α P(c_α) ∏_k [P(x_i) P(y_k|c_α, x_i)]^{n(x_i, y_k)} (H99 §3)."""
-        log_joint = _log_prior(params.cluster_prior) + self.cluster_scores(params, arrays)
+        log_joint = _log_prior(params.cluster_prior) + self.cluster_scores(params, arrays, reduce)
         return jnp.sum(jax.nn.logsumexp(log_joint, axis=1)) + self._row_marginal_log_lik(params, arrays)
 
     def posterior(self, params: CAMParams, arrays: DyadicArrays, beta: Any = 1.0) -> Any:
@@ -419,23 +451,28 @@ class ClusterAbstraction:
         return self._path_stats(params, arrays, beta, False).posterior
 
     # ---------------------------------------------------------------- E-step + M-step
-    def em_step(self, params: CAMParams, arrays: DyadicArrays, beta: Any) -> tuple[CAMParams, Any]:
+    def em_step(self, params: CAMParams, arrays: DyadicArrays, beta: Any,
+                reduce: Any = None) -> tuple[CAMParams, Any]:
         """One tempered EM iteration; returns (new params, β = 1 log-likelihood of ``params``).
 
         E-step: cluster scores (β = 1, for the log-likelihood) and tempered posteriors (eq. 12),
         then tempered aspect posteriors (eq. 11) giving the expected counts of the level weights
         (not weighted by the cluster posterior: it cancels in their normalisation) and of the
-        aspects (weighted by it). M-step of H99 §3.
+        aspects (weighted by it). M-step of H99 §3. With ``reduce`` (a ``psum`` over devices
+        holding blocks of whole rows) each device does the E-step of its rows and the scores,
+        posteriors and expected counts are gathered across blocks before the M-step.
         """
         stats = self._path_stats(params, arrays, beta, True)
-        log_joint = _log_prior(params.cluster_prior) + stats.scores
+        scores = _reduce(reduce, stats.scores)
+        posterior = _reduce_posterior(reduce, stats.posterior, arrays)
+        log_joint = _log_prior(params.cluster_prior) + scores
         log_lik = jnp.sum(jax.nn.logsumexp(log_joint, axis=1)) + self._row_marginal_log_lik(params, arrays)
         return CAMParams(
-            cluster_prior=stats.posterior.mean(axis=0),
-            col_given_node=_normalise(stats.node_stats, params.col_given_node, axis=0),
-            level_weights=_normalise(stats.level_stats, params.level_weights, axis=2),
+            cluster_prior=posterior.mean(axis=0),
+            col_given_node=_normalise(_reduce(reduce, stats.node_stats), params.col_given_node, axis=0),
+            level_weights=_normalise(_reduce(reduce, stats.level_stats), params.level_weights, axis=2),
             row_marginal=params.row_marginal,
-            cluster_posterior=stats.posterior,
+            cluster_posterior=posterior,
         ), log_lik
 
     # ---------------------------------------------------------------- prediction
@@ -450,10 +487,10 @@ class ClusterAbstraction:
         """(R, C) = (P(a_ν|x_i), P(y_k|a_ν)): P(y_k|x_i) = Σ_ν R_iν C_kν (H99 §2.4, §3)."""
         return self.node_given_row(params), params.col_given_node
 
-    def heldout_log_lik(self, params: CAMParams, arrays: DyadicArrays) -> Any:
-        """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts."""
+    def heldout_log_lik(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
+        """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
         row_factors, col_factors = self.predictive_factors(params)
-        return conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend)
+        return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
 
     def node_usage(self, params: CAMParams) -> Any:
         """Share of all tokens generated by each node's aspect, Σ_i P(x_i) P(a_ν|x_i), (n_nodes,)."""

@@ -174,6 +174,11 @@ def _normalise_columns(stats: Any, fallback: Any) -> Any:
     return jnp.where(totals > 0, stats / jnp.where(totals > 0, totals, 1.0), fallback)
 
 
+def _reduce(reduce: Any, value: Any) -> Any:
+    """Apply the cross-block reduction (identity when fitting on one device)."""
+    return value if reduce is None else reduce(value)
+
+
 def _marginal_log_lik(arrays: DyadicArrays, object_marginal: Any) -> Any:
     """Σ_i n(x_i) log P(x_i), with 0 · log 0 = 0 for objects without counts."""
     positive = arrays.row_sums > 0
@@ -238,6 +243,15 @@ class OneSided:
             )
         return oriented.to_arrays()
 
+    def prepare_sharded(self, data: CoOccurrence, n_shards: int) -> DyadicArrays:
+        """Like :meth:`prepare`, split into ``n_shards`` blocks of whole objects (leading axis).
+
+        Every object's cells lie in one block, so the cluster scores of an object are a sum over
+        blocks in which all but one term are zero (data-parallel EM, ``reduce``).
+        """
+        self.prepare(data)
+        return self._oriented(data).to_sharded_arrays(n_shards)
+
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> OneSidedParams:
         """Random start: each cluster's P(y|c) is half the overall column distribution and half
         the distribution of one object drawn at random (distinct objects with counts)."""
@@ -259,17 +273,18 @@ class OneSided:
         )
 
     # ---------------------------------------------------------------- sufficient statistics, E-step
-    def cluster_scores(self, params: OneSidedParams, arrays: DyadicArrays) -> Any:
+    def cluster_scores(self, params: OneSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """log ∏_k P(y_k|c_α)^{n(x_i, y_k)} = Σ_k n(x_i, y_k) log P(y_k|c_α), shape (n_objects, K).
 
         The log-likelihood of each object's whole histogram under each cluster (HP98 eq. 2, in
-        log space); objects without counts score 0.
+        log space); objects without counts score 0. ``reduce`` (e.g. a ``psum`` over devices)
+        adds up the sums over cells computed block by block.
         """
-        return count_matmul(_safe_log(params.feature_given_class), arrays, backend=self.backend)
+        return _reduce(reduce, count_matmul(_safe_log(params.feature_given_class), arrays, backend=self.backend))
 
-    def log_likelihood(self, params: OneSidedParams, arrays: DyadicArrays) -> Any:
+    def log_likelihood(self, params: OneSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """log P(S) = Σ_i log Σ_α P(c_α) ∏_k [P(x_i) P(y_k|c_α)]^{n(x_i, y_k)} (H99 eq. 6)."""
-        log_joint = _log_prior(params.class_prior) + self.cluster_scores(params, arrays)
+        log_joint = _log_prior(params.class_prior) + self.cluster_scores(params, arrays, reduce)
         return jnp.sum(jax.nn.logsumexp(log_joint, axis=1)) + _marginal_log_lik(arrays, params.object_marginal)
 
     def posterior(self, params: OneSidedParams, arrays: DyadicArrays, beta: Any = 1.0) -> Any:
@@ -281,19 +296,22 @@ class OneSided:
         return jax.nn.softmax(_log_prior(params.class_prior) + beta * scores, axis=1)
 
     # ---------------------------------------------------------------- E-step + M-step
-    def em_step(self, params: OneSidedParams, arrays: DyadicArrays, beta: Any) -> tuple[OneSidedParams, Any]:
+    def em_step(self, params: OneSidedParams, arrays: DyadicArrays, beta: Any,
+                reduce: Any = None) -> tuple[OneSidedParams, Any]:
         """One tempered EM iteration; returns (new params, β = 1 log-likelihood of ``params``).
 
         E-step (H99 eq. 7 left, HP98 eq. 2 with β·n): the cluster scores are computed once and
         give both the tempered posteriors and the untempered log-likelihood (eq. 6). M-step
         (eq. 7 right): P(y_k|c_α) ∝ Σ_i n(x_i, y_k) P{c(x_i) = c_α}, P(c_α) = mean posterior.
+        With ``reduce`` (a ``psum`` over devices holding blocks of cells) the two sums over
+        cells — the cluster scores and the expected feature counts — are added up across blocks.
         """
         log_prior = _log_prior(params.class_prior)
-        scores = self.cluster_scores(params, arrays)
+        scores = self.cluster_scores(params, arrays, reduce)
         log_lik = (jnp.sum(jax.nn.logsumexp(log_prior + scores, axis=1))
                    + _marginal_log_lik(arrays, params.object_marginal))
         posterior = jax.nn.softmax(log_prior + beta * scores, axis=1)
-        feature_counts = count_matmul(posterior, arrays, transpose=True, backend=self.backend)
+        feature_counts = _reduce(reduce, count_matmul(posterior, arrays, transpose=True, backend=self.backend))
         return OneSidedParams(
             class_prior=posterior.mean(axis=0),
             feature_given_class=_normalise_columns(feature_counts, params.feature_given_class),
@@ -319,12 +337,12 @@ class OneSided:
         class_given_row = jnp.where(totals > 0, class_and_row / jnp.where(totals > 0, totals, 1.0), class_mass[None, :])
         return class_given_row, col_given_class
 
-    def heldout_log_lik(self, params: OneSidedParams, arrays: DyadicArrays) -> Any:
+    def heldout_log_lik(self, params: OneSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (arrays from :meth:`prepare`)."""
         row_factors, col_factors = self.predictive_factors(params)
         if self.side == "cols":  # the prepared arrays are transposed: rows are the Y objects
             row_factors, col_factors = col_factors, row_factors
-        return conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend)
+        return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
 
     def assign(self, params: OneSidedParams, data: CoOccurrence, *, beta: float = 1.0) -> Any:
         """Cluster posteriors of the objects of ``data`` (new objects, same features), (n, K).

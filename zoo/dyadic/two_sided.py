@@ -181,6 +181,11 @@ def _prior_plus_entropy(posterior: Any, prior: Any) -> Any:
     return jnp.sum(jnp.where(positive, posterior * (_log_prior(prior)[None, :] - jnp.log(safe)), 0.0))
 
 
+def _reduce(reduce: Any, value: Any) -> Any:
+    """Apply the cross-block reduction (identity when fitting on one device)."""
+    return value if reduce is None else reduce(value)
+
+
 def _marginal_log_lik(sums: Any, marginal: Any) -> Any:
     return jnp.sum(jnp.where(sums > 0, sums * _safe_log(marginal), 0.0))
 
@@ -239,6 +244,16 @@ class TwoSided:
             raise ValueError(f"n_col_classes: {self.n_col_classes} clusters for only {data.n_cols} columns")
         return data.to_arrays()
 
+    def prepare_sharded(self, data: CoOccurrence, n_shards: int) -> DyadicArrays:
+        """Like :meth:`prepare`, split into ``n_shards`` blocks of cells (leading axis).
+
+        The E-step couples rows and columns only through the two sums over cells n γ^y and
+        nᵀ γ^x; those are computed block by block and added up (``reduce``), everything else is
+        the same on every device.
+        """
+        self.prepare(data)
+        return data.to_sharded_arrays(n_shards)
+
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> TwoSidedParams:
         """Random start: a random hard partition of each side (soft random posteriors collapse to
         the uniform fixed point), uniform priors and π from the partitions."""
@@ -274,27 +289,33 @@ class TwoSided:
             + _marginal_log_lik(arrays.col_sums, params.col_marginal)
         )
 
-    def objective(self, params: TwoSidedParams, arrays: DyadicArrays) -> Any:
+    def objective(self, params: TwoSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Mean-field free energy F at β = 1, a lower bound on log P(S) (module docstring).
 
         c is taken as π/(π^x π^y) of the posteriors in ``params``, as every stored state has it.
+        ``reduce`` (e.g. a ``psum`` over devices) adds up the sums over cells of each block.
         """
-        return self._objective(params, count_matmul(params.col_posterior, arrays, backend=self.backend), arrays)
+        row_col_counts = _reduce(reduce, count_matmul(params.col_posterior, arrays, backend=self.backend))
+        return self._objective(params, row_col_counts, arrays)
 
-    def log_likelihood(self, params: TwoSidedParams, arrays: DyadicArrays) -> Any:
+    def log_likelihood(self, params: TwoSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """The mean-field lower bound :meth:`objective` (the exact log-likelihood of eq. 8 sums
         over K_x^N K_y^M joint assignments and is intractable beyond toy sizes)."""
-        return self.objective(params, arrays)
+        return self.objective(params, arrays, reduce)
 
     # ---------------------------------------------------------------- E-step + M-step
-    def em_step(self, params: TwoSidedParams, arrays: DyadicArrays, beta: Any) -> tuple[TwoSidedParams, Any]:
+    def em_step(self, params: TwoSidedParams, arrays: DyadicArrays, beta: Any,
+                reduce: Any = None) -> tuple[TwoSidedParams, Any]:
         """One sweep (c^x-posteriors, π, c^y-posteriors, π) of H99 §2.3 at inverse temperature β.
 
         Returns (new params, mean-field objective F of ``params`` at β = 1). The posteriors are
         H99 eq. 10 with the counts multiplied by β; priors are the mean posteriors; π is eq. 9.
+        With ``reduce`` (a ``psum`` over devices holding blocks of cells) the sums over cells
+        Σ_k n_ik γ^y_kμ and Σ_i n_ik γ^x_iν are added up across blocks before they are used.
         """
         total = arrays.row_sums.sum()
-        row_col_counts = count_matmul(params.col_posterior, arrays, backend=self.backend)  # Σ_k n_ik γ^y_kμ
+        # Σ_k n_ik γ^y_kμ
+        row_col_counts = _reduce(reduce, count_matmul(params.col_posterior, arrays, backend=self.backend))
         objective = self._objective(params, row_col_counts, arrays)
         log_ratio = _safe_log(_association_ratio(params.row_posterior.T @ row_col_counts / total))
         # Row posteriors (H99 eq. 10): log P(ν) + β Σ_k n_ik Σ_μ γ^y_kμ log c_νμ.
@@ -304,7 +325,8 @@ class TwoSided:
         row_class_prior = row_posterior.mean(axis=0)
         # π from the new row posteriors (eq. 9), then the column posteriors with it.
         log_ratio = _safe_log(_association_ratio(row_posterior.T @ row_col_counts / total))
-        col_row_counts = count_matmul(row_posterior, arrays, transpose=True, backend=self.backend)  # Σ_i n_ik γ^x_iν
+        col_row_counts = _reduce(reduce, count_matmul(row_posterior, arrays, transpose=True,
+                                                      backend=self.backend))  # Σ_i n_ik γ^x_iν
         col_posterior = jax.nn.softmax(
             _log_prior(params.col_class_prior) + beta * (col_row_counts @ log_ratio), axis=1
         )
@@ -336,10 +358,10 @@ class TwoSided:
         col_given_class = jnp.where(totals > 0, joint / jnp.where(totals > 0, totals, 1.0), 0.0)
         return params.row_posterior @ col_given_row_class, col_given_class
 
-    def heldout_log_lik(self, params: TwoSidedParams, arrays: DyadicArrays) -> Any:
-        """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts."""
+    def heldout_log_lik(self, params: TwoSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
+        """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
         row_factors, col_factors = self.predictive_factors(params)
-        return conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend)
+        return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
 
 
 def exact_log_likelihood(params: TwoSidedParams, data: CoOccurrence, *, max_assignments: int = 1_000_000) -> float:
