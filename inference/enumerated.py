@@ -19,6 +19,15 @@ How Q is computed without materialising q: every sample site's log-probability i
 enumerated log-normaliser G(λ) is differentiated at λ = 0: G'(0) = E_q[log p(x, z | θ)] = Q(θ; θ_t).
 The M-step keeps the optimiser iterate with the highest Q, never one below Q(θ_t; θ_t), so the
 log-likelihood never decreases at β = 1 (generalised EM).
+
+Data-parallel fits (``tempered_em(..., devices=n)``). When every sample site lies inside one
+plate of independent observations (``data_plate``), log p(x | θ) and Q(θ; θ_t) are sums over
+that plate. :meth:`EnumeratedEM.prepare_sharded` cuts the data arguments into one block of
+observations per device (the last block padded); every device evaluates its block's log p, Q and
+∇Q and the sums are added with ``psum`` before the optimiser step, so each device takes the same
+M-step as a single-device fit. Padding observations are masked out: their observed sites
+contribute nothing, their latent sites keep log p(z | θ_t) (which sums to 1 over z) and drop the
+λ log p(z | θ) term, so they add exactly zero to log p and to Q.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from numpyro.primitives import Messenger
 
 from zoo._validation import check_int, check_real
 
-__all__ = ["enumerated_log_likelihood", "EnumeratedEM", "ProgramData", "inspect_program"]
+__all__ = ["enumerated_log_likelihood", "EnumeratedEM", "ProgramData", "ShardedProgramArgs", "inspect_program"]
 
 
 def enumerated_log_likelihood(
@@ -142,17 +151,45 @@ class _Tilted(dist.Distribution):
         return self.weight_previous * self.previous.log_prob(value) + self.weight_current * self.current.log_prob(value)
 
 
-class _Tilt(Messenger):
-    """Replace each sample site's distribution by a :class:`_Tilted` one (see module docstring)."""
+def _plate_mask(msg: dict, plate: str, observed: Any) -> Any:
+    """``observed`` (block,) reshaped to broadcast against the site's batch shape at ``plate``'s dim."""
+    for frame in msg["cond_indep_stack"]:
+        if frame.name == plate:
+            return observed.reshape(observed.shape + (1,) * (-frame.dim - 1))
+    raise ValueError(f"data_plate: sample site {msg['name']!r} lies outside plate {plate!r}")
 
-    def __init__(self, fn, previous_fns, beta, lam):
-        self.previous_fns, self.beta, self.lam = previous_fns, beta, lam
+
+class _MaskPadding(Messenger):
+    """Mask the observed sites of padding observations (data-parallel blocks, module docstring)."""
+
+    def __init__(self, fn, plate, observed):
+        self.plate, self.observed = plate, observed
+        super().__init__(fn)
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and msg["is_observed"]:
+            msg["fn"] = msg["fn"].mask(_plate_mask(msg, self.plate, self.observed))
+
+
+class _Tilt(Messenger):
+    """Replace each sample site's distribution by a :class:`_Tilted` one (see module docstring).
+
+    With ``padding`` = (plate name, observed mask), the λ term of latent sites of padding
+    observations is dropped (their observed sites are masked by :class:`_MaskPadding`).
+    """
+
+    def __init__(self, fn, previous_fns, beta, lam, padding=None):
+        self.previous_fns, self.beta, self.lam, self.padding = previous_fns, beta, lam, padding
         super().__init__(fn)
 
     def process_message(self, msg):
         if msg["type"] == "sample":
             weight_previous = self.beta if msg["is_observed"] else 1.0
-            msg["fn"] = _Tilted(msg["fn"], self.previous_fns[msg["name"]], self.lam, weight_previous)
+            weight_current = self.lam
+            if self.padding is not None and not msg["is_observed"]:
+                plate, observed = self.padding
+                weight_current = self.lam * _plate_mask(msg, plate, observed).astype(jnp.result_type(self.lam))
+            msg["fn"] = _Tilted(msg["fn"], self.previous_fns[msg["name"]], weight_current, weight_previous)
 
 
 class _ScaleObserved(Messenger):
@@ -185,6 +222,32 @@ class ProgramData(NamedTuple):
         return tuple(np.shape(arg) for arg in self.args)
 
 
+class ShardedProgramArgs(NamedTuple):
+    """Program arguments cut into blocks of observations (:meth:`EnumeratedEM.prepare_sharded`).
+
+    Attributes
+    ----------
+    args : tuple of arrays, each with a leading block axis (n_shards, ...): the data arguments
+        hold ``block_size`` observations per block, the others are repeated
+    observed : (n_shards, block_size) bool array — False on the padding of the last blocks
+    """
+
+    args: tuple
+    observed: Any
+
+
+def _reduce(reduce: Any, value: Any) -> Any:
+    """Apply the cross-block reduction (identity when fitting on one device)."""
+    return value if reduce is None else reduce(value)
+
+
+def _unpack(arrays: Any) -> tuple[tuple, Any]:
+    """(program arguments, observed mask or None) from ``prepare`` or one block of ``prepare_sharded``."""
+    if isinstance(arrays, ShardedProgramArgs):
+        return arrays.args, arrays.observed
+    return arrays, None
+
+
 @dataclass(frozen=True)
 class EnumeratedEM:
     """Tempered EM for a NumPyro program with enumerated discrete latents and param sites.
@@ -206,6 +269,13 @@ class EnumeratedEM:
     init_scale : float
         Random restarts perturb the program's initial param values by Normal(0, init_scale) in
         unconstrained space.
+    data_plate : str, optional
+        Name of the plate of independent observations; needed for data-parallel fits
+        (``tempered_em(..., devices=n)``), which split it over devices. Every sample site must
+        lie inside it and its size must come from the data arguments' shapes.
+    data_args : tuple of int, optional
+        Positions of the arguments that hold one entry per observation along their first axis
+        (the ones split over devices). Default: every array argument.
 
     Examples
     --------
@@ -230,6 +300,8 @@ class EnumeratedEM:
     learning_rate: float = 0.05
     m_step_iters: int = 50
     init_scale: float = 0.1
+    data_plate: str | None = None
+    data_args: tuple | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.program):
@@ -242,6 +314,13 @@ class EnumeratedEM:
             dict(self.static_kwargs)
         except (TypeError, ValueError):
             raise ValueError("static_kwargs: expected a tuple of (name, value) pairs") from None
+        if self.data_plate is not None and not isinstance(self.data_plate, str):
+            raise TypeError(f"data_plate: expected a plate name (str), got {type(self.data_plate).__name__}")
+        if self.data_args is not None:
+            if not isinstance(self.data_args, tuple) or not all(
+                isinstance(index, (int, np.integer)) and not isinstance(index, bool) for index in self.data_args
+            ):
+                raise ValueError(f"data_args: expected a tuple of argument positions, got {self.data_args!r}")
 
     # ---------------------------------------------------------------- helpers
     @property
@@ -260,6 +339,12 @@ class EnumeratedEM:
     def _unconstrain(self, params: dict, sites: dict[str, ParamSite]) -> dict:
         return {name: biject_to(sites[name].constraint).inv(value) for name, value in params.items()}
 
+    def _masked(self, observed: Any) -> Callable:
+        """The program with the observed sites of padding observations masked (None: as is)."""
+        if observed is None:
+            return self.program
+        return _MaskPadding(self.program, self.data_plate, observed)
+
     # ---------------------------------------------------------------- EMModel protocol
     def prepare(self, data: ProgramData) -> tuple:
         """Check the program against ``data`` (host side) and return the argument arrays."""
@@ -269,6 +354,76 @@ class EnumeratedEM:
         args = tuple(jnp.asarray(arg) if isinstance(arg, (np.ndarray, list)) else arg for arg in data.args)
         self._param_sites(args)
         return args
+
+    def prepare_sharded(self, data: ProgramData, n_shards: int) -> ShardedProgramArgs:
+        """Like :meth:`prepare`, with the observations cut into ``n_shards`` equal blocks.
+
+        The data arguments (``data_args``) are split along their first axis, the last blocks
+        padded by repeating the final observation and masked out (``observed``); the other
+        arguments are repeated per block. Checks that every sample site lies inside
+        ``data_plate``, that its size follows the data arguments, and that no param site's shape
+        depends on the number of observations.
+        """
+        n_shards = check_int("n_shards", n_shards, minimum=1)
+        if self.data_plate is None:
+            raise ValueError("data_plate: name the program's plate of independent observations to split it "
+                             "over devices, e.g. EnumeratedEM(program, data_plate='points')")
+        args = self.prepare(data)
+        n_observations = self._plate_size(args)
+        positions = self._data_positions(args, n_observations)
+        block_size = -(-n_observations // n_shards)
+        padded_size = block_size * n_shards
+
+        def blocks(position: int, arg: Any) -> Any:
+            arg = jnp.asarray(arg)
+            if position not in positions:
+                return jnp.broadcast_to(arg, (n_shards,) + arg.shape)
+            padding = jnp.broadcast_to(arg[-1:], (padded_size - n_observations,) + arg.shape[1:])
+            return jnp.concatenate([arg, padding]).reshape((n_shards, block_size) + arg.shape[1:])
+
+        sharded = tuple(blocks(position, arg) for position, arg in enumerate(args))
+        block = tuple(arg[0] for arg in sharded)
+        if self._plate_size(block) != block_size:
+            raise ValueError(f"data_plate: the size of plate {self.data_plate!r} does not follow the data "
+                             "arguments' first axis (it must be computed from their shapes)")
+        full_sites, block_sites = self._param_sites(args), self._param_sites(block)
+        for name, site in full_sites.items():
+            if jnp.shape(site.init) != jnp.shape(block_sites[name].init):
+                raise ValueError(f"data_plate: param site {name!r} has one value per observation; "
+                                 "only parameters shared by all observations can be fitted on several devices")
+        observed = (jnp.arange(padded_size) < n_observations).reshape(n_shards, block_size)
+        return ShardedProgramArgs(sharded, observed)
+
+    def _plate_size(self, args: tuple) -> int:
+        """Size of ``data_plate`` in a trace of the program; checks every sample site is inside it."""
+        trace = handlers.trace(handlers.seed(self.program, rng_seed=0)).get_trace(*args, **self._kwargs)
+        size = None
+        for name, site in trace.items():
+            if site["type"] != "sample":
+                continue
+            frames = [frame for frame in site["cond_indep_stack"] if frame.name == self.data_plate]
+            if not frames:
+                raise ValueError(f"data_plate: sample site {name!r} lies outside plate {self.data_plate!r}, so "
+                                 "the log-likelihood is not a sum over its observations")
+            size = frames[0].size
+        if size is None:
+            raise ValueError(f"data_plate: the program has no sample site inside plate {self.data_plate!r}")
+        return int(size)
+
+    def _data_positions(self, args: tuple, n_observations: int) -> set[int]:
+        """Positions of the arguments split over devices, checked against the plate size."""
+        if self.data_args is None:
+            positions = {position for position, arg in enumerate(args) if np.ndim(arg) >= 1}
+        else:
+            positions = set(int(position) for position in self.data_args)
+            if any(not 0 <= position < len(args) for position in positions):
+                raise ValueError(f"data_args: positions {sorted(positions)} for a program with {len(args)} arguments")
+        for position in positions:
+            length = np.shape(args[position])[0] if np.ndim(args[position]) >= 1 else None
+            if length != n_observations:
+                raise ValueError(f"data_args: argument {position} has first axis {length}, but plate "
+                                 f"{self.data_plate!r} has {n_observations} observations (set data_args=)")
+        return positions
 
     def init_params(self, rng_key: Any, args: tuple) -> dict:
         sites = self._param_sites(args)
@@ -280,38 +435,58 @@ class EnumeratedEM:
         }
         return self._constrain(noisy, sites)
 
-    def log_likelihood(self, params: dict, args: tuple) -> Any:
-        """Exact marginal log-likelihood log p(x | θ) (latents enumerated)."""
-        value, _ = log_density(self._enumerated(self.program), args, self._kwargs, params)
-        return value
+    def log_likelihood(self, params: dict, arrays: Any, reduce: Any = None) -> Any:
+        """Exact marginal log-likelihood log p(x | θ) (latents enumerated).
+
+        ``arrays`` comes from :meth:`prepare` or is one block of :meth:`prepare_sharded`, whose
+        values ``reduce`` (e.g. a ``psum`` over devices) adds up.
+        """
+        args, observed = _unpack(arrays)
+        value, _ = log_density(self._enumerated(self._masked(observed)), args, self._kwargs, params)
+        return _reduce(reduce, value)
 
     heldout_log_lik = log_likelihood
 
-    def expected_complete_log_lik(self, params: dict, previous: dict, args: tuple, beta: Any = 1.0) -> Any:
+    def expected_complete_log_lik(self, params: dict, previous: dict, arrays: Any, beta: Any = 1.0) -> Any:
         """Q(θ; θ_t) = E_{q_β(z | x, θ_t)} log p(x, z | θ) (see the module docstring)."""
-        _, trace = log_density(self._enumerated(self.program), args, self._kwargs, previous)
-        return self._q_value(params, trace, args, beta)
+        args, observed = _unpack(arrays)
+        _, trace = log_density(self._enumerated(self._masked(observed)), args, self._kwargs, previous)
+        return self._q_value(params, trace, args, beta, observed)
 
-    def _q_value(self, params: dict, previous_trace: Any, args: tuple, beta: Any) -> Any:
+    def _q_value(self, params: dict, previous_trace: Any, args: tuple, beta: Any, observed: Any = None) -> Any:
         previous_fns = {name: site["fn"] for name, site in previous_trace.items() if site["type"] == "sample"}
+        padding = None if observed is None else (self.data_plate, observed)
 
         def normaliser(lam):
-            tilted = _Tilt(self.program, previous_fns, beta, lam)
+            tilted = _Tilt(self._masked(observed), previous_fns, beta, lam, padding)
             value, _ = log_density(self._enumerated(tilted), args, self._kwargs, params)
             return value
 
         _, derivative = jax.jvp(normaliser, (jnp.zeros(()),), (jnp.ones(()),))
         return derivative
 
-    def em_step(self, params: dict, args: tuple, beta: Any) -> tuple[dict, Any]:
-        """Exact tempered E-step, then an optax M-step on Q; returns (params, log p(x|params))."""
+    def em_step(self, params: dict, arrays: Any, beta: Any, reduce: Any = None) -> tuple[dict, Any]:
+        """Exact tempered E-step, then an optax M-step on Q; returns (params, log p(x|params)).
+
+        With ``reduce`` (a ``psum`` over devices holding blocks of observations) the blocks'
+        log-likelihoods, Q values and gradients are added up before every optimiser step.
+        """
+        args, observed = _unpack(arrays)
         sites = self._param_sites(args)
-        log_lik, previous_trace = log_density(self._enumerated(self.program), args, self._kwargs, params)
+        log_lik, previous_trace = log_density(self._enumerated(self._masked(observed)), args, self._kwargs, params)
+        log_lik = _reduce(reduce, log_lik)
         dtype = jnp.result_type(log_lik)
         beta = jnp.asarray(beta, dtype)
 
+        def block_negative_q(unconstrained):
+            return -self._q_value(self._constrain(unconstrained, sites), previous_trace, args, beta, observed)
+
         def negative_q(unconstrained):
-            return -self._q_value(self._constrain(unconstrained, sites), previous_trace, args, beta)
+            return _reduce(reduce, block_negative_q(unconstrained))
+
+        def negative_q_and_grad(unconstrained):
+            # Differentiate the block's own Q and add the gradients afterwards (no psum under AD).
+            return _reduce(reduce, jax.value_and_grad(block_negative_q)(unconstrained))
 
         optimizer = optax.adam(self.learning_rate)
         start = self._unconstrain(params, sites)
@@ -319,7 +494,7 @@ class EnumeratedEM:
 
         def step(carry, _):
             unconstrained, opt_state, best, best_value = carry
-            value, grads = jax.value_and_grad(negative_q)(unconstrained)
+            value, grads = negative_q_and_grad(unconstrained)
             updates, opt_state = optimizer.update(grads, opt_state, unconstrained)
             unconstrained = optax.apply_updates(unconstrained, updates)
             # ``value`` belongs to the iterate before this update: keep the best seen so far.
