@@ -6,6 +6,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from scipy import special
 
 from inference.em import tempered_em
 from inference.enumerated import EnumeratedEM, ProgramData, enumerated_log_likelihood, inspect_program
@@ -168,3 +169,44 @@ def test_generic_em_matches_one_sided_kernel_from_the_same_start(x64):
     # Same clusters: the generic fit's P(y|c) is the kernel's up to the M-step's optimiser error.
     np.testing.assert_allclose(np.asarray(generic.params["col_given_class"]).T,
                                np.asarray(kernel.params.feature_given_class), atol=0.02)
+
+
+def _poisson_clusters(counts, *, n_classes):
+    n_rows, n_cols = counts.shape
+    class_prior = numpyro.param("class_prior", jnp.full(n_classes, 1.0 / n_classes), constraint=dist.constraints.simplex)
+    col_given_class = numpyro.param("col_given_class", jnp.full((n_classes, n_cols), 1.0 / n_cols),
+                                    constraint=dist.constraints.simplex)
+    row_rate = numpyro.param("row_rate", jnp.ones(n_rows), constraint=dist.constraints.positive)
+    with numpyro.plate("rows", n_rows):
+        c = numpyro.sample("c", dist.Categorical(class_prior), infer={"enumerate": "parallel"})
+        numpyro.sample("counts", dist.Poisson(row_rate[:, None] * col_given_class[c]).to_event(1), obs=counts)
+
+
+@pytest.mark.slow
+def test_poisson_count_variant_recovers_the_one_sided_kernel(x64):
+    # Π_k Poisson(n_ik; λ_i P(y_k|c)) = Poisson(n_i; λ_i) Multinomial(n_i·; P(·|c)): the same clusters as
+    # the ACM, λ_i = n_i, and log-likelihoods that differ by a constant known in closed form.
+    rng = np.random.default_rng(5)
+    counts = rng.poisson(1.5, size=(8, 10))
+    counts[:, 0] += 1
+    data = CoOccurrence.from_dense(counts)
+    n_classes = 3
+    start = OneSidedParams(jnp.asarray(rng.dirichlet(np.ones(n_classes))),
+                           jnp.asarray(rng.dirichlet(np.ones(10), size=n_classes).T),
+                           jnp.asarray(data.row_sums / data.total), jnp.full((8, n_classes), 1.0 / n_classes))
+    kernel = tempered_em(OneSided(n_classes, backend="xla"), data, key=jax.random.key(0), init=start,
+                         schedule=FixedBeta(1.0), max_iter=300, tol=1e-10)
+    variant_start = {"class_prior": start.class_prior, "col_given_class": start.feature_given_class.T,
+                     "row_rate": jnp.asarray(counts.sum(axis=1), jnp.float64)}
+    variant = tempered_em(EnumeratedEM(_poisson_clusters, static_kwargs=(("n_classes", n_classes),), m_step_iters=100),
+                          ProgramData((jnp.asarray(counts, jnp.float64),), data.total), key=jax.random.key(0),
+                          init=variant_start, schedule=FixedBeta(1.0), max_iter=300, tol=1e-10)
+    _assert_monotone(variant.history["log_lik"])
+    row_totals = counts.sum(axis=1)
+    constant = (np.sum(row_totals * np.log(row_totals) - row_totals) - special.gammaln(counts + 1).sum()
+                - np.sum(row_totals * np.log(row_totals / counts.sum())))
+    np.testing.assert_allclose(variant.history["log_lik"][-1] - kernel.history["log_lik"][-1], constant,
+                               atol=1e-5 * abs(kernel.history["log_lik"][-1]))
+    np.testing.assert_allclose(np.asarray(variant.params["col_given_class"]).T,
+                               np.asarray(kernel.params.feature_given_class), atol=0.02)
+    np.testing.assert_allclose(np.asarray(variant.params["row_rate"]), row_totals, rtol=1e-2)
