@@ -16,19 +16,30 @@ reports that a chain ran out of it, the driver either raises :class:`CapacityErr
 the same call from the states it started with, with the same keys. Because the kernels' draws do
 not depend on the capacity, the re-run reproduces the chain up to the point of overflow and then
 continues it exactly ("grow", the default).
+
+Chains over devices. With ``devices=`` (an int, the first that many of ``jax.devices()``, or a
+sequence of devices) the chains are split into equal groups, one per device, with ``shard_map``
+over the chain axis; the data are copied to every device. Each chain still uses its own key
+``fold_in(split(rng_key, n_chains)[c], s)``, so the draws are those of the single-device run and
+:func:`inference.diagnostics.to_inference_data` turns the gathered result into one
+``InferenceData``. Across hosts, call ``jax.distributed.initialize()`` first and pass
+``jax.devices()`` (every process runs the same call).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from functools import lru_cache, partial
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
+from inference.em import device_mesh
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from zoo._validation import check_choice, check_int, check_real
 
@@ -112,6 +123,26 @@ def _run_calls(step, record, chain_keys, states, data, first_sweep, n_records, t
 
 _run_calls_jit = jax.jit(_run_calls, static_argnames=("step", "record", "n_records", "thin"))
 
+CHAIN_AXIS = "chains"
+
+
+@lru_cache(maxsize=32)
+def _sharded_run_calls(step, record, n_records, thin, mesh):
+    """:func:`_run_calls` in ``shard_map``: each device runs its group of chains, data replicated."""
+    sharded = jax.shard_map(
+        partial(_run_calls, step, record, n_records=n_records, thin=thin), mesh=mesh,
+        in_specs=(P(CHAIN_AXIS), P(CHAIN_AXIS), P(), P()), out_specs=P(CHAIN_AXIS), check_vma=False,
+    )
+    return jax.jit(sharded)
+
+
+def _chain_mesh(devices: Any, n_chains: int) -> Mesh | None:
+    """A one-axis mesh over ``devices`` (None: one device); the chains must split evenly."""
+    mesh = device_mesh(devices, CHAIN_AXIS)
+    if mesh is not None and n_chains % mesh.devices.size:
+        raise ValueError(f"devices: {n_chains} chains do not split evenly over {mesh.devices.size} devices")
+    return mesh
+
 
 def _overflowed(states: Any) -> bool:
     flag = getattr(states, "overflow", None)
@@ -132,6 +163,7 @@ def sample_chains(
     progress: bool = True,
     record: Callable[[Any, Any], dict[str, jax.Array]] = record_gibbs,
     on_overflow: str = "grow",
+    devices: Any = None,
 ) -> ChainResult:
     """Run a batch of chains of ``step`` with warm-up and thinning.
 
@@ -166,6 +198,10 @@ def sample_chains(
     on_overflow : {"grow", "raise"}
         What to do when a Dirichlet-process chain runs out of capacity (see the module
         docstring).
+    devices : int or sequence of jax devices, optional
+        Spread the chains over devices (``shard_map`` over the chain axis); the number of
+        chains must be a multiple of the number of devices. An int takes the first that many of
+        ``jax.devices()``. The draws equal those of the single-device run with the same key.
 
     Returns
     -------
@@ -190,10 +226,16 @@ def sample_chains(
     if len(leading) != 1 or None in leading or 0 in leading:
         raise ValueError("init_states: expected every array to have the same leading chain axis (see stack_states)")
     n_chains = leading.pop()
+    mesh = _chain_mesh(devices, n_chains)
     if _overflowed(init_states):
         raise ValueError("init_states: the overflow flag is set; start from states that did not overflow")
     chain_keys = jax.random.split(rng_key, n_chains)
     data = jax.tree_util.tree_map(jnp.asarray, data)
+    if mesh is not None:
+        # Each device keeps its group of chains and a copy of the data for the whole run.
+        by_chain, replicated = NamedSharding(mesh, P(CHAIN_AXIS)), NamedSharding(mesh, P())
+        chain_keys, init_states = jax.device_put((chain_keys, init_states), by_chain)
+        data = jax.device_put(data, replicated)
 
     draws_per_call = min(draws_per_call, n_draws)
     sweeps_per_call = draws_per_call * thin
@@ -213,9 +255,13 @@ def sample_chains(
         for n_records, keep in calls:
             while True:
                 try:
-                    new_states, records = _run_calls_jit(
-                        step, record, chain_keys, states, data, jnp.int32(sweep), n_records, thin
-                    )
+                    if mesh is None:
+                        new_states, records = _run_calls_jit(
+                            step, record, chain_keys, states, data, jnp.int32(sweep), n_records, thin
+                        )
+                    else:
+                        run = _sharded_run_calls(step, record, n_records, thin, mesh)
+                        new_states, records = run(chain_keys, states, data, jnp.int32(sweep))
                     jax.block_until_ready(new_states)
                 except KeyboardInterrupt:
                     completed = False

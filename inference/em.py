@@ -15,6 +15,37 @@ A model fitted by this driver provides (see :class:`EMModel`):
 function; several random restarts are ``vmap``ped and the best kept (lowest validation perplexity,
 or highest training log-likelihood without validation data). Data are arguments of the jitted
 function, so fits of equal shapes never recompile.
+
+Data-parallel EM (``devices=``). The E-step's sufficient statistics are sums over observations,
+so a model that also provides
+
+* ``prepare_sharded(data, n_shards) -> arrays`` — the same arrays cut into ``n_shards`` blocks of
+  observations (every leaf gets a leading block axis), and accepts ``reduce=`` in ``em_step``
+  and ``heldout_log_lik`` (and ``log_likelihood``) — a function that adds a pytree of partial
+  sums across blocks —
+
+can be fitted with its observations split over devices: :func:`tempered_em` runs the whole fit
+inside ``shard_map``, every device holds one block, and ``reduce`` is a ``psum`` over the device
+axis. Parameters, schedules and stopping decisions are therefore identical on every device and
+equal those of the single-device fit up to floating-point rounding (the order of the sums).
+Models with it: :class:`zoo.dyadic.aspect.Aspect`, :class:`zoo.dyadic.one_sided.OneSided`,
+:class:`zoo.dyadic.two_sided.TwoSided`, :class:`zoo.dyadic.cluster_abstraction.ClusterAbstraction`
+(blocks of cells), :class:`inference.enumerated.EnumeratedEM` (blocks of the observation plate)
+and the LRM bound with ``update="batch"``
+(:meth:`zoo.relational.latent_class.LatentClassRelational.bind`; blocks of observed cells).
+
+On one machine, ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` (set before JAX is
+imported) gives 8 CPU devices to try it on. Across several hosts (e.g. one GPU per process on a
+cluster), start every process with the same script and data and call, in each::
+
+    import jax
+    jax.distributed.initialize()        # coordinator address, process count and id from the
+                                        # environment (SLURM, Open MPI, TPU pods) or as arguments
+    result = tempered_em(model, data, key=jax.random.key(0), devices=jax.devices())
+
+``jax.devices()`` then lists the devices of all processes; each process holds the blocks of its
+own devices, the ``psum`` runs across hosts, and every process gets the same result. Gibbs
+chains spread over devices the same way (:func:`inference.chains.sample_chains`, ``devices=``).
 """
 
 from __future__ import annotations
@@ -27,13 +58,13 @@ from typing import Any, NamedTuple, Protocol
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo._validation import check_int, check_real
 from zoo.data import CoOccurrence
 
-__all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity"]
+__all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
 
 
 class EMModel(Protocol):
@@ -272,7 +303,12 @@ def _run_segments(advance, states, *, max_iter, segment, time_budget, progress):
     return states, stopped_by
 
 
-def _mesh(devices: Any) -> Mesh | None:
+def device_mesh(devices: Any, axis_name: str = SHARD_AXIS) -> Mesh | None:
+    """A one-axis ``Mesh`` named ``axis_name`` over ``devices`` (None stays None: one device).
+
+    ``devices`` is an int (the first that many of ``jax.devices()``) or a sequence of jax
+    devices; anything else raises ``TypeError``/``ValueError`` naming the ``devices`` argument.
+    """
     if devices is None:
         return None
     if isinstance(devices, bool):
@@ -288,7 +324,7 @@ def _mesh(devices: Any) -> Mesh | None:
         raise ValueError("devices: is empty")
     if not all(isinstance(device, jax.Device) for device in devices):
         raise TypeError(f"devices: expected jax devices (e.g. jax.devices()), got {devices!r:.80}")
-    return Mesh(np.array(devices), (SHARD_AXIS,))
+    return Mesh(np.array(devices), (axis_name,))
 
 
 def tempered_em(
@@ -367,7 +403,7 @@ def tempered_em(
         raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
     if init is not None and n_restarts != 1:
         raise ValueError("n_restarts: must be 1 when init= fixes the starting point")
-    mesh = _mesh(devices)
+    mesh = device_mesh(devices)
     if mesh is not None and not hasattr(model, "prepare_sharded"):
         raise ValueError(f"devices: {type(model).__name__} does not support data-parallel fitting")
     if valid is not None and isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
@@ -385,8 +421,12 @@ def tempered_em(
         advance = partial(_advance, model=model, schedule=schedule, tol=tol)
     else:
         n_shards = mesh.devices.size
-        train_arrays = model.prepare_sharded(data, n_shards)
-        valid_arrays = model.prepare_sharded(valid, n_shards) if valid is not None else None
+        # Lay the blocks out on their devices once (not at every segment); across hosts this
+        # makes the global arrays from the same host data on every process.
+        blocks, replicated = NamedSharding(mesh, P(SHARD_AXIS)), NamedSharding(mesh, P())
+        train_arrays = jax.device_put(model.prepare_sharded(data, n_shards), blocks)
+        valid_arrays = jax.device_put(model.prepare_sharded(valid, n_shards), blocks) if valid is not None else None
+        states, valid_total = jax.device_put((states, valid_total), replicated)
         advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
     states, stopped_by = _run_segments(
         lambda states, stop_at: advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32)),

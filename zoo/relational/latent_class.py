@@ -30,6 +30,17 @@ q_a(g) ∝ θ_{h_D}[g] exp(β Σ_j ...). With ``prior_count`` c > 0 the M-step i
 under symmetric Dirichlet(1 + c) priors (θ ∝ N + c) and the tracked ``objective`` is
 F + c Σ log θ; with c = 0 it is CP's maximum-likelihood M-step and ``objective`` = F.
 
+Batch passes and several devices. The incremental pass visits individuals one after another, so
+it cannot be split over devices. :func:`batch_pass` is the full-batch alternative used by
+``tempered_em(model.bind(data, update="batch"), ..., devices=n)``: domain after domain, every
+q_a of the domain is recomputed at once from the same blanket sums (CP eq. 4, mean-field form)
+and θ re-estimated (CP eq. 5). The blanket sums and the expected counts are sums over observed
+cells, so with the cells split over devices each device sums its block and a ``psum`` adds them
+up: the sharded pass equals the single-device one up to rounding. Between two different domains
+the update of a whole domain is an exact block coordinate step on F (F never decreases at
+β = 1); for a relation of a domain with itself (a social network) the individuals of the domain
+are updated simultaneously from the previous q, which is not guaranteed to increase F.
+
 The file reads top to bottom: the NumPyro program, the parameters, the sufficient statistics,
 the M-step, the free energy, the incremental E-step (one pass = a ``lax.scan`` over the
 individuals of each domain), the fit (passes in a ``lax.while_loop``, restarts ``vmap``ped, all
@@ -65,6 +76,7 @@ __all__ = [
     "m_step",
     "free_energy",
     "iem_pass",
+    "batch_pass",
     "predict_proba",
     "exact_log_likelihood",
 ]
@@ -541,6 +553,86 @@ def iem_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema: 
     return new_params, _free_energy_from_stats(new_params, stats, prior_count)
 
 
+# ----------------------------------------------------------------------------- the full-batch pass
+def _reduce(reduce: Any, value: Any) -> Any:
+    """Apply the cross-block reduction (identity when fitting on one device)."""
+    return value if reduce is None else reduce(value)
+
+
+def _statistics(responsibilities: tuple, arrays: RelationalArrays, schema: RelationalSchema, reduce: Any) -> LRMStats:
+    """:func:`sufficient_statistics` with the sums over cells added up across blocks by ``reduce``."""
+    stats = sufficient_statistics(responsibilities, arrays, schema)
+    return stats._replace(relation_counts=_reduce(reduce, stats.relation_counts))
+
+
+def _domain_scores(domain: int, responsibilities: tuple, relation_probs: tuple, arrays: RelationalArrays,
+                   schema: RelationalSchema) -> Any:
+    """Σ_{(r, position)} Σ_{o,u} M_a[o, u] log θ_r[g, o, u] for every individual a of ``domain``, (n_D, g_D).
+
+    M_a is a's blanket summary of :func:`_blanket_message` (CP eq. 4), summed here over the
+    cells of ``arrays`` for all individuals at once (``segment_sum``), so blocks of cells add up.
+    """
+    scores = jnp.zeros((schema.domain_sizes[domain], responsibilities[domain].shape[1]),
+                       responsibilities[domain].dtype)
+    for relation, position in schema.incidences(domain):
+        domains = schema.relation_domains[relation]
+        cells = arrays.entries[relation]
+        weights = arrays.weights[relation]
+        log_probs = _safe_log(relation_probs[relation])
+        value_weights = _one_hot(arrays.values[relation], schema.n_values[relation], weights.dtype) * weights[:, None]
+        if len(domains) == 1:
+            per_cell = value_weights @ log_probs.T
+        else:
+            co_parents = responsibilities[domains[1 - position]][cells[:, 1 - position]]
+            own_first = log_probs if position == 0 else jnp.swapaxes(log_probs, 0, 1)  # (g, o, u)
+            pairs = (co_parents[:, :, None] * value_weights[:, None, :]).reshape(cells.shape[0], -1)
+            per_cell = pairs @ own_first.reshape(own_first.shape[0], -1).T
+        scores = scores + jax.ops.segment_sum(per_cell, cells[:, position], num_segments=scores.shape[0])
+    return scores
+
+
+def batch_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema: RelationalSchema,
+               prior_count: float, reduce: Any = None) -> tuple[LRMParams, LRMInfo]:
+    """One full-batch pass: domain after domain, all q_a of the domain at once, then θ.
+
+    Starts from exact statistics and an M-step; for every domain recomputes q_a(g) ∝
+    θ_{h_D}[g] exp(β Σ_j E_q log θ_r[...]) for all its individuals from the same q (CP eq. 4,
+    mean-field form, tempered as in H99 §4), then the exact statistics and the M-step (CP eq. 5).
+    Returns the new parameters and their free energy (module docstring: monotone between
+    distinct domains, a simultaneous update within a self-related domain).
+
+    Parameters
+    ----------
+    reduce : callable, optional
+        Adds up sums over cells across blocks (a ``psum`` over devices when ``arrays`` holds one
+        block of cells per device, :meth:`BoundLatentClassRelational.prepare_sharded`).
+    """
+    stats = _statistics(params.responsibilities, arrays, schema, reduce)
+    class_weights, relation_probs = m_step(stats, prior_count)
+    responsibilities = params.responsibilities
+    for domain in range(len(schema.domain_sizes)):
+        scores = _reduce(reduce, _domain_scores(domain, responsibilities, relation_probs, arrays, schema))
+        # CP eq. 4 (mean-field form), likelihood term tempered by β (H99 §4).
+        new = jax.nn.softmax(_safe_log(class_weights[domain])[None, :] + beta * scores, axis=1)
+        responsibilities = responsibilities[:domain] + (new,) + responsibilities[domain + 1:]
+        stats = _statistics(responsibilities, arrays, schema, reduce)
+        class_weights, relation_probs = m_step(stats, prior_count)
+    new_params = LRMParams(class_weights, relation_probs, responsibilities)
+    return new_params, _free_energy_from_stats(new_params, stats, prior_count)
+
+
+def _sharded_cells(arrays: RelationalArrays, n_shards: int) -> RelationalArrays:
+    """Every relation's cells cut into ``n_shards`` equal blocks (padded with weight-0 cells)."""
+
+    def blocks(cells: Any) -> Any:
+        block = -(-cells.shape[0] // n_shards)
+        padding = jnp.zeros((block * n_shards - cells.shape[0],) + cells.shape[1:], cells.dtype)
+        return jnp.concatenate([cells, padding]).reshape((n_shards, block) + cells.shape[1:])
+
+    return RelationalArrays(tuple(map(blocks, arrays.entries)), tuple(map(blocks, arrays.values)),
+                            tuple(map(blocks, arrays.weights)), blankets=None)
+
+
 def _init_params(rng_key: Any, arrays: RelationalArrays, *, schema: RelationalSchema,
                  n_classes: tuple[int, ...], prior_count: float) -> LRMParams:
     """Random start: every q_a ~ Dirichlet(1, ..., 1), then an M-step."""
@@ -759,10 +851,15 @@ class LatentClassRelational:
         return data.to_arrays(), (flat_cells(data) if backend == "numba" else None)
 
     # ---------------------------------------------------------------- EM protocol (inference.em)
-    def bind(self, data: RelationalData) -> "BoundLatentClassRelational":
-        """This model with the schema of ``data`` attached, for :func:`inference.em.tempered_em`."""
+    def bind(self, data: RelationalData, *, update: str = "incremental") -> "BoundLatentClassRelational":
+        """This model with the schema of ``data`` attached, for :func:`inference.em.tempered_em`.
+
+        ``update`` picks the EM iteration: "incremental" (:func:`iem_pass`) or "batch"
+        (:func:`batch_pass`, which can also run on several devices: ``tempered_em(...,
+        devices=n)``).
+        """
         self.check_data(data)
-        return BoundLatentClassRelational(self.n_classes, self.prior_count, self.backend, data.schema)
+        return BoundLatentClassRelational(self.n_classes, self.prior_count, self.backend, data.schema, update)
 
     # ---------------------------------------------------------------- fitting
     def fit(
@@ -900,12 +997,19 @@ def _case_weights(arrays: RelationalArrays, hidden: np.ndarray, relation: int) -
 class BoundLatentClassRelational(LatentClassRelational):
     """An LRM bound to one schema: the :class:`inference.em.EMModel` protocol.
 
-    ``em_step`` is one incremental-EM pass at inverse temperature β (so :func:`tempered_em`'s
-    schedules, e.g. Hofmann's tempered EM on validation cells, apply), ``log_likelihood`` the
-    free energy and ``heldout_log_lik`` Σ log P(y_j) of held-out cells of known individuals.
+    ``em_step`` is one incremental-EM pass (or, with ``update="batch"``, one :func:`batch_pass`)
+    at inverse temperature β (so :func:`tempered_em`'s schedules, e.g. Hofmann's tempered EM on
+    validation cells, apply), ``log_likelihood`` the free energy and ``heldout_log_lik``
+    Σ log P(y_j) of held-out cells of known individuals. Batch passes can be split over devices
+    (``prepare_sharded``; the sums over cells take a ``reduce``).
     """
 
     schema: RelationalSchema | None = field(default=None)
+    update: str = "incremental"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("update", self.update, ("incremental", "batch"))
 
     def prepare(self, data: RelationalData) -> tuple[RelationalArrays, FlatCells | None]:
         if not isinstance(data, RelationalData):
@@ -914,22 +1018,43 @@ class BoundLatentClassRelational(LatentClassRelational):
             raise ValueError("data: its domains and relations differ from the bound schema")
         return super().prepare(data)
 
+    def prepare_sharded(self, data: RelationalData, n_shards: int) -> tuple[RelationalArrays, None]:
+        """The observed cells of every relation cut into ``n_shards`` blocks (leading axis).
+
+        Only batch passes (``update="batch"``) can be split: the incremental pass visits the
+        individuals one after another.
+        """
+        if self.update != "batch":
+            raise ValueError("devices: incremental EM visits individuals one at a time and cannot be split over "
+                             "devices; bind the data with update='batch'")
+        n_shards = check_int("n_shards", n_shards, minimum=1)
+        arrays, _ = self.prepare(data)
+        return _sharded_cells(arrays, n_shards), None
+
     def init_params(self, rng_key: Any, arrays: tuple) -> LRMParams:
         return _init_params(rng_key, arrays[0], schema=self.schema, n_classes=self.classes_for(self.schema),
                             prior_count=float(self.prior_count))
 
-    def em_step(self, params: LRMParams, arrays: tuple, beta: Any) -> tuple[LRMParams, Any]:
+    def em_step(self, params: LRMParams, arrays: tuple, beta: Any, reduce: Any = None) -> tuple[LRMParams, Any]:
+        """One pass; returns (new params, objective F + c Σ log θ of ``params``)."""
         cells, flat = arrays
-        start = free_energy(params, cells, self.schema, float(self.prior_count)).objective
-        new_params, _ = iem_pass(params, cells, beta, schema=self.schema, prior_count=float(self.prior_count),
-                                 flat=flat, backend=resolve_backend(self.backend))
+        prior_count = float(self.prior_count)
+        start = _free_energy_from_stats(params, _statistics(params.responsibilities, cells, self.schema, reduce),
+                                        prior_count).objective
+        if self.update == "batch":
+            new_params, _ = batch_pass(params, cells, beta, schema=self.schema, prior_count=prior_count,
+                                       reduce=reduce)
+        else:
+            new_params, _ = iem_pass(params, cells, beta, schema=self.schema, prior_count=prior_count,
+                                     flat=flat, backend=resolve_backend(self.backend))
         return new_params, start
 
-    def log_likelihood(self, params: LRMParams, arrays: tuple) -> Any:
-        return free_energy(params, arrays[0], self.schema, float(self.prior_count)).bound
+    def log_likelihood(self, params: LRMParams, arrays: tuple, reduce: Any = None) -> Any:
+        stats = _statistics(params.responsibilities, arrays[0], self.schema, reduce)
+        return _free_energy_from_stats(params, stats, float(self.prior_count)).bound
 
-    def heldout_log_lik(self, params: LRMParams, arrays: tuple) -> Any:
-        return _heldout_log_lik(params, arrays[0], self.schema)
+    def heldout_log_lik(self, params: LRMParams, arrays: tuple, reduce: Any = None) -> Any:
+        return _reduce(reduce, _heldout_log_lik(params, arrays[0], self.schema))
 
 
 @dataclass
