@@ -20,7 +20,7 @@ from zoo.metrics import (
     rand_index,
     variation_of_information,
 )
-from zoo.registry import describe, get_model, list_models
+from zoo.registry import MODEL_NAMES, ModelCard, describe, get_model, list_models
 
 __all__ = [
     "CoOccurrence",
@@ -38,5 +38,7 @@ __all__ = [
     "list_models",
     "get_model",
     "describe",
+    "ModelCard",
+    "MODEL_NAMES",
 ]
 __version__ = "0.1.0"
