@@ -109,17 +109,8 @@ def sample_log_gamma(
     tiny = jnp.finfo(dtype).tiny
     n_uniforms = 2 if at_least_one else 3
 
-    def not_done(carry):
-        return ~jnp.all(carry[1])
-
-    def another_round(carry):
-        # One uniform array per round: the normal, the acceptance test and (for a < 1) the boost.
-        round_index, accepted, log_value = carry
-        # The trailing axis keeps each element's uniforms next to each other, so a longer leading
-        # axis of the output extends the same draws.
-        uniforms = jax.random.uniform(
-            jax.random.fold_in(rng_key, round_index), out_shape + (n_uniforms,), dtype=dtype, minval=tiny
-        )
+    def propose(uniforms, d, c, concentration, boosted):
+        # uniforms: the normal, the acceptance test and (for a < 1) the boost, on the last axis.
         z = jnp.sqrt(2.0) * jax.lax.erf_inv(2.0 * uniforms[..., 0] - 1.0)  # standard normal
         v = (1.0 + c * z) ** 3
         safe_v = jnp.where(v > 0, v, 1.0)
@@ -128,11 +119,39 @@ def sample_log_gamma(
         proposal = jnp.log(d) + jnp.log(safe_v)
         if not at_least_one:
             proposal = jnp.where(boosted, proposal + jnp.log(uniforms[..., 2]) / concentration, proposal)
-        take = accept & ~accepted
-        return round_index + 1, accepted | accept, jnp.where(take, proposal, log_value)
+        return accept, proposal
 
-    start = (jnp.zeros((), jnp.int32), jnp.zeros(out_shape, bool), jnp.zeros(out_shape, dtype))
-    return jax.lax.while_loop(not_done, another_round, start)[2]
+    # First attempt of every element in bulk. The trailing axis keeps each element's uniforms next
+    # to each other, so a longer leading axis of the output extends the same draws.
+    uniforms = jax.random.uniform(jax.random.fold_in(rng_key, 0), out_shape + (n_uniforms,), dtype=dtype, minval=tiny)
+    accepted, log_value = propose(uniforms, d, c, concentration, boosted)
+    # Retries (a few percent of the elements): only the rejected ones, gathered up to `batch` at a
+    # time. Attempt t of element e uses uniforms keyed by (t, e) alone, so every value depends
+    # only on the key and its position, however the retries are scheduled.
+    size = math.prod(out_shape)
+    batch = min(size, size // 8 + 8)
+    flat = [jnp.ravel(leaf) for leaf in (d, c, concentration, boosted)]
+
+    def not_done(carry):
+        return ~jnp.all(carry[0])
+
+    def retry(carry):
+        accepted, log_value, attempts = carry
+        index = jnp.nonzero(~accepted, size=batch, fill_value=size)[0]  # out of range: dropped
+        inside = jnp.minimum(index, size - 1)
+        element_keys = jax.vmap(lambda element, attempt: jax.random.fold_in(jax.random.fold_in(rng_key, attempt), element))(
+            inside, attempts[inside]
+        )
+        uniforms = jax.vmap(lambda key: jax.random.uniform(key, (n_uniforms,), dtype=dtype, minval=tiny))(element_keys)
+        accept, proposal = propose(uniforms, *(leaf[inside] for leaf in flat))
+        return (
+            accepted.at[index].set(accept, mode="drop"),
+            log_value.at[index].set(proposal, mode="drop"),
+            attempts.at[index].add(1, mode="drop"),
+        )
+
+    start = (jnp.ravel(accepted), jnp.ravel(log_value), jnp.ones((size,), jnp.int32))
+    return jax.lax.while_loop(not_done, retry, start)[1].reshape(out_shape)
 
 
 def _log_dirichlet(rng_key: jax.Array, concentration: jax.Array, shape: tuple[int, ...]) -> jax.Array:
