@@ -43,7 +43,8 @@ base density).
 
 from __future__ import annotations
 
-from functools import partial
+import math
+from functools import lru_cache, partial
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -52,6 +53,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior, escobar_west_update
+from inference.sparse import resolve_backend
 from zoo._validation import as_index_array, check_choice, check_int, check_real
 from zoo.dirichlet.families import ComponentFamily
 
@@ -325,14 +327,16 @@ def _fresh_candidate_sweep(
 
 def _reuse_sweep(
     family: ComponentFamily,
+    rows_cache: Any,
     features: jax.Array,
     assignments: jax.Array,
     counts: jax.Array,
-    rows_cache: Any,
     n_pool: int,
+    n_supply: int,
     log_new_weight: jax.Array,
     uniforms: jax.Array,
     positions: jax.Array,
+    backend: str,
 ):
     """One pass of Algorithm 8 whose auxiliary components persist from point to point.
 
@@ -343,26 +347,40 @@ def _reuse_sweep(
     step on (z_i, pool) that leaves the posterior (with the pool i.i.d. G0) invariant, and only one
     G0 draw per new cluster is needed instead of m per point.
 
-    Rows of ``rows_cache`` (read-only during the sweep; only labels move): the m initial pool
-    draws, then the K slots, then S supply draws from G0, then one scratch row. The pool is a
-    position 0..m-1 per row (-1 outside the pool), so no parameters are copied and "a uniformly
-    chosen member" is the one at a uniform position. Needing more than S supply draws, or ending
-    with more than K occupied rows, sets the overflow flag.
+    Rows of ``rows_cache`` (their parameters are fixed during the sweep; only labels move): the m
+    initial pool draws, then the K slots, then S supply draws from G0, then one scratch row that
+    stays empty. The pool is a position 0..m-1 per row (-1 outside the pool), so no parameters are
+    copied and "a uniformly chosen member" is the one at a uniform position. Needing more than S
+    supply draws, or ending with more than K occupied rows, sets the overflow flag.
+
+    ``backend`` "xla" computes log F(x_i | φ_r) for every point and row before the sweep (rows are
+    fixed, so this is one batched product) and runs the points in a ``lax.scan``; "numba" runs
+    the same updates, with the same uniforms and positions, in a compiled loop on the host
+    (:func:`_numba_reuse_sweep`) that scores a point only against the rows it may join (the
+    clusters and the pool) when the family has the dot-product form, else reads the table.
 
     Returns the row of every point (N,), the final counts per row (R,) and the overflow flag.
     """
-    n_rows = jax.tree_util.tree_leaves(rows_cache)[0].shape[0]
-    n_slots = counts.shape[0]
-    n_supply = n_rows - n_pool - n_slots - 1
-    first_supply_row = n_pool + n_slots
     dtype = features.dtype
+    row_labels = assignments + n_pool
+    initial_counts = _reuse_initial_counts(counts, n_pool, n_supply, dtype)
+    if backend == "numba" and family.likelihood_cache is not None:
+        return _numba_reuse_sweep(rows_cache, features, None, row_labels, initial_counts, uniforms, positions,
+                                  log_new_weight, n_pool, n_supply)
+    point_log_lik = jax.vmap(
+        jax.vmap(family.cached_log_likelihood, in_axes=(0, None)), in_axes=(None, 0)
+    )(rows_cache, features)
+    if backend == "numba":
+        return _numba_reuse_sweep(None, None, point_log_lik, row_labels, initial_counts, uniforms, positions,
+                                  log_new_weight, n_pool, n_supply)
+    n_rows = point_log_lik.shape[1]
+    first_supply_row = n_rows - n_supply - 1
     rows = jnp.arange(n_rows)
-    upper = _upper_ones(n_rows, dtype)
-    log_lik_all = jax.vmap(family.cached_log_likelihood, in_axes=(0, None))
+    upper = _upper_ones(n_rows, point_log_lik.dtype)
 
     def update_point(carry, inputs):
         counts, pool_position, n_supplied, overflow = carry
-        label, point, uniform, position = inputs
+        label, log_lik, uniform, position = inputs
         was_here = rows == label
         counts = counts - was_here
         emptied = was_here & (counts == 0)
@@ -372,7 +390,7 @@ def _reuse_sweep(
         pool_position = jnp.where(emptied, position, jnp.where(discarded, -1, pool_position))
         is_pool = pool_position >= 0
         logits = jnp.where(counts > 0, jnp.log(counts), jnp.where(is_pool, log_new_weight, -jnp.inf))
-        logits = logits + log_lik_all(rows_cache, point)
+        logits = logits + log_lik
         choice = _draw_index(logits, jnp.max(logits), uniform, upper)
         # ReUse step 2: a chosen pool member becomes a cluster; the next fresh draw takes its place.
         chosen_position = pool_position[choice]
@@ -384,14 +402,195 @@ def _reuse_sweep(
         return (counts, pool_position, n_supplied + refill, overflow | (opens & ~refill)), choice
 
     carry = (
-        jnp.concatenate([jnp.zeros((n_pool,), dtype), counts.astype(dtype), jnp.zeros((n_supply + 1,), dtype)]),
+        initial_counts,
         jnp.where(rows < n_pool, rows, -1).astype(jnp.int32),
         jnp.zeros((), jnp.int32),
         jnp.zeros((), bool),
     )
-    inputs = (assignments + n_pool, features, uniforms, positions)
+    inputs = (row_labels, point_log_lik, uniforms, positions)
     (counts, _, _, overflow), row_assignments = jax.lax.scan(update_point, carry, inputs)
     return row_assignments, counts, overflow
+
+
+def _reuse_initial_counts(counts: jax.Array, n_pool: int, n_supply: int, dtype) -> jax.Array:
+    """Counts per row (pool, slots, supply, scratch) at the start of a ReUse sweep."""
+    return jnp.concatenate([jnp.zeros((n_pool,), dtype), counts.astype(dtype), jnp.zeros((n_supply + 1,), dtype)])
+
+
+# ----------------------------------------------------------------------------------------------
+# CPU fast path: the sequential point loop compiled by numba, called through pure_callback
+# ----------------------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _numba_sweep_kernels():
+    from numba import njit, prange
+
+    # fastmath: only reassociation and contraction, so that the feature dot products vectorise;
+    # infinities keep their meaning (rows of weight zero have logit -inf).
+    @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def reuse_sweep_kernel(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
+                           log_new_weight, n_pool, n_supply, use_table):
+        n_chains, n_rows, n_features = rows_cache.shape
+        n_points = row_labels.shape[1]
+        dtype = uniforms.dtype
+        first_supply_row = n_rows - n_supply - 1
+        # log n for n = 1..N, in the data's precision (the XLA path takes log of float counts).
+        log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
+        row_assignments = np.empty((n_chains, n_points), np.int32)
+        final_counts = np.empty((n_chains, n_rows), dtype)
+        overflow = np.zeros(n_chains, np.bool_)
+        for chain in prange(n_chains):
+            cache = rows_cache[chain]
+            chain_features = features[chain % features.shape[0]]  # one shared copy or one per chain
+            counts = initial_counts[chain].astype(np.int64)
+            pool_position = np.full(n_rows, -1, np.int32)
+            for row in range(n_pool):
+                pool_position[row] = row
+            # Rows of positive weight (clusters and pool members) in increasing order; the others
+            # add nothing to the cumulative sums, so the draw only visits (and scores) these. The
+            # list is rebuilt when a cluster is born or dies.
+            live = np.empty(n_rows, np.int64)
+            n_live = 0
+            stale = True
+            logits = np.empty(n_rows, dtype)
+            cumulative = np.empty(n_rows, dtype)
+            n_supplied = 0
+            for i in range(n_points):
+                label = row_labels[chain, i]
+                counts[label] -= 1
+                if counts[label] == 0:
+                    # ReUse step 1: the emptied cluster's φ replaces the pool member at a uniform
+                    # position.
+                    position = positions[chain, i]
+                    for row in range(n_rows):
+                        if pool_position[row] == position:
+                            pool_position[row] = -1
+                    pool_position[label] = position
+                    stale = True
+                if stale:
+                    n_live = 0
+                    for row in range(n_rows):
+                        if counts[row] > 0 or pool_position[row] >= 0:
+                            live[n_live] = row
+                            n_live += 1
+                    stale = False
+                point = chain_features[i]
+                for j in range(n_live):
+                    row = live[j]
+                    if use_table:
+                        log_lik = log_lik_table[chain, i, row]
+                    else:
+                        # log F(x_i | φ_row) = cache_row · features_i (the families' dot form).
+                        log_lik = cache[row, 0] * point[0]
+                        for feature in range(1, n_features):
+                            log_lik += cache[row, feature] * point[feature]
+                    if counts[row] > 0:
+                        logits[j] = log_count[counts[row] - 1] + log_lik
+                    else:
+                        logits[j] = log_new_weight[chain] + log_lik
+                # Inverse-CDF draw with the point's uniform, as _draw_index.
+                top = logits[:n_live].max()
+                cumulative[0] = np.exp(logits[0] - top)
+                for j in range(1, n_live):
+                    cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
+                threshold = uniforms[chain, i] * cumulative[n_live - 1]
+                j = 0
+                while j < n_live - 1 and cumulative[j] < threshold:
+                    j += 1
+                choice = live[j]
+                # ReUse step 2: a chosen pool member becomes a cluster; the next fresh draw takes
+                # its place.
+                chosen_position = pool_position[choice]
+                pool_position[choice] = -1
+                if chosen_position >= 0:
+                    stale = True
+                    if n_supplied < n_supply:
+                        pool_position[first_supply_row + n_supplied] = chosen_position
+                        n_supplied += 1
+                    else:
+                        overflow[chain] = True
+                counts[choice] += 1
+                row_assignments[chain, i] = choice
+            final_counts[chain] = counts.astype(dtype)
+        return row_assignments, final_counts, overflow
+
+    return reuse_sweep_kernel
+
+
+def _numba_reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table, row_labels, initial_counts,
+                      uniforms, positions, log_new_weight):
+    """Host side of the ReUse sweep. Arrays arrive with leading batch (chain) axes, of size 1
+    where an argument is shared ("expand_dims"); they are flattened into one chain axis, and the
+    shared features are not copied per chain."""
+    kernel = _numba_sweep_kernels()
+    n_points = row_labels.shape[-1]
+    n_rows, n_features = rows_cache.shape[-2:]
+    batch = np.broadcast_shapes(
+        rows_cache.shape[:-2], row_labels.shape[:-1], initial_counts.shape[:-1], uniforms.shape[:-1],
+        positions.shape[:-1], log_new_weight.shape, log_lik_table.shape[:-2],
+    )
+    dtype = uniforms.dtype
+
+    def per_chain(array, tail, kind):
+        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((-1,) + tail), dtype=kind)
+
+    if math.prod(features.shape[:-2]) == 1:
+        features = features.reshape((1, n_points, n_features))
+    else:
+        features = per_chain(features, (n_points, n_features), dtype)
+    table_tail = (n_points, n_rows) if use_table else (0, 0)
+    row_assignments, final_counts, overflow = kernel(
+        per_chain(rows_cache, (n_rows, n_features), dtype),
+        np.ascontiguousarray(features, dtype=dtype),
+        per_chain(log_lik_table, table_tail, dtype) if use_table else np.zeros((1,) + table_tail, dtype),
+        per_chain(row_labels, (n_points,), np.int32),
+        per_chain(initial_counts, (n_rows,), dtype),
+        per_chain(uniforms, (n_points,), dtype),
+        per_chain(positions, (n_points,), np.int32),
+        per_chain(log_new_weight, (), dtype),
+        n_pool,
+        n_supply,
+        use_table,
+    )
+    return (
+        row_assignments.reshape(batch + (n_points,)),
+        final_counts.reshape(batch + (n_rows,)),
+        overflow.reshape(batch),
+    )
+
+
+def _numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
+                       log_new_weight, n_pool, n_supply):
+    """The ReUse sweep in numba. With ``log_lik_table`` None the kernel scores each point against
+    the rows it may join (``rows_cache`` · features, the dot form of the built-in families) as it
+    goes; otherwise it reads the table."""
+    n_points = row_labels.shape[0]
+    n_rows = initial_counts.shape[0]
+    dtype = uniforms.dtype
+    use_table = log_lik_table is not None
+    shapes = (
+        jax.ShapeDtypeStruct((n_points,), jnp.int32),
+        jax.ShapeDtypeStruct((n_rows,), dtype),
+        jax.ShapeDtypeStruct((), jnp.bool_),
+    )
+    if use_table:
+        rows_cache, features = jnp.zeros((n_rows, 0), dtype), jnp.zeros((n_points, 0), dtype)
+    else:
+        log_lik_table = jnp.zeros((0, 0), dtype)
+    # "expand_dims": a vmap over chains becomes one call with a leading chain axis (size 1 for
+    # shared arguments such as the data), which the kernel spreads over numba's threads.
+    return jax.pure_callback(
+        partial(_numba_reuse_host, n_pool, n_supply, use_table),
+        shapes,
+        rows_cache,
+        features.astype(dtype),
+        log_lik_table,
+        row_labels.astype(jnp.int32),
+        initial_counts,
+        uniforms,
+        positions,
+        jnp.asarray(log_new_weight, dtype),
+        vmap_method="expand_dims",
+    )
 
 
 def _compact_rows(row_assignments: jax.Array, row_counts: jax.Array, n_slots: int):
@@ -683,6 +882,7 @@ def build_kernel(
     reuse_auxiliary: bool = False,
     alpha_prior: GammaPrior | None = None,
     n_param_proposals: int = 5,
+    backend: str = "auto",
 ) -> Callable[[jax.Array, GibbsState, jax.Array], tuple[GibbsState, GibbsInfo]]:
     """Build a pure Gibbs step: one sweep over the points, then parameters, then α.
 
@@ -705,6 +905,14 @@ def build_kernel(
     n_param_proposals : int
         Independence-sampler proposals per cluster and step, for Algorithm 8 with a family that
         cannot sample its posterior (DM05 §4.2).
+    backend : {"auto", "xla", "numba"}
+        How the sequential loop over the points runs: ``"xla"`` as a ``lax.scan`` (any JAX
+        backend), ``"numba"`` as a compiled loop on the host called through
+        :func:`jax.pure_callback` (CPU; several times faster there). ``"auto"`` picks numba on the
+        CPU backend when numba is installed (see :func:`inference.sparse.resolve_backend`). Both
+        use the same random numbers and make the same decisions, so they give the same chain up
+        to floating-point rounding. Used by Algorithm 8 with reused auxiliaries; the other
+        algorithms always run their loop in XLA.
 
     Returns
     -------
@@ -747,6 +955,7 @@ def build_kernel(
         reuse_auxiliary=bool(reuse_auxiliary),
         alpha_prior=alpha_prior,
         n_param_proposals=n_param_proposals,
+        backend=resolve_backend(backend),
     )
     return partial(_step, config)
 
@@ -758,6 +967,7 @@ class _KernelConfig(NamedTuple):
     reuse_auxiliary: bool
     alpha_prior: GammaPrior | None
     n_param_proposals: int
+    backend: str
 
 
 def _sweep(config: _KernelConfig, rng_key: jax.Array, state: GibbsState, data: jax.Array, features: jax.Array):
@@ -779,20 +989,23 @@ def _sweep(config: _KernelConfig, rng_key: jax.Array, state: GibbsState, data: j
 
     n_auxiliary = config.n_auxiliary
     if config.algorithm == "auxiliary" and config.reuse_auxiliary:
+        n_supply = n_slots
         pool = family.sample_base(key_candidates, (n_auxiliary,))
-        supply = family.sample_base(key_supply, (n_slots,))
+        supply = family.sample_base(key_supply, (n_supply,))
         sources = _concat_rows(pool, state.params, supply, _take_row(state.params, jnp.arange(1)))
         positions = jax.random.randint(key_positions, (n_points,), 0, n_auxiliary, dtype=jnp.int32)
         row_assignments, row_counts, overflow = _reuse_sweep(
             family,
+            jax.vmap(family.component_cache)(sources),
             features,
             state.assignments,
             state.counts,
-            jax.vmap(family.component_cache)(sources),
             n_auxiliary,
+            n_supply,
             jnp.log(alpha) - jnp.log(float(n_auxiliary)),  # α / m per auxiliary component
             uniforms,
             positions,
+            config.backend,
         )
         assignments, counts, origin, too_many = _compact_rows(row_assignments, row_counts, n_slots)
         overflow = overflow | too_many

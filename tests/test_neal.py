@@ -12,6 +12,9 @@ the discrete families and the independence sampler for non-conjugate parameters 
 
 Capacity: a tiny K_max must report overflow (sticky, partition kept valid), and a sweep's draws
 must not depend on K_max — the basis of growing the capacity on overflow.
+
+Backends: Algorithm 8 with reused auxiliaries runs its point loop in numba on CPU by default
+("auto"); the XLA path ("auxiliary-reuse-xla") must give the same chain from the same keys.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ VARIANTS = {
     "conjugate": dict(algorithm="conjugate"),
     "auxiliary": dict(algorithm="auxiliary", n_auxiliary=2),
     "auxiliary-reuse": dict(algorithm="auxiliary", n_auxiliary=2, reuse_auxiliary=True),
+    "auxiliary-reuse-xla": dict(algorithm="auxiliary", n_auxiliary=2, reuse_auxiliary=True, backend="xla"),
 }
 
 
@@ -307,9 +311,68 @@ def test_overflow_is_detected_and_capacity_does_not_change_the_draws():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["conjugate", "auxiliary", "auxiliary-reuse"])
+@pytest.mark.parametrize("variant", ["conjugate", "auxiliary", "auxiliary-reuse", "auxiliary-reuse-xla"])
 def test_overflow_and_capacity_other_algorithms(variant):
     check_overflow_and_capacity(variant)
+
+
+def _two_backend_chains(data, family, *, alphas, max_clusters, n_sweeps, batched):
+    """Run the ReUse kernel with backend "numba" and "xla" from the same states and keys; one
+    chain per entry of ``alphas`` (a single unbatched chain when ``batched`` is false)."""
+    kernels = {
+        backend: neal.build_kernel(family, "auxiliary", n_auxiliary=3, reuse_auxiliary=True, backend=backend)
+        for backend in ("numba", "xla")
+    }
+    initial = [
+        neal.init(jax.random.key(chain), data, family, algorithm="auxiliary", max_clusters=max_clusters,
+                  alpha=alpha, assignments=np.arange(len(data)) % (1 + chain % 3))
+        for chain, alpha in enumerate(alphas)
+    ]
+    device_data = jnp.asarray(data, jnp.float32)
+    runs = {}
+    for backend, kernel in kernels.items():
+        step = jax.jit(jax.vmap(kernel, in_axes=(0, 0, None))) if batched else jax.jit(kernel)
+        state = stack_states(initial) if batched else initial[0]
+        history = []
+        for sweep in range(n_sweeps):
+            keys = jax.random.split(jax.random.key(sweep), len(alphas)) if batched else jax.random.key(sweep)
+            state, info = step(keys, state, device_data)
+            history.append((np.asarray(state.assignments), np.asarray(info.overflow), np.asarray(info.log_joint)))
+        runs[backend] = history
+    return runs
+
+
+def check_backends_agree(runs, n_points):
+    n_clusters_seen = set()
+    for (labels, overflow, log_joint), (labels_xla, overflow_xla, log_joint_xla) in zip(runs["numba"], runs["xla"]):
+        np.testing.assert_array_equal(labels, labels_xla)
+        np.testing.assert_array_equal(overflow, overflow_xla)
+        np.testing.assert_allclose(log_joint, log_joint_xla, rtol=1e-5)
+        n_clusters_seen.update(len(np.unique(row)) for row in labels.reshape(-1, n_points))
+    assert len(n_clusters_seen) > 2, "the partition barely moved; the comparison is too weak"
+
+
+THREE_GROUPS = np.concatenate(
+    [np.random.default_rng(5).normal(center, 0.7, size=(30, 2)) for center in (-3.0, 0.0, 3.0)]
+)
+
+
+def test_reuse_sweep_numba_and_xla_give_the_same_chain():
+    """Same keys, same uniforms, same decisions: the numba point loop reproduces the XLA scan, for
+    chains whose clusters are born and die in every sweep and for chains that run out of capacity
+    (K_max = 7, α up to 60): both backends report the same overflowing sweeps."""
+    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), alphas=[0.5, 3.0, 3.0, 60.0],
+                               max_clusters=7, n_sweeps=8, batched=True)
+    check_backends_agree(runs, len(THREE_GROUPS))
+    overflow = np.array([flags for _, flags, _ in runs["numba"]])
+    assert np.any(overflow[:, -1]) and not np.any(overflow[:, 0]), "expected both exact and overflowing sweeps"
+
+
+@pytest.mark.slow
+def test_reuse_sweep_numba_and_xla_give_the_same_chain_unbatched():
+    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), alphas=[3.0], max_clusters=24,
+                               n_sweeps=8, batched=False)
+    check_backends_agree(runs, len(THREE_GROUPS))
 
 
 def test_crp_prior_sums_to_one_over_partitions():
@@ -343,6 +406,8 @@ def test_init_and_build_kernel_validate_arguments():
         neal.build_kernel(family, "collapsed", reuse_auxiliary=True)
     with pytest.raises(TypeError, match="^family"):
         neal.build_kernel("normal", "collapsed")
+    with pytest.raises(ValueError, match="^backend"):
+        neal.build_kernel(family, "auxiliary", reuse_auxiliary=True, backend="cuda")
     poisson = custom_family(lambda params, x: jnp.sum(x * params), lambda key, shape: jax.random.normal(key, shape + (1,)))
     with pytest.raises(ValueError, match="^algorithm: 'collapsed' needs"):
         neal.build_kernel(poisson, "collapsed")
