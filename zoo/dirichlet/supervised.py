@@ -64,6 +64,7 @@ from inference import diagnostics
 from inference.chains import CapacityError, ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior, escobar_west_multi_group_update
 from inference.partitions import point_partition
+from inference.sparse import resolve_backend
 from zoo._validation import as_float_array, as_index_array, check_choice, check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.mixture import stick_breaking_weights
@@ -208,7 +209,9 @@ class SupervisedState(NamedTuple):
     precision_shape, precision_rate : (D,)
         Current Gamma prior of the precisions (fixed for SCDP-1 and -3, re-set by SCDP-2).
     overflow : bool scalar
-        Sticky: a sweep needed more slots than the capacity (the chain must be re-run larger).
+        Sticky: a sweep needed more slots than the capacity, or opened more clusters or types
+        than its supply of fresh draws, which grows with the capacity (the chain must be re-run
+        larger).
     """
 
     clusters: jax.Array
@@ -259,6 +262,7 @@ class _Config(NamedTuple):
     alpha_types_prior: GammaPrior | None
     n_auxiliary: int
     n_proposals: int
+    backend: str
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,40 +299,28 @@ def _log_student_marginal(residual: jax.Array, shape: jax.Array, rate: jax.Array
     )
 
 
-def _draw(logits: jax.Array, uniform: jax.Array) -> jax.Array:
-    """Inverse-CDF draw of a categorical index from unnormalised log weights and one uniform."""
-    weights = jnp.exp(logits - jnp.max(logits))
-    cumulative = jnp.cumsum(weights)
-    return jnp.minimum(jnp.sum(cumulative < uniform * cumulative[-1]), logits.shape[0] - 1).astype(jnp.int32)
-
-
-def _first_free(counts: jax.Array) -> tuple[jax.Array, jax.Array]:
-    free = counts == 0
-    return jnp.argmax(free).astype(jnp.int32), jnp.any(free)
-
-
 # ----------------------------------------------------------------------------------------------
 # Parameter updates
 # ----------------------------------------------------------------------------------------------
 def _sample_means(rng_key, features, clusters, point_precisions, n_slots, prior_variance):
     """p_k | rest ~ Normal, precision 1/σ² + Σ_{n∈k} t_{d_n} (DM05 Fig. 2, first line)."""
-    posterior_precision = 1.0 / prior_variance + jax.ops.segment_sum(point_precisions, clusters, n_slots)
-    weighted = jax.ops.segment_sum(point_precisions * features, clusters, n_slots)
+    posterior_precision = 1.0 / prior_variance + _sum_by_slot(point_precisions, clusters, n_slots)
+    weighted = _sum_by_slot(point_precisions * features, clusters, n_slots)
     noise = jax.random.normal(rng_key, posterior_precision.shape, features.dtype)
     return weighted / posterior_precision + noise / jnp.sqrt(posterior_precision)
 
 
-def _sample_precisions(rng_key, residuals, types, n_slots, shape, rate, n_points):
+def _sample_precisions(rng_key, residuals, types, type_counts, shape, rate, n_supply):
     """t_l | rest ~ Gamma(a + n_l / 2, b + ½ Σ_{n∈l} (r_n - p_{c_n})²) (DM05 Fig. 2, second line).
 
-    Also returns ``n_points`` rows of log Gamma(a + ½, 1) draws for the new-type proposals of the
-    sweep (one rejection sampler compiled instead of two).
+    Also returns ``n_supply`` rows of log Gamma(a + ½, 1) draws for the new types of the sweep
+    (one rejection sampler compiled instead of two).
     """
-    counts = jax.ops.segment_sum(jnp.ones(types.shape, residuals.dtype), types, n_slots)
-    squares = jax.ops.segment_sum(residuals * residuals, types, n_slots)
-    posterior_shape = shape + 0.5 * counts[:, None]
+    n_slots = type_counts.shape[0]
+    squares = _sum_by_slot(residuals * residuals, types, n_slots)
+    posterior_shape = shape + 0.5 * type_counts.astype(residuals.dtype)[:, None]
     posterior_rate = rate + 0.5 * squares
-    all_shapes = jnp.concatenate([posterior_shape, jnp.broadcast_to(shape + 0.5, (n_points, shape.shape[-1]))])
+    all_shapes = jnp.concatenate([posterior_shape, jnp.broadcast_to(shape + 0.5, (n_supply, shape.shape[-1]))])
     log_draws = sample_log_gamma(rng_key, all_shapes, all_shapes.shape)
     return jnp.exp(log_draws[:n_slots] - jnp.log(posterior_rate)), log_draws[n_slots:]
 
@@ -377,8 +369,54 @@ def _log_conditioning(precision: jax.Array, spread: jax.Array) -> jax.Array:
 
 
 # ----------------------------------------------------------------------------------------------
-# Indicator updates (conjugate, DM05 Fig. 2, eq. 2)
+# Sufficient statistics by slot
 # ----------------------------------------------------------------------------------------------
+def _sum_by_slot(values: jax.Array, slots: jax.Array, n_slots: int) -> jax.Array:
+    """Σ_{n: slots_n = k} values_n for every slot k, shape (n_slots, D).
+
+    A one-hot product instead of a scatter-add: XLA's CPU scatters are slow, and the product is
+    a single dense matrix multiplication on every backend.
+    """
+    one_hot = jax.nn.one_hot(slots, n_slots, dtype=values.dtype)
+    return jnp.matmul(one_hot.T, values, precision=jax.lax.Precision.HIGHEST)
+
+
+# ----------------------------------------------------------------------------------------------
+# The assignment sweep: what it consumes, and its two implementations
+# ----------------------------------------------------------------------------------------------
+class _SweepDraws(NamedTuple):
+    """Random numbers of one assignment sweep, drawn before it so that both backends use them.
+
+    Fresh parameters come from a *supply* consumed in order: the j-th cluster (type) opened in
+    the sweep takes row j. The rows are i.i.d. and independent of everything else, so which row
+    an opening takes does not change the chain's law. A sweep that opens more clusters (types)
+    than the supply holds reports overflow; the supply grows with the capacity and reaches one
+    row per reference at full capacity, so the re-run of :meth:`SupervisedDP.fit` always ends.
+
+    Attributes
+    ----------
+    uniforms : (2, N)
+        Uniforms of the cluster (row 0) and type (row 1) draws of each reference.
+    positions : int32 (2, N)
+        SCDP-3: pool position that a cluster (row 0) or type (row 1) left empty by reference n
+        replaces (Favaro & Teh 2013, ReUse); unused by SCDP-1 and -2.
+    cluster_supply : (S_c, D)
+        SCDP-1/2: standard normals of new publication means; SCDP-3: means drawn from G0^p.
+    type_supply : (S_t, D)
+        SCDP-1/2: log Gamma(a + ½, 1) draws of new precisions; SCDP-3: precisions from G0^t.
+    cluster_pool, type_pool : (M, D)
+        SCDP-3: Algorithm 8's M auxiliary means and precisions at the start of the sweep, drawn
+        from G0^p and G0^t; (0, D) for SCDP-1 and -2.
+    """
+
+    uniforms: jax.Array
+    positions: jax.Array
+    cluster_supply: jax.Array
+    type_supply: jax.Array
+    cluster_pool: jax.Array
+    type_pool: jax.Array
+
+
 class _Carry(NamedTuple):
     clusters: jax.Array
     cluster_counts: jax.Array
@@ -389,167 +427,627 @@ class _Carry(NamedTuple):
     overflow: jax.Array
 
 
-def _cluster_move_conjugate(config, carry, index, x, uniform, normal, alpha, n_train_clusters):
+class _SweepCarry(NamedTuple):
+    """The XLA sweep's loop state: the partition state plus per-type log-determinants Σ_f log t_lf,
+    the SCDP-3 auxiliary pools and how many supply rows have been used."""
+
+    state: _Carry
+    type_log_det: jax.Array
+    cluster_pool: jax.Array
+    type_pool: jax.Array
+    type_pool_log_det: jax.Array
+    n_cluster_supply_used: jax.Array
+    n_type_supply_used: jax.Array
+
+
+def _draw(logits: jax.Array, uniform: jax.Array) -> jax.Array:
+    """Inverse-CDF draw of a categorical index from unnormalised log weights and one uniform:
+    the first index whose cumulative weight exceeds u × total (never a zero-weight index, even
+    for u = 0)."""
+    weights = jnp.exp(logits - jnp.max(logits))
+    cumulative = jnp.cumsum(weights)
+    return jnp.minimum(jnp.sum(cumulative <= uniform * cumulative[-1]), logits.shape[0] - 1).astype(jnp.int32)
+
+
+def _first_free(counts: jax.Array) -> tuple[jax.Array, jax.Array]:
+    free = counts == 0
+    return jnp.argmax(free).astype(jnp.int32), jnp.any(free)
+
+
+def _log_lik_rows(x: jax.Array, rows: jax.Array, precision: jax.Array, log_det: jax.Array) -> jax.Array:
+    """log Normal(x | row_k, diag(precision)^-1) for every row k, from the precomputed
+    log-determinant Σ_f log precision_f (broadcast over rows)."""
+    return 0.5 * (log_det - x.shape[-1] * _LOG_2PI - jnp.sum(precision * (x - rows) ** 2, axis=-1))
+
+
+def _take_supply(supply: jax.Array, n_used: jax.Array, opened: jax.Array):
+    """Next supply row, whether an opening found the supply exhausted, and the new count used."""
+    exhausted = opened & (n_used >= supply.shape[0])
+    row = supply[jnp.minimum(n_used, supply.shape[0] - 1)]
+    return row, exhausted, n_used + opened.astype(n_used.dtype)
+
+
+def _cluster_move_conjugate(config, sweep, index, x, uniform, position, alpha, n_train_clusters, draws):
     """Algorithm 2 for c_n (DM05 eq. 2): join k ∝ n_{-n,k} F(r_n | p_k, t_{d_n}), new
     ∝ α^p ∫ G0^p(p) F(r_n | p, t_{d_n}) dp; a new publication's mean is drawn from its posterior."""
+    carry = sweep.state
     old = carry.clusters[index]
     counts = carry.cluster_counts.at[old].add(-1)
-    precision = carry.precisions[carry.types[index]]
+    type_slot = carry.types[index]
+    precision = carry.precisions[type_slot]
     slots = jnp.arange(counts.shape[0])
     allowed = (counts > 0) & (config.share_clusters | (slots >= n_train_clusters))
     log_existing = jnp.where(
-        allowed, jnp.log(jnp.maximum(counts, 1)) + _log_normal_diag(x, carry.means, precision), -jnp.inf
+        allowed,
+        jnp.log(jnp.maximum(counts, 1)) + _log_lik_rows(x, carry.means, precision, sweep.type_log_det[type_slot]),
+        -jnp.inf,
     )
-    marginal_variance = config.prior_variance + 1.0 / precision
-    log_new = jnp.log(alpha) + _log_normal_diag(x, 0.0, 1.0 / marginal_variance)
+    # ∫ G0^p F dp = Normal(x | 0, σ² + 1/t) per feature.
+    marginal_precision = precision / (1.0 + config.prior_variance * precision)
+    log_new = jnp.log(alpha) + _log_normal_diag(x, 0.0, marginal_precision)
     choice = _draw(jnp.concatenate([log_existing, log_new[None]]), uniform)
     free_slot, has_free = _first_free(counts)
     wants_new = choice == counts.shape[0]
-    overflow = carry.overflow | (wants_new & ~has_free)
+    opened = wants_new & has_free
+    normal, exhausted, n_used = _take_supply(draws.cluster_supply, sweep.n_cluster_supply_used, opened)
     new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
     posterior_precision = 1.0 / config.prior_variance + precision
     fresh_mean = precision * x / posterior_precision + normal / jnp.sqrt(posterior_precision)
-    opened = wants_new & has_free
     means = carry.means.at[new].set(jnp.where(opened, fresh_mean, carry.means[new]))
-    return carry._replace(
+    state = carry._replace(
         clusters=carry.clusters.at[index].set(new),
         cluster_counts=counts.at[new].add(1),
         means=means,
-        overflow=overflow,
+        overflow=carry.overflow | (wants_new & ~has_free) | exhausted,
     )
+    return sweep._replace(state=state, n_cluster_supply_used=n_used)
 
 
-def _type_move_conjugate(config, carry, index, x, uniform, log_gamma_unit, alpha_types, shape, rate):
+def _type_move_conjugate(config, sweep, index, x, uniform, position, alpha_types, shape, rate, draws):
     """Algorithm 2 for d_n (DM05 Fig. 2): join l ∝ m_{-n,l} F(r_n | p_{c_n}, t_l), new
     ∝ α^t ∫ G0^t(t) F(r_n | p_{c_n}, t) dt (Student-t); a new type's precision is drawn from its
     posterior Gamma(a + ½, b + ½ (r_n - p_{c_n})²)."""
+    carry = sweep.state
     old = carry.types[index]
     counts = carry.type_counts.at[old].add(-1)
     residual = x - carry.means[carry.clusters[index]]
     log_existing = jnp.where(
         counts > 0,
-        jnp.log(jnp.maximum(counts, 1)) + _log_normal_diag(residual, 0.0, carry.precisions),
+        jnp.log(jnp.maximum(counts, 1)) + _log_lik_rows(residual, 0.0, carry.precisions, sweep.type_log_det),
         -jnp.inf,
     )
     log_new = jnp.log(alpha_types) + _log_student_marginal(residual, shape, rate)
     choice = _draw(jnp.concatenate([log_existing, log_new[None]]), uniform)
     free_slot, has_free = _first_free(counts)
     wants_new = choice == counts.shape[0]
-    overflow = carry.overflow | (wants_new & ~has_free)
-    new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
-    fresh = jnp.exp(log_gamma_unit - jnp.log(rate + 0.5 * residual * residual))
     opened = wants_new & has_free
-    precisions = carry.precisions.at[new].set(jnp.where(opened, fresh, carry.precisions[new]))
-    return carry._replace(
+    log_gamma_unit, exhausted, n_used = _take_supply(draws.type_supply, sweep.n_type_supply_used, opened)
+    new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
+    log_fresh = log_gamma_unit - jnp.log(rate + 0.5 * residual * residual)
+    precisions = carry.precisions.at[new].set(jnp.where(opened, jnp.exp(log_fresh), carry.precisions[new]))
+    state = carry._replace(
         types=carry.types.at[index].set(new),
         type_counts=counts.at[new].add(1),
         precisions=precisions,
-        overflow=overflow,
+        overflow=carry.overflow | (wants_new & ~has_free) | exhausted,
     )
+    type_log_det = sweep.type_log_det.at[new].set(
+        jnp.where(opened, jnp.sum(log_fresh), sweep.type_log_det[new])
+    )
+    return sweep._replace(state=state, type_log_det=type_log_det, n_type_supply_used=n_used)
 
 
-# ----------------------------------------------------------------------------------------------
-# Indicator updates (non-conjugate SCDP-3, Neal's Algorithm 8, DM05 §4.2)
-# ----------------------------------------------------------------------------------------------
-def _cluster_move_auxiliary(config, carry, index, x, uniform, auxiliary_means, alpha, n_train_clusters):
-    """Algorithm 8 for c_n: existing publications ∝ n_{-n,k} F, M auxiliary means from G0^p
-    ∝ (α^p / M) F; when n was alone its own mean is the first auxiliary (M̃ = M + 1 in DM05 §4.2)."""
+# Indicator updates of the non-conjugate SCDP-3: Neal's Algorithm 8 (DM05 §4.2) whose M auxiliary
+# parameters persist from point to point (Favaro & Teh 2013, §5, "ReUse"): the pool starts as M
+# draws from the base measure; a cluster (type) left empty by reference n replaces the pool member
+# at a uniform position; a chosen pool member becomes a cluster (type) and the next supply row
+# takes its place. Each update is a Gibbs step on (indicator, pool) that leaves the posterior, with
+# the pool i.i.d. from the base measure, invariant, and needs one base draw per opening instead of
+# M per reference.
+def _cluster_move_auxiliary(config, sweep, index, x, uniform, position, alpha, n_train_clusters, draws):
+    """Algorithm 8 for c_n: existing publications ∝ n_{-n,k} F, pool means ∝ (α^p / M) F ×
+    exp(-Σ_l t_l · Σ_k ||p̃ - p_k||²), the change of DM05 eq. 3's conditioning term when p̃ joins
+    the active means p_k (all types l, all publications k after n has left)."""
+    carry = sweep.state
     old = carry.clusters[index]
     counts = carry.cluster_counts.at[old].add(-1)
     was_alone = counts[old] == 0
-    precision = carry.precisions[carry.types[index]]
-    auxiliary_means = auxiliary_means.at[0].set(jnp.where(was_alone, carry.means[old], auxiliary_means[0]))
+    pool = sweep.cluster_pool.at[position].set(jnp.where(was_alone, carry.means[old], sweep.cluster_pool[position]))
+    type_slot = carry.types[index]
+    precision = carry.precisions[type_slot]
+    log_det = sweep.type_log_det[type_slot]
     slots = jnp.arange(counts.shape[0])
-    allowed = (counts > 0) & (config.share_clusters | (slots >= n_train_clusters))
+    active = counts > 0
+    allowed = active & (config.share_clusters | (slots >= n_train_clusters))
     log_existing = jnp.where(
-        allowed, jnp.log(jnp.maximum(counts, 1)) + _log_normal_diag(x, carry.means, precision), -jnp.inf
+        allowed, jnp.log(jnp.maximum(counts, 1)) + _log_lik_rows(x, carry.means, precision, log_det), -jnp.inf
     )
-    n_auxiliary = auxiliary_means.shape[0]
-    log_auxiliary = jnp.log(alpha / n_auxiliary) + _log_normal_diag(x, auxiliary_means, precision)
-    choice = _draw(jnp.concatenate([log_existing, log_auxiliary]), uniform)
+    precision_total = jnp.sum(jnp.where((carry.type_counts > 0)[:, None], carry.precisions, 0.0), axis=0)
+    n_active = jnp.sum(active)
+    total = jnp.sum(jnp.where(active[:, None], carry.means, 0.0), axis=0)
+    total_sq = jnp.sum(jnp.where(active[:, None], carry.means * carry.means, 0.0), axis=0)
+    # Σ_k (p̃_f - p_kf)² = K p̃_f² - 2 p̃_f Σ_k p_kf + Σ_k p_kf² (DM05 eq. 3, λ = 1).
+    coupling = -jnp.sum(precision_total * (n_active * pool * pool - 2.0 * pool * total + total_sq), axis=-1)
+    n_auxiliary = pool.shape[0]
+    log_pool = jnp.log(alpha / n_auxiliary) + _log_lik_rows(x, pool, precision, log_det) + coupling
+    choice = _draw(jnp.concatenate([log_existing, log_pool]), uniform)
     free_slot, has_free = _first_free(counts)
     n_slots = counts.shape[0]
     wants_new = choice >= n_slots
-    overflow = carry.overflow | (wants_new & ~has_free)
-    new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
     opened = wants_new & has_free
-    picked = auxiliary_means[jnp.clip(choice - n_slots, 0, n_auxiliary - 1)]
-    means = carry.means.at[new].set(jnp.where(opened, picked, carry.means[new]))
-    return carry._replace(
-        clusters=carry.clusters.at[index].set(new), cluster_counts=counts.at[new].add(1), means=means, overflow=overflow
+    member = jnp.clip(choice - n_slots, 0, n_auxiliary - 1)
+    replacement, exhausted, n_used = _take_supply(draws.cluster_supply, sweep.n_cluster_supply_used, opened)
+    new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
+    means = carry.means.at[new].set(jnp.where(opened, pool[member], carry.means[new]))
+    pool = pool.at[member].set(jnp.where(opened, replacement, pool[member]))
+    state = carry._replace(
+        clusters=carry.clusters.at[index].set(new),
+        cluster_counts=counts.at[new].add(1),
+        means=means,
+        overflow=carry.overflow | (wants_new & ~has_free) | exhausted,
     )
+    return sweep._replace(state=state, cluster_pool=pool, n_cluster_supply_used=n_used)
 
 
-def _type_move_auxiliary(config, carry, index, x, uniform, auxiliary_precisions, alpha_types, shape, rate):
-    """Algorithm 8 for d_n with M auxiliary precisions; the SCDP-3 conditioning of each candidate
-    precision on the means (DM05 eq. 3) multiplies its weight, so the auxiliary draws from G0^t
+def _type_move_auxiliary(config, sweep, index, x, uniform, position, alpha_types, shape, rate, draws):
+    """Algorithm 8 for d_n: existing types ∝ m_{-n,l} F, pool precisions ∝ (α^t / M) F × the
+    conditioning of the candidate precision on the means (DM05 eq. 3), so the draws from G0^t
     are weighted by their unnormalised posterior (DM05 §5.2, last paragraph)."""
+    carry = sweep.state
     old = carry.types[index]
     counts = carry.type_counts.at[old].add(-1)
     was_alone = counts[old] == 0
-    residual = x - carry.means[carry.clusters[index]]
-    auxiliary_precisions = auxiliary_precisions.at[0].set(
-        jnp.where(was_alone, carry.precisions[old], auxiliary_precisions[0])
+    pool = sweep.type_pool.at[position].set(jnp.where(was_alone, carry.precisions[old], sweep.type_pool[position]))
+    pool_log_det = sweep.type_pool_log_det.at[position].set(
+        jnp.where(was_alone, sweep.type_log_det[old], sweep.type_pool_log_det[position])
     )
+    residual = x - carry.means[carry.clusters[index]]
     log_existing = jnp.where(
         counts > 0,
-        jnp.log(jnp.maximum(counts, 1)) + _log_normal_diag(residual, 0.0, carry.precisions),
+        jnp.log(jnp.maximum(counts, 1)) + _log_lik_rows(residual, 0.0, carry.precisions, sweep.type_log_det),
         -jnp.inf,
     )
-    n_auxiliary = auxiliary_precisions.shape[0]
-    conditioning = _log_conditioning(auxiliary_precisions, _pair_spread(carry.means, carry.cluster_counts))
-    log_auxiliary = (
-        jnp.log(alpha_types / n_auxiliary) + _log_normal_diag(residual, 0.0, auxiliary_precisions) + conditioning
-    )
-    choice = _draw(jnp.concatenate([log_existing, log_auxiliary]), uniform)
+    n_auxiliary = pool.shape[0]
+    conditioning = _log_conditioning(pool, _pair_spread(carry.means, carry.cluster_counts))
+    log_pool = jnp.log(alpha_types / n_auxiliary) + _log_lik_rows(residual, 0.0, pool, pool_log_det) + conditioning
+    choice = _draw(jnp.concatenate([log_existing, log_pool]), uniform)
     free_slot, has_free = _first_free(counts)
     n_slots = counts.shape[0]
     wants_new = choice >= n_slots
-    overflow = carry.overflow | (wants_new & ~has_free)
-    new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
     opened = wants_new & has_free
-    picked = auxiliary_precisions[jnp.clip(choice - n_slots, 0, n_auxiliary - 1)]
-    precisions = carry.precisions.at[new].set(jnp.where(opened, picked, carry.precisions[new]))
-    return carry._replace(
+    member = jnp.clip(choice - n_slots, 0, n_auxiliary - 1)
+    replacement, exhausted, n_used = _take_supply(draws.type_supply, sweep.n_type_supply_used, opened)
+    new = jnp.where(wants_new, jnp.where(has_free, free_slot, old), choice)
+    precisions = carry.precisions.at[new].set(jnp.where(opened, pool[member], carry.precisions[new]))
+    type_log_det = sweep.type_log_det.at[new].set(jnp.where(opened, pool_log_det[member], sweep.type_log_det[new]))
+    pool_log_det = pool_log_det.at[member].set(jnp.where(opened, jnp.sum(jnp.log(replacement)), pool_log_det[member]))
+    pool = pool.at[member].set(jnp.where(opened, replacement, pool[member]))
+    state = carry._replace(
         types=carry.types.at[index].set(new),
         type_counts=counts.at[new].add(1),
         precisions=precisions,
-        overflow=overflow,
+        overflow=carry.overflow | (wants_new & ~has_free) | exhausted,
     )
+    return sweep._replace(
+        state=state, type_log_det=type_log_det, type_pool=pool, type_pool_log_det=pool_log_det,
+        n_type_supply_used=n_used,
+    )
+
+
+def _xla_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
+    """The assignment sweep as ``lax.scan`` loops: test references (c_n then d_n), then training
+    references (d_n). Runs on every backend."""
+    n_points = features.shape[0]
+    type_log_det = jnp.sum(jnp.log(jnp.where((carry.type_counts > 0)[:, None], carry.precisions, 1.0)), axis=-1)
+    sweep = _SweepCarry(
+        state=carry,
+        type_log_det=type_log_det,
+        cluster_pool=draws.cluster_pool,
+        type_pool=draws.type_pool,
+        type_pool_log_det=jnp.sum(jnp.log(draws.type_pool), axis=-1),
+        n_cluster_supply_used=jnp.zeros((), jnp.int32),
+        n_type_supply_used=jnp.zeros((), jnp.int32),
+    )
+    if config.model == 3:
+        cluster_move, type_move = partial(_cluster_move_auxiliary, config), partial(_type_move_auxiliary, config)
+    else:
+        cluster_move, type_move = partial(_cluster_move_conjugate, config), partial(_type_move_conjugate, config)
+
+    def visit_test(sweep, inputs):
+        index, x, uniform_cluster, uniform_type, position_cluster, position_type = inputs
+        sweep = cluster_move(sweep, index, x, uniform_cluster, position_cluster, alpha, n_train_clusters, draws)
+        return type_move(sweep, index, x, uniform_type, position_type, alpha_types, shape, rate, draws), None
+
+    def visit_train(sweep, inputs):
+        index, x, uniform_type, position_type = inputs
+        return type_move(sweep, index, x, uniform_type, position_type, alpha_types, shape, rate, draws), None
+
+    uniforms, positions = draws.uniforms, draws.positions
+    sweep, _ = jax.lax.scan(
+        visit_test,
+        sweep,
+        (jnp.arange(n_train, n_points), features[n_train:], uniforms[0, n_train:], uniforms[1, n_train:],
+         positions[0, n_train:], positions[1, n_train:]),
+    )
+    sweep, _ = jax.lax.scan(
+        visit_train, sweep, (jnp.arange(n_train), features[:n_train], uniforms[1, :n_train], positions[1, :n_train])
+    )
+    return sweep.state
+
+
+# CPU fast path: the same sweep, with the same random numbers, as one compiled loop per chain on
+# the host (numba), called through ``jax.pure_callback``. Inside an XLA while loop each small
+# per-reference operation costs a fixed dispatch overhead; the compiled loop pays none and skips
+# empty slots.
+@lru_cache(maxsize=None)
+def _numba_sweep_kernel():
+    from numba import njit, prange
+
+    # Reassociation lets the per-feature sums vectorise; no assumption about NaN or infinities.
+    fast = {"nsz", "arcp", "contract", "reassoc"}
+
+    @njit(cache=True, nogil=True, fastmath=fast)
+    def draw(logits, n_candidates, uniform):
+        top = -np.inf
+        for j in range(n_candidates):
+            top = max(top, logits[j])
+        total = 0.0
+        for j in range(n_candidates):
+            logits[j] = np.exp(logits[j] - top)
+            total += logits[j]
+        threshold = uniform * total
+        cumulative = 0.0
+        for j in range(n_candidates):
+            cumulative += logits[j]
+            if cumulative > threshold:
+                return j
+        return n_candidates - 1
+
+    @njit(cache=True, nogil=True)
+    def first_free(counts):
+        for k in range(counts.shape[0]):
+            if counts[k] == 0:
+                return k
+        return -1
+
+    @njit(cache=True, nogil=True, fastmath=fast)
+    def active_totals(means, counts, total, total_sq):
+        """Number of active means, their sum and sum of squares per feature."""
+        total[:] = 0.0
+        total_sq[:] = 0.0
+        n_active = 0
+        for k in range(counts.shape[0]):
+            if counts[k] > 0:
+                n_active += 1
+                for f in range(means.shape[1]):
+                    total[f] += means[k, f]
+                    total_sq[f] += means[k, f] * means[k, f]
+        return n_active
+
+    @njit(cache=True, nogil=True, fastmath=fast)
+    def active_precision_total(precisions, type_counts, precision_total):
+        precision_total[:] = 0.0
+        for slot in range(type_counts.shape[0]):
+            if type_counts[slot] > 0:
+                for f in range(precisions.shape[1]):
+                    precision_total[f] += precisions[slot, f]
+
+    @njit(cache=True, nogil=True, fastmath=fast)
+    def sweep_chain(model, share_clusters, n_train, prior_variance, x, n_train_clusters, clusters, counts, means,
+                    types, type_counts, precisions, alpha, alpha_types, shape, rate, uniforms, positions,
+                    cluster_supply, type_supply, cluster_pool, type_pool):
+        n_points, n_features = x.shape
+        n_test = n_points - n_train
+        n_slots, n_type_slots, n_auxiliary = counts.shape[0], type_counts.shape[0], cluster_pool.shape[0]
+        half_log_2pi_d = 0.5 * n_features * np.log(2.0 * np.pi)
+        first_allowed = 0 if share_clusters else n_train_clusters
+        logits = np.empty(max(n_slots, n_type_slots) + max(n_auxiliary, 1))
+        residual = np.empty(n_features)
+        type_log_det = np.zeros(n_type_slots)
+        for slot in range(n_type_slots):
+            if type_counts[slot] > 0:
+                for f in range(n_features):
+                    type_log_det[slot] += np.log(precisions[slot, f])
+        overflow = False
+        n_cluster_used = 0
+        n_type_used = 0
+        # SCDP-1/2: per type, precision of the new-publication marginal t / (1 + σ² t) and its
+        # log-determinant; the Student-t constant of the new-type marginal.
+        marginal = np.empty((n_type_slots, n_features))
+        marginal_log_det = np.zeros(n_type_slots)
+        student_constant = 0.0
+        # SCDP-3: the pools, their log-determinants, Σ_l t_l and the active-means totals.
+        pool_means = cluster_pool.copy()
+        pool_precisions = type_pool.copy()
+        pool_log_det = np.zeros(n_auxiliary)
+        precision_total = np.zeros(n_features)
+        total = np.zeros(n_features)
+        total_sq = np.zeros(n_features)
+        spread = np.zeros(n_features)
+        n_active = 0
+        if model == 3:
+            for member in range(n_auxiliary):
+                for f in range(n_features):
+                    pool_log_det[member] += np.log(pool_precisions[member, f])
+            active_precision_total(precisions, type_counts, precision_total)
+            n_active = active_totals(means, counts, total, total_sq)
+        else:
+            for slot in range(n_type_slots):
+                if type_counts[slot] > 0:
+                    for f in range(n_features):
+                        marginal[slot, f] = precisions[slot, f] / (1.0 + prior_variance * precisions[slot, f])
+                        marginal_log_det[slot] += np.log(marginal[slot, f])
+            for f in range(n_features):
+                student_constant += (shape[f] * np.log(rate[f]) + math.lgamma(shape[f] + 0.5) - math.lgamma(shape[f])
+                                     - 0.5 * np.log(2.0 * np.pi))
+        for visit in range(n_points):
+            index = n_train + visit if visit < n_test else visit - n_test
+            point = x[index]
+            if index >= n_train:
+                # ---- c_n ----
+                old = clusters[index]
+                counts[old] -= 1
+                was_alone = counts[old] == 0
+                type_slot = types[index]
+                precision = precisions[type_slot]
+                log_det = type_log_det[type_slot]
+                for k in range(n_slots):
+                    if counts[k] > 0 and k >= first_allowed:
+                        square = 0.0
+                        for f in range(n_features):
+                            difference = point[f] - means[k, f]
+                            square += precision[f] * difference * difference
+                        logits[k] = np.log(counts[k]) + 0.5 * log_det - half_log_2pi_d - 0.5 * square
+                    else:
+                        logits[k] = -np.inf
+                if model == 3:
+                    if was_alone:
+                        position = positions[0, index]
+                        pool_means[position] = means[old]
+                        n_active = active_totals(means, counts, total, total_sq)
+                    log_weight = np.log(alpha / n_auxiliary)
+                    for member in range(n_auxiliary):
+                        square = 0.0
+                        coupling = 0.0
+                        for f in range(n_features):
+                            candidate = pool_means[member, f]
+                            difference = point[f] - candidate
+                            square += precision[f] * difference * difference
+                            coupling += precision_total[f] * (
+                                n_active * candidate * candidate - 2.0 * candidate * total[f] + total_sq[f]
+                            )
+                        logits[n_slots + member] = (log_weight + 0.5 * log_det - half_log_2pi_d - 0.5 * square
+                                                    - coupling)
+                    choice = draw(logits, n_slots + n_auxiliary, uniforms[0, index])
+                else:
+                    square = 0.0
+                    for f in range(n_features):
+                        square += marginal[type_slot, f] * point[f] * point[f]
+                    logits[n_slots] = (np.log(alpha) + 0.5 * marginal_log_det[type_slot] - half_log_2pi_d
+                                       - 0.5 * square)
+                    choice = draw(logits, n_slots + 1, uniforms[0, index])
+                new = choice
+                if choice >= n_slots:
+                    free = first_free(counts)
+                    if free < 0:
+                        overflow = True
+                        new = old
+                    elif n_cluster_used >= cluster_supply.shape[0]:
+                        overflow = True
+                        new = free
+                        n_cluster_used += 1
+                    else:
+                        new = free
+                        supply = cluster_supply[n_cluster_used]
+                        n_cluster_used += 1
+                        if model == 3:
+                            member = choice - n_slots
+                            means[new] = pool_means[member]
+                            pool_means[member] = supply
+                        else:
+                            for f in range(n_features):
+                                posterior_precision = 1.0 / prior_variance + precision[f]
+                                means[new, f] = (precision[f] * point[f] / posterior_precision
+                                                 + supply[f] / np.sqrt(posterior_precision))
+                clusters[index] = new
+                counts[new] += 1
+                if model == 3 and (was_alone or choice >= n_slots):
+                    n_active = active_totals(means, counts, total, total_sq)
+            # ---- d_n ----
+            old = types[index]
+            type_counts[old] -= 1
+            was_alone = type_counts[old] == 0
+            mean = means[clusters[index]]
+            for f in range(n_features):
+                residual[f] = point[f] - mean[f]
+            for slot in range(n_type_slots):
+                if type_counts[slot] > 0:
+                    square = 0.0
+                    for f in range(n_features):
+                        square += precisions[slot, f] * residual[f] * residual[f]
+                    logits[slot] = (np.log(type_counts[slot]) + 0.5 * type_log_det[slot] - half_log_2pi_d
+                                    - 0.5 * square)
+                else:
+                    logits[slot] = -np.inf
+            if model == 3:
+                if was_alone:
+                    position = positions[1, index]
+                    pool_precisions[position] = precisions[old]
+                    pool_log_det[position] = type_log_det[old]
+                for f in range(n_features):
+                    spread[f] = max(n_active * total_sq[f] - total[f] * total[f], 0.0)
+                log_weight = np.log(alpha_types / n_auxiliary)
+                for member in range(n_auxiliary):
+                    square = 0.0
+                    conditioning = 0.0
+                    for f in range(n_features):
+                        square += pool_precisions[member, f] * residual[f] * residual[f]
+                        conditioning += pool_precisions[member, f] * spread[f]
+                    logits[n_type_slots + member] = (log_weight + 0.5 * pool_log_det[member] - half_log_2pi_d
+                                                     - 0.5 * square - conditioning)
+                choice = draw(logits, n_type_slots + n_auxiliary, uniforms[1, index])
+            else:
+                log_student = student_constant
+                for f in range(n_features):
+                    log_student -= (shape[f] + 0.5) * np.log(rate[f] + 0.5 * residual[f] * residual[f])
+                logits[n_type_slots] = np.log(alpha_types) + log_student
+                choice = draw(logits, n_type_slots + 1, uniforms[1, index])
+            new = choice
+            if choice >= n_type_slots:
+                free = first_free(type_counts)
+                if free < 0:
+                    overflow = True
+                    new = old
+                elif n_type_used >= type_supply.shape[0]:
+                    overflow = True
+                    new = free
+                    n_type_used += 1
+                else:
+                    new = free
+                    supply = type_supply[n_type_used]
+                    n_type_used += 1
+                    if model == 3:
+                        member = choice - n_type_slots
+                        precisions[new] = pool_precisions[member]
+                        type_log_det[new] = pool_log_det[member]
+                        pool_precisions[member] = supply
+                        pool_log_det[member] = 0.0
+                        for f in range(n_features):
+                            pool_log_det[member] += np.log(supply[f])
+                    else:
+                        type_log_det[new] = 0.0
+                        marginal_log_det[new] = 0.0
+                        for f in range(n_features):
+                            log_fresh = supply[f] - np.log(rate[f] + 0.5 * residual[f] * residual[f])
+                            precisions[new, f] = np.exp(log_fresh)
+                            type_log_det[new] += log_fresh
+                            marginal[new, f] = precisions[new, f] / (1.0 + prior_variance * precisions[new, f])
+                            marginal_log_det[new] += np.log(marginal[new, f])
+            types[index] = new
+            type_counts[new] += 1
+            if model == 3 and (was_alone or choice >= n_type_slots):
+                active_precision_total(precisions, type_counts, precision_total)
+        return overflow
+
+    @njit(cache=True, nogil=True)
+    def row(batch, array):
+        """Row of ``array`` for batch element ``batch``: itself, or 0 when shared (one row)."""
+        return 0 if array.shape[0] == 1 else np.int64(batch)
+
+    @njit(parallel=True, cache=True, nogil=True)
+    def sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, features, n_train_clusters, clusters,
+                    cluster_counts, means, types, type_counts, precisions, overflow, alpha, alpha_types, shape,
+                    rate, uniforms, positions, cluster_supply, type_supply, cluster_pool, type_pool):
+        # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
+        out_clusters = np.empty((n_batch,) + clusters.shape[1:], clusters.dtype)
+        out_counts = np.empty((n_batch,) + cluster_counts.shape[1:], cluster_counts.dtype)
+        out_means = np.empty((n_batch,) + means.shape[1:], means.dtype)
+        out_types = np.empty((n_batch,) + types.shape[1:], types.dtype)
+        out_type_counts = np.empty((n_batch,) + type_counts.shape[1:], type_counts.dtype)
+        out_precisions = np.empty((n_batch,) + precisions.shape[1:], precisions.dtype)
+        out_overflow = np.empty(n_batch, np.bool_)
+        for b in prange(n_batch):
+            out_clusters[b] = clusters[row(b, clusters)]
+            out_counts[b] = cluster_counts[row(b, cluster_counts)]
+            out_means[b] = means[row(b, means)]
+            out_types[b] = types[row(b, types)]
+            out_type_counts[b] = type_counts[row(b, type_counts)]
+            out_precisions[b] = precisions[row(b, precisions)]
+            flag = sweep_chain(
+                model, share_clusters, n_train, prior_variance, features[row(b, features)],
+                n_train_clusters[row(b, n_train_clusters)], out_clusters[b], out_counts[b],
+                out_means[b], out_types[b], out_type_counts[b], out_precisions[b],
+                alpha[row(b, alpha)], alpha_types[row(b, alpha_types)],
+                shape[row(b, shape)], rate[row(b, rate)],
+                uniforms[row(b, uniforms)], positions[row(b, positions)],
+                cluster_supply[row(b, cluster_supply)], type_supply[row(b, type_supply)],
+                cluster_pool[row(b, cluster_pool)], type_pool[row(b, type_pool)],
+            )
+            out_overflow[b] = overflow[row(b, overflow)] | flag
+        return out_clusters, out_counts, out_means, out_types, out_type_counts, out_precisions, out_overflow
+
+    return sweep_batch
+
+
+# Per-chain number of dimensions of each array input of the numba sweep, in call order.
+_SWEEP_INPUT_NDIMS = (2, 0, 1, 1, 2, 1, 1, 2, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2)
+
+
+def _numba_sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
+    """Host side of the numba sweep: flatten any vmapped leading axes into one batch axis (size
+    1 for inputs shared by all chains), run the batch, restore the batch shape."""
+    arrays = [np.asarray(array) for array in arrays]
+    leading = [array.shape[: array.ndim - ndim] for array, ndim in zip(arrays, _SWEEP_INPUT_NDIMS)]
+    batch_shape = np.broadcast_shapes(*leading)
+    n_batch = math.prod(batch_shape)
+    flat = []
+    for array, lead, ndim in zip(arrays, leading, _SWEEP_INPUT_NDIMS):
+        if math.prod(lead) not in (1, n_batch) or (math.prod(lead) == n_batch and lead != batch_shape):
+            array = np.broadcast_to(array, batch_shape + array.shape[array.ndim - ndim:])
+        tail = array.shape[array.ndim - ndim:]
+        flat.append(np.ascontiguousarray(array.reshape((math.prod(array.shape[: array.ndim - ndim]),) + tail)))
+    outputs = _numba_sweep_kernel()(n_batch, model, share_clusters, n_train, prior_variance, *flat)
+    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
+
+
+def _numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
+    """The assignment sweep on the host (numba), with the same random numbers as :func:`_xla_sweep`."""
+    result_shapes = tuple(
+        jax.ShapeDtypeStruct(array.shape, array.dtype)
+        for array in (carry.clusters, carry.cluster_counts, carry.means, carry.types, carry.type_counts,
+                      carry.precisions, carry.overflow)
+    )
+    host = partial(_numba_sweep_host, config.model, config.share_clusters, n_train, config.prior_variance)
+    outputs = jax.pure_callback(
+        host, result_shapes,
+        features, jnp.asarray(n_train_clusters, jnp.int32), carry.clusters, carry.cluster_counts, carry.means,
+        carry.types, carry.type_counts, carry.precisions, carry.overflow, alpha, alpha_types, shape, rate,
+        draws.uniforms, draws.positions, draws.cluster_supply, draws.type_supply, draws.cluster_pool,
+        draws.type_pool,
+        vmap_method="expand_dims",
+    )
+    return _Carry(*outputs)
 
 
 def _independence_refresh_means(config, rng_key, carry, features):
     """SCDP-3 means: independence Metropolis–Hastings with G0^p proposals (DM05 §4.2), one
     proposal per publication per round, target G0^p(p_k) Π_{n∈k} F(r_n | p_k, t_{d_n}) × the
-    conditioning term of eq. 3."""
+    conditioning term of eq. 3.
+
+    The likelihood of publication k is Σ_f (p_kf B_kf - ½ p_kf² A_kf) up to a constant, with
+    A_k = Σ_{n∈k} t_{d_n} and B_k = Σ_{n∈k} t_{d_n} r_n (computed once). Eq. 3 couples the
+    publications through S_f = K Σ_k p_kf² - (Σ_k p_kf)², whose change when one mean is replaced
+    follows from the running sums, so a visit costs O(D)."""
     n_slots, n_features = carry.means.shape
     point_precisions = carry.precisions[carry.types]
-
-    def log_target(means):
-        log_lik = jax.ops.segment_sum(
-            _log_normal_diag(features, means[carry.clusters], point_precisions), carry.clusters, n_slots
-        )
-        return log_lik
-
+    weight = _sum_by_slot(point_precisions, carry.clusters, n_slots)
+    weighted = _sum_by_slot(point_precisions * features, carry.clusters, n_slots)
+    active = carry.cluster_counts > 0
+    n_active = jnp.sum(active)
     precision_total = jnp.sum(jnp.where((carry.type_counts > 0)[:, None], carry.precisions, 0.0), axis=0)
 
-    def conditioning_of(means):
-        return _log_conditioning(precision_total, _pair_spread(means, carry.cluster_counts))
+    def log_lik(means):
+        return jnp.sum(means * weighted - 0.5 * means * means * weight, axis=-1)
 
     def one_round(means, round_key):
         key_proposal, key_accept = jax.random.split(round_key)
         proposal = math.sqrt(config.prior_variance) * jax.random.normal(key_proposal, means.shape, means.dtype)
-        current_lik, proposal_lik = log_target(means), log_target(proposal)
+        lik_ratio = log_lik(proposal) - log_lik(means)
         log_uniform = jnp.log(jax.random.uniform(key_accept, (n_slots,), means.dtype, minval=1e-30))
+        total = jnp.sum(jnp.where(active[:, None], means, 0.0), axis=0)
+        total_sq = jnp.sum(jnp.where(active[:, None], means * means, 0.0), axis=0)
 
-        def visit(means, slot):
-            candidate = means.at[slot].set(proposal[slot])
-            # Likelihood terms are per publication; the conditioning term couples them.
-            log_ratio = proposal_lik[slot] - current_lik[slot] + conditioning_of(candidate) - conditioning_of(means)
-            accept = (carry.cluster_counts[slot] > 0) & (log_uniform[slot] < log_ratio)
-            return jnp.where(accept, candidate, means), None
+        def visit(sums, inputs):
+            total, total_sq = sums
+            current, candidate, ratio, log_u, is_active = inputs
+            new_total = total - current + candidate
+            new_total_sq = total_sq - current * current + candidate * candidate
+            spread_change = n_active * (new_total_sq - total_sq) - (new_total * new_total - total * total)
+            accept = is_active & (log_u < ratio - jnp.sum(precision_total * spread_change))
+            kept = jnp.where(accept, candidate, current)
+            return (jnp.where(accept, new_total, total), jnp.where(accept, new_total_sq, total_sq)), kept
 
-        means, _ = jax.lax.scan(visit, means, jnp.arange(n_slots))
+        _, means = jax.lax.scan(visit, (total, total_sq), (means, proposal, lik_ratio, log_uniform, active))
         return means, None
 
     means, _ = jax.lax.scan(one_round, carry.means, jax.random.split(rng_key, config.n_proposals))
@@ -558,14 +1056,18 @@ def _independence_refresh_means(config, rng_key, carry, features):
 
 def _independence_refresh_precisions(config, rng_key, carry, features, shape, rate):
     """SCDP-3 precisions: independence Metropolis–Hastings with G0^t proposals (DM05 §4.2) on
-    G0^t(t_l) Π_{n∈l} F(r_n | p_{c_n}, t_l) × Π_j Π_{k<j} p(p_j | p_k, t_l) (DM05 eq. 3)."""
+    G0^t(t_l) Π_{n∈l} F(r_n | p_{c_n}, t_l) × Π_j Π_{k<j} p(p_j | p_k, t_l) (DM05 eq. 3); the
+    likelihood of type l is ½ m_l Σ_f log t_lf - ½ Σ_f t_lf Q_lf up to a constant, with
+    Q_l = Σ_{n∈l} (r_n - p_{c_n})² computed once."""
     n_slots, n_features = carry.precisions.shape
     residuals = features - carry.means[carry.clusters]
+    squares = _sum_by_slot(residuals * residuals, carry.types, n_slots)
+    sizes = carry.type_counts.astype(squares.dtype)
     spread = _pair_spread(carry.means, carry.cluster_counts)
 
     def log_target(precisions):
-        log_lik = jax.ops.segment_sum(_log_normal_diag(residuals, 0.0, precisions[carry.types]), carry.types, n_slots)
-        return log_lik + _log_conditioning(precisions, spread)
+        return (0.5 * sizes * jnp.sum(jnp.log(precisions), axis=-1) - 0.5 * jnp.sum(precisions * squares, axis=-1)
+                + _log_conditioning(precisions, spread))
 
     def one_round(precisions, round_key):
         key_proposal, key_accept = jax.random.split(round_key)
@@ -583,7 +1085,7 @@ def _independence_refresh_precisions(config, rng_key, carry, features, shape, ra
 # Log joint
 # ----------------------------------------------------------------------------------------------
 def _log_joint(config, carry, features, n_train, alpha, alpha_types, shape, rate, n_train_clusters):
-    n_points = features.shape[0]
+    n_points, n_features = features.shape
     n_test = n_points - n_train
     if config.share_clusters:
         log_clusters = _log_crp(carry.cluster_counts, alpha, n_points)
@@ -595,13 +1097,20 @@ def _log_joint(config, carry, features, n_train, alpha, alpha_types, shape, rate
             _log_crp(test_counts, alpha, n_test) if n_test else 0.0
         )
     log_types = _log_crp(carry.type_counts, alpha_types, n_points)
-    log_lik = jnp.sum(_log_normal_diag(features, carry.means[carry.clusters], carry.precisions[carry.types]))
-    active_clusters = carry.cluster_counts > 0
+    # Σ_n log F(r_n | p_{c_n}, t_{d_n}) by type: ½ Σ_l m_l log|t_l| - ½ Σ_l t_l · Q_l - ½ N D log 2π.
+    residuals = features - carry.means[carry.clusters]
+    squares = _sum_by_slot(residuals * residuals, carry.types, carry.precisions.shape[0])
     active_types = carry.type_counts > 0
+    safe_precisions = jnp.where(active_types[:, None], carry.precisions, 1.0)
+    log_lik = 0.5 * (
+        jnp.sum(carry.type_counts * jnp.sum(jnp.log(safe_precisions), axis=-1))
+        - jnp.sum(safe_precisions * squares) - n_points * n_features * _LOG_2PI
+    )
+    active_clusters = carry.cluster_counts > 0
     log_means = jnp.sum(
         jnp.where(active_clusters, _log_normal_diag(carry.means, 0.0, 1.0 / config.prior_variance), 0.0)
     )
-    log_precisions = jnp.sum(jnp.where(active_types, _log_gamma_density(carry.precisions, shape, rate), 0.0))
+    log_precisions = jnp.sum(jnp.where(active_types, _log_gamma_density(safe_precisions, shape, rate), 0.0))
     if config.model == 3:
         per_type = _log_conditioning(carry.precisions, _pair_spread(carry.means, carry.cluster_counts))
         log_precisions = log_precisions + jnp.sum(jnp.where(active_types, per_type, 0.0))
@@ -611,6 +1120,12 @@ def _log_joint(config, carry, features, n_train, alpha, alpha_types, shape, rate
 # ----------------------------------------------------------------------------------------------
 # The kernel
 # ----------------------------------------------------------------------------------------------
+def _supply_sizes(n_test: int, n_points: int, n_cluster_slots: int, n_type_slots: int) -> tuple[int, int]:
+    """Rows of fresh draws per sweep: twice the capacity, at most one per reference that can open
+    a cluster (type), so full capacity never runs out (see :class:`_SweepDraws`)."""
+    return max(1, min(n_test, 2 * n_cluster_slots)), max(1, min(n_points, 2 * n_type_slots))
+
+
 def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: SupervisedData):
     features = data.features
     dtype = features.dtype
@@ -618,7 +1133,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     n_points, n_features = features.shape
     n_test = n_points - n_train
     n_train_clusters = jnp.max(data.train_labels) + 1
-    (key_means, key_precisions, key_uniform, key_normal, key_aux_means, key_aux_precisions,
+    (key_means, key_precisions, key_uniform, key_positions, key_cluster_supply, key_type_supply,
      key_alpha, key_alpha_types) = jax.random.split(rng_key, 8)
 
     carry = _Carry(
@@ -631,64 +1146,57 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
             carry.means, carry.cluster_counts, jnp.full((n_features,), config.precision_shape, dtype),
             jnp.full((n_features,), config.precision_rate, dtype),
         )
-    n_clusters_slots, n_type_slots = carry.means.shape[0], carry.precisions.shape[0]
+    n_cluster_slots, n_type_slots = carry.means.shape[0], carry.precisions.shape[0]
+    n_cluster_supply, n_type_supply = _supply_sizes(n_test, n_points, n_cluster_slots, n_type_slots)
 
-    # 1. Parameters given the indicators (DM05 Fig. 2 first two lines; §4.2 for SCDP-3).
+    # 1. Parameters given the indicators (DM05 Fig. 2 first two lines; §4.2 for SCDP-3), and the
+    #    fresh draws of the assignment sweep (see _SweepDraws).
+    uniforms = jax.random.uniform(key_uniform, (2, n_points), dtype)
     if config.model == 3:
         carry = _independence_refresh_means(config, key_means, carry, features)
         carry = _independence_refresh_precisions(config, key_precisions, carry, features, shape, rate)
+        n_auxiliary = config.n_auxiliary
+        cluster_draws = math.sqrt(config.prior_variance) * jax.random.normal(
+            key_cluster_supply, (n_auxiliary + n_cluster_supply, n_features), dtype
+        )
+        type_draws = jnp.exp(
+            sample_log_gamma(key_type_supply, shape, (n_auxiliary + n_type_supply, n_features)) - jnp.log(rate)
+        )
+        draws = _SweepDraws(
+            uniforms=uniforms,
+            positions=jax.random.randint(key_positions, (2, n_points), 0, n_auxiliary, jnp.int32),
+            cluster_supply=cluster_draws[n_auxiliary:],
+            type_supply=type_draws[n_auxiliary:],
+            cluster_pool=cluster_draws[:n_auxiliary],
+            type_pool=type_draws[:n_auxiliary],
+        )
     else:
+        point_precisions = carry.precisions[carry.types]
         means = _sample_means(
-            key_means, features, carry.clusters, carry.precisions[carry.types], n_clusters_slots, config.prior_variance
+            key_means, features, carry.clusters, point_precisions, n_cluster_slots, config.prior_variance
         )
         residuals = features - means[carry.clusters]
-        # One bulk Gamma draw serves the precision posteriors and the new-type proposals below.
+        # One bulk Gamma draw serves the precision posteriors and the new-type supply.
         precisions, log_gamma_unit = _sample_precisions(
-            key_precisions, residuals, carry.types, n_type_slots, shape, rate, n_points
+            key_precisions, residuals, carry.types, carry.type_counts, shape, rate, n_type_supply
         )
         carry = carry._replace(means=means, precisions=precisions)
+        draws = _SweepDraws(
+            uniforms=uniforms,
+            positions=jnp.zeros((2, n_points), jnp.int32),
+            cluster_supply=jax.random.normal(key_cluster_supply, (n_cluster_supply, n_features), dtype),
+            type_supply=log_gamma_unit,
+            cluster_pool=jnp.zeros((0, n_features), dtype),
+            type_pool=jnp.ones((0, n_features), dtype),
+        )
 
     # 2. Indicators, one reference at a time: c_n for test references, d_n for all.
-    uniforms = jax.random.uniform(key_uniform, (2, n_points), dtype)
-    if config.model == 3:
-        aux_means = math.sqrt(config.prior_variance) * jax.random.normal(
-            key_aux_means, (n_points, config.n_auxiliary, n_features), dtype
-        )
-        aux_precisions = jnp.exp(
-            sample_log_gamma(key_aux_precisions, shape, (n_points, config.n_auxiliary, n_features)) - jnp.log(rate)
-        )
-        cluster_move = partial(_cluster_move_auxiliary, config)
-        type_move = partial(_type_move_auxiliary, config)
-        cluster_extra, type_extra = aux_means, aux_precisions
-    else:
-        normals = jax.random.normal(key_normal, (n_points, n_features), dtype)
-        cluster_move = partial(_cluster_move_conjugate, config)
-        type_move = partial(_type_move_conjugate, config)
-        cluster_extra, type_extra = normals, log_gamma_unit
-
-    def visit_test(carry, inputs):
-        index, x, uniform_cluster, uniform_type, extra_cluster, extra_type = inputs
-        carry = cluster_move(carry, index, x, uniform_cluster, extra_cluster, state.alpha, n_train_clusters)
-        carry = type_move(carry, index, x, uniform_type, extra_type, state.alpha_types, shape, rate)
-        return carry, None
-
-    def visit_train(carry, inputs):
-        index, x, uniform_type, extra_type = inputs
-        return type_move(carry, index, x, uniform_type, extra_type, state.alpha_types, shape, rate), None
-
-    test_index = jnp.arange(n_train, n_points)
-    carry, _ = jax.lax.scan(
-        visit_test,
-        carry,
-        (test_index, features[n_train:], uniforms[0, n_train:], uniforms[1, n_train:],
-         cluster_extra[n_train:], type_extra[n_train:]),
-    )
-    carry, _ = jax.lax.scan(
-        visit_train, carry, (jnp.arange(n_train), features[:n_train], uniforms[1, :n_train], type_extra[:n_train])
-    )
+    sweep = _numba_sweep if config.backend == "numba" else _xla_sweep
+    carry = sweep(config, carry, features, n_train, n_train_clusters, state.alpha, state.alpha_types, shape, rate,
+                  draws)
 
     # 3. Concentrations (DM05 §4.3, App. B multi-group form).
-    n_test_clusters = jnp.sum(jnp.zeros(n_clusters_slots, jnp.int32).at[carry.clusters[n_train:]].add(1) > 0)
+    n_test_clusters = jnp.sum(jnp.zeros(n_cluster_slots, jnp.int32).at[carry.clusters[n_train:]].add(1) > 0)
     alpha = state.alpha
     if config.alpha_prior is not None:
         total_clusters = jnp.sum(carry.cluster_counts > 0)
@@ -727,6 +1235,7 @@ def build_kernel(
     alpha_types_prior: GammaPrior | None = None,
     n_auxiliary: int = 8,
     n_proposals: int = 4,
+    backend: str = "auto",
 ):
     """Build the Gibbs step of SCDP-1, -2 or -3.
 
@@ -746,6 +1255,11 @@ def build_kernel(
         M, auxiliary draws of Algorithm 8 (SCDP-3; DM05 use 8).
     n_proposals : int
         Independence-sampler proposals per parameter per sweep (SCDP-3).
+    backend : {"auto", "xla", "numba"}
+        Where the assignment sweep runs: "xla" as ``lax.scan`` loops (any device); "numba" as a
+        compiled host loop called through ``jax.pure_callback`` (CPU, much faster there); "auto"
+        picks numba on the CPU backend when numba is installed. Both use the same random numbers
+        and give the same chain.
 
     Returns
     -------
@@ -770,6 +1284,7 @@ def build_kernel(
         alpha_types_prior=alpha_types_prior,
         n_auxiliary=check_int("n_auxiliary", n_auxiliary, minimum=1),
         n_proposals=check_int("n_proposals", n_proposals, minimum=1),
+        backend=resolve_backend(backend),
     )
     return partial(_step, config)
 
@@ -1046,6 +1561,8 @@ class SupervisedDP:
         Initial capacities; doubled and the chains re-run when exceeded.
     n_auxiliary, n_proposals : int
         Algorithm 8's M and the independence-sampler proposals (SCDP-3).
+    backend : {"auto", "xla", "numba"}
+        Where the assignment sweeps run (see :func:`build_kernel`).
 
     Examples
     --------
@@ -1075,6 +1592,7 @@ class SupervisedDP:
         max_types: int = 16,
         n_auxiliary: int = 8,
         n_proposals: int = 4,
+        backend: str = "auto",
     ):
         self.step = build_kernel(
             model,
@@ -1086,6 +1604,7 @@ class SupervisedDP:
             alpha_types_prior=alpha_types_prior,
             n_auxiliary=n_auxiliary,
             n_proposals=n_proposals,
+            backend=backend,
         )
         self.model = int(model)
         self.share_clusters = bool(share_clusters)
