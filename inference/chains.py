@@ -68,6 +68,11 @@ class ChainResult(NamedTuple):
         False when Ctrl-C or the time budget stopped the run early.
     seconds : float
         Wall-clock time of the sampling loop (compilation included).
+    next_sweep : int
+        Index of the next sweep of every chain (sweeps run so far, counting those of the runs
+        this one continued). Passing it as ``first_sweep`` with ``final_state`` and the same key
+        continues the chains exactly as one uninterrupted run would have
+        (see :func:`zoo.io.save_checkpoint`).
     """
 
     samples: dict[str, np.ndarray]
@@ -76,6 +81,7 @@ class ChainResult(NamedTuple):
     thin: int
     completed: bool
     seconds: float
+    next_sweep: int = 0
 
     @property
     def n_chains(self) -> int:
@@ -164,6 +170,7 @@ def sample_chains(
     record: Callable[[Any, Any], dict[str, jax.Array]] = record_gibbs,
     on_overflow: str = "grow",
     devices: Any = None,
+    first_sweep: int = 0,
 ) -> ChainResult:
     """Run a batch of chains of ``step`` with warm-up and thinning.
 
@@ -202,6 +209,10 @@ def sample_chains(
         Spread the chains over devices (``shard_map`` over the chain axis); the number of
         chains must be a multiple of the number of devices. An int takes the first that many of
         ``jax.devices()``. The draws equal those of the single-device run with the same key.
+    first_sweep : int
+        Index of the first sweep: 0 for new chains, ``result.next_sweep`` to continue the chains
+        of an earlier ``result`` from ``result.final_state`` with the same key (usually with
+        ``n_warmup=0``). The continued chains are bit-identical to an uninterrupted run.
 
     Returns
     -------
@@ -219,6 +230,7 @@ def sample_chains(
     if time_budget is not None:
         time_budget = check_real("time_budget", time_budget, low=0.0, low_open=True)
     on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
+    first_sweep = check_int("first_sweep", first_sweep, minimum=0)
     if not callable(step):
         raise TypeError(f"step: expected a callable, got {type(step).__name__}")
     leaves = jax.tree_util.tree_leaves(init_states)
@@ -248,7 +260,7 @@ def sample_chains(
     states = init_states
     chunks: list[dict[str, np.ndarray]] = []
     completed = True
-    sweep = 0
+    sweep = first_sweep
     start = time.perf_counter()
     bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains")
     try:
@@ -276,7 +288,8 @@ def sample_chains(
             if keep:
                 chunks.append(jax.tree_util.tree_map(np.asarray, records))
             bar.update(n_records * thin)
-            if time_budget is not None and time.perf_counter() - start > time_budget and sweep < total_sweeps:
+            if (time_budget is not None and time.perf_counter() - start > time_budget
+                    and sweep < first_sweep + total_sweeps):
                 completed = False
                 break
     finally:
@@ -289,6 +302,7 @@ def sample_chains(
         thin=thin,
         completed=completed,
         seconds=time.perf_counter() - start,
+        next_sweep=sweep,
     )
 
 

@@ -166,3 +166,72 @@ def test_chains_round_trip_through_netcdf_with_settings(tmp_path):
         save_chains(tmp_path / "x.nc", {"posterior": 1})
     with pytest.raises(FileNotFoundError, match="^path:"):
         load_chains(tmp_path / "missing.nc")
+
+
+# ----------------------------------------------------------------------------- chain checkpoints
+def _checkpoint_problem():
+    from inference import neal
+    from inference.chains import stack_states
+    from inference.concentration import gamma_prior
+    from zoo.dirichlet.families import normal_gamma
+
+    family = normal_gamma(1, kappa=0.2)
+    data = np.array([[-6.0], [-6.3], [0.1], [-0.2], [6.2], [5.9]], dtype=np.float32)
+    # Algorithm 8 with α resampled: the state holds parameters, α and counts, all to be restored.
+    step = neal.build_kernel(family, "auxiliary", n_auxiliary=2, alpha_prior=gamma_prior(1.0, 1.0))
+    states = stack_states([neal.init(jax.random.key(chain), data, family, algorithm="auxiliary",
+                                     max_clusters=6, alpha=1.0) for chain in range(2)])
+    return step, states, data
+
+
+def test_checkpointed_chains_resume_bit_identically(tmp_path):
+    from inference.chains import sample_chains
+    from zoo.io import load_checkpoint, save_checkpoint
+
+    step, states, data = _checkpoint_problem()
+    key = jax.random.key(11)
+    run = dict(draws_per_call=3, progress=False)
+    whole = sample_chains(key, step, states, data, n_warmup=3, n_draws=9, **run)
+    assert whole.next_sweep == 12
+
+    # A run stopped by its time budget after the warm-up call, saved, loaded and continued.
+    stopped = sample_chains(key, step, states, data, n_warmup=3, n_draws=9, time_budget=1e-9, **run)
+    assert not stopped.completed and stopped.n_draws == 0 and stopped.next_sweep == 3
+    path = save_checkpoint(tmp_path / "stopped", stopped, key, settings={"note": "warm-up done"})
+    checkpoint = load_checkpoint(path, like=states)
+    assert checkpoint.next_sweep == 3 and checkpoint.settings["settings"] == {"note": "warm-up done"}
+    np.testing.assert_array_equal(jax.random.key_data(checkpoint.rng_key), jax.random.key_data(key))
+    resumed = sample_chains(checkpoint.rng_key, step, checkpoint.state, data, n_warmup=0, n_draws=9,
+                            first_sweep=checkpoint.next_sweep, **run)
+    for name in whole.samples:
+        np.testing.assert_array_equal(resumed.samples[name], whole.samples[name])
+
+    # A complete shorter run continued for the remaining draws.
+    first = sample_chains(key, step, states, data, n_warmup=3, n_draws=3, **run)
+    checkpoint = load_checkpoint(save_checkpoint(tmp_path / "first.npz", first, key), like=states)
+    rest = sample_chains(checkpoint.rng_key, step, checkpoint.state, data, n_warmup=0, n_draws=6,
+                         first_sweep=checkpoint.next_sweep, **run)
+    for name in whole.samples:
+        joined = np.concatenate([first.samples[name], rest.samples[name]], axis=1)
+        np.testing.assert_array_equal(joined, whole.samples[name])
+    for final, expected in zip(jax.tree_util.tree_leaves(rest.final_state), jax.tree_util.tree_leaves(whole.final_state)):
+        np.testing.assert_array_equal(np.asarray(final), np.asarray(expected))
+
+
+def test_checkpoint_arguments_are_checked(tmp_path):
+    from inference.chains import sample_chains
+    from zoo.io import load_checkpoint, save_checkpoint
+
+    step, states, data = _checkpoint_problem()
+    result = sample_chains(jax.random.key(0), step, states, data, n_warmup=0, n_draws=2, progress=False)
+    with pytest.raises(TypeError, match="^result:"):
+        save_checkpoint(tmp_path / "x", {"final_state": states}, jax.random.key(0))
+    with pytest.raises(TypeError, match="^rng_key:"):
+        save_checkpoint(tmp_path / "x", result, 0)
+    path = save_checkpoint(tmp_path / "x", result, jax.random.key(0))
+    with pytest.raises(ValueError, match="^like:"):
+        load_checkpoint(path, like={"other": np.zeros(2)})
+    with pytest.raises(FileNotFoundError, match="^path:"):
+        load_checkpoint(tmp_path / "missing.npz", like=states)
+    with pytest.raises(ValueError, match="^first_sweep:"):
+        sample_chains(jax.random.key(0), step, states, data, n_draws=2, first_sweep=-1, progress=False)

@@ -20,6 +20,19 @@ prefixes are trusted explicitly: a result file cannot make the loader import arb
 Gibbs chains are ArviZ ``InferenceData``; :func:`save_chains` writes them with
 ``InferenceData.to_netcdf`` and stores the model's settings as a JSON attribute of the posterior
 group; :func:`load_chains` reads them back with ``arviz.from_netcdf``.
+
+A run of chains that is to be continued later (another session, another machine) is saved with
+:func:`save_checkpoint`: the chains' final kernel state, the PRNG key and the index of the next
+sweep, in one ``.npz`` file (no pickle). :func:`load_checkpoint` restores them, and
+:func:`inference.chains.sample_chains` continues the chains bit-identically::
+
+    result = sample_chains(key, step, states, data, n_warmup=500, n_draws=1000)  # Ctrl-C: partial
+    save_checkpoint("chains.npz", result, key)
+    # ... later
+    checkpoint = load_checkpoint("chains.npz", like=states)
+    more = sample_chains(checkpoint.rng_key, step, checkpoint.state, data, n_warmup=0,
+                         n_draws=1000 - result.n_draws, thin=checkpoint.thin,
+                         first_sweep=checkpoint.next_sweep)
 """
 
 from __future__ import annotations
@@ -30,7 +43,7 @@ import json
 import os
 import types
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -46,8 +59,12 @@ __all__ = [
     "encode_settings",
     "describe_settings",
     "decode_settings",
+    "ChainCheckpoint",
+    "save_checkpoint",
+    "load_checkpoint",
 ]
 
+CHECKPOINT_FORMAT = "latentzoo-chain-checkpoint"
 FORMAT = "latentzoo-em-result"
 FORMAT_VERSION = 1
 CHAINS_ATTRIBUTE = "latentzoo_settings"
@@ -380,3 +397,141 @@ def chains_settings(idata: Any, *, trusted_modules: Sequence[str] = ()) -> dict[
     document = json.loads(attrs[CHAINS_ATTRIBUTE])
     return {key: decode_settings(document.get(key), key, trusted_modules=trusted_modules)
             for key in ("model", "settings")}
+
+
+# ----------------------------------------------------------------------------- chain checkpoints
+class ChainCheckpoint(NamedTuple):
+    """What :func:`load_checkpoint` restores.
+
+    Attributes
+    ----------
+    state : pytree
+        The chains' kernel state (chains first), shaped like the ``like`` template.
+    rng_key : jax.Array
+        The key the chains were started with.
+    next_sweep : int
+        Index of the next sweep (pass as ``first_sweep``).
+    thin : int
+        Sweeps per draw of the saved run.
+    settings : dict
+        The model description and settings stored with the checkpoint.
+    """
+
+    state: Any
+    rng_key: Any
+    next_sweep: int
+    thin: int
+    settings: dict
+
+
+def _state_leaves(state: Any) -> tuple[list[str], list[np.ndarray]]:
+    import jax
+
+    with_paths, _ = jax.tree_util.tree_flatten_with_path(state)
+    return [jax.tree_util.keystr(path) for path, _ in with_paths], [np.asarray(leaf) for _, leaf in with_paths]
+
+
+def save_checkpoint(path: str | os.PathLike, result: Any, rng_key: Any, *, model: Any = None,
+                    settings: dict[str, Any] | None = None) -> Path:
+    """Write what is needed to continue a run of chains: final state, key and next sweep.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Destination; ``.npz`` is appended when missing.
+    result : inference.chains.ChainResult
+        The run to continue (complete, or stopped by Ctrl-C or a time budget).
+    rng_key : jax.Array
+        The key the run was started with (typed or raw ``uint32`` key data).
+    model : object, optional
+        The model, stored as a description (see :func:`describe_settings`).
+    settings : dict, optional
+        Anything else worth keeping (numbers, strings, lists, dicts).
+
+    Returns
+    -------
+    pathlib.Path of the written file.
+    """
+    import jax
+
+    from inference.chains import ChainResult
+
+    if not isinstance(result, ChainResult):
+        raise TypeError(f"result: expected an inference.chains.ChainResult, got {type(result).__name__}")
+    if settings is not None and not isinstance(settings, dict):
+        raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
+    if not isinstance(rng_key, jax.Array):
+        raise TypeError(f"rng_key: expected a jax PRNG key, got {type(rng_key).__name__}")
+    typed = jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
+    key_data = np.asarray(jax.random.key_data(rng_key) if typed else rng_key)
+    names, leaves = _state_leaves(result.final_state)
+    path = _npz_path(path)
+    metadata = {
+        "format": CHECKPOINT_FORMAT,
+        "version": FORMAT_VERSION,
+        "leaves": names,
+        "key_impl": str(jax.random.key_impl(rng_key)) if typed else None,
+        "next_sweep": int(result.next_sweep),
+        "thin": int(result.thin),
+        "n_draws": int(result.n_draws),
+        "model": describe_settings(model, "model"),
+        "settings": encode_settings(settings, "settings"),
+    }
+    arrays = {f"state/{index}": leaf for index, leaf in enumerate(leaves)}
+    arrays["key"] = key_data
+    arrays["metadata"] = np.asarray(json.dumps(metadata))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
+    """Read a file written by :func:`save_checkpoint`.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    like : pytree
+        A state of the same kind (e.g. the initial states of the run, from
+        :func:`inference.chains.stack_states`): its structure rebuilds the saved state. Shapes
+        may differ (capacity grown during the run); the structure must match.
+
+    Returns
+    -------
+    ChainCheckpoint
+    """
+    import jax
+    import jax.numpy as jnp
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"path: {str(path)!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        metadata = json.loads(str(arrays.pop("metadata")))
+    except (ValueError, OSError, KeyError) as error:
+        raise ValueError(f"path: {str(path)!r} is not a latentzoo chain checkpoint ({error})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"path: {str(path)!r} is not a latentzoo chain checkpoint")
+    if metadata.get("version") != FORMAT_VERSION:
+        raise ValueError(f"path: unsupported format version {metadata.get('version')!r}")
+    names, _ = _state_leaves(like)
+    if names != metadata["leaves"]:
+        raise ValueError(f"like: its structure {names} differs from the saved state's {metadata['leaves']}")
+    treedef = jax.tree_util.tree_structure(like)
+    leaves = [jnp.asarray(arrays[f"state/{index}"]) for index in range(len(names))]
+    key_data = jnp.asarray(arrays["key"])
+    impl = metadata.get("key_impl")
+    rng_key = jax.random.wrap_key_data(key_data, impl=impl) if impl is not None else key_data
+    return ChainCheckpoint(
+        state=jax.tree_util.tree_unflatten(treedef, leaves),
+        rng_key=rng_key,
+        next_sweep=int(metadata["next_sweep"]),
+        thin=int(metadata["thin"]),
+        settings={"model": metadata.get("model"), "settings": decode_settings(metadata.get("settings"), "settings"),
+                  "n_draws": int(metadata.get("n_draws", 0))},
+    )
