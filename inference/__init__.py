@@ -8,8 +8,8 @@ from inference.concentration import (
     gamma_prior,
     variance_n_clusters,
 )
-from inference.em import EMResult, tempered_em
-from inference.enumerated import EnumeratedEM, ProgramData, enumerated_log_likelihood
+from inference.em import EMResult, device_mesh, tempered_em
+from inference.enumerated import EnumeratedEM, ProgramData, ShardedProgramArgs, enumerated_log_likelihood
 from inference.partitions import (
     co_clustering,
     expected_binder_loss,
@@ -22,6 +22,8 @@ from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 __all__ = [
     "tempered_em",
     "EMResult",
+    "device_mesh",
+    "ShardedProgramArgs",
     "FixedBeta",
     "TemperedEM",
     "DeterministicAnnealing",
