@@ -8,11 +8,18 @@ parameters redrawn). Two kernels of :mod:`inference.neal` are timed:
 * Algorithm 8 as Neal (2000) writes it: m fresh auxiliary components per point;
 * Algorithm 8 with the auxiliary components reused between points (Favaro & Teh 2013).
 
+The sequential loop over the points runs in the kernels' default backend (``backend="auto"``:
+a numba loop called from the jitted step on CPU, ``lax.scan`` elsewhere); ``--backend xla``
+times the ``lax.scan`` path on CPU. The capacity is K_max = 32 slots by default (the chains hold
+about 10 clusters; the driver doubles K_max if a chain ever needs more), the setting a user would
+pick for this data.
+
 The peer, run in the same process, is a straightforward NumPy implementation of Algorithm 8
 (one chain, a Python loop over points, NumPy over the clusters); it runs fewer sweeps. Printed:
 each rate and its ratio to the peer.
 
-Run: ``python benchmarks/bench_dp_gibbs.py [--sweeps 20] [--numpy-sweeps 2] [--max-clusters 32]``.
+Run: ``python benchmarks/bench_dp_gibbs.py [--sweeps 20] [--numpy-sweeps 2] [--max-clusters 32]
+[--backend auto]``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from sklearn.preprocessing import StandardScaler
 
 from inference import neal
 from inference.chains import sample_chains, stack_states
+from inference.sparse import resolve_backend
 from zoo.dirichlet.families import normal_gamma
 
 N_CHAINS = 8
@@ -114,9 +122,10 @@ def time_numpy(data: np.ndarray, initial_labels: np.ndarray, n_sweeps: int) -> f
 # ----------------------------------------------------------------------------------------------
 # The JAX kernels
 # ----------------------------------------------------------------------------------------------
-def time_jax(data: np.ndarray, initial_labels: np.ndarray, n_sweeps: int, max_clusters: int, reuse: bool):
+def time_jax(data: np.ndarray, initial_labels: np.ndarray, n_sweeps: int, max_clusters: int, reuse: bool,
+             backend: str):
     family = normal_gamma(data.shape[1], mean=PRIOR_MEAN, kappa=PRIOR_KAPPA, shape=PRIOR_SHAPE, rate=PRIOR_RATE)
-    step = neal.build_kernel(family, "auxiliary", n_auxiliary=N_AUXILIARY, reuse_auxiliary=reuse)
+    step = neal.build_kernel(family, "auxiliary", n_auxiliary=N_AUXILIARY, reuse_auxiliary=reuse, backend=backend)
     states = stack_states(
         [
             neal.init(jax.random.key(chain), data, family, algorithm="auxiliary", max_clusters=max_clusters,
@@ -137,16 +146,19 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=20, help="timed sweeps per JAX chain")
     parser.add_argument("--numpy-sweeps", type=int, default=2, help="timed sweeps of the NumPy peer")
     parser.add_argument("--max-clusters", type=int, default=32, help="initial capacity K_max")
+    parser.add_argument("--backend", choices=("auto", "xla", "numba"), default="auto",
+                        help="where the kernels run their loop over the points")
     args = parser.parse_args()
 
     data, _ = load_standardised_digits()
     initial_labels = np.random.default_rng(0).integers(0, 10, data.shape[0])
     print(f"digits: {data.shape[0]} points x {data.shape[1]} features, {N_CHAINS} chains, "
-          f"m = {N_AUXILIARY}, K_max = {args.max_clusters}, float32, backend {jax.default_backend()}")
+          f"m = {N_AUXILIARY}, K_max = {args.max_clusters}, float32, JAX backend {jax.default_backend()}, "
+          f"point loop {resolve_backend(args.backend)}")
     numpy_rate = time_numpy(data, initial_labels, args.numpy_sweeps)
     print(f"NumPy peer (1 chain, per-point loop):   {numpy_rate:8.1f} chain-sweeps/s")
     for reuse, label in ((False, "JAX Algorithm 8, fresh auxiliaries: "), (True, "JAX Algorithm 8, reused auxiliaries:")):
-        rate, n_clusters, capacity = time_jax(data, initial_labels, args.sweeps, args.max_clusters, reuse)
+        rate, n_clusters, capacity = time_jax(data, initial_labels, args.sweeps, args.max_clusters, reuse, args.backend)
         print(f"{label}  {rate:8.1f} chain-sweeps/s   ratio to NumPy {rate / numpy_rate:6.1f}x   "
               f"(clusters per chain at the end: {n_clusters.tolist()}, K_max {capacity})")
 

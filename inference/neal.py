@@ -25,6 +25,12 @@ point. Each point update is then one (K_max, F) × (F,) product for the built-in
 :mod:`zoo.dirichlet.families`), an inverse-CDF draw with that single uniform and a few writes.
 With ``reuse_auxiliary=True`` (Favaro & Teh 2013) Algorithm 8 keeps its auxiliary components from
 one point to the next, so it needs about one draw from G0 per new cluster instead of m per point.
+On CPU the sequential loop of Algorithms 2 and 8 runs by default as a numba kernel called through
+:func:`jax.pure_callback` (``backend=`` of :func:`build_kernel`; the chains of a ``vmap`` become
+one call spread over numba's threads): inside XLA's while loop each point update costs a few
+microseconds of per-operation overhead, in numba a fraction of one. It scores a point only
+against the clusters and the candidates it may join, and draws with the same uniform as the XLA
+path, so both give the same chain (up to floating-point rounding).
 
 Capacity. When a point must open a new cluster and every slot is taken, ``overflow`` is set (in
 the step's info, and sticky in the state) and the step returns the partition it started from:
@@ -259,6 +265,7 @@ def _fresh_candidate_sweep(
     uniforms: jax.Array,
     *,
     own_component_is_candidate: bool,
+    backend: str = "xla",
 ):
     """One pass over the points with explicit parameters and fresh candidates (Algorithms 2, 8).
 
@@ -268,9 +275,15 @@ def _fresh_candidate_sweep(
     Row K of the working arrays is a scratch row: always empty, it absorbs writes that must go
     nowhere and is the "first free slot" only when every slot is taken.
 
+    ``backend`` "numba" (families with the dot-product form only) runs the same updates, with the
+    same uniforms, in a compiled loop on the host (:func:`_numba_fresh_sweep`).
+
     Returns the new assignments (N,), counts (K,), the origin of every slot's parameters
     (its old slot k, or K + i·m + j for candidate j of point i) and the overflow flag.
     """
+    if backend == "numba" and family.likelihood_cache is not None:
+        return _numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik,
+                                  candidate_cache, uniforms, own_component_is_candidate)
     n_slots = counts.shape[0]
     n_candidates = candidate_log_lik.shape[1]
     dtype = features.dtype
@@ -513,7 +526,78 @@ def _numba_sweep_kernels():
             final_counts[chain] = counts.astype(dtype)
         return row_assignments, final_counts, overflow
 
-    return reuse_sweep_kernel
+    @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def fresh_sweep_kernel(features, assignments, initial_counts, slot_cache, log_new_weight, candidate_log_lik,
+                           candidate_cache, uniforms, own_component_is_candidate):
+        n_chains, n_slots, n_features = slot_cache.shape
+        n_points, n_candidates = candidate_log_lik.shape[1:]
+        dtype = uniforms.dtype
+        log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
+        new_assignments = np.empty((n_chains, n_points), np.int32)
+        final_counts = np.empty((n_chains, n_slots), np.int32)
+        origin = np.empty((n_chains, n_slots), np.int32)
+        overflow = np.zeros(n_chains, np.bool_)
+        for chain in prange(n_chains):
+            cache = slot_cache[chain].copy()
+            chain_features = features[chain % features.shape[0]]  # one shared copy or one per chain
+            counts = initial_counts[chain].astype(np.int64)
+            chain_origin = np.arange(n_slots).astype(np.int32)
+            # Entries of positive weight in the order of the XLA path: slots, then candidates.
+            live = np.empty(n_slots + n_candidates, np.int64)
+            logits = np.empty(n_slots + n_candidates, dtype)
+            cumulative = np.empty(n_slots + n_candidates, dtype)
+            for i in range(n_points):
+                label = assignments[chain, i]
+                counts[label] -= 1
+                singleton = own_component_is_candidate and counts[label] == 0
+                point = chain_features[i]
+                n_live = 0
+                first_free = n_slots
+                for slot in range(n_slots):
+                    if counts[slot] > 0 or (singleton and slot == label):
+                        log_lik = cache[slot, 0] * point[0]
+                        for feature in range(1, n_features):
+                            log_lik += cache[slot, feature] * point[feature]
+                        if counts[slot] > 0:
+                            logits[n_live] = log_count[counts[slot] - 1] + log_lik
+                        else:
+                            # Neal (2000) Alg. 8: if x_i was alone, its φ is the first auxiliary.
+                            logits[n_live] = log_new_weight[chain] + log_lik
+                        live[n_live] = slot
+                        n_live += 1
+                    if counts[slot] == 0 and first_free == n_slots:
+                        first_free = slot
+                for candidate in range(1 if singleton else 0, n_candidates):
+                    logits[n_live] = log_new_weight[chain] + candidate_log_lik[chain, i, candidate]
+                    live[n_live] = n_slots + candidate
+                    n_live += 1
+                # Inverse-CDF draw with the point's uniform, as _draw_index.
+                top = logits[:n_live].max()
+                cumulative[0] = np.exp(logits[0] - top)
+                for j in range(1, n_live):
+                    cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
+                threshold = uniforms[chain, i] * cumulative[n_live - 1]
+                j = 0
+                while j < n_live - 1 and cumulative[j] < threshold:
+                    j += 1
+                choice = live[j]
+                slot = choice
+                if choice >= n_slots:
+                    if first_free == n_slots:
+                        overflow[chain] = True
+                        slot = label
+                    else:
+                        slot = first_free
+                        candidate = choice - n_slots
+                        cache[slot] = candidate_cache[chain, i, candidate]
+                        chain_origin[slot] = n_slots + i * n_candidates + candidate
+                counts[slot] += 1
+                new_assignments[chain, i] = slot
+            final_counts[chain] = counts
+            origin[chain] = chain_origin
+        return new_assignments, final_counts, origin, overflow
+
+    return reuse_sweep_kernel, fresh_sweep_kernel
 
 
 def _numba_reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table, row_labels, initial_counts,
@@ -521,7 +605,7 @@ def _numba_reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik
     """Host side of the ReUse sweep. Arrays arrive with leading batch (chain) axes, of size 1
     where an argument is shared ("expand_dims"); they are flattened into one chain axis, and the
     shared features are not copied per chain."""
-    kernel = _numba_sweep_kernels()
+    kernel = _numba_sweep_kernels()[0]
     n_points = row_labels.shape[-1]
     n_rows, n_features = rows_cache.shape[-2:]
     batch = np.broadcast_shapes(
@@ -589,6 +673,73 @@ def _numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_
         uniforms,
         positions,
         jnp.asarray(log_new_weight, dtype),
+        vmap_method="expand_dims",
+    )
+
+
+def _numba_fresh_host(own_component_is_candidate, features, assignments, counts, slot_cache, log_new_weight,
+                      candidate_log_lik, candidate_cache, uniforms):
+    """Host side of the fresh-candidate sweep (batch axes handled as in :func:`_numba_reuse_host`)."""
+    kernel = _numba_sweep_kernels()[1]
+    n_points, n_features = features.shape[-2:]
+    n_slots = counts.shape[-1]
+    n_candidates = candidate_log_lik.shape[-1]
+    batch = np.broadcast_shapes(
+        assignments.shape[:-1], counts.shape[:-1], slot_cache.shape[:-2], log_new_weight.shape,
+        candidate_log_lik.shape[:-2], candidate_cache.shape[:-3], uniforms.shape[:-1],
+    )
+    dtype = uniforms.dtype
+
+    def per_chain(array, tail, kind):
+        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((-1,) + tail), dtype=kind)
+
+    if math.prod(features.shape[:-2]) == 1:
+        features = np.ascontiguousarray(features.reshape((1, n_points, n_features)), dtype=dtype)
+    else:
+        features = per_chain(features, (n_points, n_features), dtype)
+    new_assignments, final_counts, origin, overflow = kernel(
+        features,
+        per_chain(assignments, (n_points,), np.int32),
+        per_chain(counts, (n_slots,), np.int32),
+        per_chain(slot_cache, (n_slots, n_features), dtype),
+        per_chain(log_new_weight, (), dtype),
+        per_chain(candidate_log_lik, (n_points, n_candidates), dtype),
+        per_chain(candidate_cache, (n_points, n_candidates, n_features), dtype),
+        per_chain(uniforms, (n_points,), dtype),
+        own_component_is_candidate,
+    )
+    return (
+        new_assignments.reshape(batch + (n_points,)),
+        final_counts.reshape(batch + (n_slots,)),
+        origin.reshape(batch + (n_slots,)),
+        overflow.reshape(batch),
+    )
+
+
+def _numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik, candidate_cache,
+                       uniforms, own_component_is_candidate):
+    """The fresh-candidate sweep in numba: each point is scored only against the occupied slots
+    (``cache`` · features) and its own candidates; an opened slot takes its candidate's cache."""
+    n_points = assignments.shape[0]
+    n_slots = counts.shape[0]
+    dtype = uniforms.dtype
+    shapes = (
+        jax.ShapeDtypeStruct((n_points,), jnp.int32),
+        jax.ShapeDtypeStruct((n_slots,), jnp.int32),
+        jax.ShapeDtypeStruct((n_slots,), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.bool_),
+    )
+    return jax.pure_callback(
+        partial(_numba_fresh_host, bool(own_component_is_candidate)),
+        shapes,
+        features.astype(dtype),
+        assignments.astype(jnp.int32),
+        counts.astype(jnp.int32),
+        cache.astype(dtype),
+        jnp.asarray(log_new_weight, dtype),
+        candidate_log_lik.astype(dtype),
+        candidate_cache.astype(dtype),
+        uniforms,
         vmap_method="expand_dims",
     )
 
@@ -911,8 +1062,10 @@ def build_kernel(
         :func:`jax.pure_callback` (CPU; several times faster there). ``"auto"`` picks numba on the
         CPU backend when numba is installed (see :func:`inference.sparse.resolve_backend`). Both
         use the same random numbers and make the same decisions, so they give the same chain up
-        to floating-point rounding. Used by Algorithm 8 with reused auxiliaries; the other
-        algorithms always run their loop in XLA.
+        to floating-point rounding. Used by Algorithms 2 and 8 (fresh or reused auxiliaries)
+        when the family has the dot-product form of :mod:`zoo.dirichlet.families` (the built-in
+        ones), and by Algorithm 8 with reused auxiliaries for any family; Algorithm 3 always runs
+        its loop in XLA.
 
     Returns
     -------
@@ -1037,6 +1190,7 @@ def _sweep(config: _KernelConfig, rng_key: jax.Array, state: GibbsState, data: j
             candidate_cache,
             uniforms,
             own_component_is_candidate=config.algorithm == "auxiliary",
+            backend=config.backend,
         )
         flat = jax.tree_util.tree_map(lambda leaf: leaf.reshape((-1,) + leaf.shape[2:]), candidates)
         sources = _concat_rows(state.params, flat)

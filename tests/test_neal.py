@@ -13,8 +13,9 @@ the discrete families and the independence sampler for non-conjugate parameters 
 Capacity: a tiny K_max must report overflow (sticky, partition kept valid), and a sweep's draws
 must not depend on K_max — the basis of growing the capacity on overflow.
 
-Backends: Algorithm 8 with reused auxiliaries runs its point loop in numba on CPU by default
-("auto"); the XLA path ("auxiliary-reuse-xla") must give the same chain from the same keys.
+Backends: Algorithms 2 and 8 (fresh or reused auxiliaries) run their point loop in numba on CPU
+by default ("auto"); the XLA path must give the same chain from the same keys (and is checked
+for exactness itself in the slow tests, "auxiliary-reuse-xla").
 """
 
 from __future__ import annotations
@@ -316,15 +317,20 @@ def test_overflow_and_capacity_other_algorithms(variant):
     check_overflow_and_capacity(variant)
 
 
-def _two_backend_chains(data, family, *, alphas, max_clusters, n_sweeps, batched):
-    """Run the ReUse kernel with backend "numba" and "xla" from the same states and keys; one
-    chain per entry of ``alphas`` (a single unbatched chain when ``batched`` is false)."""
-    kernels = {
-        backend: neal.build_kernel(family, "auxiliary", n_auxiliary=3, reuse_auxiliary=True, backend=backend)
-        for backend in ("numba", "xla")
-    }
+BACKEND_VARIANTS = {
+    "auxiliary-reuse": dict(algorithm="auxiliary", n_auxiliary=3, reuse_auxiliary=True),
+    "auxiliary": dict(algorithm="auxiliary", n_auxiliary=3),
+    "conjugate": dict(algorithm="conjugate"),
+}
+
+
+def _two_backend_chains(data, family, variant, *, alphas, max_clusters, n_sweeps, batched):
+    """Run a kernel with backend "numba" and "xla" from the same states and keys; one chain per
+    entry of ``alphas`` (a single unbatched chain when ``batched`` is false)."""
+    settings = BACKEND_VARIANTS[variant]
+    kernels = {backend: neal.build_kernel(family, **settings, backend=backend) for backend in ("numba", "xla")}
     initial = [
-        neal.init(jax.random.key(chain), data, family, algorithm="auxiliary", max_clusters=max_clusters,
+        neal.init(jax.random.key(chain), data, family, algorithm=settings["algorithm"], max_clusters=max_clusters,
                   alpha=alpha, assignments=np.arange(len(data)) % (1 + chain % 3))
         for chain, alpha in enumerate(alphas)
     ]
@@ -357,20 +363,31 @@ THREE_GROUPS = np.concatenate(
 )
 
 
-def test_reuse_sweep_numba_and_xla_give_the_same_chain():
+def check_numba_and_xla_give_the_same_chain(variant):
     """Same keys, same uniforms, same decisions: the numba point loop reproduces the XLA scan, for
     chains whose clusters are born and die in every sweep and for chains that run out of capacity
     (K_max = 7, α up to 60): both backends report the same overflowing sweeps."""
-    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), alphas=[0.5, 3.0, 3.0, 60.0],
+    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), variant, alphas=[0.5, 3.0, 3.0, 60.0],
                                max_clusters=7, n_sweeps=8, batched=True)
     check_backends_agree(runs, len(THREE_GROUPS))
     overflow = np.array([flags for _, flags, _ in runs["numba"]])
     assert np.any(overflow[:, -1]) and not np.any(overflow[:, 0]), "expected both exact and overflowing sweeps"
 
 
+@pytest.mark.parametrize("variant", ["auxiliary-reuse", "auxiliary"])
+def test_numba_and_xla_give_the_same_chain(variant):
+    check_numba_and_xla_give_the_same_chain(variant)
+
+
 @pytest.mark.slow
-def test_reuse_sweep_numba_and_xla_give_the_same_chain_unbatched():
-    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), alphas=[3.0], max_clusters=24,
+def test_numba_and_xla_give_the_same_chain_conjugate():
+    check_numba_and_xla_give_the_same_chain("conjugate")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", list(BACKEND_VARIANTS))
+def test_numba_and_xla_give_the_same_chain_unbatched(variant):
+    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), variant, alphas=[3.0], max_clusters=24,
                                n_sweeps=8, batched=False)
     check_backends_agree(runs, len(THREE_GROUPS))
 
