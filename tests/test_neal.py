@@ -237,7 +237,7 @@ def test_exact_partition_posterior(variant, alpha_prior):
 @pytest.mark.parametrize("resample_alpha", [False, True], ids=["alpha-fixed", "alpha-resampled"])
 def test_exact_partition_posterior_six_points(variant, resample_alpha):
     prior = GammaPrior(1.5, 1.0) if resample_alpha else None
-    check_exactness(FAMILY_1D, DATA_6, variant, alpha=1.3, alpha_prior=prior, n_chains=128, n_draws=3000, seed=1)
+    check_exactness(FAMILY_1D, DATA_6, variant, alpha=1.3, alpha_prior=prior, n_chains=256, n_draws=3000, seed=1)
 
 
 @pytest.mark.slow
