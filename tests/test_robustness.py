@@ -1,0 +1,89 @@
+"""Numerical robustness in float32: rows with 10^5 tokens, extreme β, clusters that empty out.
+
+Every EM model of the zoo is fitted in JAX's default float32 on data made to stress it; every
+parameter, log-likelihood and history entry must stay finite and every distribution normalised.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from inference.em import tempered_em
+from inference.schedules import FixedBeta
+from zoo.data import CoOccurrence
+from zoo.dyadic.aspect import Aspect, AspectParams
+from zoo.dyadic.cluster_abstraction import ClusterAbstraction
+from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.two_sided import TwoSided
+
+
+def long_rows() -> CoOccurrence:
+    """Ten rows over 40 words; two rows hold 10^5 tokens each, the others a few dozen."""
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(0.8, size=(10, 40)).astype(np.float64)
+    counts[0, :20] = rng.multinomial(100_000, np.full(20, 1 / 20))
+    counts[1, 20:] = rng.multinomial(100_000, np.full(20, 1 / 20))
+    return CoOccurrence.from_dense(counts)
+
+
+MODELS = {
+    "aspect": lambda backend: Aspect(3, backend=backend),
+    "one-sided": lambda backend: OneSided(3, backend=backend),
+    "two-sided": lambda backend: TwoSided(3, 2, backend=backend),
+    "cam": lambda backend: ClusterAbstraction(depth=2, branching=2, backend=backend),
+}
+
+
+def assert_finite_fit(result, data):
+    assert jnp.result_type(float) == jnp.float32  # the suite's default: float32
+    for leaf in jax.tree_util.tree_leaves(result.params):
+        assert np.isfinite(np.asarray(leaf)).all()
+    for name, values in result.history.items():
+        if name.startswith("valid"):
+            continue  # no validation data in these fits: recorded as not measured (NaN)
+        assert np.isfinite(np.asarray(values)[: result.n_iter]).all(), name
+    assert np.isfinite(result.log_likelihood(data))
+    assert np.isfinite(result.perplexity(data))
+
+
+@pytest.mark.parametrize("backend", ["xla", "numba"])
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("beta", [1.0, 1e-3])
+def test_long_rows_and_extreme_beta_stay_finite(name, backend, beta):
+    data = long_rows()
+    result = tempered_em(MODELS[name](backend), data, key=jax.random.key(0), schedule=FixedBeta(beta),
+                         max_iter=30, tol=0.0)
+    assert_finite_fit(result, data)
+
+
+def test_an_emptied_aspect_class_stays_finite():
+    # Start with a class of zero prior weight and a class whose word distribution misses every
+    # observed word: both get no responsibility, and must neither divide by zero nor come back NaN.
+    data = long_rows()
+    n_rows, n_cols = data.shape
+    rng = np.random.default_rng(1)
+    rows = rng.dirichlet(np.ones(n_rows), size=3).T.astype(np.float32)
+    cols = rng.dirichlet(np.ones(n_cols), size=3).T.astype(np.float32)
+    cols[:, 2] = 0.0
+    cols[-1, 2] = 1.0  # all its mass on a word...
+    dense = data.to_sparse().toarray()
+    dense[:, -1] = 0.0  # ...that never occurs
+    data = CoOccurrence.from_dense(dense)
+    init = AspectParams(class_prior=jnp.asarray([0.0, 0.6, 0.4], jnp.float32),
+                        row_given_class=jnp.asarray(rows), col_given_class=jnp.asarray(cols))
+    result = tempered_em(Aspect(3, backend="xla"), data, key=jax.random.key(0), init=init, max_iter=20, tol=0.0)
+    assert_finite_fit(result, data)
+    np.testing.assert_allclose(np.asarray(result.params.class_prior).sum(), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["one-sided", "two-sided", "cam"])
+def test_more_clusters_than_distinct_rows_stay_finite(name):
+    # Two distinct row profiles and four clusters (or leaves): clusters empty out during EM.
+    base = np.zeros((2, 12))
+    base[0, :6], base[1, 6:] = 50.0, 50.0
+    data = CoOccurrence.from_dense(np.repeat(base, 4, axis=0))
+    model = {"one-sided": OneSided(4, backend="xla"), "two-sided": TwoSided(4, 4, backend="xla"),
+             "cam": ClusterAbstraction(depth=2, branching=2, backend="xla")}[name]
+    result = tempered_em(model, data, key=jax.random.key(3), max_iter=60, tol=0.0)
+    assert_finite_fit(result, data)
