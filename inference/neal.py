@@ -615,7 +615,7 @@ def _numba_reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik
     dtype = uniforms.dtype
 
     def per_chain(array, tail, kind):
-        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((-1,) + tail), dtype=kind)
+        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((math.prod(batch),) + tail), dtype=kind)
 
     if math.prod(features.shape[:-2]) == 1:
         features = features.reshape((1, n_points, n_features))
@@ -691,7 +691,7 @@ def _numba_fresh_host(own_component_is_candidate, features, assignments, counts,
     dtype = uniforms.dtype
 
     def per_chain(array, tail, kind):
-        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((-1,) + tail), dtype=kind)
+        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((math.prod(batch),) + tail), dtype=kind)
 
     if math.prod(features.shape[:-2]) == 1:
         features = np.ascontiguousarray(features.reshape((1, n_points, n_features)), dtype=dtype)

@@ -363,11 +363,12 @@ THREE_GROUPS = np.concatenate(
 )
 
 
-def check_numba_and_xla_give_the_same_chain(variant):
+def check_numba_and_xla_give_the_same_chain(variant, family=None):
     """Same keys, same uniforms, same decisions: the numba point loop reproduces the XLA scan, for
     chains whose clusters are born and die in every sweep and for chains that run out of capacity
     (K_max = 7, α up to 60): both backends report the same overflowing sweeps."""
-    runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), variant, alphas=[0.5, 3.0, 3.0, 60.0],
+    family = normal_gamma(2, kappa=0.2) if family is None else family
+    runs = _two_backend_chains(THREE_GROUPS, family, variant, alphas=[0.5, 3.0, 3.0, 60.0],
                                max_clusters=7, n_sweeps=8, batched=True)
     check_backends_agree(runs, len(THREE_GROUPS))
     overflow = np.array([flags for _, flags, _ in runs["numba"]])
@@ -377,6 +378,13 @@ def check_numba_and_xla_give_the_same_chain(variant):
 @pytest.mark.parametrize("variant", ["auxiliary-reuse", "auxiliary"])
 def test_numba_and_xla_give_the_same_chain(variant):
     check_numba_and_xla_give_the_same_chain(variant)
+
+
+def test_numba_and_xla_give_the_same_chain_without_dot_form():
+    """A family without the dot-product form: the numba ReUse loop reads the XLA-computed
+    point x row log-likelihood table instead of scoring points itself."""
+    base = normal_gamma(2, kappa=0.2)
+    check_numba_and_xla_give_the_same_chain("auxiliary-reuse", custom_family(base.log_likelihood, base.sample_base))
 
 
 @pytest.mark.slow
