@@ -138,6 +138,11 @@ def _positive(alpha: jax.Array) -> jax.Array:
     return jnp.maximum(alpha, jnp.finfo(alpha.dtype).tiny)
 
 
+def _check_key(rng_key: Any) -> None:
+    if not isinstance(rng_key, jax.Array):
+        raise TypeError(f"rng_key: expected a jax PRNG key, got {type(rng_key).__name__}")
+
+
 def escobar_west_update(
     rng_key: jax.Array, alpha: Any, n_clusters: Any, n_points: Any, prior: GammaPrior
 ) -> jax.Array:
@@ -179,6 +184,7 @@ def escobar_west_update(
     >>> bool(new_alpha > 0)
     True
     """
+    _check_key(rng_key)
     _check_prior(prior)
     _check_alpha(alpha)
     if _is_concrete(n_points):
@@ -321,6 +327,7 @@ def escobar_west_multi_group_update(
     >>> bool(new_alpha > 0)
     True
     """
+    _check_key(rng_key)
     _check_prior(prior)
     _check_alpha(alpha)
     if _is_concrete(group_sizes):

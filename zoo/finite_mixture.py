@@ -126,7 +126,9 @@ class GaussianMixture:
         safe_mass = jnp.where(mass > 0, mass, 1.0)
         locs = (responsibilities.T @ points) / safe_mass[:, None]
         second = (responsibilities.T @ points**2) / safe_mass[:, None]
-        floor = self.variance_floor * jnp.var(points, axis=0)
+        spread = jnp.var(points, axis=0)
+        # A constant feature has no spread to scale the floor by: its floor is absolute.
+        floor = self.variance_floor * jnp.where(spread > 0, spread, 1.0)
         variances = jnp.maximum(second - locs**2, floor)
         empty = (mass <= 0)[:, None]
         return GaussianMixtureParams(

@@ -304,6 +304,8 @@ def cluster_edit_distance(labels_true: Any, labels_pred: Any, *, normalize: bool
     >>> cluster_edit_distance([0, 1, 2, 3], [0, 0, 1, 1])  # two moves into new clusters
     2.0
     """
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise TypeError(f"normalize: expected a bool, got {type(normalize).__name__}")
     counts = _Contingency.from_labels(labels_true, labels_pred)
     distance = counts.edit_distance()
     return distance / counts.n_points if normalize else float(distance)

@@ -1690,6 +1690,8 @@ class SupervisedDP:
         SupervisedDPFit
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
+        if not isinstance(key, jax.Array):
+            raise TypeError(f"key: expected a jax PRNG key, got {type(key).__name__}")
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
         if n_warmup is None:

@@ -189,7 +189,8 @@ class Relation:
         if not isinstance(self.shape, (tuple, list)) or len(self.shape) != arity:
             raise ValueError(f"shape: expected {arity} sizes (one per argument), got {self.shape!r}")
         shape = tuple(check_int("shape", size, minimum=1) for size in self.shape)
-        value_labels = tuple(self.value_labels) if not isinstance(self.value_labels, (str, bytes)) else None
+        value_labels = (tuple(self.value_labels) if isinstance(self.value_labels, (tuple, list, np.ndarray))
+                        else None)
         if value_labels is None or len(value_labels) < 2:
             raise ValueError(f"value_labels: a relation needs at least 2 declared values, got {self.value_labels!r}")
         if len(set(value_labels)) != len(value_labels):
@@ -324,8 +325,10 @@ class RelationalData:
     def __post_init__(self) -> None:
         if isinstance(self.domains, Domain):
             domains = (self.domains,)
-        else:
+        elif isinstance(self.domains, (tuple, list)):
             domains = tuple(self.domains)
+        else:
+            raise TypeError(f"domains: expected a Domain or a sequence of Domains, got {type(self.domains).__name__}")
         if not domains:
             raise ValueError("domains: at least one domain is needed")
         for domain in domains:
@@ -516,6 +519,8 @@ class RelationalData:
             if mask_array.dtype != bool and not np.isin(mask_array, (0, 1)).all():
                 raise ValueError("mask: expected booleans (True = observed)")
             observed &= mask_array.astype(bool)
+        if not isinstance(domains, (str, tuple, list)):
+            raise TypeError(f"domains: expected one name or two, got {type(domains).__name__}")
         domain_names = (domains,) if isinstance(domains, str) else tuple(domains)
         if len(domain_names) not in (1, 2):
             raise ValueError(f"domains: expected one name or two, got {domains!r}")
