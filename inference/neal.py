@@ -439,6 +439,19 @@ def _numba_sweep_kernels():
 
     # fastmath: only reassociation and contraction, so that the feature dot products vectorise;
     # infinities keep their meaning (rows of weight zero have logit -inf).
+    @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def _inverse_cdf_draw(logits, n_live, cumulative, uniform):
+        """Index drawn from softmax(logits[:n_live]) with one uniform, as _draw_index."""
+        top = logits[:n_live].max()
+        cumulative[0] = np.exp(logits[0] - top)
+        for j in range(1, n_live):
+            cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
+        threshold = uniform * cumulative[n_live - 1]
+        j = 0
+        while j < n_live - 1 and cumulative[j] < threshold:
+            j += 1
+        return j
+
     @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
     def reuse_sweep_kernel(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
                            log_new_weight, n_pool, n_supply, use_table):
@@ -500,16 +513,7 @@ def _numba_sweep_kernels():
                         logits[j] = log_count[counts[row] - 1] + log_lik
                     else:
                         logits[j] = log_new_weight[chain] + log_lik
-                # Inverse-CDF draw with the point's uniform, as _draw_index.
-                top = logits[:n_live].max()
-                cumulative[0] = np.exp(logits[0] - top)
-                for j in range(1, n_live):
-                    cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
-                threshold = uniforms[chain, i] * cumulative[n_live - 1]
-                j = 0
-                while j < n_live - 1 and cumulative[j] < threshold:
-                    j += 1
-                choice = live[j]
+                choice = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
                 # ReUse step 2: a chosen pool member becomes a cluster; the next fresh draw takes
                 # its place.
                 chosen_position = pool_position[choice]
@@ -571,16 +575,7 @@ def _numba_sweep_kernels():
                     logits[n_live] = log_new_weight[chain] + candidate_log_lik[chain, i, candidate]
                     live[n_live] = n_slots + candidate
                     n_live += 1
-                # Inverse-CDF draw with the point's uniform, as _draw_index.
-                top = logits[:n_live].max()
-                cumulative[0] = np.exp(logits[0] - top)
-                for j in range(1, n_live):
-                    cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
-                threshold = uniforms[chain, i] * cumulative[n_live - 1]
-                j = 0
-                while j < n_live - 1 and cumulative[j] < threshold:
-                    j += 1
-                choice = live[j]
+                choice = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
                 slot = choice
                 if choice >= n_slots:
                     if first_free == n_slots:
