@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+from _memory import current_rss_bytes, peak_rss_bytes
 
 
 def synthetic(nnz: int, seed: int = 0):
@@ -62,7 +62,7 @@ def child(mode: str, nnz: int, n_classes: int) -> None:
     import inference.em  # noqa: F401
 
     data = synthetic(nnz)
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    baseline = current_rss_bytes()
     if mode == "memory":
         seconds = seconds_per_iteration(data, n_classes, short=1, long=2)
     else:
@@ -70,7 +70,7 @@ def child(mode: str, nnz: int, n_classes: int) -> None:
 
         devices = len(jax.devices()) if mode == "sharded" else None
         seconds = seconds_per_iteration(data, n_classes, devices=devices)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_bytes()
     print(json.dumps({"seconds": seconds, "peak_bytes": peak, "baseline_bytes": baseline, "nnz": data.nnz}))
 
 

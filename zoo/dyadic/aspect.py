@@ -100,9 +100,16 @@ def _reduce(reduce: Any, value: Any) -> Any:
 
 
 def _power(probabilities: Any, beta: Any) -> Any:
-    """p^β with 0^β = 0, computed in log space."""
-    positive = probabilities > 0
-    return jnp.where(positive, jnp.exp(beta * jnp.log(jnp.where(positive, probabilities, 1.0))), 0.0)
+    """p^β with 0^β = 0, computed in log space; at β = 1 the exp/log pass is skipped."""
+
+    def tempered():
+        positive = probabilities > 0
+        powered = jnp.exp(beta * jnp.log(jnp.where(positive, probabilities, 1.0)))
+        return jnp.where(positive, powered, 0.0).astype(probabilities.dtype)
+
+    if isinstance(beta, (int, float)):
+        return probabilities if beta == 1 else tempered()
+    return jax.lax.cond(beta == 1, lambda: probabilities, tempered)
 
 
 def _row_max_normalise(factors: Any) -> tuple[Any, Any]:
@@ -226,9 +233,16 @@ class Aspect:
         With ``reduce`` (a ``psum`` over devices holding blocks of cells) the expected counts are
         added up across blocks before the M-step: data-parallel EM.
         """
-        A, B, _, _ = self._factors(params, beta)
-        # The β = 1 log-likelihood of ``params`` comes out of the same pass over the cells.
-        A_one, B_one, log_rows, log_cols = self._factors(params, 1.0)
+        A, B, log_rows_beta, log_cols_beta = self._factors(params, beta)
+        # The β = 1 log-likelihood of ``params`` comes out of the same pass over the cells. At β = 1
+        # the β = 1 factors are the ones just computed, so ``lax.cond`` skips recomputing them and
+        # the kernel skips the second product per cell. (Under vmapped restarts with batched β both
+        # branches of the cond run; the single pass over the cells is kept either way.)
+        A_one, B_one, log_rows, log_cols = jax.lax.cond(
+            beta == 1.0,
+            lambda: (A, B, log_rows_beta, log_cols_beta),
+            lambda: self._factors(params, 1.0),
+        )
         stats = cell_stats(A, B, arrays, want_rows=True, want_cols=self.update == "simultaneous",
                            backend=self.backend, eval_factors=(A_one, B_one), eval_needed=beta != 1.0)
         stats = _reduce(reduce, stats._replace(
