@@ -15,7 +15,10 @@ reports that a chain ran out of it, the driver either raises :class:`CapacityErr
 (``on_overflow="raise"``) or doubles the capacity of every chain (at most N), re-jits, and re-runs
 the same call from the states it started with, with the same keys. Because the kernels' draws do
 not depend on the capacity, the re-run reproduces the chain up to the point of overflow and then
-continues it exactly ("grow", the default).
+continues it exactly ("grow", the default). A state class may define its own
+``grow_after_overflow(overflowed)`` (the supervised DP's state doubles only the capacity that ran
+out); its kernel's draws may depend on the capacity, in which case the re-run is a valid chain
+from the same states but not the same draws.
 
 Chains over devices. With ``devices=`` (an int, the first that many of ``jax.devices()``, or a
 sequence of devices) the chains are split into equal groups, one per device, with ``shard_map``
@@ -280,7 +283,7 @@ def sample_chains(
                     break
                 if not _overflowed(new_states):
                     break
-                states = _handle_overflow(states, on_overflow)
+                states = _handle_overflow(states, new_states, on_overflow)
             if not completed:
                 break
             states = new_states
@@ -306,7 +309,18 @@ def sample_chains(
     )
 
 
-def _handle_overflow(states: Any, on_overflow: str) -> Any:
+def _handle_overflow(states: Any, overflowed: Any, on_overflow: str) -> Any:
+    """Grown copy of ``states`` (the last states without overflow) after ``overflowed``.
+
+    A state class of another kernel can take part by defining
+    ``grow_after_overflow(self, overflowed) -> grown state`` (raising :class:`CapacityError`
+    when it cannot grow), as :class:`zoo.dirichlet.supervised.SupervisedState` does.
+    """
+    grow = getattr(states, "grow_after_overflow", None)
+    if grow is not None:
+        if on_overflow == "raise":
+            raise CapacityError("a chain ran out of capacity; use on_overflow='grow' or a larger capacity")
+        return grow(overflowed)
     if not isinstance(states, GibbsState):
         raise CapacityError("a chain reported overflow but its state cannot be grown")
     capacity = states.max_clusters

@@ -257,6 +257,52 @@ def test_numba_sweep_runs_vmapped_chains_like_single_ones():
         assert np.array_equal(batched.types[chain], single.types)
 
 
+def test_overflow_bits_name_the_capacity_and_only_that_capacity_grows():
+    rng = np.random.default_rng(5)
+    train, test = rng.normal(size=(12, 2)), 4.0 * rng.normal(size=(10, 2))
+    labels = rng.integers(0, 3, 12)
+    data = scdp.SupervisedData(
+        jnp.asarray(np.concatenate([train, test]), jnp.float32),
+        jnp.asarray(np.unique(labels, return_inverse=True)[1], jnp.int32),
+    )
+    # One test slot, plenty of types; then plenty of test slots, one type slot. Widely spread test
+    # points with a large alpha must open publications (types) within a few sweeps.
+    for capacities, bit in (((1, 22), 1), ((10, 1), 2)):
+        state = scdp.init(jax.random.key(0), train, labels, test, max_test_clusters=capacities[0],
+                          max_types=capacities[1], alpha=50.0, alpha_types=50.0)
+        for backend in ("xla", "numba"):
+            step = jax.jit(scdp.build_kernel(1, backend=backend))
+            current = state
+            for sweep in range(4):
+                current, info = step(jax.random.key(sweep), current, data)
+            assert int(current.overflow) == bit, (backend, capacities)
+        grown = state.grow_after_overflow(current)
+        slots, types = state.cluster_counts.shape[0], state.type_counts.shape[0]
+        if bit == 1:
+            assert grown.cluster_counts.shape[0] == 2 * slots and grown.means.shape[0] == 2 * slots
+            assert grown.type_counts.shape[0] == types
+        else:
+            assert grown.type_counts.shape[0] == 2 * types and grown.precisions.shape[0] == 2 * types
+            assert grown.cluster_counts.shape[0] == slots
+        # The occupied slots are untouched; the new ones are empty.
+        assert np.array_equal(grown.cluster_counts[:slots], state.cluster_counts)
+        assert np.array_equal(grown.type_counts[:types], state.type_counts)
+        assert int(grown.cluster_counts[slots:].sum()) == 0 and int(grown.type_counts[types:].sum()) == 0
+
+
+def test_fit_grows_the_capacity_it_runs_out_of_and_keeps_going():
+    rng = np.random.default_rng(6)
+    train, test = rng.normal(size=(12, 2)), 4.0 * rng.normal(size=(10, 2))
+    labels = rng.integers(0, 3, 12)
+    model = SupervisedDP(1, alpha=20.0, alpha_prior=None, max_test_clusters=1, max_types=16)
+    fit = model.fit(train, labels, test, key=jax.random.key(0), n_chains=2, n_sweeps=20, progress=False)
+    final = fit.result.final_state
+    assert final.means.shape[1] > 3 + 1  # publication slots grew beyond K_train + 1
+    assert final.precisions.shape[1] == 16  # types never ran out: not grown
+    assert not np.any(np.asarray(final.overflow))
+    assert fit.result.samples["n_clusters"].max() > 1
+
+
 def test_unknown_backend_is_rejected():
     with pytest.raises(ValueError, match="^backend: "):
         scdp.build_kernel(1, backend="gpu")
