@@ -114,7 +114,9 @@ def _auxiliary_draws(
             base_shape[None],
         ]
     )
-    log_gammas = jax.random.loggamma(rng_key, concentrations)
+    # loggamma draws in the default float dtype unless told: float32 inputs under x64 would
+    # come back float64 and change the dtype of the caller's α carry.
+    log_gammas = jax.random.loggamma(rng_key, concentrations, dtype=concentrations.dtype)
     log_numerators, log_denominators = log_gammas[:n_groups], log_gammas[n_groups:-1]
     log_x = log_numerators - jnp.logaddexp(log_numerators, log_denominators)
     return jnp.where(has_points, log_x, 0.0), log_gammas[-1]
@@ -136,6 +138,15 @@ def _add_exponentials(
 def _positive(alpha: jax.Array) -> jax.Array:
     """Keep a Gamma draw inside the support when a tiny shape underflows it to 0."""
     return jnp.maximum(alpha, jnp.finfo(alpha.dtype).tiny)
+
+
+def _working_dtype(alpha: Any) -> Any:
+    """The floating dtype of the update: α's own when it is a floating array, else the default.
+
+    α is usually the carry of a sampler's scan, which must come back in the dtype it went in
+    (a float32 α under x64 stays float32); a Python float or an integer α takes JAX's default.
+    """
+    return jnp.result_type(alpha, float)
 
 
 def _check_key(rng_key: Any) -> None:
@@ -175,7 +186,7 @@ def escobar_west_update(
     Returns
     -------
     jax.Array, scalar
-        The new α, in the default floating dtype.
+        The new α, in α's floating dtype (the default floating dtype for a Python number).
 
     Examples
     --------
@@ -198,7 +209,7 @@ def escobar_west_update(
             )
     elif _is_concrete(n_clusters):
         check_int("n_clusters", n_clusters, minimum=0)
-    dtype = jnp.result_type(float)
+    dtype = _working_dtype(alpha)
     alpha = jnp.asarray(alpha, dtype)
     n_clusters = jnp.asarray(n_clusters, dtype)
     n_points = jnp.asarray(n_points, dtype)
@@ -317,7 +328,7 @@ def escobar_west_multi_group_update(
     Returns
     -------
     jax.Array, scalar
-        The new α.
+        The new α, in α's floating dtype (the default floating dtype for a Python number).
 
     Examples
     --------
@@ -346,7 +357,7 @@ def escobar_west_multi_group_update(
             )
         if _is_concrete(n_clusters):
             check_int("n_clusters", n_clusters, minimum=0)
-    dtype = jnp.result_type(float)
+    dtype = _working_dtype(alpha)
     alpha = jnp.asarray(alpha, dtype)
     n_clusters = jnp.asarray(n_clusters, dtype)
     group_sizes = jnp.asarray(group_sizes).astype(dtype)

@@ -173,6 +173,40 @@ def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, 
     return jax.lax.while_loop(cond, body, state)
 
 
+def _init_dtype(init: Any) -> Any:
+    """The floating dtype of starting parameters (None if they hold no floats)."""
+    dtypes = [jnp.asarray(leaf).dtype for leaf in jax.tree_util.tree_leaves(init)]
+    floating = [dtype for dtype in dtypes if jnp.issubdtype(dtype, jnp.floating)]
+    return jnp.result_type(*floating) if floating else None
+
+
+def _in_dtype(arrays: Any, dtype: Any, data: Any) -> Any:
+    """The floating leaves of a model's data ``arrays`` in ``dtype``, the precision of ``init``.
+
+    The starting parameters set the working precision: float32 parameters under x64 are fitted
+    in float32, so the data, prepared in JAX's default float, follow them (float64 counts would
+    turn the float32 carries of the EM loop into float64 ones). Counts must not overflow the
+    narrower dtype: checked on the host, before any JAX code, like the default dtype's range.
+    """
+    if dtype is None or arrays is None:
+        return arrays
+    if isinstance(data, CoOccurrence):
+        data._check_range(dtype)
+
+    def cast(leaf):
+        leaf_dtype = getattr(leaf, "dtype", None)
+        if leaf_dtype is None or not jnp.issubdtype(leaf_dtype, jnp.floating) or leaf_dtype == dtype:
+            return leaf
+        values = np.asarray(leaf)
+        cast_values = values.astype(dtype)
+        if (np.isfinite(values) & ~np.isfinite(cast_values)).any():
+            raise ValueError(f"data: values up to {np.abs(values).max():.3g} overflow {np.dtype(dtype).name}, "
+                             "the dtype of init; rescale the data or start from wider parameters")
+        return cast_values if isinstance(leaf, np.ndarray) else jnp.asarray(cast_values)
+
+    return jax.tree_util.tree_map(cast, arrays)
+
+
 @partial(jax.jit, static_argnames=("model",))
 def _initial_params(keys, train, *, model):
     return jax.vmap(model.init_params, in_axes=(0, None))(keys, train)
@@ -252,13 +286,15 @@ class EMResult:
 
     def log_likelihood(self, data: Any) -> float:
         """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters."""
-        arrays = self.model.prepare(data)
-        return float(self.model.log_likelihood(self.params, arrays))
+        return float(self.model.log_likelihood(self.params, self._arrays(data)))
 
     def heldout_log_likelihood(self, data: Any) -> float:
         """Σ n log P(y|x) of held-out counts (rows known from training)."""
-        arrays = self.model.prepare(data)
-        return float(self.model.heldout_log_lik(self.params, arrays))
+        return float(self.model.heldout_log_lik(self.params, self._arrays(data)))
+
+    def _arrays(self, data: Any) -> Any:
+        # Evaluated in the precision of the fit, the parameters' dtype, as in tempered_em.
+        return _in_dtype(self.model.prepare(data), _init_dtype(self.params), data)
 
     def perplexity(self, data: Any) -> float:
         """Held-out perplexity exp(-l), l = Σ n log P(y|x) / Σ n (H99 §5)."""
@@ -366,7 +402,8 @@ def tempered_em(
         Convergence: relative change of the training log-likelihood below ``tol``.
     init : params, optional
         Starting parameters (the model's params type) used instead of a random start; then
-        ``n_restarts`` must be 1.
+        ``n_restarts`` must be 1. Their floating dtype is the working precision of the fit: the
+        data's arrays are cast to it (float32 parameters are fitted in float32 under x64 too).
     devices : int or sequence of jax devices, optional
         Data-parallel EM: the cells are split into one block per device (``shard_map``) and the
         E-step statistics are summed across devices with ``psum``. An int takes the first that
@@ -408,24 +445,27 @@ def tempered_em(
         raise ValueError(f"devices: {type(model).__name__} does not support data-parallel fitting")
     if valid is not None and isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
-    train_arrays = model.prepare(data)
+    # Starting parameters set the working precision (float32 ones stay float32 under x64).
+    init_dtype = _init_dtype(init) if init is not None else None
+    train_arrays = _in_dtype(model.prepare(data), init_dtype, data)
     valid_total = jnp.asarray(_observation_count(valid) if valid is not None else 1.0, jnp.result_type(float))
     keys = jax.random.split(key, n_restarts)
     if init is None:
         starts = _initial_params(keys, train_arrays, model=model)
     else:
-        starts = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[None], init)
+        starts = jax.tree_util.tree_map(lambda leaf: _in_dtype(jnp.asarray(leaf), init_dtype, None)[None], init)
     states = _initial_states(starts, schedule=schedule, max_iter=max_iter)
     if mesh is None:
-        valid_arrays = model.prepare(valid) if valid is not None else None
+        valid_arrays = _in_dtype(model.prepare(valid), init_dtype, valid) if valid is not None else None
         advance = partial(_advance, model=model, schedule=schedule, tol=tol)
     else:
         n_shards = mesh.devices.size
         # Lay the blocks out on their devices once (not at every segment); across hosts this
         # makes the global arrays from the same host data on every process.
         blocks, replicated = NamedSharding(mesh, P(SHARD_AXIS)), NamedSharding(mesh, P())
-        train_arrays = jax.device_put(model.prepare_sharded(data, n_shards), blocks)
-        valid_arrays = jax.device_put(model.prepare_sharded(valid, n_shards), blocks) if valid is not None else None
+        train_arrays = jax.device_put(_in_dtype(model.prepare_sharded(data, n_shards), init_dtype, data), blocks)
+        valid_arrays = (jax.device_put(_in_dtype(model.prepare_sharded(valid, n_shards), init_dtype, valid), blocks)
+                        if valid is not None else None)
         states, valid_total = jax.device_put((states, valid_total), replicated)
         advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
     states, stopped_by = _run_segments(

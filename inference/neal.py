@@ -946,7 +946,10 @@ def init(
     n_used = int(labels.max()) + 1
     if n_used > max_clusters:
         raise ValueError(f"assignments: uses {n_used} clusters, more than max_clusters={max_clusters}")
-    dtype = jnp.result_type(float)
+    # The data's dtype is the working precision, as in the step (float32 points under x64 stay
+    # float32; integer points take the default float): statistics and α are scan carries there,
+    # so they must start in the dtype the step computes them in.
+    dtype = jnp.result_type(data, float)
     return _init_arrays(
         family,
         algorithm != "collapsed",

@@ -519,6 +519,9 @@ def count_matmul(
     -------
     array of the dtype of ``dense``.
     """
+    if data.counts.dtype != dense.dtype:
+        # ``dense`` sets the working precision, as in :func:`cell_stats`.
+        data = data._replace(counts=data.counts.astype(dense.dtype))
     if resolve_backend(backend) == "numba":
         return _numba_count_matmul(dense, data, transpose)
     return _xla_count_matmul(dense, data, transpose, chunk_cells)

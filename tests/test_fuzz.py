@@ -71,6 +71,24 @@ def rejects(call: Callable[[], Any], *names: str) -> None:
     pytest.fail(f"bad input accepted (expected an error naming {names}); returned {result!r:.200}")
 
 
+def beyond_working_range(magnitude: float) -> bool:
+    """Whether ``magnitude`` comes within a factor 1e4 of the largest float of the working dtype.
+
+    Some fuzzed values only overflow float32 arithmetic (counts of 1e38, features of 1e20 whose
+    squares the M-step sums): under x64 they are legitimate data. They lie many orders of
+    magnitude from either boundary, so the exact headroom the library keeps does not matter.
+    """
+    return magnitude > float(np.finfo(jnp.result_type(float)).max) / 1e4
+
+
+def accepts_in_working_range(call: Callable[[], Any]) -> None:
+    """``call()`` fits data that is valid in the working dtype (one counted case): finite parameters."""
+    CASES["count"] += 1
+    result = call()
+    leaves = jax.tree_util.tree_leaves(result.params)
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in leaves), f"non-finite fit {result!r:.200}"
+
+
 def counted(minimum: int) -> Callable:
     """Decorate a hypothesis test: record that it runs at least ``minimum`` cases, and check it."""
     def decorate(test: Callable) -> Callable:
@@ -352,6 +370,10 @@ EM_VALID = {"model": ASPECT, "data": TRAIN, "key": jax.random.key(0), "valid": N
 ))
 def test_tempered_em(case):
     name, kwargs = case
+    data = kwargs["data"]
+    if name == "data" and isinstance(data, CoOccurrence) and not beyond_working_range(data.total):
+        accepts_in_working_range(lambda: tempered_em(**kwargs))  # 1e38 counts are valid float64 data
+        return
     names = (name, "counts") if name == "data" else (name,)  # counts beyond the float32 range
     rejects(lambda: tempered_em(**kwargs), *names)
 
@@ -361,12 +383,20 @@ def test_tempered_em(case):
 @given(st.one_of(
     bad_counts((4, 2)).filter(lambda values: values.dtype.kind != "f" or values.ndim != 2 or not np.isfinite(values).all()
                               ).map(lambda values: ("data", values)),
-    st.sampled_from([1e20, -1e30, 1e300]).map(lambda big: ("data", np.array([[0.0, 1.0], [big, 2.0], [1.0, 3.0]]))),
+    st.sampled_from([1e20, -1e30, 1e300]).map(lambda big: ("big", big)),
     st.sampled_from([("data", np.ones(5)), ("data", np.ones((0, 2))), ("data", "points"), ("data", None),
                      ("n_classes", np.ones((1, 2)))]),
 ))
 def test_gaussian_mixture_data(case):
     name, points = case
+    if name == "big":
+        # One feature value whose square the M-step sums: it overflows float32 and, beyond about
+        # 1e152, float64 too; below that it is valid float64 data.
+        name, big, points = "data", points, np.array([[0.0, 1.0], [points, 2.0], [1.0, 3.0]])
+        if not beyond_working_range(big * big):
+            accepts_in_working_range(lambda: tempered_em(GaussianMixture(2), points, key=jax.random.key(0),
+                                                         max_iter=3))
+            return
     rejects(lambda: tempered_em(GaussianMixture(2), points, key=jax.random.key(0), max_iter=3), name)
 
 

@@ -149,7 +149,11 @@ def test_recovers_planted_blocks_simulated_from_the_program():
     probs = np.array([[0.9, 0.1], [0.15, 0.85], [0.5, 0.95]])
     params = {"class_weights_rows": jnp.full(3, 1 / 3), "class_weights_cols": jnp.full(2, 0.5),
               "relation_probs_r": jnp.asarray(np.stack([1 - probs, probs], axis=-1))}
-    program = handlers.seed(handlers.substitute(latent_class_program, data=params), rng_seed=11)
+    # NumPyro draws in the working float, so each dtype simulates different data from one seed.
+    # Seed 4 gives rows that the true parameters classify exactly (ARI 1) in float32 and float64;
+    # seed 11's float64 draw is one where even they reach only ARI 0.88 (the fit, 0.85, finds the
+    # same optimum from these data in float32 and float64: the draw, not the precision).
+    program = handlers.seed(handlers.substitute(latent_class_program, data=params), rng_seed=4)
     trace = handlers.trace(program).get_trace((jnp.asarray(cells),), None, schema=schema, n_classes=n_classes)
     values = np.asarray(trace["r"]["value"])
     data = RelationalData(domains, (Relation("r", ("rows", "cols"), sizes, cells, values),))

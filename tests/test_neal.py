@@ -133,6 +133,9 @@ def empirical_tv(draws: np.ndarray, exact: dict) -> float:
 
 
 def run_kernel(family, data, variant, *, alpha, alpha_prior, n_chains, n_draws, seed):
+    # The checks are float32 ones (float32 statistics, α == float32(0.8)); the data's dtype sets
+    # the working precision, so the states are built from the same float32 points as the sweeps.
+    data = np.asarray(data, dtype=np.float32)
     step = _cached_step(family, variant, alpha_prior)
     states = stack_states(
         [
@@ -152,7 +155,7 @@ def run_kernel(family, data, variant, *, alpha, alpha_prior, n_chains, n_draws, 
         jax.random.key(seed),
         step,
         states,
-        jnp.asarray(data, dtype=jnp.float32),
+        jnp.asarray(data),
         n_warmup=50,
         n_draws=n_draws,
         draws_per_call=50,

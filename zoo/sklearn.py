@@ -911,7 +911,9 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         weights = _predictive_log_weights(family, jnp.asarray(self._train, dtype), jnp.asarray(self.labels_),
                                           jnp.asarray(X, dtype), jnp.log(jnp.asarray(self.alpha_, dtype)),
                                           self.n_clusters_)
-        return np.asarray(weights, np.float64)
+        # A copy: np.asarray of a float64 JAX array (under x64) is a read-only view, and the
+        # callers normalise the weights in place.
+        return np.array(weights, np.float64)
 
     def transform(self, X: Any) -> np.ndarray:
         """P(x joins cluster k | partition), k = 0..K-1, and of a new cluster (last column)."""

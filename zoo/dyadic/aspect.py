@@ -214,7 +214,7 @@ class Aspect:
     @staticmethod
     def _scale_correction(arrays: DyadicArrays, log_rows: Any, log_cols: Any) -> Any:
         # Σ_ik n_ik (log s_i + log t_k): undoes the per-row normalisation of the factors.
-        return jnp.sum(arrays.counts * (log_rows[arrays.rows] + log_cols[arrays.cols]))
+        return jnp.sum(arrays.counts.astype(log_rows.dtype) * (log_rows[arrays.rows] + log_cols[arrays.cols]))
 
     def heldout_log_lik(self, params: AspectParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i), P(y|x) = Σ_c P(c|x) P(y|c) (H99 §2.4)."""

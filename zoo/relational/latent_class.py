@@ -180,18 +180,29 @@ def _one_hot(values: Any, n_values: int, dtype: Any) -> Any:
     return jax.nn.one_hot(values, n_values, dtype=dtype)
 
 
+def _working_weights(weights: Any, dtype: Any) -> Any:
+    """Cell weights in the parameters' dtype, the working precision.
+
+    The arrays carry weights in JAX's default float, the parameters may be narrower (float32
+    under x64); statistics built from float64 weights would turn the float32 carries of the
+    incremental pass into float64 ones.
+    """
+    return weights.astype(dtype)
+
+
 # ----------------------------------------------------------------------------- sufficient statistics
 def sufficient_statistics(responsibilities: tuple, arrays: RelationalArrays, schema: RelationalSchema) -> LRMStats:
     """Exact expected counts from the class posteriors (CP eqs. 5–6), all cells at once.
 
     N_r[g_1, g_2, u] = Σ_j w_j [y_j = u] q_{a_j}(g_1) q_{b_j}(g_2), with w_j the cell weights.
+    The counts are in the dtype of q (float32 parameters under x64 stay float32).
     """
     class_counts = tuple(resp.sum(axis=0) for resp in responsibilities)
     relation_counts = []
     for relation, domains in enumerate(schema.relation_domains):
         cells = arrays.entries[relation]
-        weights = arrays.weights[relation]
-        dtype = weights.dtype
+        dtype = responsibilities[domains[0]].dtype
+        weights = _working_weights(arrays.weights[relation], dtype)
         value_weights = _one_hot(arrays.values[relation], schema.n_values[relation], dtype) * weights[:, None]
         first = responsibilities[domains[0]][cells[:, 0]]
         if len(domains) == 1:
@@ -252,7 +263,7 @@ def _blanket_message(relation: int, position: int, individual: Any, responsibili
                      arrays: RelationalArrays, schema: RelationalSchema) -> Any:
     """M[o, u] = Σ_{j in blanket} w_j [y_j = u] q_{b_j}(o): a's cells summarised by value and co-parent class."""
     cells = arrays.blankets[relation][position][individual]
-    weights = arrays.weights[relation][cells]
+    weights = _working_weights(arrays.weights[relation][cells], responsibilities[0].dtype)
     value_weights = _one_hot(arrays.values[relation][cells], schema.n_values[relation], weights.dtype) * weights[:, None]
     domains = schema.relation_domains[relation]
     if len(domains) == 1:
@@ -577,7 +588,7 @@ def _domain_scores(domain: int, responsibilities: tuple, relation_probs: tuple, 
     for relation, position in schema.incidences(domain):
         domains = schema.relation_domains[relation]
         cells = arrays.entries[relation]
-        weights = arrays.weights[relation]
+        weights = _working_weights(arrays.weights[relation], scores.dtype)
         log_probs = _safe_log(relation_probs[relation])
         value_weights = _one_hot(arrays.values[relation], schema.n_values[relation], weights.dtype) * weights[:, None]
         if len(domains) == 1:
