@@ -26,7 +26,6 @@ Two implementations compute the same numbers:
 from __future__ import annotations
 
 import os
-import threading
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -140,87 +139,10 @@ def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells,
 
 
 # ---------------------------------------------------------------------------- numba path
-@lru_cache(maxsize=None)
-def _numba_kernels():
+def _num_threads() -> int:
     import numba
-    from numba import njit, prange
 
-    # reassoc, contract, nsz only: the class loops become SIMD reductions and FMAs; no change to
-    # NaN/inf handling or to the accuracy of log. The row loop is written out inside the parallel
-    # kernel: numba cannot reuse its on-disk cache for a kernel that calls another locally defined
-    # jitted function, and would recompile it in every new process.
-    @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz"})
-    def cell_stats_kernel(indptr, cols, counts, A, B, A_eval, B_eval, eval_needed, want_rows, want_cols,
-                          bounds, floor, col_parts):
-        # Thread t takes rows bounds[t]..bounds[t+1]-1 (about equal numbers of cells). The row
-        # statistic Σ_j ratio_ij B_j is kept in a local accumulator and written once per row; the
-        # column statistic goes to the thread's private accumulator col_parts[t] (a reused
-        # workspace, zeroed here), and the parts are summed in parallel over column blocks.
-        n_threads = bounds.shape[0] - 1
-        n_rows, n_classes = A.shape
-        n_cols = B.shape[0]
-        row_stats = np.empty((n_rows if want_rows else 0, n_classes), A.dtype)
-        log_parts = np.zeros((n_threads, 2))
-        for t in prange(n_threads):
-            col_part = col_parts[t]
-            if want_cols:
-                col_part[:] = 0.0
-            row_acc = np.zeros(n_classes, A.dtype)
-            log_norm = 0.0
-            eval_log_norm = 0.0
-            for i in range(bounds[t], bounds[t + 1]):
-                a_row = A[i]
-                a_eval = A_eval[i]
-                for c in range(n_classes):
-                    row_acc[c] = 0.0
-                for cell in range(indptr[i], indptr[i + 1]):
-                    j = cols[cell]
-                    b_row = B[j]
-                    z = a_row[0] * b_row[0]
-                    for c in range(1, n_classes):
-                        z += a_row[c] * b_row[c]
-                    if z < floor:
-                        z = floor
-                    count = counts[cell]
-                    log_norm += count * np.log(z)
-                    if eval_needed:
-                        b_eval = B_eval[j]
-                        z_eval = a_eval[0] * b_eval[0]
-                        for c in range(1, n_classes):
-                            z_eval += a_eval[c] * b_eval[c]
-                        if z_eval < floor:
-                            z_eval = floor
-                        eval_log_norm += count * np.log(z_eval)
-                    ratio = count / z
-                    if want_rows and want_cols:
-                        col_row = col_part[j]
-                        for c in range(n_classes):
-                            row_acc[c] += ratio * b_row[c]
-                            col_row[c] += ratio * a_row[c]
-                    elif want_rows:
-                        for c in range(n_classes):
-                            row_acc[c] += ratio * b_row[c]
-                    elif want_cols:
-                        col_row = col_part[j]
-                        for c in range(n_classes):
-                            col_row[c] += ratio * a_row[c]
-                if want_rows:
-                    for c in range(n_classes):
-                        row_stats[i, c] = row_acc[c] * a_row[c]
-            log_parts[t, 0] = log_norm
-            log_parts[t, 1] = eval_log_norm if eval_needed else log_norm
-        col_stats = np.empty((n_cols if want_cols else 0, n_classes), A.dtype)
-        if want_cols:
-            for block in prange(n_threads):
-                for j in range(block * n_cols // n_threads, (block + 1) * n_cols // n_threads):
-                    for c in range(n_classes):
-                        total = col_parts[0, j, c]
-                        for t in range(1, n_threads):
-                            total += col_parts[t, j, c]
-                        col_stats[j, c] = total * B[j, c]
-        return row_stats, col_stats, log_parts[:, 0].sum(), log_parts[:, 1].sum()
-
-    return cell_stats_kernel, numba.get_num_threads
+    return numba.get_num_threads()  # per calling thread; numba.set_num_threads changes it
 
 
 def _row_bounds(indptr: np.ndarray, n_threads: int) -> np.ndarray:
@@ -231,38 +153,20 @@ def _row_bounds(indptr: np.ndarray, n_threads: int) -> np.ndarray:
     return np.maximum.accumulate(bounds)
 
 
-_workspaces = threading.local()
+def _numba_host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts, col_indptr, col_rows, col_counts,
+                *, want_rows, want_cols):
+    from inference._numba_cells import cell_stats_kernel
 
-
-def _column_workspace(n_threads: int, n_cols: int, n_classes: int, dtype: Any) -> np.ndarray:
-    """Per-thread column accumulators, kept between calls (one set per calling thread).
-
-    Allocating them afresh costs a page fault per 4 KiB on every EM iteration (tens of MB at
-    K = 64); the kernel zeroes them itself. Thread-local, so callbacks running concurrently for
-    different devices never share one.
-    """
-    shape = (n_threads, n_cols, n_classes)
-    cache = getattr(_workspaces, "columns", None)
-    if cache is None or cache.shape != shape or cache.dtype != dtype:
-        cache = np.empty(shape, dtype)
-        _workspaces.columns = cache
-    return cache
-
-
-def _numba_host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts, *, want_rows, want_cols):
-    kernel, get_num_threads = _numba_kernels()
     A = np.ascontiguousarray(A)
     B = np.ascontiguousarray(B)
-    A_eval = np.ascontiguousarray(A_eval, dtype=A.dtype)
-    B_eval = np.ascontiguousarray(B_eval, dtype=A.dtype)
-    indptr = np.asarray(indptr)
-    counts = np.asarray(counts, dtype=A.dtype)
-    n_threads = max(1, min(get_num_threads(), indptr.shape[0] - 1))
-    bounds = _row_bounds(indptr, n_threads)
-    workspace = _column_workspace(n_threads, B.shape[0] if want_cols else 0, A.shape[1], A.dtype)
-    row_stats, col_stats, log_norm, eval_log_norm = kernel(
-        indptr, np.asarray(cols), counts, A, B, A_eval, B_eval, bool(eval_needed),
-        want_rows, want_cols, bounds, _floor(A.dtype), workspace,
+    indptr, col_indptr = np.asarray(indptr), np.asarray(col_indptr)
+    n_threads = max(1, _num_threads())
+    row_stats, col_stats, log_norm, eval_log_norm = cell_stats_kernel(
+        indptr, np.asarray(cols), np.asarray(counts, dtype=A.dtype),
+        col_indptr, np.asarray(col_rows), np.asarray(col_counts, dtype=A.dtype),
+        A, B, np.ascontiguousarray(A_eval, dtype=A.dtype), np.ascontiguousarray(B_eval, dtype=A.dtype),
+        bool(eval_needed), want_rows, want_cols,
+        _row_bounds(indptr, n_threads), _row_bounds(col_indptr, n_threads), A.dtype.type(_floor(A.dtype)),
     )
     return row_stats, col_stats, np.asarray(log_norm, A.dtype), np.asarray(eval_log_norm, A.dtype)
 
@@ -280,13 +184,12 @@ def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_facto
     else:
         A_eval, B_eval = eval_factors
 
-    def host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts):
-        return _numba_host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts,
-                           want_rows=want_rows, want_cols=want_cols)
+    def host(*args):
+        return _numba_host(*args, want_rows=want_rows, want_cols=want_cols)
 
     row_stats, col_stats, log_norm, eval_log_norm = jax.pure_callback(
         host, shapes, A, B, A_eval, B_eval, jnp.asarray(eval_needed), data.indptr, data.cols, data.counts,
-        vmap_method="sequential",
+        data.col_indptr, data.col_rows, data.col_counts, vmap_method="sequential",
     )
     return CellStats(
         row_stats=row_stats if want_rows else None,
@@ -338,7 +241,7 @@ def cell_stats(
     """
     if data.counts.dtype != A.dtype:
         # The factors set the working precision (float32 parameters on float64 counts stay float32).
-        data = data._replace(counts=data.counts.astype(A.dtype))
+        data = data._replace(counts=data.counts.astype(A.dtype), col_counts=data.col_counts.astype(A.dtype))
     if resolve_backend(backend) == "numba":
         return _numba_cell_stats(A, B, data, want_rows, want_cols, eval_factors, eval_needed)
     return _xla_cell_stats(A, B, data, want_rows, want_cols, chunk_cells, eval_factors, eval_needed)
@@ -472,8 +375,7 @@ def _numba_count_kernels():
 
 
 def _thread_bounds(indptr: np.ndarray) -> np.ndarray:
-    _, get_num_threads = _numba_kernels()
-    n_threads = max(1, min(get_num_threads(), indptr.shape[0] - 1))
+    n_threads = max(1, min(_num_threads(), indptr.shape[0] - 1))
     return _row_bounds(indptr, n_threads)
 
 

@@ -115,3 +115,40 @@ def test_device_arrays_are_csr_ordered():
     np.testing.assert_array_equal(np.asarray(data.to_arrays(pad=False).indptr), [0, 2, 3, 5])
     np.testing.assert_allclose(np.asarray(arrays.row_sums), DENSE.sum(1))
     assert data.transpose().shape == (4, 3)
+
+
+def _cells_by_column(rows, cols, counts):
+    order = np.lexsort((rows, cols))
+    return rows[order], cols[order], counts[order]
+
+
+@pytest.mark.parametrize("pad", [True, False])
+def test_device_arrays_hold_the_same_cells_in_csc_order(pad):
+    rng = np.random.default_rng(4)
+    dense = rng.poisson(0.7, (9, 13)) * (rng.random((9, 13)) < 0.6)
+    dense[:, 5] = 0  # an empty column
+    arrays = CoOccurrence.from_dense(dense).to_arrays(pad=pad)
+    rows, cols, counts = (np.asarray(a) for a in (arrays.rows, arrays.cols, arrays.counts))
+    col_indptr = np.asarray(arrays.col_indptr)
+    assert col_indptr.shape == (14,) and col_indptr[-1] == rows.shape[0]
+    col_of_cell = np.repeat(np.arange(13), np.diff(col_indptr))
+    expected = _cells_by_column(rows, cols, counts)
+    np.testing.assert_array_equal(np.asarray(arrays.col_rows), expected[0])
+    np.testing.assert_array_equal(col_of_cell, expected[1])
+    np.testing.assert_array_equal(np.asarray(arrays.col_counts), expected[2])
+    np.testing.assert_allclose(np.bincount(col_of_cell, np.asarray(arrays.col_counts), 13), dense.sum(0))
+
+
+def test_sharded_blocks_hold_their_own_cells_in_csc_order():
+    rng = np.random.default_rng(5)
+    dense = rng.poisson(0.7, (12, 7))
+    blocks = CoOccurrence.from_dense(dense).to_sharded_arrays(3)
+    total = np.zeros(7)
+    for b in range(3):
+        rows, cols, counts = (np.asarray(a[b]) for a in (blocks.rows, blocks.cols, blocks.counts))
+        col_of_cell = np.repeat(np.arange(7), np.diff(np.asarray(blocks.col_indptr[b])))
+        expected = _cells_by_column(rows, cols, counts)
+        np.testing.assert_array_equal(np.asarray(blocks.col_rows[b]), expected[0])
+        np.testing.assert_array_equal(col_of_cell, expected[1])
+        total += np.bincount(col_of_cell, np.asarray(blocks.col_counts[b]), 7)
+    np.testing.assert_allclose(total, dense.sum(0))

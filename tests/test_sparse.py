@@ -51,6 +51,35 @@ def test_numba_path_equals_xla_path_with_evaluation_factors(x64):
     np.testing.assert_allclose(float(results[1].eval_log_norm), _dense_reference(counts, A_eval, B_eval)[2], rtol=1e-12)
 
 
+@pytest.mark.parametrize("want_rows, want_cols", [(True, True), (True, False), (False, True), (False, False)])
+def test_numba_path_equals_dense_reference_for_each_statistic(x64, want_rows, want_cols):
+    counts, A, B = _problem(seed=4, shape=(37, 29), n_classes=7)
+    counts[:, 2] = 0  # an empty column
+    stats = cell_stats(jnp.asarray(A), jnp.asarray(B), CoOccurrence.from_dense(counts).to_arrays(),
+                       want_rows=want_rows, want_cols=want_cols, backend="numba")
+    rows, cols, log_norm = _dense_reference(counts, A, B)
+    assert (stats.row_stats is None) != want_rows and (stats.col_stats is None) != want_cols
+    if want_rows:
+        np.testing.assert_allclose(np.asarray(stats.row_stats), rows, rtol=1e-12)
+    if want_cols:
+        np.testing.assert_allclose(np.asarray(stats.col_stats), cols, rtol=1e-12)
+    np.testing.assert_allclose(float(stats.log_norm), log_norm, rtol=1e-12)
+
+
+def test_float32_numba_path_on_many_cells_and_classes():
+    # Long rows and columns (the prefetch runs ahead of the cell being scored) and K = 64.
+    rng = np.random.default_rng(6)
+    counts = rng.poisson(1.5, (300, 200)) * (rng.random((300, 200)) < 0.4)
+    A, B = rng.random((300, 64)), rng.random((200, 64))
+    stats = cell_stats(jnp.asarray(A, jnp.float32), jnp.asarray(B, jnp.float32),
+                       CoOccurrence.from_dense(counts).to_arrays(jnp.float32), backend="numba")
+    assert stats.row_stats.dtype == jnp.float32
+    rows, cols, log_norm = _dense_reference(counts, A, B)
+    np.testing.assert_allclose(np.asarray(stats.row_stats), rows, rtol=2e-5)
+    np.testing.assert_allclose(np.asarray(stats.col_stats), cols, rtol=2e-5)
+    np.testing.assert_allclose(float(stats.log_norm), log_norm, rtol=1e-6)
+
+
 def test_padding_changes_nothing(x64):
     counts, A, B = _problem(seed=2)
     data = CoOccurrence.from_dense(counts)

@@ -46,7 +46,7 @@ def as_numpy_rng(rng: Any, name: str = "rng") -> np.random.Generator:
 
 
 class DyadicArrays(NamedTuple):
-    """Device-side view of co-occurrence counts, sorted by row (CSR order).
+    """Device-side view of co-occurrence counts: the cells in CSR order, and again in CSC order.
 
     Attributes
     ----------
@@ -60,6 +60,16 @@ class DyadicArrays(NamedTuple):
         n(x_i) = Σ_k n(x_i, y_k); its length fixes n_rows statically.
     col_sums : float array, shape (n_cols,)
         n(y_k) = Σ_i n(x_i, y_k); its length fixes n_cols statically.
+    col_indptr : int array, shape (n_cols + 1,)
+        CSC column pointer: the same cells sorted by column (stably, so by row within a column)
+        are ``col_rows[col_indptr[k]:col_indptr[k + 1]]`` with counts ``col_counts[...]``.
+    col_rows : int32 array, shape (nnz,)
+        Row index of each cell in CSC order.
+    col_counts : float array, shape (nnz,)
+        n(x_i, y_k) of each cell in CSC order.
+
+    The CSC copy lets a kernel sum over the cells of a column without scattering: the numba
+    E-step computes column statistics column by column, as it computes row statistics row by row.
     """
 
     rows: Any
@@ -68,11 +78,27 @@ class DyadicArrays(NamedTuple):
     indptr: Any
     row_sums: Any
     col_sums: Any
+    col_indptr: Any
+    col_rows: Any
+    col_counts: Any
 
     @property
     def shape(self) -> tuple[int, int]:
         """(n_rows, n_cols), known statically from the array shapes."""
         return (self.row_sums.shape[0], self.col_sums.shape[0])
+
+
+def _index_dtype(pointer: np.ndarray) -> Any:
+    """int32 for a CSR/CSC pointer whose entries fit, int64 otherwise."""
+    return np.int32 if pointer[-1] < 2**31 - 1 else np.int64
+
+
+def _column_major(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, n_cols: int):
+    """(col_indptr, col_rows, col_counts): the cells re-sorted by column, stably."""
+    order = np.argsort(cols, kind="stable")
+    col_indptr = np.searchsorted(cols[order], np.arange(n_cols + 1)).astype(np.int64)
+    col_indptr[-1] = cols.shape[0]
+    return col_indptr.astype(_index_dtype(col_indptr)), rows[order], counts[order]
 
 
 def _bucket(size: int) -> int:
@@ -321,13 +347,17 @@ class CoOccurrence:
         counts = np.concatenate([self.counts, np.zeros(extra)])
         indptr = np.searchsorted(rows, np.arange(self.n_rows + 1)).astype(np.int64)
         indptr[-1] = n_cells
+        col_indptr, col_rows, col_counts = _column_major(rows, cols, counts, self.n_cols)
         return DyadicArrays(
             rows=jnp.asarray(rows, dtype=jnp.int32),
             cols=jnp.asarray(cols, dtype=jnp.int32),
             counts=jnp.asarray(counts, dtype=float_dtype),
-            indptr=jnp.asarray(indptr, dtype=jnp.int32 if indptr[-1] < 2**31 - 1 else indptr.dtype),
+            indptr=jnp.asarray(indptr.astype(_index_dtype(indptr))),
             row_sums=jnp.asarray(self.row_sums, dtype=float_dtype),
             col_sums=jnp.asarray(self.col_sums, dtype=float_dtype),
+            col_indptr=jnp.asarray(col_indptr),
+            col_rows=jnp.asarray(col_rows, dtype=jnp.int32),
+            col_counts=jnp.asarray(col_counts, dtype=float_dtype),
         )
 
     def to_sharded_arrays(self, n_shards: int, dtype: Any = None) -> DyadicArrays:
@@ -351,16 +381,17 @@ class CoOccurrence:
         cuts = np.maximum.accumulate(cuts)
         starts, stops = full_indptr[cuts[:-1]], full_indptr[cuts[1:]]
         length = _bucket(int((stops - starts).max()))
-        blocks = {name: [] for name in ("rows", "cols", "counts", "indptr")}
+        blocks = {name: [] for name in ("rows", "cols", "counts", "indptr", "col_indptr", "col_rows", "col_counts")}
         for start, stop in zip(starts, stops):
             extra = length - (stop - start)
             rows = np.concatenate([self.rows[start:stop], np.full(extra, self.n_rows - 1, np.int32)])
-            blocks["rows"].append(rows)
-            blocks["cols"].append(np.concatenate([self.cols[start:stop], np.zeros(extra, np.int32)]))
-            blocks["counts"].append(np.concatenate([self.counts[start:stop], np.zeros(extra)]))
+            cols = np.concatenate([self.cols[start:stop], np.zeros(extra, np.int32)])
+            counts = np.concatenate([self.counts[start:stop], np.zeros(extra)])
             indptr = np.searchsorted(rows[: stop - start], np.arange(self.n_rows + 1)).astype(np.int64)
             indptr[-1] = length
-            blocks["indptr"].append(indptr)
+            col_indptr, col_rows, col_counts = _column_major(rows, cols, counts, self.n_cols)
+            for name, value in zip(blocks, (rows, cols, counts, indptr, col_indptr, col_rows, col_counts)):
+                blocks[name].append(value)
         repeat = lambda values: np.broadcast_to(values, (n_shards,) + values.shape)  # noqa: E731
         return DyadicArrays(
             rows=jnp.asarray(np.stack(blocks["rows"]), jnp.int32),
@@ -369,6 +400,9 @@ class CoOccurrence:
             indptr=jnp.asarray(np.stack(blocks["indptr"]), jnp.int32),
             row_sums=jnp.asarray(repeat(self.row_sums), float_dtype),
             col_sums=jnp.asarray(repeat(self.col_sums), float_dtype),
+            col_indptr=jnp.asarray(np.stack(blocks["col_indptr"]), jnp.int32),
+            col_rows=jnp.asarray(np.stack(blocks["col_rows"]), jnp.int32),
+            col_counts=jnp.asarray(np.stack(blocks["col_counts"]), float_dtype),
         )
 
     def transpose(self) -> "CoOccurrence":

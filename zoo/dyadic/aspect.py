@@ -209,19 +209,22 @@ class Aspect:
         """
         A, B, log_rows, log_cols = self._factors(params, 1.0)
         stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
-        return _reduce(reduce, stats.log_norm + self._scale_correction(arrays, log_rows, log_cols))
+        return _reduce(reduce, stats.log_norm) + self._scale_correction(arrays, log_rows, log_cols)
 
     @staticmethod
     def _scale_correction(arrays: DyadicArrays, log_rows: Any, log_cols: Any) -> Any:
-        # Σ_ik n_ik (log s_i + log t_k): undoes the per-row normalisation of the factors.
-        return jnp.sum(arrays.counts.astype(log_rows.dtype) * (log_rows[arrays.rows] + log_cols[arrays.cols]))
+        """Σ_ik n_ik (log s_i + log t_k) = Σ_i n_i log s_i + Σ_k n_k log t_k: undoes the per-row
+        normalisation of the factors. It needs only the margins, which every block of a sharded
+        fit holds whole, so it is added once, after the sums over cells are reduced."""
+        return (jnp.dot(arrays.row_sums.astype(log_rows.dtype), log_rows)
+                + jnp.dot(arrays.col_sums.astype(log_cols.dtype), log_cols))
 
     def heldout_log_lik(self, params: AspectParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i), P(y|x) = Σ_c P(c|x) P(y|c) (H99 §2.4)."""
         A, log_rows = _row_max_normalise(params.class_given_row())
         B, log_cols = _row_max_normalise(params.col_given_class)
         stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
-        return _reduce(reduce, stats.log_norm + self._scale_correction(arrays, log_rows, log_cols))
+        return _reduce(reduce, stats.log_norm) + self._scale_correction(arrays, log_rows, log_cols)
 
     # ---------------------------------------------------------------- E-step + M-step
     def em_step(self, params: AspectParams, arrays: DyadicArrays, beta: Any,
@@ -245,9 +248,8 @@ class Aspect:
         )
         stats = cell_stats(A, B, arrays, want_rows=True, want_cols=self.update == "simultaneous",
                            backend=self.backend, eval_factors=(A_one, B_one), eval_needed=beta != 1.0)
-        stats = _reduce(reduce, stats._replace(
-            eval_log_norm=stats.eval_log_norm + self._scale_correction(arrays, log_rows, log_cols)))
-        log_lik = stats.eval_log_norm
+        stats = _reduce(reduce, stats)
+        log_lik = stats.eval_log_norm + self._scale_correction(arrays, log_rows, log_cols)
         class_mass = stats.row_stats.sum(axis=0)  # Σ_ik n_ik P{c_ik = c}
         class_prior = class_mass / class_mass.sum()
         row_given_class = _normalise_columns(stats.row_stats, params.row_given_class)
