@@ -1,10 +1,11 @@
-"""Numba kernels of the sampled-product E-step on the CPU (the ``"numba"`` backend of ``sparse``).
+"""Numba kernels of the sparse E-steps on the CPU (the ``"numba"`` backend of ``inference.sparse``).
 
-Imported only when that backend runs. Everything is defined at module level so that numba's
-on-disk cache (``cache=True``) is reused by every new process instead of recompiling.
+Imported only when that backend runs. They run as XLA custom calls (``inference._xla_ffi``): XLA
+calls them with its own buffers, so no Python runs and nothing is copied. Everything is defined
+at module level so that numba's on-disk cache (``cache=True``) is reused by every new process.
 
-The kernel makes two passes over the same cells, each one parallel over threads that own
-contiguous ranges holding about equal numbers of cells:
+The sampled-product kernel (:func:`cell_stats_kernel`) makes two passes over the same cells,
+each one parallel over threads that own contiguous ranges holding about equal numbers of cells:
 
 * the **row pass** walks the CSR copy row by row: z_ij = A_i·B_j, the log-normaliser
   Σ n_ij log z_ij and the row statistic A_i ⊙ Σ_j (n_ij / z_ij) B_j, kept in a local
@@ -16,16 +17,22 @@ contiguous ranges holding about equal numbers of cells:
 No thread ever writes another thread's rows or columns, so there are no private copies of the
 column statistics to zero and add up. The loads that miss the cache are the gathered rows of
 B (row pass) and A (column pass): the row a few cells ahead is prefetched so those misses overlap.
+:func:`count_matmul_kernel` (n F and, over the CSC copy, nᵀ G) works the same way.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-__all__ = ["cell_stats_kernel", "PREFETCH_CELLS"]
+from inference._xla_ffi import (EXECUTE, I32, answer_metadata, arg_buffer, buffer_1d, buffer_2d, buffer_3d,
+                                buffer_scalar, frame_error, frame_stage, register_handler, ret_buffer)
+
+__all__ = ["cell_stats_kernel", "count_matmul_kernel", "path_mixture_kernel", "target", "PREFETCH_CELLS"]
 
 #: How many cells ahead the kernels prefetch the gathered factor row (measured on 20 Newsgroups,
 #: K = 64: 8–32 are equally good, no prefetch is 30% slower).
@@ -63,26 +70,43 @@ def _prefetch_row(flat, row, n_classes, line):
         _prefetch(flat, start + offset)
 
 
+@njit(cache=True)
+def _thread_bounds(pointer, n_threads):
+    """Split the rows (or columns) of a CSR (CSC) pointer into ``n_threads`` contiguous ranges
+    holding about equal numbers of cells."""
+    n_lines = pointer.shape[0] - 1
+    bounds = np.empty(n_threads + 1, np.int64)
+    for t in range(n_threads + 1):
+        bounds[t] = np.searchsorted(pointer, pointer[n_lines] * t // n_threads)
+    bounds[0], bounds[n_threads] = 0, n_lines
+    for t in range(1, n_threads + 1):
+        bounds[t] = min(max(bounds[t], bounds[t - 1]), n_lines)
+    return bounds
+
+
 @njit(parallel=True, cache=True, nogil=True, fastmath=_FASTMATH, error_model="numpy")
 def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A, B, A_eval, B_eval,
-                      eval_needed, want_rows, want_cols, row_bounds, col_bounds, floor):
+                      eval_needed, row_weights, floor, n_threads, row_stats, col_stats, row_log_norms, log_norms):
     """Row statistics, column statistics and log-normalisers of z = A Bᵀ on the observed cells.
 
-    Thread t takes rows ``row_bounds[t]:row_bounds[t+1]`` in the row pass and columns
-    ``col_bounds[t]:col_bounds[t+1]`` in the column pass. ``floor`` (in A's dtype) bounds z from
-    below. With ``eval_needed`` the row pass also adds up Σ n log(A_eval_i·B_eval_j).
-
-    Returns (row_stats, col_stats, log_norm, eval_log_norm); the statistics have 0 rows when
-    not wanted.
+    Writes ``row_stats = A ⊙ (R B)`` (n_rows × K, or 0 rows: not wanted), ``col_stats =
+    B ⊙ ((w ⊙ R)ᵀ A)`` (n_cols × K, or 0 rows) with R_ij = n_ij / z_ij and row i of R weighted
+    by ``row_weights[i]`` (an empty ``row_weights`` means 1), ``row_log_norms[i] = Σ_j n_ij log
+    z_ij`` (or nothing if empty) and ``log_norms = [Σ n log z, Σ n log z_eval]``;
+    ``z_eval = A_eval_i·B_eval_j`` is only computed when ``eval_needed`` (otherwise
+    ``log_norms[1] = log_norms[0]``). ``floor`` (in A's dtype) bounds z from below. Each pass is
+    cut into ``n_threads`` ranges of rows (columns) with about equal numbers of cells.
     """
-    n_threads = row_bounds.shape[0] - 1
-    n_rows, n_classes = A.shape
-    n_cols = B.shape[0]
+    n_classes = A.shape[1]
+    want_rows = row_stats.shape[0] > 0
+    want_cols = col_stats.shape[0] > 0
+    want_row_log_norms = row_log_norms.shape[0] > 0
+    weighted = row_weights.shape[0] > 0
     line = max(1, 64 // A.itemsize)
     zero = floor - floor  # 0 in A's dtype, so the products below stay in that precision
     A_flat = A.reshape(-1)
     B_flat = B.reshape(-1)
-    row_stats = np.empty((n_rows if want_rows else 0, n_classes), A.dtype)
+    row_bounds = _thread_bounds(indptr, n_threads)
     log_parts = np.zeros((n_threads, 2))
     for t in prange(n_threads):
         row_acc = np.empty(n_classes, A.dtype)
@@ -92,6 +116,7 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
         for i in range(row_bounds[t], row_bounds[t + 1]):
             a_row = A[i]
             row_acc[:] = 0.0
+            row_log_norm = 0.0
             for cell in range(indptr[i], indptr[i + 1]):
                 if cell + PREFETCH_CELLS < last:
                     _prefetch_row(B_flat, cols[cell + PREFETCH_CELLS], n_classes, line)
@@ -102,7 +127,7 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
                     z += a_row[c] * b_row[c]
                 z = max(z, floor)
                 count = counts[cell]
-                log_norm += count * np.log(z)
+                row_log_norm += count * np.log(z)
                 if eval_needed:
                     a_eval = A_eval[i]
                     b_eval = B_eval[j]
@@ -117,11 +142,14 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
             if want_rows:
                 for c in range(n_classes):
                     row_stats[i, c] = row_acc[c] * a_row[c]
+            if want_row_log_norms:
+                row_log_norms[i] = row_log_norm
+            log_norm += row_log_norm
         log_parts[t, 0] = log_norm
         log_parts[t, 1] = eval_log_norm if eval_needed else log_norm
 
-    col_stats = np.empty((n_cols if want_cols else 0, n_classes), A.dtype)
     if want_cols:
+        col_bounds = _thread_bounds(col_indptr, n_threads)
         for t in prange(n_threads):
             col_acc = np.empty(n_classes, A.dtype)
             last = col_indptr[col_bounds[t + 1]]
@@ -131,13 +159,225 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
                 for cell in range(col_indptr[j], col_indptr[j + 1]):
                     if cell + PREFETCH_CELLS < last:
                         _prefetch_row(A_flat, col_rows[cell + PREFETCH_CELLS], n_classes, line)
-                    a_row = A[col_rows[cell]]
+                    i = col_rows[cell]
+                    a_row = A[i]
                     z = zero
                     for c in range(n_classes):
                         z += a_row[c] * b_row[c]
                     ratio = col_counts[cell] / max(z, floor)
+                    if weighted:
+                        ratio *= row_weights[i]
                     for c in range(n_classes):
                         col_acc[c] += ratio * a_row[c]
                 for c in range(n_classes):
                     col_stats[j, c] = col_acc[c] * b_row[c]
-    return row_stats, col_stats, log_parts[:, 0].sum(), log_parts[:, 1].sum()
+    log_norms[0] = log_parts[:, 0].sum()
+    log_norms[1] = log_parts[:, 1].sum()
+
+
+@njit(parallel=True, cache=True, nogil=True, fastmath=_FASTMATH, error_model="numpy")
+def count_matmul_kernel(indptr, cols, counts, dense, n_threads, out):
+    """``out[i] = Σ_j n_ij dense[j]`` over the cells of each row of a CSR matrix.
+
+    Given the CSC arrays (col_indptr, col_rows, col_counts) instead, the same loop computes
+    ``nᵀ dense``. Cells with a zero count are skipped, so ``-inf`` entries of ``dense`` (log
+    probabilities of zero) reach only cells that observe them.
+    """
+    n_classes = dense.shape[1]
+    line = max(1, 64 // dense.itemsize)
+    dense_flat = dense.reshape(-1)
+    bounds = _thread_bounds(indptr, n_threads)
+    for t in prange(n_threads):
+        acc = np.empty(n_classes, dense.dtype)
+        last = indptr[bounds[t + 1]]
+        for i in range(bounds[t], bounds[t + 1]):
+            acc[:] = 0.0
+            for cell in range(indptr[i], indptr[i + 1]):
+                if cell + PREFETCH_CELLS < last:
+                    _prefetch_row(dense_flat, cols[cell + PREFETCH_CELLS], n_classes, line)
+                count = counts[cell]
+                if count != 0:
+                    source = dense[cols[cell]]
+                    for c in range(n_classes):
+                        acc[c] += count * source[c]
+            for c in range(n_classes):
+                out[i, c] = acc[c]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths, lengths, log_prior, floor,
+                        n_threads, scores, posterior, level_stats, node_stats):
+    """Scores, tempered posteriors and expected counts of per-row path mixtures (see
+    ``inference.sparse.path_mixture_stats``); writes ``scores``, ``posterior`` and, when they
+    have rows, ``level_stats`` and ``node_stats``.
+
+    Everything a row needs lives in its own cells, so each row is done in one pass for all
+    clusters; the node statistics are scattered into one private copy per thread, added up at
+    the end.
+    """
+    n_rows, n_leaves, n_levels = weights.shape
+    n_nodes = aspects.shape[1]
+    want_stats = level_stats.shape[0] > 0
+    bounds = _thread_bounds(indptr, n_threads)
+    node_parts = np.zeros((n_threads, node_stats.shape[0], n_nodes), weights.dtype)
+    if want_stats:
+        level_stats[:] = 0.0
+    for t in prange(n_threads):
+        node_part = node_parts[t]
+        max_cells = 0
+        for i in range(bounds[t], bounds[t + 1]):
+            max_cells = max(max_cells, indptr[i + 1] - indptr[i])
+        # z^β of every cell of the current row and every cluster, reused by the statistics pass.
+        mixture = np.empty((max_cells, n_leaves))
+        tempered_scores = np.empty(n_leaves)
+        for i in range(bounds[t], bounds[t + 1]):
+            start = indptr[i]
+            tempered_scores[:] = 0.0
+            scores[i, :] = 0.0
+            for cell in range(start, indptr[i + 1]):
+                k = cols[cell]
+                count = counts[cell]
+                for leaf in range(n_leaves):
+                    z = 0.0
+                    z_hot = 0.0
+                    for level in range(lengths[leaf]):
+                        node = paths[leaf, level]
+                        z += weights[i, leaf, level] * aspects[k, node]
+                        z_hot += weights[i, leaf, level] * tempered[k, node]
+                    z = max(z, floor)
+                    z_hot = max(z_hot, floor)
+                    mixture[cell - start, leaf] = z_hot
+                    scores[i, leaf] += count * np.log(z)
+                    tempered_scores[leaf] += count * np.log(z_hot)
+            peak = -np.inf
+            for leaf in range(n_leaves):
+                posterior[i, leaf] = log_prior[leaf] + tempered_scores[leaf]
+                peak = max(peak, posterior[i, leaf])
+            total = 0.0
+            for leaf in range(n_leaves):
+                posterior[i, leaf] = np.exp(posterior[i, leaf] - peak)
+                total += posterior[i, leaf]
+            for leaf in range(n_leaves):
+                posterior[i, leaf] /= total
+            if want_stats:
+                for cell in range(start, indptr[i + 1]):
+                    k = cols[cell]
+                    count = counts[cell]
+                    for leaf in range(n_leaves):
+                        ratio = count / mixture[cell - start, leaf]
+                        weighted = posterior[i, leaf] * ratio
+                        for level in range(lengths[leaf]):
+                            node = paths[leaf, level]
+                            level_stats[i, leaf, level] += ratio * tempered[k, node]
+                            node_part[k, node] += weighted * weights[i, leaf, level]
+                for leaf in range(n_leaves):
+                    for level in range(n_levels):
+                        level_stats[i, leaf, level] *= weights[i, leaf, level]
+    if want_stats:
+        for k in prange(node_stats.shape[0]):
+            for node in range(n_nodes):
+                total = node_parts[0, k, node]
+                for t in range(1, n_threads):
+                    total += node_parts[t, k, node]
+                node_stats[k, node] = total * tempered[k, node]
+
+
+# ---------------------------------------------------------------------------- XLA custom calls
+# Every handler checks the call frame, then calls its kernel on XLA's buffers. One handler per
+# kernel and float dtype (CSR/CSC pointers are int32); module-level so numba's disk cache finds them.
+#
+# cell stats   args: A, B, A_eval, B_eval, eval_needed (bool), row_weights, indptr, cols, counts,
+#                    col_indptr, col_rows, col_counts, floor (0-d), n_threads (0-d int32)
+#              rets: row_stats, col_stats, row_log_norms, log_norms (2,)
+# count matmul args: pointer, indices, counts, dense, n_threads; rets: out
+# path mixture args: indptr, cols, counts, weights, aspects, tempered, paths (int32), lengths (int32),
+#                    log_prior, floor, n_threads; rets: scores, posterior, level_stats, node_stats
+
+
+@njit(inline="always")
+def _cell_stats_call(frame, real):
+    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
+        return 0
+    error = frame_error(frame, 14, 4)
+    if error != 0:
+        return error
+    arg = lambda index: arg_buffer(frame, index)  # noqa: E731
+    ret = lambda index: ret_buffer(frame, index)  # noqa: E731
+    cell_stats_kernel(
+        buffer_1d(arg(6), I32), buffer_1d(arg(7), I32), buffer_1d(arg(8), real),
+        buffer_1d(arg(9), I32), buffer_1d(arg(10), I32), buffer_1d(arg(11), real),
+        buffer_2d(arg(0), real), buffer_2d(arg(1), real), buffer_2d(arg(2), real), buffer_2d(arg(3), real),
+        buffer_scalar(arg(4), np.uint8(0)) != 0, buffer_1d(arg(5), real), buffer_scalar(arg(12), real),
+        max(1, buffer_scalar(arg(13), I32)),
+        buffer_2d(ret(0), real), buffer_2d(ret(1), real), buffer_1d(ret(2), real), buffer_1d(ret(3), real),
+    )
+    return 0
+
+
+@njit(inline="always")
+def _count_matmul_call(frame, real):
+    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
+        return 0
+    error = frame_error(frame, 5, 1)
+    if error != 0:
+        return error
+    arg = lambda index: arg_buffer(frame, index)  # noqa: E731
+    count_matmul_kernel(buffer_1d(arg(0), I32), buffer_1d(arg(1), I32), buffer_1d(arg(2), real),
+                        buffer_2d(arg(3), real), max(1, buffer_scalar(arg(4), I32)),
+                        buffer_2d(ret_buffer(frame, 0), real))
+    return 0
+
+
+@njit(inline="always")
+def _path_mixture_call(frame, real):
+    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
+        return 0
+    error = frame_error(frame, 11, 4)
+    if error != 0:
+        return error
+    arg = lambda index: arg_buffer(frame, index)  # noqa: E731
+    ret = lambda index: ret_buffer(frame, index)  # noqa: E731
+    path_mixture_kernel(
+        buffer_1d(arg(0), I32), buffer_1d(arg(1), I32), buffer_1d(arg(2), real), buffer_3d(arg(3), real),
+        buffer_2d(arg(4), real), buffer_2d(arg(5), real), buffer_2d(arg(6), I32), buffer_1d(arg(7), I32),
+        buffer_1d(arg(8), real), buffer_scalar(arg(9), real), max(1, buffer_scalar(arg(10), I32)),
+        buffer_2d(ret(0), real), buffer_2d(ret(1), real), buffer_3d(ret(2), real), buffer_2d(ret(3), real),
+    )
+    return 0
+
+
+def _cell_stats_f32(frame):
+    return _cell_stats_call(frame, np.float32(0))
+
+
+def _cell_stats_f64(frame):
+    return _cell_stats_call(frame, np.float64(0))
+
+
+def _count_matmul_f32(frame):
+    return _count_matmul_call(frame, np.float32(0))
+
+
+def _count_matmul_f64(frame):
+    return _count_matmul_call(frame, np.float64(0))
+
+
+def _path_mixture_f32(frame):
+    return _path_mixture_call(frame, np.float32(0))
+
+
+def _path_mixture_f64(frame):
+    return _path_mixture_call(frame, np.float64(0))
+
+
+_HANDLERS = {
+    ("cell_stats", "float32"): _cell_stats_f32, ("cell_stats", "float64"): _cell_stats_f64,
+    ("count_matmul", "float32"): _count_matmul_f32, ("count_matmul", "float64"): _count_matmul_f64,
+    ("path_mixture", "float32"): _path_mixture_f32, ("path_mixture", "float64"): _path_mixture_f64,
+}
+
+
+def target(kernel: str, real_dtype: Any) -> str:
+    """Name of the XLA custom call running ``kernel`` in ``real_dtype`` (compiled and registered once)."""
+    key = (kernel, np.dtype(real_dtype).name)
+    return register_handler(f"latentzoo_{key[0]}_{key[1]}", _HANDLERS[key])

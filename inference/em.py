@@ -208,21 +208,6 @@ def _in_dtype(arrays: Any, dtype: Any, data: Any) -> Any:
     return jax.tree_util.tree_map(cast, arrays)
 
 
-def _sharded_kernel_model(model: Any, mesh: Mesh) -> Any:
-    """The model whose kernels run inside ``shard_map``: ``backend="auto"`` becomes ``"xla"`` on
-    several CPU devices.
-
-    The numba kernels run as ``jax.pure_callback``s; on host devices the callbacks of all devices
-    run at once, and each one blocks reading its own input buffers in JAX's CPU runtime once the
-    blocks are large (about 10^4 cells), so the fit would hang. An explicit ``backend="numba"``
-    is left as asked.
-    """
-    if (mesh.devices.size > 1 and getattr(model, "backend", None) == "auto" and dataclasses.is_dataclass(model)
-            and all(device.platform == "cpu" for device in mesh.devices.flat)):
-        return dataclasses.replace(model, backend="xla")
-    return model
-
-
 @partial(jax.jit, static_argnames=("model",))
 def _initial_params(keys, train, *, model):
     return jax.vmap(model.init_params, in_axes=(0, None))(keys, train)
@@ -483,7 +468,7 @@ def tempered_em(
         valid_arrays = (jax.device_put(_in_dtype(model.prepare_sharded(valid, n_shards), init_dtype, valid), blocks)
                         if valid is not None else None)
         states, valid_total = jax.device_put((states, valid_total), replicated)
-        advance = _sharded_advance(_sharded_kernel_model(model, mesh), schedule, tol, mesh, valid is not None)
+        advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
     states, stopped_by = _run_segments(
         lambda states, stop_at: advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32)),
         states, max_iter=max_iter, segment=segment, time_budget=time_budget, progress=progress,

@@ -16,9 +16,10 @@ Two implementations compute the same numbers:
 
 * ``"xla"``: gathers and segment sums in plain JAX; runs on any backend (GPU, TPU, CPU). Memory is
   bounded by working in chunks of cells, so no (nnz × K) temporary exceeds ``chunk_cells × K``.
-* ``"numba"``: a fused, multi-threaded loop over the CSR rows, called from inside the jitted fit
-  through :func:`jax.pure_callback`. XLA's CPU gathers and scatters run at a few GB/s, so on CPU
-  this path is an order of magnitude faster; it never materialises an (nnz × K) array.
+* ``"numba"``: multi-threaded loops, rows over the CSR cells and columns over their CSC copy
+  (``inference._numba_cells``), that XLA calls as custom calls on its own buffers from inside the
+  jitted fit (``inference._xla_ffi``). XLA's CPU gathers and scatters run at a few GB/s, so on
+  CPU this path is an order of magnitude faster; it never materialises an (nnz × K) array.
 
 ``backend="auto"`` picks numba on the CPU backend when numba is importable, and XLA otherwise.
 """
@@ -31,7 +32,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from zoo.data import DyadicArrays
 
@@ -139,64 +139,59 @@ def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells,
 
 
 # ---------------------------------------------------------------------------- numba path
-def _num_threads() -> int:
+# The numba kernels (``inference._numba_cells``) run as XLA custom calls on XLA's own buffers.
+# Their thread count is numba's at trace time (``numba.set_num_threads`` before the first call of
+# a jitted fit); the CSR/CSC pointers are int32, so one block holds fewer than 2^31 cells.
+
+
+def _numba_call(kernel: str, dtype: Any, results: Any):
+    from inference._numba_cells import target
+
+    return jax.ffi.ffi_call(target(kernel, dtype), results, vmap_method="sequential")
+
+
+def _numba_threads() -> Any:
     import numba
 
-    return numba.get_num_threads()  # per calling thread; numba.set_num_threads changes it
+    return jnp.asarray(numba.get_num_threads(), jnp.int32)
 
 
-def _row_bounds(indptr: np.ndarray, n_threads: int) -> np.ndarray:
-    """Split rows into ``n_threads`` contiguous ranges holding about equal numbers of cells."""
-    targets = np.linspace(0, indptr[-1], n_threads + 1)
-    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
-    bounds[0], bounds[-1] = 0, indptr.shape[0] - 1
-    return np.maximum.accumulate(bounds)
+def _int32_pointers(data: DyadicArrays) -> DyadicArrays:
+    if data.indptr.dtype != jnp.int32 or data.col_indptr.dtype != jnp.int32:
+        raise ValueError("data: the numba backend takes fewer than 2^31 cells per block; split the cells over "
+                         "devices (devices=) or use backend='xla'")
+    return data
 
 
-def _numba_host(A, B, A_eval, B_eval, eval_needed, indptr, cols, counts, col_indptr, col_rows, col_counts,
-                *, want_rows, want_cols):
-    from inference._numba_cells import cell_stats_kernel
-
-    A = np.ascontiguousarray(A)
-    B = np.ascontiguousarray(B)
-    indptr, col_indptr = np.asarray(indptr), np.asarray(col_indptr)
-    n_threads = max(1, _num_threads())
-    row_stats, col_stats, log_norm, eval_log_norm = cell_stats_kernel(
-        indptr, np.asarray(cols), np.asarray(counts, dtype=A.dtype),
-        col_indptr, np.asarray(col_rows), np.asarray(col_counts, dtype=A.dtype),
-        A, B, np.ascontiguousarray(A_eval, dtype=A.dtype), np.ascontiguousarray(B_eval, dtype=A.dtype),
-        bool(eval_needed), want_rows, want_cols,
-        _row_bounds(indptr, n_threads), _row_bounds(col_indptr, n_threads), A.dtype.type(_floor(A.dtype)),
-    )
-    return row_stats, col_stats, np.asarray(log_norm, A.dtype), np.asarray(eval_log_norm, A.dtype)
-
-
-def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_factors, eval_needed):
-    n_classes = A.shape[1]
-    shapes = (
-        jax.ShapeDtypeStruct((A.shape[0] if want_rows else 0, n_classes), A.dtype),
+def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_factors, eval_needed,
+                      row_weights=None, want_row_log_norms=False):
+    data = _int32_pointers(data)
+    n_rows, n_classes = A.shape
+    results = (
+        jax.ShapeDtypeStruct((n_rows if want_rows else 0, n_classes), A.dtype),
         jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((), A.dtype),
-        jax.ShapeDtypeStruct((), A.dtype),
+        jax.ShapeDtypeStruct((n_rows if want_row_log_norms else 0,), A.dtype),
+        jax.ShapeDtypeStruct((2,), A.dtype),
     )
     if eval_factors is None:
         A_eval, B_eval, eval_needed = A[:1], B[:1], False
     else:
-        A_eval, B_eval = eval_factors
-
-    def host(*args):
-        return _numba_host(*args, want_rows=want_rows, want_cols=want_cols)
-
-    row_stats, col_stats, log_norm, eval_log_norm = jax.pure_callback(
-        host, shapes, A, B, A_eval, B_eval, jnp.asarray(eval_needed), data.indptr, data.cols, data.counts,
-        data.col_indptr, data.col_rows, data.col_counts, vmap_method="sequential",
+        A_eval, B_eval = (factor.astype(A.dtype) for factor in eval_factors)
+    row_weights = jnp.zeros((0,), A.dtype) if row_weights is None else row_weights.astype(A.dtype)
+    # The kernel reads every float buffer in A's dtype.
+    row_stats, col_stats, row_log_norms, log_norms = _numba_call("cell_stats", A.dtype, results)(
+        A, B.astype(A.dtype), A_eval, B_eval, jnp.asarray(eval_needed, bool), row_weights, data.indptr, data.cols,
+        data.counts.astype(A.dtype), data.col_indptr, data.col_rows, data.col_counts.astype(A.dtype),
+        jnp.asarray(_floor(A.dtype), A.dtype), _numba_threads(),
     )
-    return CellStats(
-        row_stats=row_stats if want_rows else None,
-        col_stats=col_stats if want_cols else None,
-        log_norm=log_norm,
-        eval_log_norm=eval_log_norm,
-    )
+    return (row_stats if want_rows else None, col_stats if want_cols else None, row_log_norms,
+            log_norms[0], log_norms[1])
+
+
+def _numba_cell_stats_result(A, B, data, want_rows, want_cols, eval_factors, eval_needed) -> "CellStats":
+    row_stats, col_stats, _, log_norm, eval_log_norm = _numba_cell_stats(
+        A, B, data, want_rows, want_cols, eval_factors, eval_needed)
+    return CellStats(row_stats, col_stats, log_norm, eval_log_norm)
 
 
 # ---------------------------------------------------------------------------- public
@@ -243,7 +238,7 @@ def cell_stats(
         # The factors set the working precision (float32 parameters on float64 counts stay float32).
         data = data._replace(counts=data.counts.astype(A.dtype), col_counts=data.col_counts.astype(A.dtype))
     if resolve_backend(backend) == "numba":
-        return _numba_cell_stats(A, B, data, want_rows, want_cols, eval_factors, eval_needed)
+        return _numba_cell_stats_result(A, B, data, want_rows, want_cols, eval_factors, eval_needed)
     return _xla_cell_stats(A, B, data, want_rows, want_cols, chunk_cells, eval_factors, eval_needed)
 
 
@@ -291,106 +286,15 @@ def _xla_count_matmul(dense, data: DyadicArrays, transpose: bool, chunk_cells: i
     return out
 
 
-@lru_cache(maxsize=None)
-def _numba_count_kernels():
-    from numba import njit, prange
-
-    @njit(parallel=True, cache=True, nogil=True)
-    def count_matmul_kernel(indptr, cols, counts, dense, transpose, n_cols, bounds):
-        n_threads = bounds.shape[0] - 1
-        n_rows = indptr.shape[0] - 1
-        n_classes = dense.shape[1]
-        if not transpose:
-            out = np.zeros((n_rows, n_classes), dense.dtype)
-            for t in prange(n_threads):
-                for i in range(bounds[t], bounds[t + 1]):
-                    for cell in range(indptr[i], indptr[i + 1]):
-                        count = counts[cell]
-                        source = dense[cols[cell]]
-                        for c in range(n_classes):
-                            out[i, c] += count * source[c]
-            return out
-        # One private accumulator per thread: no write conflicts, summed at the end.
-        parts = np.zeros((n_threads, n_cols, n_classes), dense.dtype)
-        for t in prange(n_threads):
-            part = parts[t]
-            for i in range(bounds[t], bounds[t + 1]):
-                source = dense[i]
-                for cell in range(indptr[i], indptr[i + 1]):
-                    count = counts[cell]
-                    j = cols[cell]
-                    for c in range(n_classes):
-                        part[j, c] += count * source[c]
-        out = parts[0].copy()
-        for t in range(1, n_threads):
-            out += parts[t]
-        return out
-
-    # The row loop is written out inside the parallel kernel: numba cannot reuse its on-disk cache
-    # for a kernel that calls another locally defined jitted function, and would recompile it in
-    # every new process.
-    @njit(parallel=True, cache=True, nogil=True)
-    def row_cell_stats_kernel(indptr, cols, counts, A, B, row_weights, want_rows, want_cols, bounds, floor):
-        n_threads = bounds.shape[0] - 1
-        n_rows, n_classes = A.shape
-        n_cols = B.shape[0]
-        row_stats = np.zeros((n_rows if want_rows else 0, n_classes), A.dtype)
-        col_parts = np.zeros((n_threads, n_cols if want_cols else 0, n_classes), A.dtype)
-        row_log_norm = np.zeros(n_rows, A.dtype)
-        for t in prange(n_threads):
-            col_stats = col_parts[t]
-            for i in range(bounds[t], bounds[t + 1]):
-                a_row = A[i]
-                weight = row_weights[i]
-                log_norm = 0.0
-                for cell in range(indptr[i], indptr[i + 1]):
-                    j = cols[cell]
-                    b_row = B[j]
-                    z = a_row[0] * b_row[0]
-                    for c in range(1, n_classes):
-                        z += a_row[c] * b_row[c]
-                    if z < floor:
-                        z = floor
-                    count = counts[cell]
-                    log_norm += count * np.log(z)
-                    ratio = count / z
-                    if want_rows:
-                        for c in range(n_classes):
-                            row_stats[i, c] += ratio * b_row[c]
-                    if want_cols:
-                        weighted_ratio = weight * ratio
-                        for c in range(n_classes):
-                            col_stats[j, c] += weighted_ratio * a_row[c]
-                row_log_norm[i] = log_norm
-        col_stats = col_parts[0].copy()
-        for t in range(1, n_threads):
-            col_stats += col_parts[t]
-        if want_rows:
-            row_stats *= A
-        if want_cols:
-            col_stats *= B
-        return row_stats, col_stats, row_log_norm
-
-    return count_matmul_kernel, row_cell_stats_kernel
-
-
-def _thread_bounds(indptr: np.ndarray) -> np.ndarray:
-    n_threads = max(1, min(_num_threads(), indptr.shape[0] - 1))
-    return _row_bounds(indptr, n_threads)
-
-
 def _numba_count_matmul(dense, data: DyadicArrays, transpose: bool):
+    data = _int32_pointers(data)
     n_rows, n_cols = data.shape
-    shape = jax.ShapeDtypeStruct((n_cols if transpose else n_rows, dense.shape[1]), dense.dtype)
-
-    def host(dense, indptr, cols, counts):
-        kernel, _ = _numba_count_kernels()
-        dense = np.ascontiguousarray(dense)
-        indptr = np.asarray(indptr)
-        return kernel(indptr, np.asarray(cols), np.asarray(counts, dtype=dense.dtype), dense,
-                      transpose, n_cols, _thread_bounds(indptr))
-
-    return jax.pure_callback(host, shape, dense, data.indptr, data.cols, data.counts, vmap_method="sequential")
+    result = jax.ShapeDtypeStruct((n_cols if transpose else n_rows, dense.shape[1]), dense.dtype)
+    # nᵀ G is n G over the CSC copy of the cells: the columns play the part of the rows.
+    pointer, indices, counts = ((data.col_indptr, data.col_rows, data.col_counts) if transpose
+                                else (data.indptr, data.cols, data.counts))
+    return _numba_call("count_matmul", dense.dtype, result)(pointer, indices, counts.astype(dense.dtype), dense,
+                                                            _numba_threads())
 
 
 def count_matmul(
@@ -423,7 +327,7 @@ def count_matmul(
     """
     if data.counts.dtype != dense.dtype:
         # ``dense`` sets the working precision, as in :func:`cell_stats`.
-        data = data._replace(counts=data.counts.astype(dense.dtype))
+        data = data._replace(counts=data.counts.astype(dense.dtype), col_counts=data.col_counts.astype(dense.dtype))
     if resolve_backend(backend) == "numba":
         return _numba_count_matmul(dense, data, transpose)
     return _xla_count_matmul(dense, data, transpose, chunk_cells)
@@ -481,30 +385,9 @@ def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_c
 
 
 def _numba_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_cols):
-    n_classes = A.shape[1]
-    shapes = (
-        jax.ShapeDtypeStruct((A.shape[0] if want_rows else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((A.shape[0],), A.dtype),
-    )
-
-    def host(A, B, row_weights, indptr, cols, counts):
-        _, kernel = _numba_count_kernels()
-        A = np.ascontiguousarray(A)
-        indptr = np.asarray(indptr)
-        return kernel(
-            indptr, np.asarray(cols), np.asarray(counts, dtype=A.dtype), A, np.ascontiguousarray(B),
-            np.asarray(row_weights, dtype=A.dtype), want_rows, want_cols, _thread_bounds(indptr), _floor(A.dtype),
-        )
-
-    row_stats, col_stats, row_log_norm = jax.pure_callback(
-        host, shapes, A, B, row_weights, data.indptr, data.cols, data.counts, vmap_method="sequential"
-    )
-    return RowCellStats(
-        row_stats=row_stats if want_rows else None,
-        col_stats=col_stats if want_cols else None,
-        row_log_norm=row_log_norm,
-    )
+    row_stats, col_stats, row_log_norm, _, _ = _numba_cell_stats(
+        A, B, data, want_rows, want_cols, None, False, row_weights=row_weights, want_row_log_norms=True)
+    return RowCellStats(row_stats, col_stats, row_log_norm)
 
 
 def row_cell_stats(
@@ -611,107 +494,21 @@ def _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_pr
     return PathMixtureStats(scores.T, posterior, jnp.transpose(level_stats, (1, 0, 2)), node_stats)
 
 
-@lru_cache(maxsize=None)
-def _numba_path_kernel():
-    from numba import njit, prange
-
-    # Written as one function: see the note on caching in ``_numba_count_kernels``.
-    @njit(parallel=True, cache=True, nogil=True)
-    def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths, lengths, log_prior,
-                            want_stats, bounds, floor):
-        n_threads = bounds.shape[0] - 1
-        n_rows, n_leaves, n_levels = weights.shape
-        n_cols, n_nodes = aspects.shape
-        scores = np.zeros((n_rows, n_leaves), weights.dtype)
-        posterior = np.zeros((n_rows, n_leaves), weights.dtype)
-        level_stats = np.zeros((n_rows if want_stats else 0, n_leaves, n_levels), weights.dtype)
-        node_parts = np.zeros((n_threads, n_cols if want_stats else 0, n_nodes), weights.dtype)
-        for t in prange(n_threads):
-            node_stats = node_parts[t]
-            max_cells = 0
-            for i in range(bounds[t], bounds[t + 1]):
-                max_cells = max(max_cells, indptr[i + 1] - indptr[i])
-            # z^β of every cell of the current row and every cluster, reused by the statistics pass.
-            mixture = np.empty((max_cells, n_leaves))
-            tempered_scores = np.empty(n_leaves)
-            for i in range(bounds[t], bounds[t + 1]):
-                start = indptr[i]
-                tempered_scores[:] = 0.0
-                for cell in range(start, indptr[i + 1]):
-                    k = cols[cell]
-                    count = counts[cell]
-                    for leaf in range(n_leaves):
-                        z = 0.0
-                        z_hot = 0.0
-                        for level in range(lengths[leaf]):
-                            node = paths[leaf, level]
-                            z += weights[i, leaf, level] * aspects[k, node]
-                            z_hot += weights[i, leaf, level] * tempered[k, node]
-                        if z < floor:
-                            z = floor
-                        if z_hot < floor:
-                            z_hot = floor
-                        mixture[cell - start, leaf] = z_hot
-                        scores[i, leaf] += count * np.log(z)
-                        tempered_scores[leaf] += count * np.log(z_hot)
-                peak = -np.inf
-                for leaf in range(n_leaves):
-                    value = log_prior[leaf] + tempered_scores[leaf]
-                    posterior[i, leaf] = value
-                    if value > peak:
-                        peak = value
-                total = 0.0
-                for leaf in range(n_leaves):
-                    posterior[i, leaf] = np.exp(posterior[i, leaf] - peak)
-                    total += posterior[i, leaf]
-                for leaf in range(n_leaves):
-                    posterior[i, leaf] /= total
-                if want_stats:
-                    for cell in range(start, indptr[i + 1]):
-                        k = cols[cell]
-                        count = counts[cell]
-                        for leaf in range(n_leaves):
-                            ratio = count / mixture[cell - start, leaf]
-                            weighted = posterior[i, leaf] * ratio
-                            for level in range(lengths[leaf]):
-                                node = paths[leaf, level]
-                                level_stats[i, leaf, level] += ratio * tempered[k, node]
-                                node_stats[k, node] += weighted * weights[i, leaf, level]
-        node_stats = node_parts[0].copy()
-        for t in range(1, n_threads):
-            node_stats += node_parts[t]
-        if want_stats:
-            level_stats *= weights
-            node_stats *= tempered
-        return scores, posterior, level_stats, node_stats
-
-    return path_mixture_kernel
-
-
 def _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats):
+    data = _int32_pointers(data)
     n_rows, n_leaves, n_levels = weights.shape
     dtype = weights.dtype
-    shapes = (
+    results = (
         jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
         jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
         jax.ShapeDtypeStruct((n_rows if want_stats else 0, n_leaves, n_levels), dtype),
         jax.ShapeDtypeStruct((aspects.shape[0] if want_stats else 0, aspects.shape[1]), dtype),
     )
-
-    def host(weights, aspects, tempered, paths, lengths, log_prior, indptr, cols, counts):
-        kernel = _numba_path_kernel()
-        weights = np.ascontiguousarray(weights)
-        indptr = np.asarray(indptr)
-        return kernel(
-            indptr, np.asarray(cols), np.asarray(counts, dtype=weights.dtype), weights, np.ascontiguousarray(aspects),
-            np.ascontiguousarray(tempered), np.asarray(paths, np.int64), np.asarray(lengths, np.int64),
-            np.asarray(log_prior, weights.dtype), want_stats, _thread_bounds(indptr), _floor(weights.dtype),
-        )
-
     lengths = path_mask.sum(axis=1).astype(jnp.int32)
-    scores, posterior, level_stats, node_stats = jax.pure_callback(
-        host, shapes, weights, aspects, tempered, paths, lengths, log_prior, data.indptr, data.cols, data.counts,
-        vmap_method="sequential",
+    scores, posterior, level_stats, node_stats = _numba_call("path_mixture", dtype, results)(
+        data.indptr, data.cols, data.counts.astype(dtype), weights, aspects.astype(dtype), tempered.astype(dtype),
+        paths.astype(jnp.int32), lengths, log_prior.astype(dtype), jnp.asarray(_floor(dtype), dtype),
+        _numba_threads(),
     )
     if not want_stats:
         return PathMixtureStats(scores, posterior, None, None)

@@ -190,18 +190,21 @@ def test_backends_agree_on_a_tempered_step():
 def test_count_matmul_matches_dense_products(x64, backend):
     rng = np.random.default_rng(0)
     counts = rng.poisson(0.5, size=(30, 40)).astype(float)
-    counts[3], counts[:, 5] = 0, 0
+    counts[3], counts[29], counts[:, 5] = 0, 0, 0
     counts[0, 0] += 1
     arrays = CoOccurrence.from_dense(counts).to_arrays()
     right = rng.random((40, 4))
     right[5, 1] = -np.inf  # an unobserved column may hold -inf (log 0) without producing NaN
     left = rng.random((30, 4))
+    left[29, 2] = -np.inf  # so may an unobserved row, although the padding cells (count 0) sit in it
     product = np.asarray(count_matmul(jnp.asarray(right), arrays, backend=backend))
     finite = right.copy()
     finite[5, 1] = 0.0
     np.testing.assert_allclose(product, counts @ finite, rtol=1e-12)
     transposed = np.asarray(count_matmul(jnp.asarray(left), arrays, transpose=True, backend=backend))
-    np.testing.assert_allclose(transposed, counts.T @ left, rtol=1e-12)
+    finite = left.copy()
+    finite[29, 2] = 0.0
+    np.testing.assert_allclose(transposed, counts.T @ finite, rtol=1e-12)
 
 
 def test_empty_rows_and_columns_stay_finite():

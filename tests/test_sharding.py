@@ -2,7 +2,8 @@
 
 The 8-device checks run in one subprocess, because the device count is fixed when JAX starts.
 Every EM model (aspect, ACM, SCM, CAM, generic EM on a NumPyro program with padded blocks, LRM
-batch passes, and the aspect model with ``backend="auto"`` on ~10^5 cells) is fitted with ``devices=None`` and ``devices=8`` from the same key and the
+batch passes, and the numba aspect and CAM kernels on ~10^5 cells) is fitted with ``devices=None`` and
+``devices=8`` from the same key and the
 histories and parameters are compared; 8 Gibbs chains are run on one device and on 4 and
 compared draw for draw. The default test covers each model once, the slow one every backend ×
 schedule combination of the dyadic models.
@@ -96,10 +97,13 @@ SCRIPT = textwrap.dedent(
             with numpyro.plate("repeats", points.shape[1], dim=-1):
                 numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=points)
 
-    # backend="auto" on 8 host devices: the numba E-step's callbacks would hang at this size
-    # (blocks of ~1.2e4 cells), so sharded fits run the XLA kernels (inference.em._sharded_kernel_model).
+    # The numba E-step on 8 host devices at once, blocks of ~1.2e4 cells: as XLA custom calls the
+    # kernels run concurrently (as jax.pure_callbacks they used to hang at this size).
     large = CoOccurrence.from_dense(rng.poisson(0.35, size=(400, 1000)))
-    report["aspect-auto-large"] = fit_both(Aspect(4), large, schedule=FixedBeta(1.0), max_iter=3, tol=0.0)
+    report["aspect-numba-large"] = fit_both(Aspect(4, backend="numba"), large, schedule=FixedBeta(1.0), max_iter=3,
+                                            tol=0.0)
+    report["cam-numba-large"] = fit_both(ClusterAbstraction(depth=2, backend="numba"), large,
+                                         schedule=FixedBeta(1.0), max_iter=3, tol=0.0)
 
     centres = np.where(rng.random(43) < 0.5, -1.5, 1.5)
     points = ProgramData((centres[:, None] + rng.normal(size=(43, 3)),), 129.0)
@@ -158,12 +162,12 @@ def _check(report: dict, n_fits: int, *, grew: bool) -> None:
 
 
 def test_sharded_fits_and_chains_equal_single_device_ones():
-    _check(_run_script("fast"), n_fits=7, grew=False)
+    _check(_run_script("fast"), n_fits=8, grew=False)
 
 
 @pytest.mark.slow
 def test_sharded_fits_equal_single_device_fits_for_every_backend_and_schedule():
-    _check(_run_script("full"), n_fits=27, grew=True)
+    _check(_run_script("full"), n_fits=28, grew=True)
 
 
 def test_sharded_arrays_add_up_to_the_whole():

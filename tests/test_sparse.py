@@ -101,6 +101,16 @@ def test_vmapped_numba_path_matches_each_call():
     np.testing.assert_allclose(np.asarray(batched), np.asarray(single), rtol=1e-6)
 
 
+def test_numba_path_refuses_64_bit_cell_pointers(x64):
+    counts, A, B = _problem(seed=7)
+    arrays = CoOccurrence.from_dense(counts).to_arrays()
+    wide = arrays._replace(indptr=arrays.indptr.astype(jnp.int64), col_indptr=arrays.col_indptr.astype(jnp.int64))
+    with pytest.raises(ValueError, match="^data: the numba backend takes fewer than 2\\^31 cells"):
+        cell_stats(jnp.asarray(A), jnp.asarray(B), wide, backend="numba")
+    xla = cell_stats(jnp.asarray(A), jnp.asarray(B), wide, backend="xla")
+    np.testing.assert_allclose(float(xla.log_norm), _dense_reference(counts, A, B)[2], rtol=1e-12)
+
+
 def test_backend_names_are_checked():
     with pytest.raises(ValueError, match="^backend"):
         resolve_backend("gpu")
