@@ -7,7 +7,7 @@
     2 × nnz × K × 4 bytes;
 (c) the same fit on 8 host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=8``,
     data-parallel EM with ``shard_map``) against one device, in a fresh process each, both with
-    the XLA E-step.
+    the default (numba) E-step; the 8 devices share the machine's cores.
 
 Run: ``python benchmarks/bench_scaling.py [--max-nnz 1e7] [--classes 64]``
 """
@@ -71,10 +71,7 @@ def child(mode: str, nnz: int, n_classes: int) -> None:
         import jax
 
         devices = len(jax.devices()) if mode == "sharded" else None
-        # (c) compares XLA kernels: the numba E-step called from 8 host devices at once can
-        # deadlock in JAX's CPU callback runtime at this size (see the README's known issues).
-        backend = "auto" if mode == "time" else "xla"
-        seconds = seconds_per_iteration(data, n_classes, devices=devices, backend=backend)
+        seconds = seconds_per_iteration(data, n_classes, devices=devices)
     peak = peak_rss_bytes()
     print(json.dumps({"seconds": seconds, "peak_bytes": peak, "baseline_bytes": baseline, "nnz": data.nnz}))
 
@@ -89,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--classes", type=int, default=64)
     parser.add_argument("--max-nnz", type=float, default=1e7)
-    parser.add_argument("--child", choices=["time", "time-xla", "memory", "sharded"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["time", "memory", "sharded"], help=argparse.SUPPRESS)
     parser.add_argument("--nnz", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -125,10 +122,10 @@ def main() -> None:
 
     middle = sizes[len(sizes) // 2]
     flags = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    single = in_child("time-xla", middle, args.classes)
+    single = in_child("time", middle, args.classes)
     sharded = in_child("sharded", middle, args.classes, env=flags)
     print(f"\n(c) nnz = {middle:,}: one device {single['seconds']:.4f} s / iteration, 8 host devices "
-          f"{sharded['seconds']:.4f} s / iteration (XLA E-step); ratio sharded / single {sharded['seconds'] / single['seconds']:.2f}"
+          f"{sharded['seconds']:.4f} s / iteration; ratio sharded / single {sharded['seconds'] / single['seconds']:.2f}"
           f" (host devices share the same {os.cpu_count()} cores)")
     print("SUMMARY " + json.dumps({"figure": f"sharded (8 host devices) / single-device time per iteration, nnz={middle:,}",
                                    "value": f"{sharded['seconds'] / single['seconds']:.2f}", "target": "informational"}))
