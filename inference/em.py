@@ -50,7 +50,6 @@ chains spread over devices the same way (:func:`inference.chains.sample_chains`,
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache, partial

@@ -145,6 +145,9 @@ def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells,
 
 
 def _numba_call(kernel: str, dtype: Any, results: Any):
+    if jax.default_backend() != "cpu":
+        raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
+                         f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
     from inference._numba_cells import target
 
     return jax.ffi.ffi_call(target(kernel, dtype), results, vmap_method="sequential")

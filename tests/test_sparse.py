@@ -111,6 +111,15 @@ def test_numba_path_refuses_64_bit_cell_pointers(x64):
     np.testing.assert_allclose(float(xla.log_norm), _dense_reference(counts, A, B)[2], rtol=1e-12)
 
 
+def test_numba_path_is_refused_off_the_cpu(monkeypatch):
+    counts, A, B = _problem(seed=8)
+    arrays = CoOccurrence.from_dense(counts).to_arrays()
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert resolve_backend("auto") == "xla"
+    with pytest.raises(ValueError, match="^backend: the numba kernels are CPU custom calls"):
+        cell_stats(jnp.asarray(A), jnp.asarray(B), arrays, backend="numba")
+
+
 def test_backend_names_are_checked():
     with pytest.raises(ValueError, match="^backend"):
         resolve_backend("gpu")
