@@ -106,6 +106,7 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
     zero = floor - floor  # 0 in A's dtype, so the products below stay in that precision
     A_flat = A.reshape(-1)
     B_flat = B.reshape(-1)
+    B_eval_flat = B_eval.reshape(-1)
     row_bounds = _thread_bounds(indptr, n_threads)
     log_parts = np.zeros((n_threads, 2))
     for t in prange(n_threads):
@@ -120,6 +121,8 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
             for cell in range(indptr[i], indptr[i + 1]):
                 if cell + PREFETCH_CELLS < last:
                     _prefetch_row(B_flat, cols[cell + PREFETCH_CELLS], n_classes, line)
+                    if eval_needed:
+                        _prefetch_row(B_eval_flat, cols[cell + PREFETCH_CELLS], n_classes, line)
                 j = cols[cell]
                 b_row = B[j]
                 z = zero
