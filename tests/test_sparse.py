@@ -111,6 +111,16 @@ def test_numba_path_refuses_64_bit_cell_pointers(x64):
     np.testing.assert_allclose(float(xla.log_norm), _dense_reference(counts, A, B)[2], rtol=1e-12)
 
 
+def test_custom_call_with_the_wrong_arguments_is_an_xla_error_not_a_crash():
+    from inference._numba_cells import target
+
+    call = jax.ffi.ffi_call(target("count_matmul", jnp.float32), jax.ShapeDtypeStruct((3, 2), jnp.float32))
+    pointer = jnp.asarray([0, 1, 2, 3], jnp.int32)
+    with pytest.raises(Exception, match="latentzoo: the XLA FFI call frame does not have the layout"):
+        # four arguments where the handler takes five: refused before any buffer is read
+        jax.block_until_ready(call(pointer, jnp.zeros(3, jnp.int32), jnp.ones(3, jnp.float32), jnp.ones((3, 2))))
+
+
 def test_numba_path_is_refused_off_the_cpu(monkeypatch):
     counts, A, B = _problem(seed=8)
     arrays = CoOccurrence.from_dense(counts).to_arrays()
