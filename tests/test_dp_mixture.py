@@ -137,6 +137,12 @@ def test_fit_recovers_separated_clusters(fitted):
     assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint"}
 
 
+def test_split_merge_fit_starting_from_one_cluster_recovers_separated_clusters():
+    model = DPMixture(normal_gamma(2), algorithm="conjugate", alpha=1.0, max_clusters=8, n_split_merge=2)
+    fit = model.fit(SEPARATED, jax.random.key(1), n_chains=2, n_warmup=10, n_draws=20, init="single", progress=False)
+    assert fit.scores(TRUTH)["RI"] == 1.0
+
+
 def test_same_key_same_fit(fitted):
     model, fit = fitted
     again = model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)
@@ -162,6 +168,8 @@ def test_bad_input_names_the_argument(fitted):
         DPMixture(family, max_clusters=0)
     with pytest.raises(ValueError, match="^n_auxiliary"):
         DPMixture(family, n_auxiliary=0)
+    with pytest.raises(ValueError, match="^n_split_merge"):
+        DPMixture(family, n_split_merge=-2)
     with pytest.raises(ValueError, match="^algorithm"):
         DPMixture(family, algorithm="gibbs")
     with pytest.raises(TypeError, match="^family"):

@@ -49,6 +49,8 @@ VARIANTS = {
     "auxiliary": dict(algorithm="auxiliary", n_auxiliary=2),
     "auxiliary-reuse": dict(algorithm="auxiliary", n_auxiliary=2, reuse_auxiliary=True),
     "auxiliary-reuse-xla": dict(algorithm="auxiliary", n_auxiliary=2, reuse_auxiliary=True, backend="xla"),
+    "collapsed-split-merge": dict(algorithm="collapsed", n_split_merge=2),
+    "conjugate-split-merge": dict(algorithm="conjugate", n_split_merge=2),
 }
 
 
@@ -222,6 +224,7 @@ QUICK_CASES = [
     ("conjugate", None),
     ("auxiliary", None),
     ("auxiliary-reuse", GammaPrior(2.0, 1.5)),
+    ("conjugate-split-merge", GammaPrior(2.0, 1.5)),
 ]
 
 
@@ -403,6 +406,76 @@ def test_numba_and_xla_give_the_same_chain_unbatched(variant):
     check_backends_agree(runs, len(THREE_GROUPS))
 
 
+# ----------------------------------------------------------------------------- split–merge
+@jax.jit
+def _split_merge_chains(keys, assignments, counts, data):
+    """Chains made of split–merge moves only (no Gibbs sweep): 3 moves per draw."""
+    def chain(key, assignments, counts):
+        def draw(carry, draw_key):
+            assignments, counts = carry
+            assignments, counts, accepted, overflow = neal._split_merge_moves(
+                FAMILY_1D, draw_key, data, assignments, counts, jnp.float32(0.8), 3)
+            return (assignments, counts), (assignments, accepted, overflow)
+
+        return jax.lax.scan(draw, (assignments, counts), jax.random.split(key, 1000))[1]
+
+    return jax.vmap(chain)(keys, assignments, counts)
+
+
+def test_split_merge_moves_alone_sample_the_exact_partition_posterior():
+    """Split–merge moves alone are an irreducible Metropolis–Hastings chain on partitions: its
+    draws must match the exact posterior, so a wrong acceptance ratio cannot hide behind Gibbs."""
+    data = jnp.asarray(DATA_4, jnp.float32)
+    exact = exact_posterior(FAMILY_1D, DATA_4, alpha=0.8)
+    n_chains = 96
+    # Two spare slots: a split always finds a free slot, so no move is dropped for capacity.
+    starts = np.array([np.arange(4) % (1 + chain % 4) for chain in range(n_chains)], np.int32)
+    counts = np.array([np.bincount(row, minlength=6) for row in starts], np.int32)
+    keys = jax.random.split(jax.random.key(11), n_chains)
+    draws, accepted, overflow = (np.asarray(a) for a in
+                                 _split_merge_chains(keys, jnp.asarray(starts), jnp.asarray(counts), data))
+    assert not overflow.any()
+    draws = draws[:, 100:]  # burn-in
+    noise = expected_tv_noise(exact.values(), draws.shape[0] * draws.shape[1] / 3.0)
+    assert noise < NOISE_LIMIT, "too few draws for the test to be able to fail"
+    tv = empirical_tv(draws, exact)
+    assert tv < TV_LIMIT, f"split–merge alone: total variation {tv:.4f} (expected noise {noise:.4f})"
+    assert 0.05 < accepted.mean() / 3 < 0.95  # moves are proposed and both accepted and rejected
+
+
+def test_split_merge_overflow_keeps_the_partition_and_growing_capacity_continues_the_chain():
+    data = np.concatenate([np.full((3, 1), -4.0), np.full((3, 1), 4.0)]).astype(np.float32)
+    step = jax.jit(neal.build_kernel(FAMILY_1D, "collapsed", n_split_merge=4))
+    together = np.zeros(6, int)
+    state = neal.init(jax.random.key(0), data, FAMILY_1D, algorithm="collapsed", max_clusters=1, alpha=1.0,
+                      assignments=together)
+    grown = neal.grow_capacity(state, 4)
+    small, info = step(jax.random.key(3), state, data)
+    large, large_info = step(jax.random.key(3), grown, data)
+    assert bool(info.overflow) and bool(small.overflow)
+    np.testing.assert_array_equal(small.assignments, together)
+    assert int(info.split_merge_accepted) == 0
+    assert not bool(large_info.overflow) and int(large_info.n_clusters) == 2  # the two groups split
+
+
+def test_split_merge_moves_separate_groups_that_single_point_gibbs_keeps_together():
+    # Two tight groups far apart, started as one cluster: moving a single point out of it costs
+    # too much, so Gibbs sweeps keep the one cluster for a long time; one split separates them.
+    rng = np.random.default_rng(0)
+    family = normal_gamma(1, mean=0.0, kappa=0.01, shape=1.0, rate=1.0)
+    data = np.concatenate([rng.normal(-1.0, 0.05, (25, 1)), rng.normal(1.0, 0.05, (25, 1))]).astype(np.float32)
+    start = neal.init(jax.random.key(0), data, family, algorithm="collapsed", max_clusters=4, alpha=0.05,
+                      assignments=np.zeros(50, int))
+    clusters = {}
+    for n_split_merge in (0, 1):
+        step = jax.jit(neal.build_kernel(family, "collapsed", n_split_merge=n_split_merge))
+        state = start
+        for sweep in range(5):
+            state, info = step(jax.random.key(sweep), state, data)
+        clusters[n_split_merge] = int(info.n_clusters)
+    assert clusters == {0: 1, 1: 2}
+
+
 def test_crp_prior_sums_to_one_over_partitions():
     log_prior = jax.jit(neal.log_crp_prior, static_argnums=2)
     for alpha in (0.3, 1.0, 4.0):
@@ -441,6 +514,10 @@ def test_init_and_build_kernel_validate_arguments():
         neal.build_kernel(poisson, "collapsed")
     with pytest.raises(ValueError, match="^algorithm: 'conjugate' needs"):
         neal.build_kernel(poisson, "conjugate")
+    with pytest.raises(ValueError, match="^n_split_merge"):
+        neal.build_kernel(family, "collapsed", n_split_merge=-1)
+    with pytest.raises(ValueError, match="^n_split_merge: split–merge moves need"):
+        neal.build_kernel(poisson, "auxiliary", n_split_merge=1)
 
 
 def test_set_partitions_counts_bell_numbers():

@@ -204,6 +204,10 @@ class DPMixture:
     reuse_auxiliary : bool
         Algorithm 8 with persistent auxiliary components (Favaro & Teh 2013); much faster for
         components with many parameters.
+    n_split_merge : int
+        Split–merge moves per sweep (0: none), for families with marginal likelihoods (see
+        :func:`inference.neal.build_kernel`): they move whole groups of points between clusters,
+        which one-point Gibbs updates do slowly.
     max_clusters : int
         Initial capacity K_max >= 1 of every chain.
     on_overflow : {"grow", "raise"}
@@ -230,6 +234,7 @@ class DPMixture:
         algorithm: str = "auxiliary",
         n_auxiliary: int = 3,
         reuse_auxiliary: bool = False,
+        n_split_merge: int = 0,
         max_clusters: int = 32,
         on_overflow: str = "grow",
     ):
@@ -245,12 +250,14 @@ class DPMixture:
         self.max_clusters = check_int("max_clusters", max_clusters, minimum=1)
         self.on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
         self.reuse_auxiliary = reuse_auxiliary
+        self.n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
         self.step = build_kernel(
             family,
             self.algorithm,
             n_auxiliary=self.n_auxiliary,
             reuse_auxiliary=reuse_auxiliary,
             alpha_prior=alpha_prior,
+            n_split_merge=self.n_split_merge,
         )
 
     def program(self, data: Any = None, *, n_points: int | None = None) -> None:
