@@ -251,8 +251,8 @@ _CARDS = (
         latent_structure="one cluster per point under DP(α, G0) (Chinese restaurant process); "
                          "parameters φ_k ~ G0 per cluster; α fixed or Gamma-distributed",
         engines=("neal Algorithm 8 (any family with a G0 sampler)", "neal Algorithm 2 (conjugate)",
-                 "neal Algorithm 3 (collapsed)", "sample_chains (many chains, ArviZ)",
-                 "Escobar-West update of α"),
+                 "neal Algorithm 3 (collapsed)", "split-merge moves (Dahl 2003; Jain & Neal 2004)",
+                 "sample_chains (many chains, ArviZ)", "Escobar-West update of α"),
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
         settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "auxiliary")),
