@@ -24,6 +24,7 @@ ABI: every struct starts with its ``struct_size``, which the handler checks befo
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -174,21 +175,24 @@ def buffer_scalar(buffer, example):
 
 # ---------------------------------------------------------------------------- registration
 _registered: dict[str, Any] = {}
+_registering = threading.Lock()
 
 
 def register_handler(name: str, handler: Callable) -> str:
     """Compile ``handler(frame_address) -> error_address`` as a cfunc and register it for the CPU.
 
-    Idempotent; the compiled function is kept alive for the life of the process (XLA holds its
-    address). ``handler`` must be a module-level function so numba's disk cache can find it.
+    Idempotent and thread-safe; the compiled function is kept alive for the life of the process
+    (XLA holds its address). ``handler`` must be a module-level function so numba's disk cache
+    can find it.
     """
-    if name not in _registered:
-        import jax
-        import numba
+    with _registering:
+        if name not in _registered:
+            import jax
+            import numba
 
-        numba.get_num_threads()  # starts numba's thread pool, which the kernels' parallel loops use
-        compiled = cfunc(types.int64(types.int64), cache=True)(handler)
-        address = ctypes.cast(compiled.address, ctypes.c_void_p)
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform="cpu")
-        _registered[name] = compiled
+            numba.get_num_threads()  # starts numba's thread pool, which the kernels' parallel loops use
+            compiled = cfunc(types.int64(types.int64), cache=True)(handler)
+            address = ctypes.cast(compiled.address, ctypes.c_void_p)
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform="cpu")
+            _registered[name] = compiled
     return name
