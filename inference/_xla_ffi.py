@@ -34,7 +34,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["register_handler", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
-           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_scalar", "EXECUTE", "I32", "I64"]
+           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "EXECUTE", "I32", "I64"]
 
 I32 = np.int32(0)
 I64 = np.int64(0)
@@ -166,6 +166,25 @@ def buffer_3d(buffer, example):
     dims = _load(buffer + 40, I64)
     shape = (_load(dims, I64), _load(dims + 8, I64), _load(dims + 16, I64))
     return carray(_as_pointer(_load(buffer + 24, I64), example), shape)
+
+
+@njit(inline="always")
+def buffer_shape(buffer):
+    """The dimensions of a buffer of any rank, as an int64 array."""
+    dims = _load(buffer + 40, I64)
+    shape = np.empty(_load(buffer + 32, I64), np.int64)
+    for axis in range(shape.shape[0]):
+        shape[axis] = _load(dims + 8 * axis, I64)
+    return shape
+
+
+@njit(inline="always")
+def buffer_flat(buffer, example):
+    """A buffer of any rank as a 1-D array of its elements (row-major)."""
+    size = 1
+    for extent in buffer_shape(buffer):
+        size *= extent
+    return carray(_as_pointer(_load(buffer + 24, I64), example), (size,))
 
 
 @njit(inline="always")

@@ -61,6 +61,8 @@ import numpyro
 import numpyro.distributions as dist
 from numba import njit
 
+from inference._xla_ffi import (EXECUTE, I32, answer_metadata, arg_buffer, buffer_flat, buffer_shape, frame_error,
+                                frame_stage, register_handler, ret_buffer)
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -462,19 +464,84 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
                         _normalise_log(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
     return q
 
-@njit(cache=True, nogil=True)
-def _iem_scan_batch(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
-                   relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
-                   relation_n_values, relation_classes):
-    # Leading axis: the vmapped fits (restarts, held-out cases); weights and beta have 1 or B rows.
-    beta_step = np.int64(1) if beta.shape[0] > 1 else np.int64(0)
-    weight_step = np.int64(1) if weights.shape[0] > 1 else np.int64(0)
-    for fit in range(q.shape[0]):
-        row = np.int64(fit)
-        _iem_scan(q[row], class_counts[row], counts[row], log_theta[row], log_pi[row], beta[row * beta_step],
-                  prior_count, first, second, values, relation, weights[row * weight_step], item_start,
-                  item_cell, item_position, domain_of, n_classes, relation_n_values, relation_classes)
-    return q
+# The pass runs as an XLA custom call (inference._xla_ffi): XLA hands the handler its buffers and
+# the numba loop runs without Python. Under vmap (restarts, held-out cases) every argument gets the
+# same leading axes, of size 1 where it is shared; the fits run one after the other in float64.
+# Arguments: q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights (the model's
+# float dtype); first, second, values, relation, item_start, item_cell, item_position, domain_of,
+# n_classes, relation_n_values, relation_classes (int32). Result: q.
+_IEM_ARGS = 19
+
+
+@njit(inline="always")
+def _fit_slice(frame, index, q_shape, n_lead, fit, example):
+    """Fit ``fit``'s part of argument ``index`` (flat) and the argument's trailing shape.
+
+    ``fit`` counts over the leading (vmapped) axes of the result in row-major order; an argument
+    whose leading axis has size 1 there is shared along it (``vmap_method="expand_dims"``).
+    """
+    buffer = arg_buffer(frame, index)
+    shape = buffer_shape(buffer)
+    flat = buffer_flat(buffer, example)
+    inner = 1
+    for axis in range(n_lead, shape.shape[0]):
+        inner *= shape[axis]
+    offset, remaining, stride = 0, fit, 1
+    for axis in range(n_lead - 1, -1, -1):
+        position = remaining % q_shape[axis]
+        remaining //= q_shape[axis]
+        if shape[axis] > 1:
+            offset += position * stride
+        stride *= shape[axis]
+    return flat[offset * inner: (offset + 1) * inner], shape[n_lead:]
+
+
+@njit(inline="always")
+def _iem_call(frame, real):
+    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
+        return 0
+    error = frame_error(frame, _IEM_ARGS, 1)
+    if error != 0:
+        return error
+    q_shape = buffer_shape(ret_buffer(frame, 0))  # the result has the whole batch shape
+    n_lead = q_shape.shape[0] - 2
+    n_fits = 1
+    for axis in range(n_lead):
+        n_fits *= q_shape[axis]
+    out = buffer_flat(ret_buffer(frame, 0), real)
+    for fit in range(n_fits):
+        q, q_dims = _fit_slice(frame, 0, q_shape, n_lead, fit, real)
+        class_counts, class_dims = _fit_slice(frame, 1, q_shape, n_lead, fit, real)
+        counts, count_dims = _fit_slice(frame, 2, q_shape, n_lead, fit, real)
+        log_theta, _ = _fit_slice(frame, 3, q_shape, n_lead, fit, real)
+        log_pi, _ = _fit_slice(frame, 4, q_shape, n_lead, fit, real)
+        beta, _ = _fit_slice(frame, 5, q_shape, n_lead, fit, real)
+        prior_count, _ = _fit_slice(frame, 6, q_shape, n_lead, fit, real)
+        weights, _ = _fit_slice(frame, 7, q_shape, n_lead, fit, real)
+        integers = [_fit_slice(frame, index, q_shape, n_lead, fit, I32)[0] for index in range(8, 18)]
+        relation_classes, _ = _fit_slice(frame, 18, q_shape, n_lead, fit, I32)
+        q_fit = q.astype(np.float64).reshape((q_dims[0], q_dims[1]))
+        count_shape = (count_dims[0], count_dims[1], count_dims[2], count_dims[3])
+        _iem_scan(q_fit, class_counts.astype(np.float64).reshape((class_dims[0], class_dims[1])),
+                  counts.astype(np.float64).reshape(count_shape), log_theta.astype(np.float64).reshape(count_shape),
+                  log_pi.astype(np.float64).reshape((class_dims[0], class_dims[1])), np.float64(beta[0]),
+                  np.float64(prior_count[0]), integers[0], integers[1], integers[2], integers[3],
+                  weights.astype(np.float64), integers[4], integers[5], integers[6], integers[7], integers[8],
+                  integers[9], relation_classes.reshape((relation_classes.shape[0] // 2, 2)))
+        size = q_fit.size
+        out[fit * size: (fit + 1) * size] = q_fit.reshape(-1).astype(out.dtype)
+    return 0
+
+
+def _iem_pass_f32(frame):
+    return _iem_call(frame, np.float32(0))
+
+
+def _iem_pass_f64(frame):
+    return _iem_call(frame, np.float64(0))
+
+
+_IEM_HANDLERS = {"float32": _iem_pass_f32, "float64": _iem_pass_f64}
 
 
 def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
@@ -482,7 +549,7 @@ def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, flat, beta, *, schema, prior_count):
-    """All partial E-steps of one pass in a numba loop, called through ``jax.pure_callback``."""
+    """All partial E-steps of one pass in a numba loop, run by XLA as a custom call."""
     n_classes = tuple(resp.shape[1] for resp in responsibilities)
     n_max = max(n_classes)
     n_values_max = max(schema.n_values)
@@ -501,35 +568,11 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
                                  for doms in schema.relation_domains], np.int32)
     constants = (np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
 
-    def host(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, first, second, values,
-             relation, item_start, item_cell, item_position):
-        # vmap_method="expand_dims": every argument has the same leading (vmapped) axes, of size 1
-        # where it is shared; the fits are flattened into one axis and run one after the other.
-        n_lead = q.ndim - 2
-        batch_shape = q.shape[:n_lead]
-
-        def batched(array, dtype):
-            array = np.asarray(array, dtype=dtype)
-            lead = array.shape[:n_lead]
-            rows = int(np.prod(lead)) if n_lead else 1
-            if rows > 1 and lead != batch_shape:
-                array = np.broadcast_to(array, batch_shape + array.shape[n_lead:])
-                rows = int(np.prod(batch_shape))
-            return np.array(array.reshape((rows,) + array.shape[n_lead:]), dtype=dtype, order="C")
-
-        def shared(array):
-            return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]))
-
-        result = _iem_scan_batch(batched(q, np.float64), batched(class_counts, np.float64), batched(counts, np.float64),
-                        batched(log_theta, np.float64), batched(log_pi, np.float64), batched(beta, np.float64),
-                        float(np.ravel(prior_count)[0]), shared(first), shared(second), shared(values), shared(relation),
-                        batched(weights, np.float64), shared(item_start), shared(item_cell), shared(item_position),
-                        domain_of, *constants)
-        return result.reshape(q.shape).astype(q.dtype)
-
-    q = jax.pure_callback(host, jax.ShapeDtypeStruct(q.shape, dtype), q, class_counts, counts, log_theta, log_pi,
-                          jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights, flat.first, flat.second, flat.values, flat.relation,
-                          flat.item_start, flat.item_cell, flat.item_position, vmap_method="expand_dims")
+    name = register_handler(f"latentzoo_iem_pass_{jnp.dtype(dtype).name}", _IEM_HANDLERS[jnp.dtype(dtype).name])
+    q = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(q.shape, dtype), vmap_method="expand_dims")(
+        q, class_counts, counts, log_theta, log_pi, jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights,
+        flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
+        *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, *constants)))
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
     return tuple(q[offsets[d]: offsets[d + 1], : n_classes[d]] for d in range(len(n_classes)))
 
