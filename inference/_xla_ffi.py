@@ -34,7 +34,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["register_handler", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
-           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "EXECUTE", "I32", "I64"]
+           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element", "EXECUTE", "I32", "I64"]
 
 I32 = np.int32(0)
 I64 = np.int64(0)
@@ -190,6 +190,30 @@ def buffer_flat(buffer, example):
 @njit(inline="always")
 def buffer_scalar(buffer, example):
     return _load(_load(buffer + 24, I64), example)
+
+
+@njit(inline="always")
+def batch_element(frame, index, batch_shape, n_lead, element, example):
+    """Element ``element`` (row-major over ``batch_shape[:n_lead]``) of argument ``index`` of a call
+    batched by ``vmap_method="expand_dims"``, as a flat array, and the argument's trailing shape.
+
+    Under that method every argument has the ``n_lead`` leading axes; one of size 1 is shared
+    along that axis, so the element's offset skips it.
+    """
+    buffer = arg_buffer(frame, index)
+    shape = buffer_shape(buffer)
+    flat = buffer_flat(buffer, example)
+    inner = 1
+    for axis in range(n_lead, shape.shape[0]):
+        inner *= shape[axis]
+    offset, remaining, stride = 0, element, 1
+    for axis in range(n_lead - 1, -1, -1):
+        position = remaining % batch_shape[axis]
+        remaining //= batch_shape[axis]
+        if shape[axis] > 1:
+            offset += position * stride
+        stride *= shape[axis]
+    return flat[offset * inner: (offset + 1) * inner], shape[n_lead:]
 
 
 # ---------------------------------------------------------------------------- registration

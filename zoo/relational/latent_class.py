@@ -61,8 +61,8 @@ import numpyro
 import numpyro.distributions as dist
 from numba import njit
 
-from inference._xla_ffi import (EXECUTE, I32, answer_metadata, arg_buffer, buffer_flat, buffer_shape, frame_error,
-                                frame_stage, register_handler, ret_buffer)
+from inference._xla_ffi import (EXECUTE, I32, answer_metadata, batch_element, buffer_flat, buffer_shape,
+                                frame_error, frame_stage, register_handler, ret_buffer)
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -464,6 +464,7 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
                         _normalise_log(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
     return q
 
+
 # The pass runs as an XLA custom call (inference._xla_ffi): XLA hands the handler its buffers and
 # the numba loop runs without Python. Under vmap (restarts, held-out cases) every argument gets the
 # same leading axes, of size 1 where it is shared; the fits run one after the other in float64.
@@ -474,52 +475,29 @@ _IEM_ARGS = 19
 
 
 @njit(inline="always")
-def _fit_slice(frame, index, q_shape, n_lead, fit, example):
-    """Fit ``fit``'s part of argument ``index`` (flat) and the argument's trailing shape.
-
-    ``fit`` counts over the leading (vmapped) axes of the result in row-major order; an argument
-    whose leading axis has size 1 there is shared along it (``vmap_method="expand_dims"``).
-    """
-    buffer = arg_buffer(frame, index)
-    shape = buffer_shape(buffer)
-    flat = buffer_flat(buffer, example)
-    inner = 1
-    for axis in range(n_lead, shape.shape[0]):
-        inner *= shape[axis]
-    offset, remaining, stride = 0, fit, 1
-    for axis in range(n_lead - 1, -1, -1):
-        position = remaining % q_shape[axis]
-        remaining //= q_shape[axis]
-        if shape[axis] > 1:
-            offset += position * stride
-        stride *= shape[axis]
-    return flat[offset * inner: (offset + 1) * inner], shape[n_lead:]
-
-
-@njit(inline="always")
 def _iem_call(frame, real):
     if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
         return 0
     error = frame_error(frame, _IEM_ARGS, 1)
     if error != 0:
         return error
-    q_shape = buffer_shape(ret_buffer(frame, 0))  # the result has the whole batch shape
-    n_lead = q_shape.shape[0] - 2
+    result_shape = buffer_shape(ret_buffer(frame, 0))  # the result has the whole batch shape
+    n_lead = result_shape.shape[0] - 2
     n_fits = 1
     for axis in range(n_lead):
-        n_fits *= q_shape[axis]
+        n_fits *= result_shape[axis]
     out = buffer_flat(ret_buffer(frame, 0), real)
     for fit in range(n_fits):
-        q, q_dims = _fit_slice(frame, 0, q_shape, n_lead, fit, real)
-        class_counts, class_dims = _fit_slice(frame, 1, q_shape, n_lead, fit, real)
-        counts, count_dims = _fit_slice(frame, 2, q_shape, n_lead, fit, real)
-        log_theta, _ = _fit_slice(frame, 3, q_shape, n_lead, fit, real)
-        log_pi, _ = _fit_slice(frame, 4, q_shape, n_lead, fit, real)
-        beta, _ = _fit_slice(frame, 5, q_shape, n_lead, fit, real)
-        prior_count, _ = _fit_slice(frame, 6, q_shape, n_lead, fit, real)
-        weights, _ = _fit_slice(frame, 7, q_shape, n_lead, fit, real)
-        integers = [_fit_slice(frame, index, q_shape, n_lead, fit, I32)[0] for index in range(8, 18)]
-        relation_classes, _ = _fit_slice(frame, 18, q_shape, n_lead, fit, I32)
+        q, q_dims = batch_element(frame, 0, result_shape, n_lead, fit, real)
+        class_counts, class_dims = batch_element(frame, 1, result_shape, n_lead, fit, real)
+        counts, count_dims = batch_element(frame, 2, result_shape, n_lead, fit, real)
+        log_theta, _ = batch_element(frame, 3, result_shape, n_lead, fit, real)
+        log_pi, _ = batch_element(frame, 4, result_shape, n_lead, fit, real)
+        beta, _ = batch_element(frame, 5, result_shape, n_lead, fit, real)
+        prior_count, _ = batch_element(frame, 6, result_shape, n_lead, fit, real)
+        weights, _ = batch_element(frame, 7, result_shape, n_lead, fit, real)
+        integers = [batch_element(frame, index, result_shape, n_lead, fit, I32)[0] for index in range(8, 18)]
+        relation_classes, _ = batch_element(frame, 18, result_shape, n_lead, fit, I32)
         q_fit = q.astype(np.float64).reshape((q_dims[0], q_dims[1]))
         count_shape = (count_dims[0], count_dims[1], count_dims[2], count_dims[3])
         _iem_scan(q_fit, class_counts.astype(np.float64).reshape((class_dims[0], class_dims[1])),
