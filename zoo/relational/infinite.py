@@ -48,6 +48,8 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numba import njit
 
+from inference._xla_ffi import (EXECUTE, I32, answer_metadata, batch_element, buffer_flat, buffer_shape,
+                                frame_error, frame_stage, register_handler, ret_buffer)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
@@ -480,22 +482,77 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
     return overflow
 
 
-@njit(cache=True, nogil=True)
-def _gibbs_sweep_batch(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen,
-                       item_start, item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
-    overflow = np.zeros(z.shape[0], np.bool_)
-    seen_step = np.int64(1) if seen.shape[0] > 1 else np.int64(0)
-    for chain in range(z.shape[0]):
-        row = np.int64(chain)
-        overflow[row] = _gibbs_sweep(z[row], sizes[row], counts[row], tables[row], log_alpha[row], uniforms[row],
-                                     first, second, values, relation, seen[row * seen_step], item_start, item_cell,
-                                     item_position, domain_of, capacities, relation_n_values, same_domain)
-    return z, sizes, counts, overflow
+# The sweep runs as an XLA custom call (inference._xla_ffi): no Python between XLA and the numba
+# loop. Under vmap (chains) every argument gets the same leading axes, of size 1 where it is shared;
+# the chains run one after the other. Arguments: z, sizes, counts (int32); table, log_alpha,
+# uniforms (the model's float dtype); seen, first, second, values, relation, item_start, item_cell,
+# item_position, domain_of, capacities, relation_n_values, same_domain (int32). Results: z,
+# sizes, counts (int32) and overflow (bool), each with the batch axes.
+_SWEEP_ARGS, _SWEEP_RETS = 18, 4
+
+
+@njit(inline="always")
+def _write_element(out, element, values):
+    size = values.shape[0]
+    for index in range(size):
+        out[element * size + index] = values[index]
+
+
+@njit(inline="always")
+def _sweep_call(frame, real):
+    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
+        return 0
+    error = frame_error(frame, _SWEEP_ARGS, _SWEEP_RETS)
+    if error != 0:
+        return error
+    z_shape = buffer_shape(ret_buffer(frame, 0))  # the results have the whole batch shape
+    n_lead = z_shape.shape[0] - 1
+    n_chains = 1
+    for axis in range(n_lead):
+        n_chains *= z_shape[axis]
+    out_z = buffer_flat(ret_buffer(frame, 0), I32)
+    out_sizes = buffer_flat(ret_buffer(frame, 1), I32)
+    out_counts = buffer_flat(ret_buffer(frame, 2), I32)
+    out_overflow = buffer_flat(ret_buffer(frame, 3), np.uint8(0))  # XLA's PRED: one byte
+    for chain in range(n_chains):
+        z, _ = batch_element(frame, 0, z_shape, n_lead, chain, I32)
+        sizes, size_dims = batch_element(frame, 1, z_shape, n_lead, chain, I32)
+        counts, count_dims = batch_element(frame, 2, z_shape, n_lead, chain, I32)
+        table, table_dims = batch_element(frame, 3, z_shape, n_lead, chain, real)
+        log_alpha, _ = batch_element(frame, 4, z_shape, n_lead, chain, real)
+        uniforms, _ = batch_element(frame, 5, z_shape, n_lead, chain, real)
+        integers = [batch_element(frame, index, z_shape, n_lead, chain, I32)[0] for index in range(6, 17)]
+        same_domain, _ = batch_element(frame, 17, z_shape, n_lead, chain, I32)
+        z_chain = z.astype(np.int64)
+        sizes_chain = sizes.astype(np.int64).reshape((size_dims[0], size_dims[1]))
+        counts_chain = counts.astype(np.int64).reshape((count_dims[0], count_dims[1], count_dims[2], count_dims[3]))
+        overflow = _gibbs_sweep(
+            z_chain, sizes_chain, counts_chain,
+            table.astype(np.float64).reshape((table_dims[0], table_dims[1], table_dims[2])),
+            log_alpha.astype(np.float64), uniforms.astype(np.float64), integers[1], integers[2], integers[3],
+            integers[4], integers[0], integers[5], integers[6], integers[7], integers[8], integers[9], integers[10],
+            same_domain != 0)
+        _write_element(out_z, chain, z_chain)
+        _write_element(out_sizes, chain, sizes_chain.reshape(-1))
+        _write_element(out_counts, chain, counts_chain.reshape(-1))
+        out_overflow[chain] = np.uint8(1) if overflow else np.uint8(0)
+    return 0
+
+
+def _sweep_f32(frame):
+    return _sweep_call(frame, np.float32(0))
+
+
+def _sweep_f64(frame):
+    return _sweep_call(frame, np.float64(0))
+
+
+_SWEEP_HANDLERS = {"float32": _sweep_f32, "float64": _sweep_f64}
 
 
 def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
                  schema: RelationalSchema, capacities: tuple) -> IRMState:
-    """All Gibbs updates of one sweep in a numba loop on the host, through ``jax.pure_callback``.
+    """All Gibbs updates of one sweep in a numba loop, run by XLA as a custom call.
 
     Uses one uniform per individual (drawn here from ``rng_key``) to pick its new slot by inverse
     CDF; the same conditional distributions as :func:`_gibbs_domain`.
@@ -518,36 +575,14 @@ def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables
     constants = (domain_of, np.asarray(capacities, np.int64), np.asarray(schema.n_values, np.int64),
                  np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_))
 
-    def host(z, sizes, counts, table, log_alpha, uniforms, seen, first, second, values, relation, item_start,
-             item_cell, item_position):
-        n_lead = z.ndim - 1
-        batch_shape = z.shape[:n_lead]
-        rows = int(np.prod(batch_shape)) if n_lead else 1
-
-        def batched(array, dtype):
-            array = np.asarray(array)
-            if array.shape[:n_lead] != batch_shape:
-                array = np.broadcast_to(array, batch_shape + array.shape[n_lead:])
-            return np.array(array.reshape((rows,) + array.shape[n_lead:]), dtype=dtype, order="C")
-
-        def shared(array):
-            return np.ascontiguousarray(np.asarray(array).reshape(np.shape(array)[n_lead:]), dtype=np.int64)
-
-        per_chain = int(np.prod(np.shape(seen)[:n_lead])) > 1
-        seen_rows = batched(seen, np.int64) if per_chain else shared(seen)[None]
-        new_z, new_sizes, new_counts, overflow = _gibbs_sweep_batch(
-            batched(z, np.int64), batched(sizes, np.int64), batched(counts, np.int64), batched(table, np.float64),
-            batched(log_alpha, np.float64), batched(uniforms, np.float64), shared(first), shared(second),
-            shared(values), shared(relation), seen_rows, shared(item_start), shared(item_cell), shared(item_position), *constants)
-        return (new_z.reshape(z.shape).astype(np.int32), new_sizes.reshape(sizes.shape).astype(np.int32),
-                new_counts.reshape(counts.shape).astype(np.int32), overflow.reshape(batch_shape))
-
     shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),
               jax.ShapeDtypeStruct(counts.shape, jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_))
-    z, sizes, counts, overflow = jax.pure_callback(
-        host, shapes, z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha, uniforms, seen,
+    real = jnp.dtype(table.dtype).name
+    name = register_handler(f"latentzoo_irm_sweep_{real}", _SWEEP_HANDLERS[real])
+    z, sizes, counts, overflow = jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
+        z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype), uniforms, seen,
         flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
-        vmap_method="expand_dims")
+        *(jnp.asarray(constant, jnp.int32) for constant in constants))
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
     assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(n_domains))
     new_sizes = tuple(sizes[d, : capacities[d]] for d in range(n_domains))
