@@ -20,9 +20,9 @@ so the block (k, k) receives both at once and is scored jointly. Each sweep then
 exponential prior restricted to the grid — an exact Gibbs update for that discretised prior.
 
 Two implementations of the Gibbs visits compute the same conditionals: a ``lax.scan`` per domain
-(``backend="xla"``, any device) and a compiled loop on the host called through
-``jax.pure_callback`` (``backend="numba"``, CPU; it scores only the blocks an individual's cells
-fall in and is an order of magnitude faster there). Block counts are integers, so every log Γ is a
+(``backend="xla"``, any device) and a compiled numba loop that XLA runs as a custom call on its
+own buffers (``backend="numba"``, CPU, see ``inference._xla_ffi``; it scores only the blocks an
+individual's cells fall in and is an order of magnitude faster there). Block counts are integers, so every log Γ is a
 look-up in a table of log Γ(γ_u + m) built once per sweep.
 
 State: fixed capacity ``K_max`` per domain with an occupancy count per slot (a slot is active when
