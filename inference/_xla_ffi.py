@@ -34,7 +34,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["register_handler", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
-           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element", "EXECUTE", "I32", "I64"]
+           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element", "write_element", "EXECUTE", "I32", "I64"]
 
 I32 = np.int32(0)
 I64 = np.int64(0)
@@ -214,6 +214,18 @@ def batch_element(frame, index, batch_shape, n_lead, element, example):
             offset += position * stride
         stride *= shape[axis]
     return flat[offset * inner: (offset + 1) * inner], shape[n_lead:]
+
+
+@njit(inline="always")
+def write_element(out, element, values):
+    """Write the 1-D ``values`` as element ``element`` of the flat result ``out`` (casting).
+
+    An explicit loop: assigning through a loop variable over a tuple of arrays did not reach
+    XLA's buffers in a handler.
+    """
+    size = values.shape[0]
+    for index in range(size):
+        out[element * size + index] = values[index]
 
 
 # ---------------------------------------------------------------------------- registration

@@ -22,8 +22,8 @@ exponential prior restricted to the grid — an exact Gibbs update for that disc
 Two implementations of the Gibbs visits compute the same conditionals: a ``lax.scan`` per domain
 (``backend="xla"``, any device) and a compiled numba loop that XLA runs as a custom call on its
 own buffers (``backend="numba"``, CPU, see ``inference._xla_ffi``; it scores only the blocks an
-individual's cells fall in and is an order of magnitude faster there). Block counts are integers, so every log Γ is a
-look-up in a table of log Γ(γ_u + m) built once per sweep.
+individual's cells fall in and is an order of magnitude faster there). Block counts are integers,
+so every log Γ is a look-up in a table of log Γ(γ_u + m) built once per sweep.
 
 State: fixed capacity ``K_max`` per domain with an occupancy count per slot (a slot is active when
 its count is positive). If an individual must be able to open a new cluster and no slot is free,
@@ -49,7 +49,7 @@ from jax.scipy.special import gammaln
 from numba import njit
 
 from inference._xla_ffi import (EXECUTE, I32, answer_metadata, batch_element, buffer_flat, buffer_shape,
-                                frame_error, frame_stage, register_handler, ret_buffer)
+                                frame_error, frame_stage, register_handler, ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
@@ -492,13 +492,6 @@ _SWEEP_ARGS, _SWEEP_RETS = 18, 4
 
 
 @njit(inline="always")
-def _write_element(out, element, values):
-    size = values.shape[0]
-    for index in range(size):
-        out[element * size + index] = values[index]
-
-
-@njit(inline="always")
 def _sweep_call(frame, real):
     if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
         return 0
@@ -532,9 +525,9 @@ def _sweep_call(frame, real):
             log_alpha.astype(np.float64), uniforms.astype(np.float64), integers[1], integers[2], integers[3],
             integers[4], integers[0], integers[5], integers[6], integers[7], integers[8], integers[9], integers[10],
             same_domain != 0)
-        _write_element(out_z, chain, z_chain)
-        _write_element(out_sizes, chain, sizes_chain.reshape(-1))
-        _write_element(out_counts, chain, counts_chain.reshape(-1))
+        write_element(out_z, chain, z_chain)
+        write_element(out_sizes, chain, sizes_chain.reshape(-1))
+        write_element(out_counts, chain, counts_chain.reshape(-1))
         out_overflow[chain] = np.uint8(1) if overflow else np.uint8(0)
     return 0
 

@@ -62,7 +62,7 @@ import numpyro.distributions as dist
 from numba import njit
 
 from inference._xla_ffi import (EXECUTE, I32, answer_metadata, batch_element, buffer_flat, buffer_shape,
-                                frame_error, frame_stage, register_handler, ret_buffer)
+                                frame_error, frame_stage, register_handler, ret_buffer, write_element)
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -506,8 +506,7 @@ def _iem_call(frame, real):
                   np.float64(prior_count[0]), integers[0], integers[1], integers[2], integers[3],
                   weights.astype(np.float64), integers[4], integers[5], integers[6], integers[7], integers[8],
                   integers[9], relation_classes.reshape((relation_classes.shape[0] // 2, 2)))
-        size = q_fit.size
-        out[fit * size: (fit + 1) * size] = q_fit.reshape(-1).astype(out.dtype)
+        write_element(out, fit, q_fit.reshape(-1))
     return 0
 
 
