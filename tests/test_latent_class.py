@@ -110,6 +110,16 @@ def test_incremental_em_bound_never_decreases(x64, backend):
 
 
 def test_numba_and_xla_passes_agree():
+    _check_numba_and_xla_passes_agree()
+
+
+def test_numba_pass_of_float32_parameters_on_float64_data(x64):
+    # The custom call reads every float argument in the parameters' dtype: the float64 cell
+    # weights must be cast, not reinterpreted.
+    _check_numba_and_xla_passes_agree()
+
+
+def _check_numba_and_xla_passes_agree():
     data = load_florentine_families()
     arrays = data.to_arrays()
     params = _random_params(np.random.default_rng(1), data, (3,))

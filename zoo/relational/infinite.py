@@ -573,7 +573,8 @@ def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables
     real = jnp.dtype(table.dtype).name
     name = register_handler(f"latentzoo_irm_sweep_{real}", _SWEEP_HANDLERS[real])
     z, sizes, counts, overflow = jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
-        z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype), uniforms, seen,
+        z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype),
+        uniforms.astype(table.dtype), seen.astype(jnp.int32),
         flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
         *(jnp.asarray(constant, jnp.int32) for constant in constants))
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])

@@ -546,8 +546,10 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
     constants = (np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
 
     name = register_handler(f"latentzoo_iem_pass_{jnp.dtype(dtype).name}", _IEM_HANDLERS[jnp.dtype(dtype).name])
+    # The handler reads every float argument in the responsibilities' dtype (the data may be wider).
     q = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(q.shape, dtype), vmap_method="expand_dims")(
-        q, class_counts, counts, log_theta, log_pi, jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights,
+        *(array.astype(dtype) for array in (q, class_counts, counts, log_theta, log_pi)),
+        jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights.astype(dtype),
         flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
         *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, *constants)))
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
