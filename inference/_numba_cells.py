@@ -29,8 +29,8 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from inference._xla_ffi import (EXECUTE, I32, answer_metadata, arg_buffer, buffer_1d, buffer_2d, buffer_3d,
-                                buffer_scalar, frame_error, frame_stage, register_handler, ret_buffer)
+from inference._xla_ffi import (I32, arg_buffer, buffer_1d, buffer_2d, buffer_3d, buffer_scalar, prologue,
+                                register_handler, ret_buffer)
 
 __all__ = ["cell_stats_kernel", "count_matmul_kernel", "path_mixture_kernel", "target", "PREFETCH_CELLS"]
 
@@ -299,11 +299,9 @@ def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths,
 
 @njit(inline="always")
 def _cell_stats_call(frame, real):
-    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
-        return 0
-    error = frame_error(frame, 14, 4)
-    if error != 0:
-        return error
+    done, code = prologue(frame, 14, 4)
+    if done:
+        return code
     arg = lambda index: arg_buffer(frame, index)  # noqa: E731
     ret = lambda index: ret_buffer(frame, index)  # noqa: E731
     cell_stats_kernel(
@@ -319,11 +317,9 @@ def _cell_stats_call(frame, real):
 
 @njit(inline="always")
 def _count_matmul_call(frame, real):
-    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
-        return 0
-    error = frame_error(frame, 5, 1)
-    if error != 0:
-        return error
+    done, code = prologue(frame, 5, 1)
+    if done:
+        return code
     arg = lambda index: arg_buffer(frame, index)  # noqa: E731
     count_matmul_kernel(buffer_1d(arg(0), I32), buffer_1d(arg(1), I32), buffer_1d(arg(2), real),
                         buffer_2d(arg(3), real), max(1, buffer_scalar(arg(4), I32)),
@@ -333,11 +329,9 @@ def _count_matmul_call(frame, real):
 
 @njit(inline="always")
 def _path_mixture_call(frame, real):
-    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
-        return 0
-    error = frame_error(frame, 11, 4)
-    if error != 0:
-        return error
+    done, code = prologue(frame, 11, 4)
+    if done:
+        return code
     arg = lambda index: arg_buffer(frame, index)  # noqa: E731
     ret = lambda index: ret_buffer(frame, index)  # noqa: E731
     path_mixture_kernel(

@@ -33,7 +33,7 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["register_handler", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
+__all__ = ["register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
            "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element", "write_element", "EXECUTE", "I32", "I64"]
 
 I32 = np.int32(0)
@@ -137,6 +137,17 @@ def frame_error(frame, n_args, n_rets):
         for index in range(n_rets):
             ok = ok and _load(ret_buffer(frame, index), I64) >= _BUFFER_SIZE
     return 0 if ok else _create_layout_error(_load(frame + 16, I64))
+
+
+@njit(inline="always")
+def prologue(frame, n_args, n_rets):
+    """(True, code) when a handler must return ``code`` at once: XLA asked for its metadata
+    (answered, 0), called it for a stage other than execution (0), or passed a call frame of
+    another layout or argument count (an XLA error); (False, 0) when it should run its kernel."""
+    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
+        return True, np.int64(0)
+    error = frame_error(frame, n_args, n_rets)
+    return error != 0, error
 
 
 @njit(inline="always")

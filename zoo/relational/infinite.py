@@ -48,8 +48,8 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numba import njit
 
-from inference._xla_ffi import (EXECUTE, I32, answer_metadata, batch_element, buffer_flat, buffer_shape,
-                                frame_error, frame_stage, register_handler, ret_buffer, write_element)
+from inference._xla_ffi import (I32, batch_element, buffer_flat, buffer_shape, prologue, register_handler,
+                                ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
@@ -493,11 +493,9 @@ _SWEEP_ARGS, _SWEEP_RETS = 18, 4
 
 @njit(inline="always")
 def _sweep_call(frame, real):
-    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
-        return 0
-    error = frame_error(frame, _SWEEP_ARGS, _SWEEP_RETS)
-    if error != 0:
-        return error
+    done, code = prologue(frame, _SWEEP_ARGS, _SWEEP_RETS)
+    if done:
+        return code
     z_shape = buffer_shape(ret_buffer(frame, 0))  # the results have the whole batch shape
     n_lead = z_shape.shape[0] - 1
     n_chains = 1

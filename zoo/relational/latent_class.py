@@ -61,8 +61,8 @@ import numpyro
 import numpyro.distributions as dist
 from numba import njit
 
-from inference._xla_ffi import (EXECUTE, I32, answer_metadata, batch_element, buffer_flat, buffer_shape,
-                                frame_error, frame_stage, register_handler, ret_buffer, write_element)
+from inference._xla_ffi import (I32, batch_element, buffer_flat, buffer_shape, prologue, register_handler,
+                                ret_buffer, write_element)
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -476,11 +476,9 @@ _IEM_ARGS = 19
 
 @njit(inline="always")
 def _iem_call(frame, real):
-    if answer_metadata(frame) or frame_stage(frame) != EXECUTE:
-        return 0
-    error = frame_error(frame, _IEM_ARGS, 1)
-    if error != 0:
-        return error
+    done, code = prologue(frame, _IEM_ARGS, 1)
+    if done:
+        return code
     result_shape = buffer_shape(ret_buffer(frame, 0))  # the result has the whole batch shape
     n_lead = result_shape.shape[0] - 2
     n_fits = 1
