@@ -287,7 +287,8 @@ def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths,
 
 # ---------------------------------------------------------------------------- XLA custom calls
 # Every handler checks the call frame, then calls its kernel on XLA's buffers. One handler per
-# kernel and float dtype (CSR/CSC pointers are int32); module-level so numba's disk cache finds them.
+# kernel and float dtype, each compiled only when its dtype is first used (CSR/CSC pointers are
+# int32); module-level so numba's disk cache finds them.
 #
 # cell stats   args: A, B, A_eval, B_eval, eval_needed (bool), row_weights, indptr, cols, counts,
 #                    col_indptr, col_rows, col_counts, floor (0-d), n_threads (0-d int32)

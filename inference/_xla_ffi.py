@@ -1,8 +1,8 @@
 """Numba kernels as XLA custom calls on the CPU, through JAX's typed foreign function interface.
 
 ``jax.pure_callback`` re-enters Python on every call: it takes the GIL, wraps every argument and
-copies every result into a new XLA buffer (about 3 ms per call for the aspect model's statistics
-on 20 Newsgroups at K = 64, a quarter of the E-step). A handler registered with
+copies every result into a new XLA buffer (3–5 ms per call for the aspect model's statistics
+on 20 Newsgroups at K = 64, a quarter of the E-step before these handlers). A handler registered with
 ``jax.ffi.register_ffi_target`` is plain machine code that XLA calls with pointers to its own
 buffers: the kernel reads the inputs in place and writes the results where XLA wants them, and
 no Python runs. Several devices can call it at once (data-parallel EM on host devices).
@@ -33,8 +33,11 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
-           "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element", "write_element", "EXECUTE", "I32", "I64"]
+__all__ = [
+    "register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
+    "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element",
+    "write_element", "EXECUTE", "I32", "I64",
+]
 
 I32 = np.int32(0)
 I64 = np.int64(0)
