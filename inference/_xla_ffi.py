@@ -35,7 +35,7 @@ from numba.extending import intrinsic
 
 __all__ = [
     "register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
-    "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_element",
+    "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_layout", "batch_element",
     "write_element", "EXECUTE", "I32", "I64",
 ]
 
@@ -204,6 +204,18 @@ def buffer_flat(buffer, example):
 @njit(inline="always")
 def buffer_scalar(buffer, example):
     return _load(_load(buffer + 24, I64), example)
+
+
+@njit(inline="always")
+def batch_layout(frame, n_trailing):
+    """(shape, n_lead, n_elements) of a call batched by ``vmap_method="expand_dims"``, read off
+    result 0, which has the whole batch shape and ``n_trailing`` axes of its own."""
+    shape = buffer_shape(ret_buffer(frame, 0))
+    n_lead = shape.shape[0] - n_trailing
+    n_elements = 1
+    for axis in range(n_lead):
+        n_elements *= shape[axis]
+    return shape, n_lead, n_elements
 
 
 @njit(inline="always")

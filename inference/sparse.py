@@ -159,16 +159,15 @@ def _numba_threads() -> Any:
     return jnp.asarray(numba.get_num_threads(), jnp.int32)
 
 
-def _int32_pointers(data: DyadicArrays) -> DyadicArrays:
+def _check_int32_pointers(data: DyadicArrays) -> None:
     if data.indptr.dtype != jnp.int32 or data.col_indptr.dtype != jnp.int32:
         raise ValueError("data: the numba backend takes fewer than 2^31 cells per block; split the cells over "
                          "devices (devices=) or use backend='xla'")
-    return data
 
 
 def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_factors, eval_needed,
                       row_weights=None, want_row_log_norms=False):
-    data = _int32_pointers(data)
+    _check_int32_pointers(data)
     n_rows, n_classes = A.shape
     results = (
         jax.ShapeDtypeStruct((n_rows if want_rows else 0, n_classes), A.dtype),
@@ -189,12 +188,6 @@ def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_facto
     )
     return (row_stats if want_rows else None, col_stats if want_cols else None, row_log_norms,
             log_norms[0], log_norms[1])
-
-
-def _numba_cell_stats_result(A, B, data, want_rows, want_cols, eval_factors, eval_needed) -> "CellStats":
-    row_stats, col_stats, _, log_norm, eval_log_norm = _numba_cell_stats(
-        A, B, data, want_rows, want_cols, eval_factors, eval_needed)
-    return CellStats(row_stats, col_stats, log_norm, eval_log_norm)
 
 
 # ---------------------------------------------------------------------------- public
@@ -241,7 +234,9 @@ def cell_stats(
         # The factors set the working precision (float32 parameters on float64 counts stay float32).
         data = data._replace(counts=data.counts.astype(A.dtype), col_counts=data.col_counts.astype(A.dtype))
     if resolve_backend(backend) == "numba":
-        return _numba_cell_stats_result(A, B, data, want_rows, want_cols, eval_factors, eval_needed)
+        row_stats, col_stats, _, log_norm, eval_log_norm = _numba_cell_stats(
+            A, B, data, want_rows, want_cols, eval_factors, eval_needed)
+        return CellStats(row_stats, col_stats, log_norm, eval_log_norm)
     return _xla_cell_stats(A, B, data, want_rows, want_cols, chunk_cells, eval_factors, eval_needed)
 
 
@@ -290,7 +285,7 @@ def _xla_count_matmul(dense, data: DyadicArrays, transpose: bool, chunk_cells: i
 
 
 def _numba_count_matmul(dense, data: DyadicArrays, transpose: bool):
-    data = _int32_pointers(data)
+    _check_int32_pointers(data)
     n_rows, n_cols = data.shape
     result = jax.ShapeDtypeStruct((n_cols if transpose else n_rows, dense.shape[1]), dense.dtype)
     # nᵀ G is n G over the CSC copy of the cells: the columns play the part of the rows.
@@ -498,7 +493,7 @@ def _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_pr
 
 
 def _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats):
-    data = _int32_pointers(data)
+    _check_int32_pointers(data)
     n_rows, n_leaves, n_levels = weights.shape
     dtype = weights.dtype
     results = (

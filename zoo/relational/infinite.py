@@ -48,7 +48,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numba import njit
 
-from inference._xla_ffi import (I32, batch_element, buffer_flat, buffer_shape, prologue, register_handler,
+from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                 ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
@@ -496,11 +496,7 @@ def _sweep_call(frame, real):
     done, code = prologue(frame, _SWEEP_ARGS, _SWEEP_RETS)
     if done:
         return code
-    z_shape = buffer_shape(ret_buffer(frame, 0))  # the results have the whole batch shape
-    n_lead = z_shape.shape[0] - 1
-    n_chains = 1
-    for axis in range(n_lead):
-        n_chains *= z_shape[axis]
+    z_shape, n_lead, n_chains = batch_layout(frame, 1)
     out_z = buffer_flat(ret_buffer(frame, 0), I32)
     out_sizes = buffer_flat(ret_buffer(frame, 1), I32)
     out_counts = buffer_flat(ret_buffer(frame, 2), I32)

@@ -61,7 +61,7 @@ import numpyro
 import numpyro.distributions as dist
 from numba import njit
 
-from inference._xla_ffi import (I32, batch_element, buffer_flat, buffer_shape, prologue, register_handler,
+from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                 ret_buffer, write_element)
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_real
@@ -479,11 +479,7 @@ def _iem_call(frame, real):
     done, code = prologue(frame, _IEM_ARGS, 1)
     if done:
         return code
-    result_shape = buffer_shape(ret_buffer(frame, 0))  # the result has the whole batch shape
-    n_lead = result_shape.shape[0] - 2
-    n_fits = 1
-    for axis in range(n_lead):
-        n_fits *= result_shape[axis]
+    result_shape, n_lead, n_fits = batch_layout(frame, 2)
     out = buffer_flat(ret_buffer(frame, 0), real)
     for fit in range(n_fits):
         q, q_dims = batch_element(frame, 0, result_shape, n_lead, fit, real)
