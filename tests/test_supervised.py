@@ -464,3 +464,78 @@ def test_scdp2_and_scdp3_sweeps_keep_a_consistent_state(model):
     assert np.array_equal(np.bincount(types, minlength=13), np.asarray(state.type_counts))
     assert np.isfinite(float(info.log_joint)) and not bool(info.overflow)
     assert np.all(np.asarray(state.precisions)[np.asarray(state.type_counts) > 0] > 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Split–merge moves of the test partition
+# ----------------------------------------------------------------------------------------------
+def _log_integrated_partition(test_labels, test, point_precisions, train_means, coupling, alpha):
+    """log p(c_test | t, p_train) up to a constant, the test means integrated in closed form: per
+    feature a Gaussian integral over the K_t test means, whose precision matrix holds SCDP-3's
+    pair terms -T Σ_{pairs} (p_j - p_k)² (DM05 eq. 3; T = 0 for SCDP-1 and -2)."""
+    labels = np.asarray(test_labels)
+    n_test_clusters = labels.max() + 1
+    n_train_clusters = train_means.shape[0]
+    train_total, train_total_sq = train_means.sum(0), (train_means**2).sum(0)
+    total = _log_crp(labels, alpha)
+    for f in range(test.shape[1]):
+        precision = np.diag(np.full(n_test_clusters, 1.0 / PRIOR_VARIANCE))
+        precision += 2.0 * coupling[f] * ((n_train_clusters + n_test_clusters - 1) * np.eye(n_test_clusters))
+        precision -= 2.0 * coupling[f] * (1.0 - np.eye(n_test_clusters))
+        linear = np.full(n_test_clusters, 2.0 * coupling[f] * train_total[f])
+        for k in range(n_test_clusters):
+            members = labels == k
+            precision[k, k] += point_precisions[members, f].sum()
+            linear[k] += (point_precisions[members, f] * test[members, f]).sum()
+        _, log_det = np.linalg.slogdet(precision)
+        total += (-0.5 * n_test_clusters * math.log(PRIOR_VARIANCE) - 0.5 * log_det
+                  + 0.5 * linear @ np.linalg.solve(precision, linear)
+                  - coupling[f] * n_test_clusters * train_total_sq[f])
+    return total
+
+
+@pytest.mark.parametrize("model", [1, 3])
+def test_split_merge_moves_alone_sample_the_exact_test_partition(x64, model):
+    # Types and precisions fixed, training means fixed: the moves (with their redraws of the
+    # means they touch) must sample p(c_test | t, p_train) with the test means integrated.
+    rng = np.random.default_rng(11)
+    n_train, n_test, n_features = 3, 4, 2
+    train = rng.normal(size=(n_train, n_features))
+    test = np.array([[-1.2, 0.3], [-0.9, 0.1], [1.0, -0.4], [1.4, -0.2]])
+    features = np.concatenate([train, test])
+    labels = np.array([0, 1, 1])
+    alpha = 0.7
+    state = scdp.init(jax.random.key(0), train, labels, test, max_test_clusters=n_test, max_types=3,
+                      test_clusters=np.zeros(n_test, np.int32))
+    types = np.array([0, 1, 0, 1, 2, 2, 0])
+    # SCDP-3's eq. 3 penalises spread means by exp(-T S): with precisions this small the exact
+    # posterior still puts a quarter of its mass on two or more test publications.
+    scale, min_mass_split = (1.0, 0.5) if model == 1 else (0.05, 0.2)
+    precisions = scale * np.array([[2.0, 0.5], [0.8, 3.0], [1.5, 1.0]])
+    state = state._replace(types=jnp.asarray(types, jnp.int32), type_counts=jnp.asarray(np.bincount(types), jnp.int32),
+                           precisions=jnp.asarray(precisions))
+    config = scdp.build_kernel(model, n_split_merge=1).args[0]
+    carry = scdp._Carry(state.clusters, state.cluster_counts, state.means, state.types, state.type_counts,
+                        state.precisions, state.overflow)
+    data = jnp.asarray(features)
+
+    def chain(key):
+        def one(carry, move_key):
+            carry, _ = scdp._split_merge_moves(config, move_key, carry, data, n_train, 2, jnp.asarray(alpha))
+            return carry, carry.clusters[n_train:]
+        return jax.lax.scan(one, carry, jax.random.split(key, 300))[1][50:]
+
+    draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(1), 200))).reshape(-1, n_test)
+    sampled: dict = {}
+    for row in draws:
+        sampled[_canonical(row)] = sampled.get(_canonical(row), 0) + 1 / len(draws)
+    coupling = precisions.sum(0) if model == 3 else np.zeros(n_features)
+    point_precisions = precisions[types[n_train:]]
+    log_target = {
+        part: _log_integrated_partition(part, test, point_precisions, np.asarray(state.means[:2]), coupling, alpha)
+        for part in _set_partitions(n_test)
+    }
+    values = np.array(list(log_target.values()))
+    exact = dict(zip(log_target, np.exp(values - np.logaddexp.reduce(values))))
+    assert sum(p for part, p in exact.items() if len(set(part)) >= 2) > min_mass_split
+    assert _total_variation(exact, sampled) < 0.02

@@ -289,6 +289,8 @@ class SupervisedInfo(NamedTuple):
         Concentrations after the sweep.
     overflow : int32
         Overflow bit mask of the state after this sweep (see :class:`SupervisedState`).
+    split_merge_accepted : int32
+        Split–merge moves of the test partition accepted in this sweep (of ``n_split_merge``).
     """
 
     n_clusters: jax.Array
@@ -297,6 +299,7 @@ class SupervisedInfo(NamedTuple):
     alpha: jax.Array
     alpha_types: jax.Array
     overflow: jax.Array
+    split_merge_accepted: jax.Array
 
 
 class _Config(NamedTuple):
@@ -308,7 +311,7 @@ class _Config(NamedTuple):
     alpha_prior: GammaPrior | None
     alpha_types_prior: GammaPrior | None
     n_auxiliary: int
-    n_proposals: int
+    n_split_merge: int
     backend: str
 
 
@@ -1055,76 +1058,242 @@ def _numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alph
     return _Carry(*outputs)
 
 
-def _independence_refresh_means(config, rng_key, carry, features):
-    """SCDP-3 means: independence Metropolis–Hastings with G0^p proposals (DM05 §4.2), one
-    proposal per publication per round, target G0^p(p_k) Π_{n∈k} F(r_n | p_k, t_{d_n}) × the
-    conditioning term of eq. 3.
+def _gibbs_means_conditioned(config, rng_key, carry, features):
+    """SCDP-3 means by exact Gibbs: p_k | rest is Gaussian (DM05 §5.2, eq. 3, λ = 1).
 
-    The likelihood of publication k is Σ_f (p_kf B_kf - ½ p_kf² A_kf) up to a constant, with
-    A_k = Σ_{n∈k} t_{d_n} and B_k = Σ_{n∈k} t_{d_n} r_n (computed once). Eq. 3 couples the
-    publications through S_f = K Σ_k p_kf² - (Σ_k p_kf)², whose change when one mean is replaced
-    follows from the running sums, so a visit costs O(D)."""
+    The target of p_k is G0^p(p_k) Π_{n∈k} F(r_n | p_k, t_{d_n}) × exp(-Σ_l t_l · S(p)), and
+    S_f = Σ over pairs of active publications of (p_jf - p_kf)² holds p_k through
+    Σ_{j≠k} (p_kf - p_jf)² = (K - 1) p_kf² - 2 p_kf Σ_{j≠k} p_jf + const: with A_k = Σ_{n∈k} t_{d_n},
+    B_k = Σ_{n∈k} t_{d_n} r_n and T = Σ_l t_l over the active types, p_kf is Normal with
+    precision 1/σ² + A_kf + 2 T_f (K - 1) and mean (B_kf + 2 T_f Σ_{j≠k} p_jf) / precision.
+    The publications are visited in slot order, each draw using the others' current values, so
+    a visit costs O(D) with running sums. (DM05 §4.2 refresh the means by an independence
+    sampler with G0^p proposals; in 16 or 64 dimensions those proposals are essentially never
+    accepted, and the means froze where the chain started.)"""
     n_slots, n_features = carry.means.shape
     point_precisions = carry.precisions[carry.types]
     weight = _sum_by_slot(point_precisions, carry.clusters, n_slots)
     weighted = _sum_by_slot(point_precisions * features, carry.clusters, n_slots)
     active = carry.cluster_counts > 0
-    n_active = jnp.sum(active)
+    n_active = jnp.sum(active).astype(features.dtype)
     precision_total = jnp.sum(jnp.where((carry.type_counts > 0)[:, None], carry.precisions, 0.0), axis=0)
+    noise = jax.random.normal(rng_key, carry.means.shape, features.dtype)
+    total = jnp.sum(jnp.where(active[:, None], carry.means, 0.0), axis=0)
 
-    def log_lik(means):
-        return jnp.sum(means * weighted - 0.5 * means * means * weight, axis=-1)
+    def visit(total, inputs):
+        current, weight_k, weighted_k, noise_k, is_active = inputs
+        others = total - current
+        precision = 1.0 / config.prior_variance + weight_k + 2.0 * precision_total * (n_active - 1.0)
+        fresh = (weighted_k + 2.0 * precision_total * others) / precision + noise_k / jnp.sqrt(precision)
+        kept = jnp.where(is_active, fresh, current)
+        return jnp.where(is_active, others + kept, total), kept
 
-    def one_round(means, round_key):
-        key_proposal, key_accept = jax.random.split(round_key)
-        proposal = math.sqrt(config.prior_variance) * jax.random.normal(key_proposal, means.shape, means.dtype)
-        lik_ratio = log_lik(proposal) - log_lik(means)
-        log_uniform = jnp.log(jax.random.uniform(key_accept, (n_slots,), means.dtype, minval=1e-30))
-        total = jnp.sum(jnp.where(active[:, None], means, 0.0), axis=0)
-        total_sq = jnp.sum(jnp.where(active[:, None], means * means, 0.0), axis=0)
-
-        def visit(sums, inputs):
-            total, total_sq = sums
-            current, candidate, ratio, log_u, is_active = inputs
-            new_total = total - current + candidate
-            new_total_sq = total_sq - current * current + candidate * candidate
-            spread_change = n_active * (new_total_sq - total_sq) - (new_total * new_total - total * total)
-            accept = is_active & (log_u < ratio - jnp.sum(precision_total * spread_change))
-            kept = jnp.where(accept, candidate, current)
-            return (jnp.where(accept, new_total, total), jnp.where(accept, new_total_sq, total_sq)), kept
-
-        _, means = jax.lax.scan(visit, (total, total_sq), (means, proposal, lik_ratio, log_uniform, active))
-        return means, None
-
-    means, _ = jax.lax.scan(one_round, carry.means, jax.random.split(rng_key, config.n_proposals))
+    _, means = jax.lax.scan(visit, total, (carry.means, weight, weighted, noise, active))
     return carry._replace(means=means)
 
 
-def _independence_refresh_precisions(config, rng_key, carry, features, shape, rate):
-    """SCDP-3 precisions: independence Metropolis–Hastings with G0^t proposals (DM05 §4.2) on
-    G0^t(t_l) Π_{n∈l} F(r_n | p_{c_n}, t_l) × Π_j Π_{k<j} p(p_j | p_k, t_l) (DM05 eq. 3); the
-    likelihood of type l is ½ m_l Σ_f log t_lf - ½ Σ_f t_lf Q_lf up to a constant, with
-    Q_l = Σ_{n∈l} (r_n - p_{c_n})² computed once."""
-    n_slots, n_features = carry.precisions.shape
+def _gibbs_precisions_conditioned(rng_key, carry, features, shape, rate):
+    """SCDP-3 precisions by exact Gibbs (DM05 §5.2, eq. 3, λ = 1): G0^t(t_l) = Π_f Gamma(a, b)
+    times Π_{n∈l} F(r_n | p_{c_n}, t_l) times exp(-t_l · S) is Gamma(a + m_l / 2, b + Q_l / 2 + S)
+    per feature, with Q_l = Σ_{n∈l} (r_n - p_{c_n})² and S the pair spread of the means
+    (:func:`_pair_spread`). (DM05 §4.2 use an independence sampler with G0^t proposals here.)"""
+    n_slots = carry.precisions.shape[0]
     residuals = features - carry.means[carry.clusters]
     squares = _sum_by_slot(residuals * residuals, carry.types, n_slots)
-    sizes = carry.type_counts.astype(squares.dtype)
     spread = _pair_spread(carry.means, carry.cluster_counts)
+    posterior_shape = shape + 0.5 * carry.type_counts.astype(features.dtype)[:, None]
+    posterior_rate = rate + 0.5 * squares + spread
+    draws = jnp.exp(sample_log_gamma(rng_key, posterior_shape, posterior_shape.shape) - jnp.log(posterior_rate))
+    return carry._replace(precisions=jnp.where((carry.type_counts > 0)[:, None], draws, carry.precisions))
 
-    def log_target(precisions):
-        return (0.5 * sizes * jnp.sum(jnp.log(precisions), axis=-1) - 0.5 * jnp.sum(precisions * squares, axis=-1)
-                + _log_conditioning(precisions, spread))
 
-    def one_round(precisions, round_key):
-        key_proposal, key_accept = jax.random.split(round_key)
-        proposal = jnp.exp(sample_log_gamma(key_proposal, shape, (n_slots, n_features)) - jnp.log(rate))
-        log_ratio = log_target(proposal) - log_target(precisions)
-        log_uniform = jnp.log(jax.random.uniform(key_accept, (n_slots,), precisions.dtype, minval=1e-30))
-        accept = (carry.type_counts > 0) & (log_uniform < log_ratio)
-        return jnp.where(accept[:, None], proposal, precisions), None
+# ----------------------------------------------------------------------------------------------
+# Split–merge moves of the test partition (Dahl 2003; Jain & Neal 2004), publication means
+# integrated out given the reference types
+# ----------------------------------------------------------------------------------------------
+class _MoveContext(NamedTuple):
+    """What every split–merge move of a sweep shares: per-reference precisions t_{d_n}, their
+    products with the references, and T = Σ_l t_l over the active types (SCDP-3's coupling; zeros
+    for SCDP-1 and -2)."""
 
-    precisions, _ = jax.lax.scan(one_round, carry.precisions, jax.random.split(rng_key, config.n_proposals))
-    return carry._replace(precisions=precisions)
+    point_precisions: jax.Array
+    point_weighted: jax.Array
+    coupling: jax.Array
+
+
+def _log_side_predictive(config, weight, weighted, x, precision):
+    """log N(x | B / Λ, 1 / Λ + 1 / t) summed over features: the predictive of a reference with
+    precision t under a side whose means are integrated (Λ = 1/σ² + A, statistics A = Σ t_n,
+    B = Σ t_n r_n). Only the proposal of the moves uses it, so SCDP-3's coupling is left out."""
+    posterior_precision = 1.0 / config.prior_variance + weight
+    variance = 1.0 / posterior_precision + 1.0 / precision
+    return -0.5 * jnp.sum(jnp.log(variance) + _LOG_2PI + (x - weighted / posterior_precision) ** 2 / variance)
+
+
+def _coupled_means(config, coupling, n_rest, rest_total, weights, weighteds):
+    """Precision matrix (per feature) and linear term of the means of one or two publications
+    given the rest, in exp(-½ pᵀ Λ p + hᵀ p).
+
+    Λ_aa = 1/σ² + A_a + 2 T (R + J - 1), Λ_ab = -2 T, h_a = B_a + 2 T P_R for J = 1 or 2 moving
+    publications, R others with mean sum P_R: the terms of S (DM05 eq. 3) that hold them."""
+    n_moving = weights.shape[0]
+    diagonal = 1.0 / config.prior_variance + weights + 2.0 * coupling * (n_rest + n_moving - 1.0)
+    linear = weighteds + 2.0 * coupling * rest_total
+    return diagonal, linear
+
+
+def _log_integrated(config, coupling, n_rest, rest_total, rest_total_sq, weights, weighteds):
+    """log ∫ Π_a G0^p(p_a) F(points of a | p_a) exp(-T · S(p)) dp over the J = 1 or 2 moving
+    means, up to terms that do not depend on how the points are split (DM05 eq. 2 with the
+    means integrated; eq. 3's conditioning for SCDP-3)."""
+    n_moving = weights.shape[0]
+    diagonal, linear = _coupled_means(config, coupling, n_rest, rest_total, weights, weighteds)
+    prior = -0.5 * n_moving * jnp.log(config.prior_variance)
+    rest = -coupling * n_moving * rest_total_sq
+    if n_moving == 1:
+        value = prior - 0.5 * jnp.log(diagonal[0]) + 0.5 * linear[0] ** 2 / diagonal[0] + rest
+    else:
+        off = -2.0 * coupling
+        det = diagonal[0] * diagonal[1] - off * off
+        quad = (diagonal[1] * linear[0] ** 2 + diagonal[0] * linear[1] ** 2 - 2.0 * off * linear[0] * linear[1]) / det
+        value = prior - 0.5 * jnp.log(det) + 0.5 * quad + rest
+    return jnp.sum(value)
+
+
+def _draw_coupled_means(config, rng_key, coupling, n_rest, rest_total, weights, weighteds):
+    """Joint draw of the two means (a, b) from their Gaussian given the rest (see
+    :func:`_coupled_means`): p_b from its marginal, then p_a given p_b."""
+    diagonal, linear = _coupled_means(config, coupling, n_rest, rest_total, weights, weighteds)
+    off = -2.0 * coupling
+    noise = jax.random.normal(rng_key, weights.shape, weights.dtype)
+    # Marginal of p_b: precision Λ_bb - Λ_ab² / Λ_aa, linear h_b - Λ_ab h_a / Λ_aa.
+    marginal_precision = diagonal[1] - off * off / diagonal[0]
+    marginal_linear = linear[1] - off * linear[0] / diagonal[0]
+    mean_b = marginal_linear / marginal_precision + noise[1] / jnp.sqrt(marginal_precision)
+    mean_a = (linear[0] - off * mean_b) / diagonal[0] + noise[0] / jnp.sqrt(diagonal[0])
+    return mean_a, mean_b
+
+
+def _split_merge_move(config, rng_key, carry, features, n_train, n_train_clusters, alpha, context):
+    """One sequentially allocated split–merge Metropolis–Hastings move of the test partition.
+
+    Target: p(c_test | d, t, r) with the publication means integrated (conditionally on the other
+    means for SCDP-3, whose eq. 3 couples them). Two distinct test references i, j are drawn; the
+    other test references of their publication(s) are visited in random order and each goes to
+    i's side with probability ∝ n_i p(r_k | side i) against j's (the predictive of
+    :func:`_log_side_predictive`).
+
+    * i and j together: propose the split; log ratio log α + log Γ(n_i) Γ(n_j) / Γ(n_i + n_j)
+      (the test CRP, DM05 eq. 2) + log m(i's side, j's side) - log m(both) - log q(split).
+    * apart: propose the merge, the reciprocal ratio with q the probability that the split would
+      have produced the current pair.
+
+    Whatever the outcome, the means of the publications holding i and j are then drawn from
+    their conditional (jointly when there are two), so the move is a block update of the test
+    partition and those means. With ``share_clusters`` a move touching a training publication is
+    skipped. Returns (carry, accepted, overflow).
+    """
+    dtype = features.dtype
+    n_points = features.shape[0]
+    n_test = n_points - n_train
+    key_i, key_j, key_order, key_allocate, key_accept, key_means = jax.random.split(rng_key, 6)
+    i = n_train + jax.random.randint(key_i, (), 0, n_test)
+    j = jax.random.randint(key_j, (), 0, n_test - 1)
+    j = n_train + j + (n_train + j >= i)
+    clusters, counts, means = carry.clusters, carry.cluster_counts, carry.means
+    label_i, label_j = clusters[i], clusters[j]
+    split = label_i == label_j
+    movable = (label_i >= n_train_clusters) & (label_j >= n_train_clusters)
+    index = jnp.arange(n_points)
+    in_play = ((clusters == label_i) | (clusters == label_j)) & (index != i) & (index != j)
+    order = jax.random.permutation(key_order, n_points)
+    order = order[jnp.argsort(~in_play[order], stable=True)]
+    uniforms = jax.random.uniform(key_allocate, (n_points,), dtype)
+    precisions, weighted = context.point_precisions, context.point_weighted
+
+    def allocate(position, state):
+        weight_i, weighted_i, weight_j, weighted_j, size_i, size_j, log_q, on_side_i = state
+        k = order[position]
+        x, precision = features[k], precisions[k]
+        logit_i = jnp.log(size_i) + _log_side_predictive(config, weight_i, weighted_i, x, precision)
+        logit_j = jnp.log(size_j) + _log_side_predictive(config, weight_j, weighted_j, x, precision)
+        norm = jnp.logaddexp(logit_i, logit_j)
+        to_i = jnp.where(split, uniforms[k] < jnp.exp(logit_i - norm), clusters[k] == label_i)
+        log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
+        return (
+            weight_i + jnp.where(to_i, precision, 0.0), weighted_i + jnp.where(to_i, weighted[k], 0.0),
+            weight_j + jnp.where(to_i, 0.0, precision), weighted_j + jnp.where(to_i, 0.0, weighted[k]),
+            size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i),
+        )
+
+    one = jnp.ones((), dtype)
+    start = (precisions[i], weighted[i], precisions[j], weighted[j], one, one, jnp.zeros((), dtype), index == i)
+    weight_i, weighted_i, weight_j, weighted_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(
+        0, jnp.where(movable, jnp.sum(in_play), 0), allocate, start
+    )
+    # The other publications: their number and the sums of their means (DM05 eq. 3's pairs).
+    active = counts > 0
+    rest = active & (jnp.arange(counts.shape[0]) != label_i) & (jnp.arange(counts.shape[0]) != label_j)
+    n_rest = jnp.sum(rest).astype(dtype)
+    rest_total = jnp.sum(jnp.where(rest[:, None], means, 0.0), axis=0)
+    rest_total_sq = jnp.sum(jnp.where(rest[:, None], means * means, 0.0), axis=0)
+    sides_weight = jnp.stack([weight_i, weight_j])
+    sides_weighted = jnp.stack([weighted_i, weighted_j])
+    integrated = partial(_log_integrated, config, context.coupling, n_rest, rest_total, rest_total_sq)
+    log_split_over_merged = (
+        jnp.log(alpha) + gammaln(size_i) + gammaln(size_j) - gammaln(size_i + size_j)
+        + integrated(sides_weight, sides_weighted)
+        - integrated(jnp.sum(sides_weight, 0, keepdims=True), jnp.sum(sides_weighted, 0, keepdims=True))
+    )
+    log_ratio = jnp.where(split, log_split_over_merged - log_q, log_q - log_split_over_merged)
+    accepted = movable & (jnp.log(jax.random.uniform(key_accept, (), dtype)) < log_ratio)
+    free = counts == 0
+    overflow = accepted & split & ~jnp.any(free)
+    accepted = accepted & ~overflow
+    # A split sends j's side to the first free slot; a merge sends i's publication to j's.
+    new_slot = jnp.argmax(free).astype(clusters.dtype)
+    moved = jnp.where(split, (in_play | (index == j)) & ~on_side_i, clusters == label_i)
+    clusters = jnp.where(accepted & moved, jnp.where(split, new_slot, label_j), clusters)
+    counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), clusters, num_segments=counts.shape[0])
+    # Means of the publications now holding i and j, drawn from their conditional (one or two).
+    separate = (split & accepted) | (~split & ~accepted)
+    slot_i, slot_j = clusters[i], clusters[j]
+    mean_a, mean_b = _draw_coupled_means(
+        config, key_means, context.coupling, n_rest, rest_total, sides_weight, sides_weighted
+    )
+    merged_precision, merged_linear = _coupled_means(
+        config, context.coupling, n_rest, rest_total, jnp.sum(sides_weight, 0, keepdims=True),
+        jnp.sum(sides_weighted, 0, keepdims=True),
+    )
+    noise = jax.random.normal(jax.random.fold_in(key_means, 1), weight_i.shape, dtype)
+    merged_mean = merged_linear[0] / merged_precision[0] + noise / jnp.sqrt(merged_precision[0])
+    new_means = means.at[slot_j].set(jnp.where(separate, mean_b, merged_mean))
+    new_means = new_means.at[slot_i].set(jnp.where(separate, mean_a, merged_mean))
+    means = jnp.where(movable, new_means, means)
+    carry = carry._replace(clusters=clusters, cluster_counts=counts, means=means,
+                           overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))
+    return carry, accepted
+
+
+def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_clusters, alpha):
+    """``config.n_split_merge`` moves in a row; returns (carry, number accepted)."""
+    point_precisions = carry.precisions[carry.types]
+    active_types = (carry.type_counts > 0)[:, None]
+    coupling = jnp.sum(jnp.where(active_types, carry.precisions, 0.0), axis=0)
+    context = _MoveContext(
+        point_precisions=point_precisions,
+        point_weighted=point_precisions * features,
+        coupling=coupling if config.model == 3 else jnp.zeros_like(coupling),
+    )
+
+    def move(state, move_index):
+        carry, n_accepted = state
+        carry, accepted = _split_merge_move(config, jax.random.fold_in(rng_key, move_index), carry, features,
+                                            n_train, n_train_clusters, alpha, context)
+        return (carry, n_accepted + accepted), None
+
+    (carry, n_accepted), _ = jax.lax.scan(move, (carry, jnp.zeros((), jnp.int32)), jnp.arange(config.n_split_merge))
+    return carry, n_accepted
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1180,12 +1349,18 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     n_test = n_points - n_train
     n_train_clusters = jnp.max(data.train_labels) + 1
     (key_means, key_precisions, key_uniform, key_positions, key_cluster_supply, key_type_supply,
-     key_alpha, key_alpha_types) = jax.random.split(rng_key, 8)
+     key_alpha, key_alpha_types, key_split_merge) = jax.random.split(rng_key, 9)
 
     carry = _Carry(
         state.clusters, state.cluster_counts, state.means, state.types, state.type_counts, state.precisions,
         state.overflow,
     )
+    # 0. Split–merge moves of the test partition, means integrated given the types (they move
+    #    whole groups of references, which one-reference updates cannot do).
+    n_accepted = jnp.zeros((), jnp.int32)
+    if config.n_split_merge and n_test >= 2:
+        carry, n_accepted = _split_merge_moves(config, key_split_merge, carry, features, n_train, n_train_clusters,
+                                               state.alpha)
     shape, rate = state.precision_shape, state.precision_rate
     if config.model == 2:
         shape, rate = _separation_prior(
@@ -1199,8 +1374,8 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     #    fresh draws of the assignment sweep (see _SweepDraws).
     uniforms = jax.random.uniform(key_uniform, (2, n_points), dtype)
     if config.model == 3:
-        carry = _independence_refresh_means(config, key_means, carry, features)
-        carry = _independence_refresh_precisions(config, key_precisions, carry, features, shape, rate)
+        carry = _gibbs_means_conditioned(config, key_means, carry, features)
+        carry = _gibbs_precisions_conditioned(key_precisions, carry, features, shape, rate)
         n_auxiliary = config.n_auxiliary
         cluster_draws = math.sqrt(config.prior_variance) * jax.random.normal(
             key_cluster_supply, (n_auxiliary + n_cluster_supply, n_features), dtype
@@ -1266,6 +1441,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
         alpha=alpha,
         alpha_types=alpha_types,
         overflow=carry.overflow,
+        split_merge_accepted=n_accepted,
     )
     return new_state, info
 
@@ -1280,7 +1456,7 @@ def build_kernel(
     alpha_prior: GammaPrior | None = None,
     alpha_types_prior: GammaPrior | None = None,
     n_auxiliary: int = 8,
-    n_proposals: int = 4,
+    n_split_merge: int = 10,
     backend: str = "auto",
 ):
     """Build the Gibbs step of SCDP-1, -2 or -3.
@@ -1299,8 +1475,13 @@ def build_kernel(
         Priors of α^p and α^t; None keeps the concentration fixed.
     n_auxiliary : int
         M, auxiliary draws of Algorithm 8 (SCDP-3; DM05 use 8).
-    n_proposals : int
-        Independence-sampler proposals per parameter per sweep (SCDP-3).
+    n_split_merge : int
+        Split–merge Metropolis–Hastings moves of the test partition per sweep (Dahl 2003; Jain &
+        Neal 2004), with the publication means integrated given the reference types (for
+        SCDP-3 conditionally on the other means, eq. 3): they split or merge whole test
+        publications, which one-reference Gibbs updates almost never do in many dimensions
+        (a chain started with every test reference in one publication stays there). 0 turns
+        them off.
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep runs: "xla" as ``lax.scan`` loops (any device); "numba" as a
         compiled host loop called through ``jax.pure_callback`` (CPU, much faster there); "auto"
@@ -1329,7 +1510,7 @@ def build_kernel(
         alpha_prior=alpha_prior,
         alpha_types_prior=alpha_types_prior,
         n_auxiliary=check_int("n_auxiliary", n_auxiliary, minimum=1),
-        n_proposals=check_int("n_proposals", n_proposals, minimum=1),
+        n_split_merge=check_int("n_split_merge", n_split_merge, minimum=0),
         backend=resolve_backend(backend),
     )
     return partial(_step, config)
@@ -1451,6 +1632,7 @@ def _record(n_train: int, state: SupervisedState, info: SupervisedInfo) -> dict[
         "n_clusters": info.n_clusters,
         "n_types": info.n_types,
         "log_joint": info.log_joint,
+        "split_merge_accepted": info.split_merge_accepted,
     }
 
 
@@ -1606,8 +1788,10 @@ class SupervisedDP:
     max_test_clusters, max_types : int
         Initial capacities. When a call of sweeps runs out of one, that capacity is doubled
         (re-jit) and the call re-run from the states it started with.
-    n_auxiliary, n_proposals : int
-        Algorithm 8's M and the independence-sampler proposals (SCDP-3).
+    n_auxiliary : int
+        Algorithm 8's M (SCDP-3).
+    n_split_merge : int
+        Split–merge moves of the test partition per sweep (see :func:`build_kernel`).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 
@@ -1638,7 +1822,7 @@ class SupervisedDP:
         max_test_clusters: int = 32,
         max_types: int = 32,
         n_auxiliary: int = 8,
-        n_proposals: int = 4,
+        n_split_merge: int = 10,
         backend: str = "auto",
     ):
         self.step = build_kernel(
@@ -1650,7 +1834,7 @@ class SupervisedDP:
             alpha_prior=alpha_prior,
             alpha_types_prior=alpha_types_prior,
             n_auxiliary=n_auxiliary,
-            n_proposals=n_proposals,
+            n_split_merge=n_split_merge,
             backend=backend,
         )
         self.model = int(model)
