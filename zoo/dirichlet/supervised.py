@@ -25,9 +25,15 @@ Three variants (DM05 §5, §7.1):
   and its variance a·s² the variance of v_k (s = 1 / b the scale). This is DM05's heuristic,
   not a hierarchical prior: the chain targets a moving prior.
 * **SCDP-3** (``model=3``): the precisions are conditioned on the means (DM05 §5.2, eq. 3, λ = 1,
-  publications ordered by size), a non-conjugate model: indicator updates by Neal's Algorithm 8
-  with M = 8 auxiliary draws from the base measures and parameters refreshed by an independence
-  sampler with base-measure proposals (DM05 §4.2).
+  publications ordered by size; ||p_j - p_k||²_t is measured under the type's covariance t⁻¹, see
+  :func:`_log_conditioning`), a non-conjugate model: indicator updates by Neal's Algorithm 8 with
+  M = 8 auxiliary draws from the base measures (DM05 §4.2); the means by exact Gibbs (their
+  conditional is Gaussian) and the precisions by Metropolis steps on log t, where DM05 use
+  independence samplers with base-measure proposals (never accepted in many dimensions).
+
+Every sweep of every variant starts with split–merge moves of the test partition (Dahl 2003;
+Jain & Neal 2004; ``n_split_merge``): without them a chain started with the test references in
+one publication kept them there, however far apart the groups were.
 
 α^p and α^t are resampled every sweep by the Escobar–West update in the multi-group form of DM05
 App. B (groups: the training and the test references when clusters are not shared).
@@ -312,6 +318,7 @@ class _Config(NamedTuple):
     alpha_types_prior: GammaPrior | None
     n_auxiliary: int
     n_split_merge: int
+    n_precision_steps: int
     backend: str
 
 
@@ -399,6 +406,12 @@ def _separation_prior(means, counts, base_shape, base_rate):
 # ----------------------------------------------------------------------------------------------
 # SCDP-3 prior on precisions given means (DM05 §5.2, eq. 3)
 # ----------------------------------------------------------------------------------------------
+def _active_variance_total(precisions: jax.Array, type_counts: jax.Array) -> jax.Array:
+    """V_f = Σ_l 1 / t_lf over the active reference types, shape (D,): eq. 3's weight of the pair
+    spread S_f in the log joint (-V · S, see :func:`_log_conditioning`)."""
+    return jnp.sum(jnp.where((type_counts > 0)[:, None], 1.0 / precisions, 0.0), axis=0)
+
+
 def _pair_spread(means: jax.Array, counts: jax.Array) -> jax.Array:
     """S_f = Σ over pairs of active publications of (p_jf - p_kf)², shape (D,).
 
@@ -414,8 +427,17 @@ def _pair_spread(means: jax.Array, counts: jax.Array) -> jax.Array:
 
 def _log_conditioning(precision: jax.Array, spread: jax.Array) -> jax.Array:
     """Σ_j Σ_{k<j} log p(p_j | p_k, t) of DM05 eq. 3 with p(p_j | p_k, t) = λ exp(-λ ||p_j - p_k||²_t)
-    and λ = 1 (so log λ = 0): -t · S for the pair spread S of :func:`_pair_spread`."""
-    return -jnp.sum(precision * spread, axis=-1)
+    and λ = 1 (so log λ = 0): -Σ_f S_f / t_f for the pair spread S of :func:`_pair_spread`.
+
+    ||·||_t is the distance under the covariance t⁻¹ of the reference type, Σ_f (p_jf - p_kf)² / t_f.
+    Read this way the term does what DM05 §5.2 build it for: it raises the precision of the
+    features along which the publications are far apart ("separation by conditioning"), and it
+    makes the precisions non-conjugate, as §5.2 says they are. Read as Σ_f t_f (p_jf - p_kf)² it
+    would stay conjugate (a Gamma with rate b + S) and would lower the precision where the means
+    differ, penalising every pair of publications by exp(-t ||Δp||²): chains then merge well-
+    separated test publications (planted clusters 10 sds apart were merged; on the digits every
+    chain sat at one test publication)."""
+    return -jnp.sum(spread / precision, axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -611,12 +633,12 @@ def _cluster_move_auxiliary(config, sweep, index, x, uniform, position, alpha, n
     log_existing = jnp.where(
         allowed, jnp.log(jnp.maximum(counts, 1)) + _log_lik_rows(x, carry.means, precision, log_det), -jnp.inf
     )
-    precision_total = jnp.sum(jnp.where((carry.type_counts > 0)[:, None], carry.precisions, 0.0), axis=0)
+    variance_total = _active_variance_total(carry.precisions, carry.type_counts)
     n_active = jnp.sum(active)
     total = jnp.sum(jnp.where(active[:, None], carry.means, 0.0), axis=0)
     total_sq = jnp.sum(jnp.where(active[:, None], carry.means * carry.means, 0.0), axis=0)
     # Σ_k (p̃_f - p_kf)² = K p̃_f² - 2 p̃_f Σ_k p_kf + Σ_k p_kf² (DM05 eq. 3, λ = 1).
-    coupling = -jnp.sum(precision_total * (n_active * pool * pool - 2.0 * pool * total + total_sq), axis=-1)
+    coupling = -jnp.sum(variance_total * (n_active * pool * pool - 2.0 * pool * total + total_sq), axis=-1)
     n_auxiliary = pool.shape[0]
     log_pool = jnp.log(alpha / n_auxiliary) + _log_lik_rows(x, pool, precision, log_det) + coupling
     choice = _draw(jnp.concatenate([log_existing, log_pool]), uniform)
@@ -774,12 +796,12 @@ def _numba_sweep_kernel():
         return n_active
 
     @njit(cache=True, nogil=True, fastmath=fast)
-    def active_precision_total(precisions, type_counts, precision_total):
-        precision_total[:] = 0.0
+    def active_variance_total(precisions, type_counts, variance_total):
+        variance_total[:] = 0.0
         for slot in range(type_counts.shape[0]):
             if type_counts[slot] > 0:
                 for f in range(precisions.shape[1]):
-                    precision_total[f] += precisions[slot, f]
+                    variance_total[f] += 1.0 / precisions[slot, f]
 
     @njit(cache=True, nogil=True, fastmath=fast)
     def sweep_chain(model, share_clusters, n_train, prior_variance, x, n_train_clusters, clusters, counts, means,
@@ -805,11 +827,11 @@ def _numba_sweep_kernel():
         marginal = np.empty((n_type_slots, n_features))
         marginal_log_det = np.zeros(n_type_slots)
         student_constant = 0.0
-        # SCDP-3: the pools, their log-determinants, Σ_l t_l and the active-means totals.
+        # SCDP-3: the pools, their log-determinants, Σ_l 1 / t_l and the active-means totals.
         pool_means = cluster_pool.copy()
         pool_precisions = type_pool.copy()
         pool_log_det = np.zeros(n_auxiliary)
-        precision_total = np.zeros(n_features)
+        variance_total = np.zeros(n_features)
         total = np.zeros(n_features)
         total_sq = np.zeros(n_features)
         spread = np.zeros(n_features)
@@ -818,7 +840,7 @@ def _numba_sweep_kernel():
             for member in range(n_auxiliary):
                 for f in range(n_features):
                     pool_log_det[member] += np.log(pool_precisions[member, f])
-            active_precision_total(precisions, type_counts, precision_total)
+            active_variance_total(precisions, type_counts, variance_total)
             n_active = active_totals(means, counts, total, total_sq)
         else:
             for slot in range(n_type_slots):
@@ -862,7 +884,7 @@ def _numba_sweep_kernel():
                             candidate = pool_means[member, f]
                             difference = point[f] - candidate
                             square += precision[f] * difference * difference
-                            coupling += precision_total[f] * (
+                            coupling += variance_total[f] * (
                                 n_active * candidate * candidate - 2.0 * candidate * total[f] + total_sq[f]
                             )
                         logits[n_slots + member] = (log_weight + 0.5 * log_det - half_log_2pi_d - 0.5 * square
@@ -931,7 +953,7 @@ def _numba_sweep_kernel():
                     conditioning = 0.0
                     for f in range(n_features):
                         square += pool_precisions[member, f] * residual[f] * residual[f]
-                        conditioning += pool_precisions[member, f] * spread[f]
+                        conditioning += spread[f] / pool_precisions[member, f]
                     logits[n_type_slots + member] = (log_weight + 0.5 * pool_log_det[member] - half_log_2pi_d
                                                      - 0.5 * square - conditioning)
                 choice = draw(logits, n_type_slots + n_auxiliary, uniforms[1, index])
@@ -975,7 +997,7 @@ def _numba_sweep_kernel():
             types[index] = new
             type_counts[new] += 1
             if model == 3 and (was_alone or choice >= n_type_slots):
-                active_precision_total(precisions, type_counts, precision_total)
+                active_variance_total(precisions, type_counts, variance_total)
         return overflow
 
     @njit(cache=True, nogil=True)
@@ -1061,30 +1083,30 @@ def _numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alph
 def _gibbs_means_conditioned(config, rng_key, carry, features):
     """SCDP-3 means by exact Gibbs: p_k | rest is Gaussian (DM05 §5.2, eq. 3, λ = 1).
 
-    The target of p_k is G0^p(p_k) Π_{n∈k} F(r_n | p_k, t_{d_n}) × exp(-Σ_l t_l · S(p)), and
-    S_f = Σ over pairs of active publications of (p_jf - p_kf)² holds p_k through
-    Σ_{j≠k} (p_kf - p_jf)² = (K - 1) p_kf² - 2 p_kf Σ_{j≠k} p_jf + const: with A_k = Σ_{n∈k} t_{d_n},
-    B_k = Σ_{n∈k} t_{d_n} r_n and T = Σ_l t_l over the active types, p_kf is Normal with
-    precision 1/σ² + A_kf + 2 T_f (K - 1) and mean (B_kf + 2 T_f Σ_{j≠k} p_jf) / precision.
-    The publications are visited in slot order, each draw using the others' current values, so
-    a visit costs O(D) with running sums. (DM05 §4.2 refresh the means by an independence
-    sampler with G0^p proposals; in 16 or 64 dimensions those proposals are essentially never
-    accepted, and the means froze where the chain started.)"""
+    The target of p_k is G0^p(p_k) Π_{n∈k} F(r_n | p_k, t_{d_n}) × exp(-Σ_f V_f S_f(p)), with
+    V = Σ_l 1 / t_l over the active types (:func:`_log_conditioning`), and S_f = Σ over pairs of
+    active publications of (p_jf - p_kf)² holds p_k through (K - 1) p_kf² - 2 p_kf Σ_{j≠k} p_jf
+    + const. With A_k = Σ_{n∈k} t_{d_n} and B_k = Σ_{n∈k} t_{d_n} r_n, p_kf is Normal with
+    precision 1/σ² + A_kf + 2 V_f (K - 1) and mean (B_kf + 2 V_f Σ_{j≠k} p_jf) / precision. The
+    publications are visited in slot order, each draw using the others' current values (running
+    sums, O(D) a visit). DM05 §4.2 refresh the means with an independence sampler whose proposals
+    are draws from G0^p; in 16 or 64 dimensions those are essentially never accepted, and the
+    means stayed where the chain started."""
     n_slots, n_features = carry.means.shape
     point_precisions = carry.precisions[carry.types]
     weight = _sum_by_slot(point_precisions, carry.clusters, n_slots)
     weighted = _sum_by_slot(point_precisions * features, carry.clusters, n_slots)
     active = carry.cluster_counts > 0
     n_active = jnp.sum(active).astype(features.dtype)
-    precision_total = jnp.sum(jnp.where((carry.type_counts > 0)[:, None], carry.precisions, 0.0), axis=0)
+    variance_total = _active_variance_total(carry.precisions, carry.type_counts)
     noise = jax.random.normal(rng_key, carry.means.shape, features.dtype)
     total = jnp.sum(jnp.where(active[:, None], carry.means, 0.0), axis=0)
 
     def visit(total, inputs):
         current, weight_k, weighted_k, noise_k, is_active = inputs
         others = total - current
-        precision = 1.0 / config.prior_variance + weight_k + 2.0 * precision_total * (n_active - 1.0)
-        fresh = (weighted_k + 2.0 * precision_total * others) / precision + noise_k / jnp.sqrt(precision)
+        precision = 1.0 / config.prior_variance + weight_k + 2.0 * variance_total * (n_active - 1.0)
+        fresh = (weighted_k + 2.0 * variance_total * others) / precision + noise_k / jnp.sqrt(precision)
         kept = jnp.where(is_active, fresh, current)
         return jnp.where(is_active, others + kept, total), kept
 
@@ -1092,19 +1114,38 @@ def _gibbs_means_conditioned(config, rng_key, carry, features):
     return carry._replace(means=means)
 
 
-def _gibbs_precisions_conditioned(rng_key, carry, features, shape, rate):
-    """SCDP-3 precisions by exact Gibbs (DM05 §5.2, eq. 3, λ = 1): G0^t(t_l) = Π_f Gamma(a, b)
-    times Π_{n∈l} F(r_n | p_{c_n}, t_l) times exp(-t_l · S) is Gamma(a + m_l / 2, b + Q_l / 2 + S)
-    per feature, with Q_l = Σ_{n∈l} (r_n - p_{c_n})² and S the pair spread of the means
-    (:func:`_pair_spread`). (DM05 §4.2 use an independence sampler with G0^t proposals here.)"""
+def _metropolis_precisions_conditioned(config, rng_key, carry, features, shape, rate):
+    """SCDP-3 precisions by Metropolis steps on log t, every type and feature at once.
+
+    The target of t_lf is Gamma(t | a, b) Π_{n∈l} F(r_n | p_{c_n}, t) exp(-S_f / t) (DM05 §5.2,
+    eq. 3), ∝ t^{α-1} exp(-β t - S_f / t) with α = a + m_l / 2 and β = b + Q_lf / 2
+    (Q_l = Σ_{n∈l} (r_n - p_{c_n})²): a generalised inverse Gaussian, non-conjugate as §5.2 says.
+    In u = log t the log density is α u - β e^u - S e^{-u}; each of ``config.n_precision_steps``
+    steps proposes u' = u + ε z with z ~ N(0, 1) and ε = 2 / sqrt(α + 2 S β / α) (about twice
+    the posterior sd of u at its mode, fixed during the update, so the proposal is symmetric) and
+    accepts with the usual ratio. The steps replace DM05 §4.2's independence sampler with G0^t
+    proposals, which in many dimensions were almost never accepted."""
     n_slots = carry.precisions.shape[0]
     residuals = features - carry.means[carry.clusters]
     squares = _sum_by_slot(residuals * residuals, carry.types, n_slots)
     spread = _pair_spread(carry.means, carry.cluster_counts)
-    posterior_shape = shape + 0.5 * carry.type_counts.astype(features.dtype)[:, None]
-    posterior_rate = rate + 0.5 * squares + spread
-    draws = jnp.exp(sample_log_gamma(rng_key, posterior_shape, posterior_shape.shape) - jnp.log(posterior_rate))
-    return carry._replace(precisions=jnp.where((carry.type_counts > 0)[:, None], draws, carry.precisions))
+    alpha = shape + 0.5 * carry.type_counts.astype(features.dtype)[:, None]
+    beta = rate + 0.5 * squares
+    step_size = 2.0 / jnp.sqrt(alpha + 2.0 * spread * beta / alpha)
+    active = (carry.type_counts > 0)[:, None]
+
+    def log_density(log_t):
+        return alpha * log_t - beta * jnp.exp(log_t) - spread * jnp.exp(-log_t)
+
+    def one_step(log_t, step_key):
+        key_move, key_accept = jax.random.split(step_key)
+        proposal = log_t + step_size * jax.random.normal(key_move, log_t.shape, log_t.dtype)
+        log_uniform = jnp.log(jax.random.uniform(key_accept, log_t.shape, log_t.dtype, minval=1e-30))
+        accept = active & (log_uniform < log_density(proposal) - log_density(log_t))
+        return jnp.where(accept, proposal, log_t), None
+
+    log_t, _ = jax.lax.scan(one_step, jnp.log(carry.precisions), jax.random.split(rng_key, config.n_precision_steps))
+    return carry._replace(precisions=jnp.where(active, jnp.exp(log_t), carry.precisions))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1113,8 +1154,8 @@ def _gibbs_precisions_conditioned(rng_key, carry, features, shape, rate):
 # ----------------------------------------------------------------------------------------------
 class _MoveContext(NamedTuple):
     """What every split–merge move of a sweep shares: per-reference precisions t_{d_n}, their
-    products with the references, and T = Σ_l t_l over the active types (SCDP-3's coupling; zeros
-    for SCDP-1 and -2)."""
+    products with the references, and V = Σ_l 1 / t_l over the active types (SCDP-3's coupling
+    of the means, eq. 3; zeros for SCDP-1 and -2)."""
 
     point_precisions: jax.Array
     point_weighted: jax.Array
@@ -1134,8 +1175,8 @@ def _coupled_means(config, coupling, n_rest, rest_total, weights, weighteds):
     """Precision matrix (per feature) and linear term of the means of one or two publications
     given the rest, in exp(-½ pᵀ Λ p + hᵀ p).
 
-    Λ_aa = 1/σ² + A_a + 2 T (R + J - 1), Λ_ab = -2 T, h_a = B_a + 2 T P_R for J = 1 or 2 moving
-    publications, R others with mean sum P_R: the terms of S (DM05 eq. 3) that hold them."""
+    Λ_aa = 1/σ² + A_a + 2 V (R + J - 1), Λ_ab = -2 V, h_a = B_a + 2 V P_R for J = 1 or 2 moving
+    publications, R others with mean sum P_R: the terms of -V · S (DM05 eq. 3) that hold them."""
     n_moving = weights.shape[0]
     diagonal = 1.0 / config.prior_variance + weights + 2.0 * coupling * (n_rest + n_moving - 1.0)
     linear = weighteds + 2.0 * coupling * rest_total
@@ -1143,7 +1184,7 @@ def _coupled_means(config, coupling, n_rest, rest_total, weights, weighteds):
 
 
 def _log_integrated(config, coupling, n_rest, rest_total, rest_total_sq, weights, weighteds):
-    """log ∫ Π_a G0^p(p_a) F(points of a | p_a) exp(-T · S(p)) dp over the J = 1 or 2 moving
+    """log ∫ Π_a G0^p(p_a) F(points of a | p_a) exp(-V · S(p)) dp over the J = 1 or 2 moving
     means, up to terms that do not depend on how the points are split (DM05 eq. 2 with the
     means integrated; eq. 3's conditioning for SCDP-3)."""
     n_moving = weights.shape[0]
@@ -1278,8 +1319,7 @@ def _split_merge_move(config, rng_key, carry, features, n_train, n_train_cluster
 def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_clusters, alpha):
     """``config.n_split_merge`` moves in a row; returns (carry, number accepted)."""
     point_precisions = carry.precisions[carry.types]
-    active_types = (carry.type_counts > 0)[:, None]
-    coupling = jnp.sum(jnp.where(active_types, carry.precisions, 0.0), axis=0)
+    coupling = _active_variance_total(carry.precisions, carry.type_counts)
     context = _MoveContext(
         point_precisions=point_precisions,
         point_weighted=point_precisions * features,
@@ -1375,7 +1415,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     uniforms = jax.random.uniform(key_uniform, (2, n_points), dtype)
     if config.model == 3:
         carry = _gibbs_means_conditioned(config, key_means, carry, features)
-        carry = _gibbs_precisions_conditioned(key_precisions, carry, features, shape, rate)
+        carry = _metropolis_precisions_conditioned(config, key_precisions, carry, features, shape, rate)
         n_auxiliary = config.n_auxiliary
         cluster_draws = math.sqrt(config.prior_variance) * jax.random.normal(
             key_cluster_supply, (n_auxiliary + n_cluster_supply, n_features), dtype
@@ -1457,6 +1497,7 @@ def build_kernel(
     alpha_types_prior: GammaPrior | None = None,
     n_auxiliary: int = 8,
     n_split_merge: int = 10,
+    n_precision_steps: int = 8,
     backend: str = "auto",
 ):
     """Build the Gibbs step of SCDP-1, -2 or -3.
@@ -1482,6 +1523,9 @@ def build_kernel(
         publications, which one-reference Gibbs updates almost never do in many dimensions
         (a chain started with every test reference in one publication stays there). 0 turns
         them off.
+    n_precision_steps : int
+        SCDP-3: Metropolis steps on the log precisions per sweep (their conditional is not a
+        Gamma, see :func:`_metropolis_precisions_conditioned`).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep runs: "xla" as ``lax.scan`` loops (any device); "numba" as a
         compiled host loop called through ``jax.pure_callback`` (CPU, much faster there); "auto"
@@ -1511,6 +1555,7 @@ def build_kernel(
         alpha_types_prior=alpha_types_prior,
         n_auxiliary=check_int("n_auxiliary", n_auxiliary, minimum=1),
         n_split_merge=check_int("n_split_merge", n_split_merge, minimum=0),
+        n_precision_steps=check_int("n_precision_steps", n_precision_steps, minimum=1),
         backend=resolve_backend(backend),
     )
     return partial(_step, config)
@@ -1766,6 +1811,54 @@ class SupervisedDPFit:
         return clustering_scores(labels, self.point_estimate(loss))
 
 
+INITS = ("dispersed", "single", "singletons", "kmeans", "random")
+
+
+def _initial_states(model: SupervisedDP, starts: Any, n_chains: int, train: np.ndarray, labels: np.ndarray,
+                    test: np.ndarray, rng_key: jax.Array) -> SupervisedState:
+    """Batched starting states of :meth:`SupervisedDP.fit` (chains first)."""
+    test_labels = _initial_test_partitions(starts, n_chains, test, rng_key)
+    capacity = max(min(model.max_test_clusters, test.shape[0]), int(test_labels.max()) + 1)
+    keys = jax.random.split(rng_key, n_chains)
+    return stack_states([
+        init(keys[chain], train, labels, test, max_test_clusters=capacity, max_types=model.max_types,
+             alpha=model.alpha, alpha_types=model.alpha_types, precision_shape=model.precision_shape,
+             precision_rate=model.precision_rate, test_clusters=test_labels[chain])
+        for chain in range(n_chains)
+    ])
+
+
+def _initial_test_partitions(init: Any, n_chains: int, test: np.ndarray, rng_key: jax.Array) -> np.ndarray:
+    """Starting test labels of every chain, shape (n_chains, M) (see :meth:`SupervisedDP.fit`)."""
+    n_test = test.shape[0]
+    if not isinstance(init, str):
+        starts = np.asarray(init)
+        if starts.ndim == 1:
+            starts = np.broadcast_to(starts, (n_chains,) + starts.shape)
+        if starts.shape != (n_chains, n_test):
+            raise ValueError(f"init: expected one of {INITS} or labels of shape ({n_test},) or "
+                             f"({n_chains}, {n_test}), got shape {starts.shape}")
+        return np.stack([np.unique(as_index_array("init", row), return_inverse=True)[1] for row in starts])
+    init = check_choice("init", init, INITS)
+    kinds = [("single", "kmeans", "random")[chain % 3] if init == "dispersed" else init for chain in range(n_chains)]
+    seed = int(jax.random.randint(jax.random.fold_in(rng_key, 1), (), 0, np.iinfo(np.int32).max))
+    rng = np.random.default_rng(seed)
+    starts = []
+    for kind in kinds:
+        if kind == "single":
+            starts.append(np.zeros(n_test, np.int64))
+        elif kind == "singletons":
+            starts.append(np.arange(n_test))
+        elif kind == "random":
+            starts.append(rng.integers(0, min(n_test, 8), n_test))
+        else:
+            from sklearn.cluster import KMeans
+
+            kmeans = KMeans(n_clusters=min(n_test, 16), n_init=1, random_state=int(rng.integers(2**31)))
+            starts.append(kmeans.fit_predict(test))
+    return np.stack([np.unique(row, return_inverse=True)[1] for row in starts])
+
+
 class SupervisedDP:
     """Supervised clustering with the Dirichlet process: SCDP-1, -2 or -3 (DM05).
 
@@ -1790,8 +1883,9 @@ class SupervisedDP:
         (re-jit) and the call re-run from the states it started with.
     n_auxiliary : int
         Algorithm 8's M (SCDP-3).
-    n_split_merge : int
-        Split–merge moves of the test partition per sweep (see :func:`build_kernel`).
+    n_split_merge, n_precision_steps : int
+        Split–merge moves of the test partition per sweep, and SCDP-3's Metropolis steps on the
+        precisions (see :func:`build_kernel`).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 
@@ -1823,6 +1917,7 @@ class SupervisedDP:
         max_types: int = 32,
         n_auxiliary: int = 8,
         n_split_merge: int = 10,
+        n_precision_steps: int = 8,
         backend: str = "auto",
     ):
         self.step = build_kernel(
@@ -1835,6 +1930,7 @@ class SupervisedDP:
             alpha_types_prior=alpha_types_prior,
             n_auxiliary=n_auxiliary,
             n_split_merge=n_split_merge,
+            n_precision_steps=n_precision_steps,
             backend=backend,
         )
         self.model = int(model)
@@ -1894,6 +1990,7 @@ class SupervisedDP:
         draws_per_call: int = 10,
         time_budget: float | None = None,
         progress: bool = True,
+        init: Any = "dispersed",
     ) -> SupervisedDPFit:
         """Sample the posterior of the test partition with ``n_chains`` vmapped chains.
 
@@ -1915,6 +2012,12 @@ class SupervisedDP:
             Warm-up sweeps (default half of ``n_sweeps``).
         thin, draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
+        init : str or array_like of int
+            Starting test partitions: ``"dispersed"`` (default: chain c starts from the c-th of
+            one publication, K-means with min(M, 16) clusters, and random labels among
+            min(M, 8), in turn, so that R-hat compares chains started far apart), ``"single"``,
+            ``"singletons"`` (one publication per test reference), ``"kmeans"``, ``"random"``, or
+            labels of shape (M,) or (n_chains, M).
 
         Returns
         -------
@@ -1933,22 +2036,7 @@ class SupervisedDP:
         dtype = jnp.result_type(float)
         data = SupervisedData(jnp.asarray(np.concatenate([train, test]), dtype), jnp.asarray(labels, jnp.int32))
         key_init, key_chains = jax.random.split(key)
-        init_keys = jax.random.split(key_init, n_chains)
-        # Every chain starts with the test references in one publication (as Neal 2000 starts his
-        # chains): from a random partition the first sweeps open and close many publications,
-        # which costs capacity (and a re-jit) for no gain in mixing.
-        states = stack_states(
-            [
-                init(
-                    init_keys[chain], train, labels, test,
-                    max_test_clusters=min(self.max_test_clusters, test.shape[0]), max_types=self.max_types,
-                    alpha=self.alpha, alpha_types=self.alpha_types,
-                    precision_shape=self.precision_shape, precision_rate=self.precision_rate,
-                    test_clusters=np.zeros(test.shape[0], np.int32),
-                )
-                for chain in range(n_chains)
-            ]
-        )
+        states = _initial_states(self, init, n_chains, train, labels, test, key_init)
         # A call whose sweeps run out of publication or type slots is re-run from its starting
         # states with that capacity doubled (SupervisedState.grow_after_overflow): only the
         # capacity that ran out grows, and the sweeps before that call are kept.
