@@ -14,7 +14,8 @@ from numpyro.infer import Predictive
 from scipy.special import gammaln, kve
 
 from zoo.dirichlet import supervised as scdp  # first: zoo.dirichlet's package import pulls in inference.chains
-from zoo.dirichlet.supervised import SupervisedDP, embed_distances, supervised_program
+from zoo.dirichlet.supervised import SupervisedDP, conditionals, embed_distances, split_merge, supervised_program
+from zoo.dirichlet.supervised.state import _Carry
 from zoo.baselines import cdp_partition
 from zoo.metrics import clustering_scores
 from inference.chains import sample_chains, stack_states
@@ -449,7 +450,7 @@ def test_trained_scdp1_beats_untrained_cdp():
 def test_scdp2_prior_follows_the_spread_of_the_means(x64):
     means = np.array([[0.0, 1.0], [2.0, 1.0], [5.0, 1.0], [9.0, 9.0]])
     counts = np.array([3, 1, 2, 0])
-    shape, rate = scdp._separation_prior(jnp.asarray(means), jnp.asarray(counts), jnp.ones(2), jnp.ones(2) * 2.0)
+    shape, rate = conditionals._separation_prior(jnp.asarray(means), jnp.asarray(counts), jnp.ones(2), jnp.ones(2) * 2.0)
     spread = (means[:3, 0] - means[:3, 0].mean()) ** 2
     prior_mean, prior_variance = 0.5 * spread.mean(), spread.var()
     # DM05 §5.1: a·s = half the mean variance, a·s² = the variance of the variance (s = 1 / rate).
@@ -468,8 +469,8 @@ def test_scdp3_conditioning_is_the_sum_over_size_ordered_pairs(x64):
     brute = -sum(
         np.sum((means[order[j]] - means[order[k]]) ** 2 / precision) for j in range(len(order)) for k in range(j)
     )
-    spread = scdp._pair_spread(jnp.asarray(means), jnp.asarray(counts))
-    assert float(scdp._log_conditioning(jnp.asarray(precision), spread)) == pytest.approx(brute)
+    spread = conditionals._pair_spread(jnp.asarray(means), jnp.asarray(counts))
+    assert float(conditionals._log_conditioning(jnp.asarray(precision), spread)) == pytest.approx(brute)
 
 
 @pytest.mark.parametrize("model", [2, pytest.param(3, marks=pytest.mark.slow)])
@@ -540,13 +541,13 @@ def test_split_merge_moves_alone_sample_the_exact_test_partition(x64, model):
     state = state._replace(types=jnp.asarray(types, jnp.int32), type_counts=jnp.asarray(np.bincount(types), jnp.int32),
                            precisions=jnp.asarray(precisions))
     config = scdp.build_kernel(model, n_split_merge=1).args[0]
-    carry = scdp._Carry(state.clusters, state.cluster_counts, state.means, state.types, state.type_counts,
+    carry = _Carry(state.clusters, state.cluster_counts, state.means, state.types, state.type_counts,
                         state.precisions, state.overflow)
     data = jnp.asarray(features)
 
     def chain(key):
         def one(carry, move_key):
-            carry, _ = scdp._split_merge_moves(config, move_key, carry, data, n_train, 2, jnp.asarray(alpha))
+            carry, _ = split_merge._split_merge_moves(config, move_key, carry, data, n_train, 2, jnp.asarray(alpha))
             return carry, carry.clusters[n_train:]
         return jax.lax.scan(one, carry, jax.random.split(key, 300))[1][50:]
 

@@ -1,0 +1,329 @@
+"""The user-facing model: :class:`SupervisedDP` runs many chains of the kernel with
+:func:`inference.chains.sample_chains`, and :class:`SupervisedDPFit` holds the draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from inference import diagnostics
+from inference.chains import ChainResult, sample_chains, stack_states
+from inference.concentration import GammaPrior
+from inference.partitions import point_partition
+from zoo._validation import as_index_array, check_choice, check_int, check_real
+from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
+from zoo.dirichlet.supervised.kernel import build_kernel
+from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
+from zoo.metrics import clustering_scores
+
+__all__ = ["SupervisedDPFit", "INITS", "SupervisedDP"]
+
+
+class SupervisedDPFit:
+    """Draws of the test partition from a fitted :class:`SupervisedDP`.
+
+    Attributes
+    ----------
+    result : ChainResult
+        Raw draws (chain, draw, ...) and final states.
+    idata : arviz.InferenceData
+        ``posterior``: ``assignments`` (chain, draw, points), ``alpha``, ``alpha_types``;
+        ``sample_stats``: ``n_clusters`` (test publications), ``n_types``, ``log_joint``.
+    """
+
+    def __init__(self, result: ChainResult):
+        self.result = result
+        samples = result.samples
+        n_test = samples["assignments"].shape[-1]
+        self.idata = az.from_dict(
+            posterior={
+                "assignments": samples["assignments"],
+                "alpha": samples["alpha"],
+                "alpha_types": samples["alpha_types"],
+            },
+            sample_stats={
+                "n_clusters": samples["n_clusters"],
+                "n_types": samples["n_types"],
+                "log_joint": samples["log_joint"],
+            },
+            coords={"points": np.arange(n_test)},
+            dims={"assignments": ["points"]},
+            attrs={"n_warmup": result.n_warmup, "thin": result.thin, "completed": int(result.completed),
+                   "sampling_seconds": result.seconds},
+        )
+
+    @property
+    def assignments(self) -> np.ndarray:
+        """Test partitions, shape (chain, draw, M)."""
+        return np.asarray(self.result.samples["assignments"])
+
+    def summary(self) -> pd.DataFrame:
+        """ArviZ mean, sd, ESS and R-hat of the label-invariant quantities that vary."""
+        view = xr.Dataset(
+            {name: self.idata.sample_stats[name] for name in ("n_clusters", "n_types", "log_joint")}
+            | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")}
+        )
+        names = [name for name in view.data_vars if np.ptp(view[name].values) > 0]
+        return az.summary(az.InferenceData(posterior=view), var_names=names)
+
+    def co_clustering(self) -> xr.DataArray:
+        """Posterior co-clustering matrix of the test references."""
+        return diagnostics.co_clustering_matrix(self.idata)
+
+    def point_estimate(self, loss: str = "vi") -> np.ndarray:
+        """Test partition minimising the posterior expected ``loss`` ("vi" or "binder")."""
+        loss = check_choice("loss", loss, ("vi", "binder"))
+        return point_partition(self.assignments, loss=loss)
+
+    def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
+        """DM05 §6 metrics of the point estimate against gold test labels (M,)."""
+        labels = np.asarray(labels)
+        n_test = self.assignments.shape[-1]
+        if labels.ndim != 1 or labels.shape[0] != n_test:
+            raise ValueError(f"labels: expected {n_test} labels (one per test point), got shape {labels.shape}")
+        return clustering_scores(labels, self.point_estimate(loss))
+
+
+INITS = ("dispersed", "single", "singletons", "kmeans", "random")
+
+
+def _initial_states(model: SupervisedDP, starts: Any, n_chains: int, train: np.ndarray, labels: np.ndarray,
+                    test: np.ndarray, rng_key: jax.Array) -> SupervisedState:
+    """Batched starting states of :meth:`SupervisedDP.fit` (chains first)."""
+    test_labels = _initial_test_partitions(starts, n_chains, test, rng_key)
+    capacity = max(min(model.max_test_clusters, test.shape[0]), int(test_labels.max()) + 1)
+    keys = jax.random.split(rng_key, n_chains)
+    return stack_states([
+        init(keys[chain], train, labels, test, max_test_clusters=capacity, max_types=model.max_types,
+             alpha=model.alpha, alpha_types=model.alpha_types, precision_shape=model.precision_shape,
+             precision_rate=model.precision_rate, test_clusters=test_labels[chain])
+        for chain in range(n_chains)
+    ])
+
+
+def _initial_test_partitions(init: Any, n_chains: int, test: np.ndarray, rng_key: jax.Array) -> np.ndarray:
+    """Starting test labels of every chain, shape (n_chains, M) (see :meth:`SupervisedDP.fit`)."""
+    n_test = test.shape[0]
+    if not isinstance(init, str):
+        starts = np.asarray(init)
+        if starts.ndim == 1:
+            starts = np.broadcast_to(starts, (n_chains,) + starts.shape)
+        if starts.shape != (n_chains, n_test):
+            raise ValueError(f"init: expected one of {INITS} or labels of shape ({n_test},) or "
+                             f"({n_chains}, {n_test}), got shape {starts.shape}")
+        return np.stack([np.unique(as_index_array("init", row), return_inverse=True)[1] for row in starts])
+    init = check_choice("init", init, INITS)
+    kinds = [("single", "kmeans", "random")[chain % 3] if init == "dispersed" else init for chain in range(n_chains)]
+    seed = int(jax.random.randint(jax.random.fold_in(rng_key, 1), (), 0, np.iinfo(np.int32).max))
+    rng = np.random.default_rng(seed)
+    starts = []
+    for kind in kinds:
+        if kind == "single":
+            starts.append(np.zeros(n_test, np.int64))
+        elif kind == "singletons":
+            starts.append(np.arange(n_test))
+        elif kind == "random":
+            starts.append(rng.integers(0, min(n_test, 8), n_test))
+        else:
+            from sklearn.cluster import KMeans
+
+            kmeans = KMeans(n_clusters=min(n_test, 16), n_init=1, random_state=int(rng.integers(2**31)))
+            starts.append(kmeans.fit_predict(test))
+    return np.stack([np.unique(row, return_inverse=True)[1] for row in starts])
+
+
+class SupervisedDP:
+    """Supervised clustering with the Dirichlet process: SCDP-1, -2 or -3 (DM05).
+
+    Parameters
+    ----------
+    model : {1, 2, 3}
+        SCDP-1 (conjugate), SCDP-2 (prior of precisions from the spread of the means) or SCDP-3
+        (precisions conditioned on the means, Algorithm 8).
+    share_clusters : bool
+        Whether test references may belong to training publications (DM05 §4.1).
+    alpha, alpha_types : float
+        Initial concentrations α^p and α^t.
+    alpha_prior, alpha_types_prior : GammaPrior or None
+        Gamma priors under which α^p and α^t are resampled each sweep (None: fixed). The
+        default Gamma(1, 1) for both.
+    prior_variance : float
+        σ² of G0^p (DM05: about 1 for centred, scaled data).
+    precision_shape, precision_rate : float
+        Gamma(a, rate b) of G0^t (DM05: about 1).
+    max_test_clusters, max_types : int
+        Initial capacities. When a call of sweeps runs out of one, that capacity is doubled
+        (re-jit) and the call re-run from the states it started with.
+    n_auxiliary : int
+        Algorithm 8's M (SCDP-3).
+    n_split_merge, n_precision_steps : int
+        Split–merge moves of the test partition per sweep, and SCDP-3's Metropolis steps on the
+        precisions (see :func:`build_kernel`).
+    backend : {"auto", "xla", "numba"}
+        Where the assignment sweeps run (see :func:`build_kernel`).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> train = np.concatenate([rng.normal(-2, 0.3, (5, 2)), rng.normal(2, 0.3, (5, 2))])
+    >>> test = np.concatenate([rng.normal(-2, 0.3, (3, 2)), rng.normal(2, 0.3, (3, 2))])
+    >>> fit = SupervisedDP().fit(train, [0] * 5 + [1] * 5, test, key=jax.random.key(0),
+    ...                          n_chains=2, n_sweeps=40, progress=False)
+    >>> fit.assignments.shape
+    (2, 20, 6)
+    """
+
+    def __init__(
+        self,
+        model: int = 1,
+        *,
+        share_clusters: bool = False,
+        alpha: float = 1.0,
+        alpha_types: float = 1.0,
+        alpha_prior: GammaPrior | None = GammaPrior(1.0, 1.0),
+        alpha_types_prior: GammaPrior | None = GammaPrior(1.0, 1.0),
+        prior_variance: float = 1.0,
+        precision_shape: float = 1.0,
+        precision_rate: float = 1.0,
+        max_test_clusters: int = 32,
+        max_types: int = 32,
+        n_auxiliary: int = 8,
+        n_split_merge: int = 10,
+        n_precision_steps: int = 8,
+        backend: str = "auto",
+    ):
+        self.step = build_kernel(
+            model,
+            share_clusters=share_clusters,
+            prior_variance=prior_variance,
+            precision_shape=precision_shape,
+            precision_rate=precision_rate,
+            alpha_prior=alpha_prior,
+            alpha_types_prior=alpha_types_prior,
+            n_auxiliary=n_auxiliary,
+            n_split_merge=n_split_merge,
+            n_precision_steps=n_precision_steps,
+            backend=backend,
+        )
+        self.model = int(model)
+        self.share_clusters = bool(share_clusters)
+        self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
+        self.alpha_types = check_real("alpha_types", alpha_types, low=0.0, low_open=True)
+        self.precision_shape = float(precision_shape)
+        self.precision_rate = float(precision_rate)
+        self.max_test_clusters = check_int("max_test_clusters", max_test_clusters, minimum=1)
+        self.max_types = check_int("max_types", max_types, minimum=1)
+
+    def fit_distances(
+        self, distances: Any, train_labels: Any, *, key: jax.Array, max_dims_per_feature: int = 1, **options: Any
+    ) -> SupervisedDPFit:
+        """Fit from pairwise distances only (DM05 §7.2, footnote 5).
+
+        Parameters
+        ----------
+        distances : array_like (F, N + M, N + M) or (N + M, N + M)
+            One distance matrix per feature over all references, training references first.
+        train_labels : array_like (N,)
+            Publications of the first N references; the remaining M are the test references.
+        key : jax.Array
+            PRNG key.
+        max_dims_per_feature : int
+            See :func:`embed_distances`.
+        **options
+            Passed to :meth:`fit` (``n_chains``, ``n_sweeps``, ...).
+
+        Returns
+        -------
+        SupervisedDPFit
+        """
+        array = _check_distances("distances", distances)
+        labels = np.asarray(train_labels)
+        n_points = array.shape[1]
+        if labels.ndim != 1 or not 1 <= labels.shape[0] < n_points:
+            raise ValueError(
+                f"train_labels: expected between 1 and {n_points - 1} labels (the first rows of distances), "
+                f"got shape {labels.shape}"
+            )
+        coordinates = embed_distances(array, max_dims_per_feature=max_dims_per_feature)
+        n_train = labels.shape[0]
+        return self.fit(coordinates[:n_train], labels, coordinates[n_train:], key=key, **options)
+
+    def fit(
+        self,
+        train_features: Any,
+        train_labels: Any,
+        test_features: Any,
+        *,
+        key: jax.Array,
+        n_chains: int = 4,
+        n_sweeps: int = 1000,
+        n_warmup: int | None = None,
+        thin: int = 1,
+        draws_per_call: int = 10,
+        time_budget: float | None = None,
+        progress: bool = True,
+        init: Any = "dispersed",
+    ) -> SupervisedDPFit:
+        """Sample the posterior of the test partition with ``n_chains`` vmapped chains.
+
+        Parameters
+        ----------
+        train_features : array_like (N, D)
+            Training references (centre and scale them, DM05 §5).
+        train_labels : array_like (N,)
+            Their publications (any labels).
+        test_features : array_like (M, D)
+            Test references.
+        key : jax.Array
+            PRNG key; the same key gives identical chains.
+        n_chains : int
+            Chains run in parallel.
+        n_sweeps : int
+            Sweeps per chain, warm-up included.
+        n_warmup : int, optional
+            Warm-up sweeps (default half of ``n_sweeps``).
+        thin, draws_per_call, time_budget, progress
+            See :func:`inference.chains.sample_chains`.
+        init : str or array_like of int
+            Starting test partitions: ``"dispersed"`` (default: chain c starts from the c-th of
+            one publication, K-means with min(M, 16) clusters, and random labels among
+            min(M, 8), in turn, so that R-hat compares chains started far apart), ``"single"``,
+            ``"singletons"`` (one publication per test reference), ``"kmeans"``, ``"random"``, or
+            labels of shape (M,) or (n_chains, M).
+
+        Returns
+        -------
+        SupervisedDPFit
+        """
+        train, labels, test = _check_problem(train_features, train_labels, test_features)
+        if not isinstance(key, jax.Array):
+            raise TypeError(f"key: expected a jax PRNG key, got {type(key).__name__}")
+        n_chains = check_int("n_chains", n_chains, minimum=1)
+        n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
+        if n_warmup is None:
+            n_warmup = n_sweeps // 2
+        n_warmup = check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
+        thin = check_int("thin", thin, minimum=1)
+        n_draws = max((n_sweeps - n_warmup) // thin, 1)
+        dtype = jnp.result_type(float)
+        data = SupervisedData(jnp.asarray(np.concatenate([train, test]), dtype), jnp.asarray(labels, jnp.int32))
+        key_init, key_chains = jax.random.split(key)
+        states = _initial_states(self, init, n_chains, train, labels, test, key_init)
+        # A call whose sweeps run out of publication or type slots is re-run from its starting
+        # states with that capacity doubled (SupervisedState.grow_after_overflow): only the
+        # capacity that ran out grows, and the sweeps before that call are kept.
+        result = sample_chains(
+            key_chains, self.step, states, data,
+            n_warmup=n_warmup, n_draws=n_draws, thin=thin, draws_per_call=draws_per_call,
+            time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
+            on_overflow="grow",
+        )
+        return SupervisedDPFit(result)

@@ -1,0 +1,214 @@
+"""The Gibbs step of SCDP-1, -2 and -3 (BlackJAX shape: ``build_kernel(...)`` returns a pure
+``step(rng_key, state, data)``): split–merge moves, parameters, the assignment sweep, then the
+concentrations.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from inference.concentration import escobar_west_multi_group_update, GammaPrior
+from inference.sparse import resolve_backend
+from zoo._validation import check_int, check_real
+from zoo.dirichlet.families import sample_log_gamma
+from zoo.dirichlet.supervised.conditionals import (
+    _gibbs_means_conditioned, _log_joint, _metropolis_precisions_conditioned, _sample_means, _sample_precisions,
+    _separation_prior,
+)
+from zoo.dirichlet.supervised.split_merge import _split_merge_moves
+from zoo.dirichlet.supervised.state import _Carry, _Config, MODELS, SupervisedData, SupervisedInfo, SupervisedState
+from zoo.dirichlet.supervised.sweep_numba import _numba_sweep
+from zoo.dirichlet.supervised.sweep_xla import _SweepDraws, _xla_sweep
+
+__all__ = ["build_kernel"]
+
+
+def _supply_sizes(n_test: int, n_points: int, n_cluster_slots: int, n_type_slots: int) -> tuple[int, int]:
+    """Rows of fresh draws per sweep: twice the capacity, at most one per reference that can open
+    a cluster (type), so full capacity never runs out (see :class:`_SweepDraws`)."""
+    return max(1, min(n_test, 2 * n_cluster_slots)), max(1, min(n_points, 2 * n_type_slots))
+
+
+def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: SupervisedData):
+    features = data.features
+    dtype = features.dtype
+    n_train = data.n_train
+    n_points, n_features = features.shape
+    n_test = n_points - n_train
+    n_train_clusters = jnp.max(data.train_labels) + 1
+    (key_means, key_precisions, key_uniform, key_positions, key_cluster_supply, key_type_supply,
+     key_alpha, key_alpha_types, key_split_merge) = jax.random.split(rng_key, 9)
+
+    carry = _Carry(
+        state.clusters, state.cluster_counts, state.means, state.types, state.type_counts, state.precisions,
+        state.overflow,
+    )
+    # 0. Split–merge moves of the test partition, means integrated given the types (they move
+    #    whole groups of references, which one-reference updates cannot do).
+    n_accepted = jnp.zeros((), jnp.int32)
+    if config.n_split_merge and n_test >= 2:
+        carry, n_accepted = _split_merge_moves(config, key_split_merge, carry, features, n_train, n_train_clusters,
+                                               state.alpha)
+    shape, rate = state.precision_shape, state.precision_rate
+    if config.model == 2:
+        shape, rate = _separation_prior(
+            carry.means, carry.cluster_counts, jnp.full((n_features,), config.precision_shape, dtype),
+            jnp.full((n_features,), config.precision_rate, dtype),
+        )
+    n_cluster_slots, n_type_slots = carry.means.shape[0], carry.precisions.shape[0]
+    n_cluster_supply, n_type_supply = _supply_sizes(n_test, n_points, n_cluster_slots, n_type_slots)
+
+    # 1. Parameters given the indicators (DM05 Fig. 2 first two lines; §4.2 for SCDP-3), and the
+    #    fresh draws of the assignment sweep (see _SweepDraws).
+    uniforms = jax.random.uniform(key_uniform, (2, n_points), dtype)
+    if config.model == 3:
+        carry = _gibbs_means_conditioned(config, key_means, carry, features)
+        carry = _metropolis_precisions_conditioned(config, key_precisions, carry, features, shape, rate)
+        n_auxiliary = config.n_auxiliary
+        cluster_draws = math.sqrt(config.prior_variance) * jax.random.normal(
+            key_cluster_supply, (n_auxiliary + n_cluster_supply, n_features), dtype
+        )
+        type_draws = jnp.exp(
+            sample_log_gamma(key_type_supply, shape, (n_auxiliary + n_type_supply, n_features)) - jnp.log(rate)
+        )
+        draws = _SweepDraws(
+            uniforms=uniforms,
+            positions=jax.random.randint(key_positions, (2, n_points), 0, n_auxiliary, jnp.int32),
+            cluster_supply=cluster_draws[n_auxiliary:],
+            type_supply=type_draws[n_auxiliary:],
+            cluster_pool=cluster_draws[:n_auxiliary],
+            type_pool=type_draws[:n_auxiliary],
+        )
+    else:
+        point_precisions = carry.precisions[carry.types]
+        means = _sample_means(
+            key_means, features, carry.clusters, point_precisions, n_cluster_slots, config.prior_variance
+        )
+        residuals = features - means[carry.clusters]
+        # One bulk Gamma draw serves the precision posteriors and the new-type supply.
+        precisions, log_gamma_unit = _sample_precisions(
+            key_precisions, residuals, carry.types, carry.type_counts, shape, rate, n_type_supply
+        )
+        carry = carry._replace(means=means, precisions=precisions)
+        draws = _SweepDraws(
+            uniforms=uniforms,
+            positions=jnp.zeros((2, n_points), jnp.int32),
+            cluster_supply=jax.random.normal(key_cluster_supply, (n_cluster_supply, n_features), dtype),
+            type_supply=log_gamma_unit,
+            cluster_pool=jnp.zeros((0, n_features), dtype),
+            type_pool=jnp.ones((0, n_features), dtype),
+        )
+
+    # 2. Indicators, one reference at a time: c_n for test references, d_n for all.
+    sweep = _numba_sweep if config.backend == "numba" else _xla_sweep
+    carry = sweep(config, carry, features, n_train, n_train_clusters, state.alpha, state.alpha_types, shape, rate,
+                  draws)
+
+    # 3. Concentrations (DM05 §4.3, App. B multi-group form).
+    n_test_clusters = jnp.sum(jnp.zeros(n_cluster_slots, jnp.int32).at[carry.clusters[n_train:]].add(1) > 0)
+    alpha = state.alpha
+    if config.alpha_prior is not None:
+        total_clusters = jnp.sum(carry.cluster_counts > 0)
+        groups = jnp.asarray([n_points]) if config.share_clusters else jnp.asarray([n_train, n_test])
+        alpha = escobar_west_multi_group_update(key_alpha, alpha, total_clusters, groups, config.alpha_prior)
+    alpha_types = state.alpha_types
+    n_types = jnp.sum(carry.type_counts > 0)
+    if config.alpha_types_prior is not None:
+        alpha_types = escobar_west_multi_group_update(
+            key_alpha_types, alpha_types, n_types, jnp.asarray([n_points]), config.alpha_types_prior
+        )
+    log_joint = _log_joint(config, carry, features, n_train, alpha, alpha_types, shape, rate, n_train_clusters)
+    new_state = SupervisedState(
+        carry.clusters, carry.cluster_counts, carry.means, carry.types, carry.type_counts, carry.precisions,
+        alpha, alpha_types, shape, rate, carry.overflow,
+    )
+    info = SupervisedInfo(
+        n_clusters=n_test_clusters.astype(jnp.int32),
+        n_types=n_types.astype(jnp.int32),
+        log_joint=log_joint,
+        alpha=alpha,
+        alpha_types=alpha_types,
+        overflow=carry.overflow,
+        split_merge_accepted=n_accepted,
+    )
+    return new_state, info
+
+
+def build_kernel(
+    model: int = 1,
+    *,
+    share_clusters: bool = False,
+    prior_variance: float = 1.0,
+    precision_shape: float = 1.0,
+    precision_rate: float = 1.0,
+    alpha_prior: GammaPrior | None = None,
+    alpha_types_prior: GammaPrior | None = None,
+    n_auxiliary: int = 8,
+    n_split_merge: int = 10,
+    n_precision_steps: int = 8,
+    backend: str = "auto",
+):
+    """Build the Gibbs step of SCDP-1, -2 or -3.
+
+    Parameters
+    ----------
+    model : {1, 2, 3}
+        SCDP variant (see the module docstring).
+    share_clusters : bool
+        Whether test references may join training publications (DM05 §4.1).
+    prior_variance : float
+        σ² of G0^p = Normal(0, σ² I).
+    precision_shape, precision_rate : float
+        Gamma(a, rate b) of G0^t (the starting prior for SCDP-2).
+    alpha_prior, alpha_types_prior : GammaPrior, optional
+        Priors of α^p and α^t; None keeps the concentration fixed.
+    n_auxiliary : int
+        M, auxiliary draws of Algorithm 8 (SCDP-3; DM05 use 8).
+    n_split_merge : int
+        Split–merge Metropolis–Hastings moves of the test partition per sweep (Dahl 2003; Jain &
+        Neal 2004), with the publication means integrated given the reference types (for
+        SCDP-3 conditionally on the other means, eq. 3): they split or merge whole test
+        publications, which one-reference Gibbs updates almost never do in many dimensions
+        (a chain started with every test reference in one publication stays there). 0 turns
+        them off.
+    n_precision_steps : int
+        SCDP-3: Metropolis steps on the log precisions per sweep (their conditional is not a
+        Gamma, see :func:`_metropolis_precisions_conditioned`).
+    backend : {"auto", "xla", "numba"}
+        Where the assignment sweep runs: "xla" as ``lax.scan`` loops (any device); "numba" as a
+        compiled host loop called through ``jax.pure_callback`` (CPU, much faster there); "auto"
+        picks numba on the CPU backend when numba is installed. Both use the same random numbers
+        and give the same chain.
+
+    Returns
+    -------
+    callable
+        ``step(rng_key, state, data) -> (SupervisedState, SupervisedInfo)``; jit it or pass it
+        to :func:`inference.chains.sample_chains`.
+    """
+    if model not in MODELS or isinstance(model, bool):
+        raise ValueError(f"model: must be one of 1, 2, 3, got {model!r}")
+    if not isinstance(share_clusters, (bool, np.bool_)):
+        raise TypeError(f"share_clusters: expected a bool, got {type(share_clusters).__name__}")
+    for name, prior in (("alpha_prior", alpha_prior), ("alpha_types_prior", alpha_types_prior)):
+        if prior is not None and not isinstance(prior, GammaPrior):
+            raise TypeError(f"{name}: expected a GammaPrior or None, got {type(prior).__name__}")
+    config = _Config(
+        model=int(model),
+        share_clusters=bool(share_clusters),
+        prior_variance=check_real("prior_variance", prior_variance, low=0.0, low_open=True),
+        precision_shape=check_real("precision_shape", precision_shape, low=0.0, low_open=True),
+        precision_rate=check_real("precision_rate", precision_rate, low=0.0, low_open=True),
+        alpha_prior=alpha_prior,
+        alpha_types_prior=alpha_types_prior,
+        n_auxiliary=check_int("n_auxiliary", n_auxiliary, minimum=1),
+        n_split_merge=check_int("n_split_merge", n_split_merge, minimum=0),
+        n_precision_steps=check_int("n_precision_steps", n_precision_steps, minimum=1),
+        backend=resolve_backend(backend),
+    )
+    return partial(_step, config)
