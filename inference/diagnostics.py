@@ -11,16 +11,30 @@ Layout of :func:`to_inference_data`:
 * ``posterior``: ``assignments`` (chain, draw, points), ``alpha`` (chain, draw);
 * ``sample_stats``: ``n_clusters`` and ``log_joint`` (chain, draw);
 * attributes of ``posterior``: warm-up sweeps, thinning, whether the run completed, seconds.
+
+Whether chains mix is judged by :func:`mixing_table`, which labels every scalar quantity with a
+status word (see :data:`MIXING_STATUSES`), by :func:`mixing_verdict`, which turns that table into
+one sentence, and by :func:`warn_if_not_mixing`, which issues a :class:`MixingWarning`. The
+thresholds default to those of Vehtari et al. (2021): rank-normalised split R-hat at most 1.01,
+and bulk and tail effective sample sizes of at least 400 (100 per chain for four chains).
+
+References
+----------
+Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021). Rank-normalization,
+folding, and localization: an improved R-hat for assessing convergence of MCMC. *Bayesian
+Analysis* 16(2), 667-718.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
 
 from inference.chains import ChainResult
 from inference.partitions import co_clustering, point_partition
@@ -29,11 +43,46 @@ __all__ = [
     "to_inference_data",
     "label_invariant",
     "summary",
+    "mixing_table",
+    "mixing_verdict",
+    "warn_if_not_mixing",
+    "MixingWarning",
+    "MIXING_STATUSES",
+    "RHAT_MAX",
+    "ESS_MIN",
+    "MIN_DRAWS",
     "co_clustering_matrix",
     "point_estimate",
 ]
 
 LABEL_INVARIANT = ("n_clusters", "alpha", "log_joint")
+
+#: Largest rank-normalised split R-hat of chains that mix (Vehtari et al. 2021, section 4.1).
+RHAT_MAX = 1.01
+#: Smallest bulk and tail effective sample size of chains that mix (Vehtari et al. 2021, 100 per chain for 4 chains).
+ESS_MIN = 400
+#: Fewest draws per chain with which split R-hat and ESS are computed (two per half chain, as in ArviZ).
+MIN_DRAWS = 4
+
+#: The status words of :func:`mixing_table` and what they mean. "ok" and "constant" pass; the
+#: others make :func:`mixing_verdict` say the chains do not mix (or cannot be judged) and
+#: :func:`warn_if_not_mixing` issue a :class:`MixingWarning`.
+MIXING_STATUSES = {
+    "ok": "R-hat <= rhat_max and bulk and tail ESS >= ess_min",
+    "constant": "the same value in every draw of every chain (e.g. a fixed α); R-hat and ESS not computed",
+    "chains disagree": "constant within every chain, but not the same in all chains: no chain moves; "
+                       "R-hat is inf and ESS 0",
+    "stuck": "constant within some chains while others move, and R-hat or ESS fails",
+    "not mixing": "R-hat > rhat_max, or bulk or tail ESS < ess_min",
+    "too few draws": f"fewer than {MIN_DRAWS} draws per chain: nothing can be judged",
+    "not finite": "some draws are NaN or infinite: nothing can be judged",
+}
+_PASSING = ("ok", "constant")
+_NOT_MIXING = ("chains disagree", "stuck", "not mixing")
+
+
+class MixingWarning(UserWarning):
+    """Chains of a label-invariant quantity do not mix (see :func:`mixing_table`)."""
 
 
 def _check_result(result: Any) -> ChainResult:
@@ -126,25 +175,336 @@ def label_invariant(idata: az.InferenceData) -> az.InferenceData:
     return az.InferenceData(posterior=dataset)
 
 
-def summary(idata: az.InferenceData) -> pd.DataFrame:
-    """ArviZ summary (mean, sd, HDI, ESS, R-hat) of K, α and the log joint.
+def summary(
+    idata: az.InferenceData, *, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN, warn: bool = True
+) -> pd.DataFrame:
+    """Mean, sd, ESS, R-hat and mixing status of K, α and the log joint, with a warning.
 
-    A quantity that is constant across every draw (α when it is not resampled) is left out,
-    since its R-hat and ESS are undefined.
+    The table of :func:`mixing_table` for the label-invariant view (:func:`label_invariant`). A
+    quantity that is constant in every draw (α when it is not resampled) keeps its row with status
+    ``"constant"`` and no R-hat or ESS.
 
     Parameters
     ----------
     idata : arviz.InferenceData
         From :func:`to_inference_data`.
+    rhat_max, ess_min : float
+        Thresholds, see :func:`mixing_table` (defaults from Vehtari et al. 2021).
+    warn : bool
+        Issue a :class:`MixingWarning` naming the quantities that do not mix.
 
     Returns
     -------
     pandas.DataFrame
-        One row per label-invariant quantity.
+        One row per label-invariant quantity (``n_clusters``, ``alpha``, ``log_joint``); columns
+        ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``, ``status``.
+
+    Warns
+    -----
+    MixingWarning
+        If ``warn`` and some quantity does not mix (see :func:`warn_if_not_mixing`).
     """
-    view = label_invariant(idata)
-    names = [name for name in LABEL_INVARIANT if np.ptp(view.posterior[name].values) > 0]
-    return az.summary(view, var_names=names)
+    table = mixing_table(label_invariant(idata), rhat_max=rhat_max, ess_min=ess_min)
+    if warn:
+        warn_if_not_mixing(table, stacklevel=2)
+    return table
+
+
+def _scalar_dataset(posterior: Any, var_names: Sequence[str] | None) -> xr.Dataset:
+    if isinstance(posterior, az.InferenceData):
+        if "posterior" not in posterior.groups():
+            raise ValueError("posterior: the InferenceData has no posterior group")
+        posterior = posterior.posterior
+    if not isinstance(posterior, xr.Dataset):
+        raise TypeError(
+            f"posterior: expected an xarray.Dataset or an arviz.InferenceData, got {type(posterior).__name__}"
+        )
+    if var_names is None:
+        var_names = list(posterior.data_vars)
+    elif isinstance(var_names, str) or not all(isinstance(name, str) for name in var_names):
+        raise TypeError("var_names: expected a sequence of variable names")
+    missing = [name for name in var_names if name not in posterior.data_vars]
+    if missing:
+        raise ValueError(f"var_names: no variables {missing} in {sorted(map(str, posterior.data_vars))}")
+    for name in var_names:
+        array = posterior[name]
+        if set(array.dims) != {"chain", "draw"}:
+            raise ValueError(
+                f"posterior: variable {name!r} has dims {array.dims}; expected the scalar dims ('chain', 'draw') "
+                "(cluster labels are not label-invariant: see label_invariant)"
+            )
+        if not (np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)):
+            raise ValueError(f"posterior: variable {name!r} is not numeric (dtype {array.dtype})")
+    return posterior[list(var_names)]
+
+
+def _rank_split_rhat(values: np.ndarray) -> float:
+    """Rank-normalised split R-hat, max of bulk and folded (Vehtari et al. 2021, eqs. 4-5).
+
+    The same computation as ``az.rhat(values, method="rank")``, but also for a single chain, whose
+    two halves are then compared (ArviZ returns NaN for fewer than two chains).
+    """
+    half = values.shape[1] // 2
+    split = np.concatenate([values[:, :half], values[:, values.shape[1] - half:]], axis=0)
+
+    def rhat(array: np.ndarray) -> float:
+        ranks = stats.rankdata(array, method="average").reshape(array.shape)
+        z = stats.norm.ppf((ranks - 3 / 8) / (array.size + 1 / 4))
+        n_draws = z.shape[1]
+        between = n_draws * np.var(z.mean(axis=1), ddof=1)
+        within = np.mean(np.var(z, axis=1, ddof=1))
+        return float(np.sqrt((between / within + n_draws - 1) / n_draws))
+
+    return max(rhat(split), rhat(np.abs(split - np.median(split))))
+
+
+def _format_value(value: float) -> str:
+    value = float(value)
+    return f"{value:.0f}" if value.is_integer() else f"{value:.4g}"
+
+
+def mixing_table(
+    posterior: xr.Dataset | az.InferenceData,
+    *,
+    rhat_max: float = RHAT_MAX,
+    ess_min: float = ESS_MIN,
+    var_names: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """R-hat, ESS and a mixing status for each scalar quantity of some chains.
+
+    Rank-normalised split R-hat (``az.rhat``) and bulk and tail effective sample sizes
+    (``az.ess``) of Vehtari et al. (2021), and one status word per quantity
+    (:data:`MIXING_STATUSES`), checked in this order:
+
+    * ``"too few draws"``: fewer than :data:`MIN_DRAWS` draws per chain;
+    * ``"not finite"``: some draw is NaN or infinite;
+    * ``"constant"``: the same value in every draw of every chain (e.g. a fixed α). The row is
+      kept; ``r_hat``, ``ess_bulk`` and ``ess_tail`` are NaN, since they are not defined;
+    * ``"chains disagree"``: (two or more chains) constant within every chain, but not the same
+      in all chains: no chain ever moved, so the draws say nothing about the posterior beyond
+      where each chain was started. ``r_hat`` is ``inf`` (the within-chain variance is zero and
+      the between-chain variance is not), and ``ess_bulk`` and ``ess_tail`` are 0 — where
+      ``az.rhat`` gives NaN or values near 1e8 and ``az.ess`` about the number of chains
+      (the same ``inf`` and 0 are reported whenever every half chain is constant);
+    * ``"ok"``: ``r_hat <= rhat_max``, ``ess_bulk >= ess_min`` and ``ess_tail >= ess_min``;
+    * ``"stuck"``: otherwise, if some chains are constant while others move;
+    * ``"not mixing"``: otherwise.
+
+    With a single chain the split R-hat compares its two halves (ArviZ itself needs two chains);
+    "chains disagree" and "stuck" need two chains, and a single constant chain is ``"constant"``.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset or arviz.InferenceData
+        Scalar label-invariant quantities with dims (chain, draw), e.g. ``n_clusters``, ``alpha``,
+        ``log_joint``; of an ``InferenceData`` its ``posterior`` group is read (see
+        :func:`label_invariant`).
+    rhat_max : float
+        Largest R-hat of chains that mix (default 1.01, Vehtari et al. 2021).
+    ess_min : float
+        Smallest bulk and tail ESS of chains that mix (default 400, Vehtari et al. 2021).
+    var_names : sequence of str, optional
+        Quantities to assess, in this order (default: every variable).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per quantity, indexed by name, with columns ``mean``, ``sd`` (over all chains and
+        draws, ``ddof=1``), ``ess_bulk``, ``ess_tail``, ``r_hat`` and ``status``. ``attrs`` holds
+        ``n_chains``, ``n_draws``, ``rhat_max``, ``ess_min`` and ``chain_constants`` (for each
+        quantity with a chain that never moves: per chain, its constant value or None), which
+        :func:`mixing_verdict` reads.
+
+    Raises
+    ------
+    TypeError
+        If ``posterior`` is neither a Dataset nor an InferenceData, or ``var_names`` is not a
+        sequence of names.
+    ValueError
+        If a variable is missing or not numeric with dims (chain, draw), or a threshold is not
+        positive.
+    """
+    dataset = _scalar_dataset(posterior, var_names)
+    for name, value in (("rhat_max", rhat_max), ("ess_min", ess_min)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not value > 0:
+            raise ValueError(f"{name}: expected a positive number, got {value!r}")
+    n_chains = int(dataset.sizes.get("chain", 0))
+    n_draws = int(dataset.sizes.get("draw", 0))
+    rows: dict[str, dict[str, Any]] = {}
+    chain_constants: dict[str, list[float | None]] = {}
+    for name in dataset.data_vars:
+        values = np.asarray(dataset[name].transpose("chain", "draw").values, dtype=np.float64)
+        row: dict[str, Any] = {"mean": np.nan, "sd": np.nan, "ess_bulk": np.nan, "ess_tail": np.nan,
+                               "r_hat": np.nan}
+        finite = bool(np.isfinite(values).all())
+        if values.size:
+            with np.errstate(all="ignore"):
+                row["mean"] = float(np.mean(values))
+                row["sd"] = float(np.std(values, ddof=1)) if values.size > 1 else np.nan
+        constant_chains = [finite and bool(np.all(chain == chain[0])) for chain in values] if n_draws else []
+        if n_draws < MIN_DRAWS:
+            status = "too few draws"
+        elif not finite:
+            status = "not finite"
+        elif np.all(values == values.flat[0]):
+            status = "constant"
+        elif n_chains > 1 and all(constant_chains):
+            status = "chains disagree"
+            row.update(r_hat=np.inf, ess_bulk=0.0, ess_tail=0.0)
+        else:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                r_hat = az.rhat(values, method="rank") if n_chains > 1 else _rank_split_rhat(values)
+                ess_bulk = az.ess(values, method="bulk")
+                ess_tail = az.ess(values, method="tail")
+            half = n_draws // 2
+            halves = np.concatenate([values[:, :half], values[:, n_draws - half:]], axis=0)
+            if np.all(halves == halves[:, :1]) or not np.isfinite(r_hat):
+                # Every half chain is constant: the within-chain variance is zero, so R-hat is
+                # infinite (ArviZ gives NaN, or 1e8 and more from rounding) and there is no information.
+                r_hat, ess_bulk, ess_tail = np.inf, 0.0, 0.0
+            row.update(
+                r_hat=float(r_hat),
+                ess_bulk=float(ess_bulk) if np.isfinite(ess_bulk) else 0.0,
+                ess_tail=float(ess_tail) if np.isfinite(ess_tail) else 0.0,
+            )
+            if row["r_hat"] <= rhat_max and row["ess_bulk"] >= ess_min and row["ess_tail"] >= ess_min:
+                status = "ok"
+            elif n_chains > 1 and any(constant_chains):
+                status = "stuck"
+            else:
+                status = "not mixing"
+        if status in ("chains disagree", "stuck"):
+            chain_constants[str(name)] = [float(chain[0]) if flag else None
+                                          for chain, flag in zip(values, constant_chains)]
+        row["status"] = status
+        rows[str(name)] = row
+    table = pd.DataFrame.from_dict(rows, orient="index",
+                                   columns=["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "status"])
+    table = table.astype({column: np.float64 for column in ("mean", "sd", "ess_bulk", "ess_tail", "r_hat")})
+    table.attrs.update(n_chains=n_chains, n_draws=n_draws, rhat_max=float(rhat_max), ess_min=float(ess_min),
+                       chain_constants=chain_constants)
+    return table
+
+
+def _check_table(table: Any) -> pd.DataFrame:
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table: expected a pandas.DataFrame from mixing_table, got {type(table).__name__}")
+    missing = {"status", "r_hat", "ess_bulk", "ess_tail"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table: has no columns {sorted(missing)} (is it from mixing_table?)")
+    return table
+
+
+def _problem(name: str, row: pd.Series, table: pd.DataFrame) -> str:
+    """``name (status: details)`` for a quantity that fails."""
+    status = row["status"]
+    ess_min = table.attrs.get("ess_min", ESS_MIN)
+    constants = table.attrs.get("chain_constants", {}).get(name)
+    if status == "chains disagree":
+        details = "values by chain " + ", ".join(_format_value(value) for value in constants) if constants else ""
+    elif status == "too few draws":
+        n_draws = table.attrs.get("n_draws")
+        details = (f"{n_draws} per chain, " if n_draws is not None else "") + f"need {MIN_DRAWS}"
+    elif status == "not finite":
+        details = "NaN or infinite draws"
+    else:
+        parts = []
+        if constants:
+            stuck = [(chain, value) for chain, value in enumerate(constants) if value is not None]
+            parts.append(("chain " if len(stuck) == 1 else "chains ")
+                         + ", ".join(f"{chain} at {_format_value(value)}" for chain, value in stuck)
+                         + " never move" + ("s" if len(stuck) == 1 else ""))
+        rhat = row["r_hat"]
+        rhat_text = "inf" if np.isinf(rhat) else (f"{rhat:.3f}".rstrip("0").rstrip(".") if rhat < 10 else f"{rhat:.3g}")
+        parts.append(f"R-hat {rhat_text}")
+        parts.append(f"bulk ESS {row['ess_bulk']:.0f}")
+        if row["ess_tail"] < ess_min:
+            parts.append(f"tail ESS {row['ess_tail']:.0f}")
+        details = ", ".join(parts)
+    return f"{name} ({status}{': ' + details if details else ''})"
+
+
+def mixing_verdict(table: pd.DataFrame) -> str:
+    """One sentence saying whether the chains of :func:`mixing_table` mix, and which quantities do not.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`mixing_table` (or :func:`summary`).
+
+    Returns
+    -------
+    str
+        ``"Chains mix: R-hat <= 1.01 and bulk and tail ESS >= 400 for n_clusters, log_joint
+        (alpha is constant)."`` when every quantity is ``"ok"`` or ``"constant"``; else e.g.
+        ``"Chains do NOT mix: n_clusters (chains disagree: values by chain 9, 10, 11, 10),
+        log_joint (not mixing: R-hat 1.35, bulk ESS 23). Run longer, ..."``, or ``"Mixing cannot
+        be judged: ..."`` when the only problems are too few draws or non-finite values. With a
+        single chain the sentence speaks of the chain and of split R-hat.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``table`` is not a table of :func:`mixing_table`.
+    """
+    table = _check_table(table)
+    single = table.attrs.get("n_chains") == 1
+    subject = "The chain" if single else "Chains"
+    rhat_max = table.attrs.get("rhat_max", RHAT_MAX)
+    ess_min = table.attrs.get("ess_min", ESS_MIN)
+    statuses = table["status"].astype(str)
+    names = [str(name) for name in table.index]
+    failing = [name for name, status in zip(names, statuses) if status not in _PASSING]
+    constant = [name for name, status in zip(names, statuses) if status == "constant"]
+    if not failing:
+        assessed = [name for name, status in zip(names, statuses) if status == "ok"]
+        if not assessed:
+            if not constant:
+                return "Nothing to assess: no quantities."
+            return f"Nothing to assess: {', '.join(constant)} {'is' if len(constant) == 1 else 'are'} constant."
+        rhat = "split R-hat" if single else "R-hat"
+        sentence = (f"{subject} {'mixes' if single else 'mix'}: {rhat} <= {rhat_max:g} and bulk and tail "
+                    f"ESS >= {ess_min:g} for {', '.join(assessed)}")
+        if constant:
+            sentence += f" ({', '.join(constant)} {'is' if len(constant) == 1 else 'are'} constant)"
+        return sentence + "."
+    problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
+    if any(status in _NOT_MIXING for status in statuses):
+        advice = ("Run longer or use split-merge moves, and check with several chains from dispersed starts."
+                  if single else "Run longer, use split-merge moves or more chains from dispersed starts.")
+        return f"{subject} {'does' if single else 'do'} NOT mix: {problems}. {advice}"
+    return f"Mixing cannot be judged: {problems}."
+
+
+def warn_if_not_mixing(table: pd.DataFrame, *, stacklevel: int = 2) -> bool:
+    """Issue a :class:`MixingWarning` if some quantity of ``table`` does not mix.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`mixing_table` (or :func:`summary`).
+    stacklevel : int
+        As for :func:`warnings.warn`, counted from the caller of this function: 1 points the warning
+        at the line calling ``warn_if_not_mixing``, 2 (default) at the caller of that function.
+
+    Returns
+    -------
+    bool
+        Whether a warning was issued: some status is neither ``"ok"`` nor ``"constant"``.
+
+    Warns
+    -----
+    MixingWarning
+        With the sentence of :func:`mixing_verdict`, which names the quantities that fail.
+    """
+    table = _check_table(table)
+    if isinstance(stacklevel, bool) or not isinstance(stacklevel, int) or stacklevel < 1:
+        raise ValueError(f"stacklevel: expected an integer >= 1, got {stacklevel!r}")
+    if table["status"].astype(str).isin(_PASSING).all():
+        return False
+    warnings.warn(mixing_verdict(table), MixingWarning, stacklevel=stacklevel + 1)
+    return True
 
 
 def co_clustering_matrix(idata: az.InferenceData) -> xr.DataArray:

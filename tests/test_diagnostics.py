@@ -5,12 +5,16 @@ The chain results are built by hand (no sampling), so the expected values are kn
 
 from __future__ import annotations
 
+import warnings
+
 import arviz as az
 import numpy as np
 import pytest
+import xarray as xr
 
 from inference import diagnostics
 from inference.chains import ChainResult
+from inference.diagnostics import MixingWarning, mixing_table, mixing_verdict, warn_if_not_mixing
 from inference.partitions import co_clustering, point_partition
 
 N_CHAINS, N_DRAWS, N_POINTS = 4, 300, 5
@@ -56,16 +60,21 @@ def test_inference_data_layout():
     assert idata.posterior.attrs["n_warmup"] == 10 and idata.posterior.attrs["thin"] == 2
 
 
-def test_summary_is_label_invariant_and_drops_constants():
+def test_summary_is_label_invariant_and_marks_constants():
     result = synthetic_result()
-    table = diagnostics.summary(diagnostics.to_inference_data(result))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)  # i.i.d. draws mix: no warning
+        table = diagnostics.summary(diagnostics.to_inference_data(result))
     assert list(table.index) == ["n_clusters", "alpha", "log_joint"]
+    assert list(table.columns) == ["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "status"]
+    assert list(table["status"]) == ["ok"] * 3
     np.testing.assert_allclose(table.loc["n_clusters", "mean"], result.samples["n_clusters"].mean(), atol=1e-3)
     # i.i.d. draws: R-hat close to 1 and bulk ESS near the number of draws.
     assert np.all(table["r_hat"] < 1.02)
     assert table.loc["log_joint", "ess_bulk"] > 0.7 * N_CHAINS * N_DRAWS
     constant = diagnostics.summary(diagnostics.to_inference_data(synthetic_result(constant_alpha=True)))
-    assert "alpha" not in constant.index
+    assert constant.loc["alpha", "status"] == "constant" and constant.loc["alpha", "mean"] == 1.5
+    assert constant.loc["alpha", ["r_hat", "ess_bulk", "ess_tail"]].isna().all()  # not computed
     view = diagnostics.label_invariant(diagnostics.to_inference_data(result))
     np.testing.assert_allclose(az.rhat(view)["n_clusters"].values, table.loc["n_clusters", "r_hat"], atol=0.01)
 
@@ -95,3 +104,147 @@ def test_bad_inputs_are_rejected():
         diagnostics.summary("posterior")
     with pytest.raises(ValueError, match="^idata"):
         diagnostics.co_clustering_matrix(az.from_dict(posterior={"x": np.zeros((1, 2))}))
+    with pytest.raises(TypeError, match="^posterior"):
+        mixing_table(np.zeros((2, 10)))
+    with pytest.raises(ValueError, match="^posterior: variable 'assignments'"):
+        mixing_table(diagnostics.to_inference_data(synthetic_result()))
+    with pytest.raises(ValueError, match="^var_names"):
+        mixing_table(_dataset(x=np.zeros((2, 10))), var_names=["y"])
+    with pytest.raises(ValueError, match="^rhat_max"):
+        mixing_table(_dataset(x=np.zeros((2, 10))), rhat_max=0)
+    with pytest.raises(TypeError, match="^table"):
+        mixing_verdict(np.zeros(3))
+    with pytest.raises(ValueError, match="^table"):
+        warn_if_not_mixing(az.summary(np.random.default_rng(0).normal(size=(2, 50)))[["mean"]])
+
+
+# ----------------------------------------------------------------------------- mixing
+RNG = np.random.default_rng(42)
+IID = RNG.normal(size=(4, 1000))
+WALK = np.cumsum(RNG.normal(size=(4, 1000)), axis=1)  # drifts slowly: far from mixing in 1000 steps
+STUCK_K = np.repeat(np.array([[9], [10], [11], [10]]), 1000, axis=1)
+
+
+def _dataset(**arrays):
+    return xr.Dataset({name: (("chain", "draw"), np.asarray(values)) for name, values in arrays.items()})
+
+
+def _no_mixing_warning(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        return function(*args, **kwargs)
+
+
+def test_chains_that_never_move_disagree_with_infinite_rhat_and_warn():
+    result = synthetic_result()
+    result = result._replace(samples=result.samples | {"n_clusters": STUCK_K[:, :N_DRAWS].astype(np.int32)})
+    expected = r"do NOT mix: n_clusters \(chains disagree: values by chain 9, 10, 11, 10\)"
+    with pytest.warns(MixingWarning, match=expected):
+        table = diagnostics.summary(diagnostics.to_inference_data(result))
+    row = table.loc["n_clusters"]
+    assert row["status"] == "chains disagree"
+    assert row["r_hat"] == np.inf  # not NaN, not ArviZ's 1e8
+    assert row["ess_bulk"] == 0.0 and row["ess_tail"] == 0.0
+    assert table.loc["log_joint", "status"] == "ok"  # the others still judged on their own
+    assert table.attrs["chain_constants"]["n_clusters"] == [9.0, 10.0, 11.0, 10.0]
+    verdict = mixing_verdict(table)
+    assert verdict.startswith("Chains do NOT mix: n_clusters (chains disagree")
+    assert "log_joint" not in verdict and "Run longer" in verdict
+
+
+def test_iid_chains_mix_without_a_warning():
+    table = _no_mixing_warning(mixing_table, _dataset(x=IID, k=RNG.poisson(5.0, size=(4, 1000))))
+    assert list(table["status"]) == ["ok", "ok"]
+    np.testing.assert_allclose(table.loc["x", "r_hat"], az.rhat(IID), rtol=1e-12)
+    np.testing.assert_allclose(table.loc["x", "ess_bulk"], az.ess(IID, method="bulk"), rtol=1e-12)
+    np.testing.assert_allclose(table.loc["x", "ess_tail"], az.ess(IID, method="tail"), rtol=1e-12)
+    np.testing.assert_allclose(table.loc["x", ["mean", "sd"]].to_numpy(float), [IID.mean(), IID.std(ddof=1)])
+    assert table.loc["x", "r_hat"] <= 1.01 and table[["ess_bulk", "ess_tail"]].min().min() >= 400
+    assert mixing_verdict(table) == "Chains mix: R-hat <= 1.01 and bulk and tail ESS >= 400 for x, k."
+    assert _no_mixing_warning(warn_if_not_mixing, table) is False
+
+
+def test_a_drifting_random_walk_does_not_mix():
+    table = mixing_table(_dataset(walk=WALK, x=IID))
+    assert table.loc["walk", "status"] == "not mixing" and table.loc["x", "status"] == "ok"
+    assert table.loc["walk", "r_hat"] > 1.01 and table.loc["walk", "ess_bulk"] < 400
+    assert np.isfinite(table.loc["walk", "r_hat"])
+    verdict = mixing_verdict(table)
+    assert verdict.startswith("Chains do NOT mix: walk (not mixing: R-hat ")
+    assert f"bulk ESS {table.loc['walk', 'ess_bulk']:.0f}" in verdict and "x (" not in verdict
+    with pytest.warns(MixingWarning, match="walk") as record:
+        assert warn_if_not_mixing(table, stacklevel=1) is True
+    assert record[0].filename == __file__  # stacklevel 1: the line calling warn_if_not_mixing
+    stricter = mixing_table(_dataset(x=IID), rhat_max=1.0001)
+    assert stricter.loc["x", "status"] == "not mixing" and stricter.attrs["rhat_max"] == 1.0001
+
+
+def test_constant_quantities_are_kept_marked_and_not_judged():
+    table = _no_mixing_warning(mixing_table, _dataset(alpha=np.full((4, 1000), 1.5), x=IID))
+    row = table.loc["alpha"]
+    assert row["status"] == "constant" and row["mean"] == 1.5 and row["sd"] == 0.0
+    assert np.isnan(row["r_hat"]) and np.isnan(row["ess_bulk"]) and np.isnan(row["ess_tail"])
+    assert mixing_verdict(table) == ("Chains mix: R-hat <= 1.01 and bulk and tail ESS >= 400 for x "
+                                     "(alpha is constant).")
+    only = mixing_table(_dataset(alpha=np.full((2, 10), 1.5)))
+    assert mixing_verdict(only) == "Nothing to assess: alpha is constant."
+    assert _no_mixing_warning(warn_if_not_mixing, only) is False
+
+
+def test_a_chain_stuck_while_others_move():
+    values = RNG.integers(3, 8, size=(4, 1000)).astype(float)
+    values[2] = 5.0
+    table = mixing_table(_dataset(k=values))
+    assert table.loc["k", "status"] == "stuck"
+    assert table.attrs["chain_constants"]["k"] == [None, None, 5.0, None]
+    assert "k (stuck: chain 2 at 5 never moves, R-hat" in mixing_verdict(table)
+    # A chain may legitimately sit on the posterior mode of a discrete quantity: that alone is not "stuck".
+    mode = np.where(RNG.random((4, 4000)) < 0.999, 3.0, 4.0)
+    mode[1] = 3.0
+    assert mixing_table(_dataset(k=mode)).loc["k", "status"] == "ok"
+
+
+def test_one_chain_uses_split_rhat():
+    table = mixing_table(_dataset(x=IID[:1], walk=WALK[:1]))
+    assert table.attrs["n_chains"] == 1
+    assert table.loc["x", "status"] == "ok" and np.isfinite(table.loc["x", "r_hat"])  # az.rhat gives NaN
+    assert table.loc["walk", "status"] == "not mixing" and table.loc["walk", "r_hat"] > 1.01
+    assert mixing_verdict(table).startswith("The chain does NOT mix: walk (not mixing")
+    assert mixing_verdict(table.loc[["x"]]) == ("The chain mixes: split R-hat <= 1.01 and bulk and tail ESS "
+                                                ">= 400 for x.")
+    # the single-chain R-hat is ArviZ's rank-normalised split R-hat, which needs two chains itself
+    np.testing.assert_allclose(table.loc["walk", "r_hat"], diagnostics._rank_split_rhat(WALK[:1]))
+    for chains in (WALK, IID[:2], IID[:, :51]):
+        np.testing.assert_allclose(diagnostics._rank_split_rhat(chains), az.rhat(chains), rtol=1e-12)
+    # one constant chain is just constant; one chain that jumps once at its middle has infinite R-hat
+    assert mixing_table(_dataset(k=np.full((1, 50), 4.0))).loc["k", "status"] == "constant"
+    jump = mixing_table(_dataset(k=np.repeat([[3.0, 4.0]], 50, axis=1)))
+    assert jump.loc["k", "status"] == "not mixing" and jump.loc["k", "r_hat"] == np.inf
+
+
+def test_too_few_draws_or_non_finite_draws_cannot_be_judged():
+    table = mixing_table(_dataset(x=IID[:, :3]))
+    assert table.loc["x", "status"] == "too few draws" and np.isnan(table.loc["x", "r_hat"])
+    assert mixing_verdict(table) == "Mixing cannot be judged: x (too few draws: 3 per chain, need 4)."
+    bad = IID.copy()
+    bad[0, 5] = -np.inf
+    table = mixing_table(_dataset(log_joint=bad))
+    assert table.loc["log_joint", "status"] == "not finite"
+    with pytest.warns(MixingWarning, match="cannot be judged"):
+        warn_if_not_mixing(table)
+
+
+def test_dp_mixture_fit_summary_warns_and_mixing_does_not():
+    from zoo.dirichlet.mixture import DPMixtureFit
+
+    result = synthetic_result(constant_alpha=True)
+    stuck = result._replace(samples=result.samples | {"n_clusters": STUCK_K[:, :N_DRAWS].astype(np.int32)})
+    fit = DPMixtureFit(stuck)
+    table = _no_mixing_warning(lambda: fit.mixing)
+    assert table.loc["n_clusters", "status"] == "chains disagree" and table.loc["alpha", "status"] == "constant"
+    with pytest.warns(MixingWarning, match="n_clusters") as record:
+        summary = fit.summary()
+    assert record[0].filename == __file__
+    assert summary.equals(table)
+    assert list(_no_mixing_warning(DPMixtureFit(result).summary)["status"]) == ["ok", "constant", "ok"]
+

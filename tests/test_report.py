@@ -1,7 +1,9 @@
 """HTML reports: generated from EM results and from Gibbs chains, self-contained, with the right numbers."""
 
 import base64
+import html
 import re
+import struct
 import sys
 
 import arviz as az
@@ -9,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 
+from inference.diagnostics import mixing_table, mixing_verdict
 from inference.em import tempered_em
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
@@ -96,12 +99,58 @@ def test_chains_report_has_label_invariant_diagnostics_and_co_clustering(tmp_pat
     for heading in ("Chains", "Label-invariant diagnostics", "Trace plots", "Rank plots", "Co-clustering"):
         assert f"<h2>{heading}</h2>" in document
     assert len(_images(document)) == 3
-    summary = az.summary(az.InferenceData(posterior=idata.posterior[["alpha"]]))
-    assert f"{summary.loc['alpha', 'r_hat']:.4g}" in document
-    assert f"{summary.loc['alpha', 'ess_bulk']:.4g}" in document
+    view = az.InferenceData(posterior=idata.posterior[["alpha"]].merge(idata.sample_stats))
+    table = mixing_table(view)
+    for column in ("r_hat", "ess_bulk", "ess_tail"):
+        assert f"<td>{table.loc['alpha', column]:.4g}</td>" in document
+    np.testing.assert_allclose(table.loc["alpha", "r_hat"], az.rhat(idata)["alpha"].values)
+    # 3 chains of 60 draws: far too few for ESS >= 400, and the verdict says so
+    assert '<p class="verdict not-mixing">' + html.escape(mixing_verdict(table)) + "</p>" in document
+    assert "Chains do NOT mix:" in document and "Uniform ranks" not in document
+    assert "<td>not mixing</td>" in document
     for name in ("alpha", "n_clusters", "log_joint"):
         assert f"<th>{name}</th>" in document
     assert "<th>assignments" not in document  # labels are exchangeable: no R-hat for them
+
+
+def _png_height(image: bytes) -> int:
+    return struct.unpack(">II", image[16:24])[1]  # the IHDR chunk: width, height
+
+
+def _iid_chains(n_chains=4, n_draws=400, seed=1, **stuck):
+    """Independent draws of every quantity (they mix), except those given as (chain, draw) arrays."""
+    rng = np.random.default_rng(seed)
+    assignments = rng.integers(0, 3, size=(n_chains, n_draws, 6))
+    sample_stats = {"n_clusters": np.array([[len(set(draw)) for draw in chain] for chain in assignments]),
+                    "log_joint": rng.normal(size=(n_chains, n_draws))}
+    return az.from_dict(
+        posterior={"assignments": assignments, "alpha": np.full((n_chains, n_draws), 1.5)},
+        sample_stats=sample_stats | stuck,
+        dims={"assignments": ["points"]},
+    )
+
+
+def test_chains_report_says_whether_chains_mix():
+    mixing = report_html(_iid_chains())
+    verdict = ("Chains mix: R-hat &lt;= 1.01 and bulk and tail ESS &gt;= 400 for n_clusters, log_joint "
+               "(alpha is constant).")
+    assert f'<p class="verdict mixing">{verdict}</p>' in mixing
+    assert mixing.index(verdict) < mixing.index('<table border="1" class="dataframe">')  # above the table
+    assert ".verdict.mixing" in mixing and ".verdict.not-mixing" in mixing  # green and red styles
+    # the constant α keeps its row, marked, without R-hat or ESS, and is not plotted
+    assert re.search(r"<th>alpha</th>\s*<td>1.5</td>\s*<td>0</td>(\s*<td>n/a</td>){3}\s*<td>constant</td>", mixing)
+    trace = _images(mixing)[0]
+    assert _png_height(trace) == 2 * 2.0 * 90  # two rows of panels: n_clusters and log_joint
+    disagree = np.repeat(np.array([[9], [10], [11], [10]]), 400, axis=1)
+    drift = np.cumsum(np.random.default_rng(2).normal(size=(4, 400)), axis=1)
+    stuck = report_html(_iid_chains(n_clusters=disagree, log_joint=drift))
+    assert '<p class="verdict not-mixing">Chains do NOT mix: n_clusters (chains disagree: values by chain ' \
+           "9, 10, 11, 10), log_joint (not mixing: R-hat " in stuck
+    assert "Run longer, use split-merge moves or more chains from dispersed starts." in stuck
+    assert "<td>chains disagree</td>" in stuck and "<td>inf</td>" in stuck and "<td>NaN</td>" not in stuck
+    one = report_html(_iid_chains(n_chains=1, n_draws=1000))
+    assert '<p class="verdict mixing">The chain mixes: split R-hat &lt;= 1.01' in one
+    assert "<h2>Rank plots</h2>" not in one
 
 
 def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_result):

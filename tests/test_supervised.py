@@ -599,3 +599,28 @@ def test_planted_test_publications_are_recovered(model, start):
     assert adjusted_rand_score(test_labels, fit.point_estimate()) >= 0.9
     # Every chain found the planted number of publications by the end.
     assert np.all(fit.result.samples["n_clusters"][:, -1] == 3), fit.result.samples["n_clusters"][:, -5:]
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 20 draws: ESS < 400
+def test_summary_says_when_chains_stay_where_they_started():
+    # Without split–merge moves a chain started with both test groups in one publication stays
+    # there, and one started at the truth stays there too: the summary must say so.
+    from inference.diagnostics import MixingWarning
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 1.5, (4, 16))
+    train = np.concatenate([centres[0] + 0.3 * rng.normal(size=(30, 16)), centres[1] + 0.3 * rng.normal(size=(30, 16))])
+    test = np.concatenate([centres[2] + 0.3 * rng.normal(size=(30, 16)), centres[3] + 0.3 * rng.normal(size=(30, 16))])
+    truth = np.repeat([0, 1], 30)
+    starts = np.stack([np.zeros(60, int), truth])
+    with pytest.warns(MixingWarning, match="n_clusters"):
+        fit = SupervisedDP(1, n_split_merge=0).fit(train, truth, test, key=jax.random.key(0), n_chains=2,
+                                                    n_sweeps=40, init=starts, progress=False)
+    assert fit.result.samples["n_clusters"][:, -1].tolist() == [1, 2]
+    table = fit.mixing
+    assert table.loc["n_clusters", "status"] == "chains disagree"
+    assert table.loc["n_clusters", "r_hat"] == np.inf
+    # With the moves (the default) both chains find the two test publications.
+    fit = SupervisedDP(1).fit(train, truth, test, key=jax.random.key(0), n_chains=2, n_sweeps=40, init=starts,
+                              progress=False)
+    assert fit.result.samples["n_clusters"][:, -1].tolist() == [2, 2]

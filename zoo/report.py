@@ -8,9 +8,11 @@
   the kept iteration marked — and a picture of every parameter array;
 * an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`,
   or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator``):
-  R-hat and ESS of the label-invariant quantities (every scalar-per-draw variable of the
-  ``posterior`` and ``sample_stats`` groups: number of clusters, α, log joint), their trace
-  and rank plots, and the posterior co-clustering heat map (:func:`inference.partitions.co_clustering`)
+  R-hat, ESS and mixing status of the label-invariant quantities (every scalar-per-draw variable
+  of the ``posterior`` and ``sample_stats`` groups: number of clusters, α, log joint) under a
+  computed verdict on whether the chains mix (:func:`inference.diagnostics.mixing_table` and
+  :func:`inference.diagnostics.mixing_verdict`), trace and rank plots of those that vary, and
+  the posterior co-clustering heat map (:func:`inference.partitions.co_clustering`)
   of the cluster assignments, rows ordered by average linkage so that clusters show as blocks.
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas (pyplot is never
@@ -40,6 +42,9 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; 
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: .2em; }
 table { border-collapse: collapse; margin: .5em 0 1em; } td, th { border: 1px solid #ccc; padding: .25em .6em; }
 th { background: #f3f3f3; text-align: left; } img { max-width: 100%; } .note { color: #666; font-size: .9em; }
+.verdict { font-weight: 600; padding: .5em .8em; border-left: 5px solid; }
+.verdict.mixing { color: #1b5e20; background: #e8f5e9; border-color: #2e7d32; }
+.verdict.not-mixing { color: #8e1b1b; background: #fdecea; border-color: #c62828; }
 """
 
 #: Largest number of rows (or columns) of a parameter array drawn as a heat map.
@@ -182,7 +187,7 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None) -> list[str]
 
 # ----------------------------------------------------------------------------- Gibbs chains
 def _scalar_variables(idata: Any) -> Any:
-    """The label-invariant view: every (chain, draw) variable of posterior and sample_stats that varies."""
+    """The label-invariant view: every numeric (chain, draw) variable of posterior and sample_stats."""
     import arviz as az
     import xarray as xr
 
@@ -193,7 +198,7 @@ def _scalar_variables(idata: Any) -> Any:
         dataset = getattr(idata, group)
         for name, array in dataset.data_vars.items():
             if set(array.dims) == {"chain", "draw"} and np.issubdtype(array.dtype, np.number) \
-                    and np.ptp(np.asarray(array.values, np.float64)) > 0 and name not in variables:
+                    and array.size and name not in variables:
                 variables[name] = array
     return az.InferenceData(posterior=xr.Dataset(variables)) if variables else None
 
@@ -221,9 +226,16 @@ def _block_order(matrix: np.ndarray) -> np.ndarray:
 
 
 def chains_sections(idata: Any) -> list[str]:
-    """HTML sections for Gibbs chains: diagnostics table, trace and rank plots, co-clustering."""
+    """HTML sections for Gibbs chains: mixing verdict and diagnostics, trace and rank plots, co-clustering.
+
+    The verdict is :func:`inference.diagnostics.mixing_verdict` of the table of
+    :func:`inference.diagnostics.mixing_table`, shown in green when every quantity is "ok" or
+    "constant" and in red otherwise. Constant quantities keep their row in the table but are left
+    out of the trace and rank plots, as are quantities with non-finite draws.
+    """
     import arviz as az
 
+    from inference.diagnostics import mixing_table, mixing_verdict
     from inference.partitions import co_clustering
 
     if not isinstance(idata, az.InferenceData):
@@ -236,14 +248,22 @@ def chains_sections(idata: Any) -> list[str]:
                 if isinstance(value, (int, float, str, np.number)) and not str(name).startswith("latentzoo"))
     sections = ["<h2>Chains</h2>" + _table(rows)]
     view = _scalar_variables(idata)
+    names: list[str] = []
     if view is not None:
-        names = list(view.posterior.data_vars)
-        table = az.summary(view, var_names=names).to_html(float_format=lambda value: f"{value:.4g}")
+        table = mixing_table(view)
+        mixing = bool(table["status"].isin(("ok", "constant")).all())
         sections.append(
-            "<h2>Label-invariant diagnostics</h2>" + table
+            "<h2>Label-invariant diagnostics</h2>"
+            + f'<p class="verdict {"mixing" if mixing else "not-mixing"}">{html.escape(mixing_verdict(table))}</p>'
+            + table.to_html(float_format=lambda value: f"{value:.4g}", na_rep="n/a")
             + '<p class="note">Cluster labels are exchangeable, so R-hat and ESS are reported for '
-            "label-invariant quantities only; constant quantities are left out.</p>"
+            "label-invariant quantities only. Rank-normalised split R-hat and bulk and tail ESS; "
+            f"chains mix when R-hat &lt;= {table.attrs['rhat_max']:g} and both ESS &gt;= "
+            f"{table.attrs['ess_min']:g} (Vehtari et al. 2021). Constant quantities have no R-hat or "
+            "ESS and are not plotted.</p>"
         )
+        names = [name for name, status in table["status"].items() if status not in ("constant", "not finite")]
+    if names:
         with warnings.catch_warnings():  # ArviZ's own use of a deprecated matplotlib helper
             warnings.simplefilter("ignore", category=DeprecationWarning)
             trace = _new_figure(9.0, 2.0 * len(names))
@@ -255,7 +275,8 @@ def chains_sections(idata: Any) -> list[str]:
                 rank_axes = rank.subplots(1, len(names), squeeze=False)[0]
                 az.plot_rank(view, var_names=names, ax=rank_axes, show=False)
                 sections.append("<h2>Rank plots</h2>" + _image(rank, "rank plots")
-                                + '<p class="note">Uniform ranks across chains indicate mixing.</p>')
+                                + '<p class="note">One histogram per chain of the ranks of its draws among '
+                                "all chains' draws; the verdict above is computed from R-hat and ESS.</p>")
     assignments = _assignments(idata)
     if assignments is not None:
         n_points = assignments.shape[-1]

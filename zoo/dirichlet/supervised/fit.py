@@ -64,14 +64,27 @@ class SupervisedDPFit:
         """Test partitions, shape (chain, draw, M)."""
         return np.asarray(self.result.samples["assignments"])
 
+    @property
+    def mixing(self) -> pd.DataFrame:
+        """Mean, sd, bulk and tail ESS, R-hat and mixing status of the label-invariant quantities
+        (test publications, reference types, log joint, α^p, α^t), without a warning; see
+        :func:`inference.diagnostics.mixing_table`. Quantities constant within each chain but
+        different between chains are reported as "chains disagree" (R-hat inf)."""
+        table = getattr(self, "_mixing", None)
+        if table is None:
+            view = xr.Dataset(
+                {name: self.idata.sample_stats[name] for name in ("n_clusters", "n_types", "log_joint")}
+                | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")}
+            )
+            table = self._mixing = diagnostics.mixing_table(view)
+        return table.copy()
+
     def summary(self) -> pd.DataFrame:
-        """ArviZ mean, sd, ESS and R-hat of the label-invariant quantities that vary."""
-        view = xr.Dataset(
-            {name: self.idata.sample_stats[name] for name in ("n_clusters", "n_types", "log_joint")}
-            | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")}
-        )
-        names = [name for name in view.data_vars if np.ptp(view[name].values) > 0]
-        return az.summary(az.InferenceData(posterior=view), var_names=names)
+        """:attr:`mixing`, with an :class:`inference.diagnostics.MixingWarning` naming the
+        quantities that do not mix (R-hat > 1.01 or bulk ESS < 400, Vehtari et al. 2021)."""
+        table = self.mixing
+        diagnostics.warn_if_not_mixing(table, stacklevel=2)
+        return table
 
     def co_clustering(self) -> xr.DataArray:
         """Posterior co-clustering matrix of the test references."""
@@ -302,6 +315,12 @@ class SupervisedDP:
         Returns
         -------
         SupervisedDPFit
+
+        Warns
+        -----
+        inference.diagnostics.MixingWarning
+            With two or more chains, when a label-invariant quantity does not mix (see
+            :attr:`SupervisedDPFit.mixing`).
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         if not isinstance(key, jax.Array):
@@ -326,4 +345,7 @@ class SupervisedDP:
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow",
         )
-        return SupervisedDPFit(result)
+        fit = SupervisedDPFit(result)
+        if n_chains >= 2 and fit.result.samples:
+            diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=2)
+        return fit
