@@ -25,11 +25,13 @@ HERE = Path(__file__).resolve().parent
 # Arguments of the full (published) run beyond each script's defaults.
 FULL_ARGUMENTS = {
     "bench_scdp": ["--full"],  # run SCDP-1 10 chains x 10,000 sweeps instead of extrapolating
+    "bench_dp_mixing": ["--full"],  # digits 300 s per sampler, 100,000 simulated points 120 s per sampler
 }
 # Arguments that keep each benchmark short with --quick (a smoke run, not the published figures).
 QUICK_ARGUMENTS = {
     "bench_aspect_em": ["--synthetic", "--classes", "16"],
     "bench_scaling": ["--max-nnz", "3e5", "--classes", "16"],
+    "bench_dp_mixing": ["--quick"],
 }
 
 

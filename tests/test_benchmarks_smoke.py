@@ -1,0 +1,62 @@
+"""Smoke tests of the benchmark scripts (tiny sizes; the published figures come from run_all.py)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str):
+    if name not in sys.modules:  # registered first: the script defines dataclasses
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.mark.slow  # about 20 s on 2 cores, mostly compilation
+def test_bench_dp_mixing_quick(capsys):
+    bench = _load("bench_dp_mixing")
+    # The simulated data set only (the digits path differs in its data and starts; compiling a
+    # second data set would double the time): about 15 s on a busy 2-core CPU, mostly compilation.
+    code = bench.main(["--quick", "--samplers", "alg3", "--datasets", "simulated", "--sim-budget", "0.5",
+                       "--sim-points", "500"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    summaries = [json.loads(line[len("SUMMARY "):]) for line in out.splitlines() if line.startswith("SUMMARY ")]
+    assert len(summaries) == 2  # one sampler and scikit-learn
+    assert all({"figure", "value", "target"} <= set(entry) for entry in summaries)
+    assert "Algorithm 3 (collapsed)" in out and "FAILED" not in out
+
+
+def test_bench_dp_mixing_diagnostics():
+    bench = _load("bench_dp_mixing")
+    mixed = np.random.default_rng(0).normal(size=(4, 200))
+    ok, r_k, r_lj = bench.converged(mixed, mixed)
+    assert ok and r_k < 1.01 and r_lj < 1.01
+    stuck = mixed + 10.0 * np.arange(4)[:, None]
+    assert not bench.converged(stuck, stuck)[0]
+    assert not bench.converged(mixed[:, :10], mixed[:, :10])[0]  # too few draws kept
+    assert np.isnan(bench.bulk_ess(np.ones((4, 50)))) and np.isnan(bench.rhat(np.ones((4, 50))))
+
+
+def test_bench_dp_mixing_digits_helpers():
+    bench = _load("bench_dp_mixing")
+    data = np.random.default_rng(0).normal(size=(120, 3)).astype(np.float32)
+    starts, names = bench.dispersed_starts(data, 4)
+    assert starts.shape == (4, 120) and names[0] == "one cluster"
+    assert [np.unique(row).size for row in starts] == [1, 10, 20, 50]
+    run = bench.Run(seconds=[1.0, 2.0, 4.0], draws=[50, 100, 200])
+    draws = np.random.default_rng(1).normal(size=(4, 200))
+    run.n_clusters = [np.round(draws[:, :50]), np.round(draws[:, 50:100]), np.round(draws[:, 100:])]
+    run.log_joint = [draws[:, :50], draws[:, 50:100], draws[:, 100:]]
+    np.testing.assert_allclose(run.draw_times()[[0, 49, 50, 199]], [0.02, 1.0, 1.02, 4.0])
+    report = bench.digits_report(run)
+    assert report["draws"] == 200 and np.isclose(report["sweep_ms"], 20.0)
+    assert 200 < report["ess_lj"] * 2.0 < 800  # 400 independent draws kept, sampled in the last 2 s
