@@ -586,6 +586,7 @@ def _planted(seed: int, n_features: int = 8, n_per_cluster: int = 40):
     return features[~is_test], clusters[~is_test], features[is_test], clusters[is_test]
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 30 draws: ESS < 400
 @pytest.mark.parametrize("start", ["single", "singletons"])
 @pytest.mark.parametrize("model", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
 def test_planted_test_publications_are_recovered(model, start):
