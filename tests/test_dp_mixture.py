@@ -19,6 +19,7 @@ from numpyro.infer import Predictive
 from scipy import integrate, special, stats
 
 from inference.concentration import GammaPrior
+from inference.diagnostics import MixingWarning
 from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
 from zoo.dirichlet.mixture import DPMixture, dp_mixture_program, stick_breaking_weights
 
@@ -123,7 +124,9 @@ TRUTH = np.repeat([0, 1, 2], 8)
 @pytest.fixture(scope="module")
 def fitted():
     model = DPMixture(normal_gamma(2), algorithm="collapsed", alpha=1.0, max_clusters=8)
-    return model, model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)
+    with pytest.warns(MixingWarning, match="log_joint"):  # 2 x 30 draws: bulk ESS far below 400
+        fit = model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)
+    return model, fit
 
 
 def test_fit_recovers_separated_clusters(fitted):
@@ -131,18 +134,21 @@ def test_fit_recovers_separated_clusters(fitted):
     assert fit.result.samples["assignments"].shape == (2, 30, len(SEPARATED))
     scores = fit.scores(TRUTH)
     assert scores["RI"] == 1.0 and scores["VI"] == 0.0
-    table = fit.summary()
-    assert "n_clusters" in table.index and "alpha" not in table.index
+    with pytest.warns(MixingWarning, match="log_joint"):
+        table = fit.summary()
+    assert "n_clusters" in table.index and table.loc["alpha", "status"] == "constant"
     assert fit.co_clustering().shape == (len(SEPARATED), len(SEPARATED))
     assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint"}
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
 def test_split_merge_fit_starting_from_one_cluster_recovers_separated_clusters():
     model = DPMixture(normal_gamma(2), algorithm="conjugate", alpha=1.0, max_clusters=8, n_split_merge=2)
     fit = model.fit(SEPARATED, jax.random.key(1), n_chains=2, n_warmup=10, n_draws=20, init="single", progress=False)
     assert fit.scores(TRUTH)["RI"] == 1.0
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
 def test_same_key_same_fit(fitted):
     model, fit = fitted
     again = model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)

@@ -20,6 +20,7 @@ Two layers (DESIGN.md, "Two layers, one truth"):
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import arviz as az
@@ -31,7 +32,7 @@ import numpyro.distributions as dist
 import pandas as pd
 import xarray as xr
 
-from inference import diagnostics
+from inference import diagnostics, subcluster
 from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.neal import ALGORITHMS, build_kernel
@@ -150,9 +151,26 @@ class DPMixtureFit:
         """Number of points N."""
         return self.idata.posterior.sizes["points"]
 
+    @property
+    def mixing(self) -> pd.DataFrame:
+        """Mean, sd, ESS, R-hat and mixing status of K, α and the log joint, without a warning.
+
+        The table of :func:`inference.diagnostics.summary` (computed once, a copy each time).
+        """
+        table = getattr(self, "_mixing", None)
+        if table is None:
+            table = self._mixing = diagnostics.summary(self.idata, warn=False)
+        return table.copy()
+
     def summary(self) -> pd.DataFrame:
-        """Mean, sd, ESS and R-hat of the number of clusters, α and the log joint."""
-        return diagnostics.summary(self.idata)
+        """Mean, sd, ESS, R-hat and mixing status of the number of clusters, α and the log joint.
+
+        See :func:`inference.diagnostics.summary`; issues an
+        :class:`inference.diagnostics.MixingWarning` naming the quantities that do not mix.
+        """
+        table = self.mixing
+        diagnostics.warn_if_not_mixing(table, stacklevel=2)
+        return table
 
     def label_invariant(self) -> az.InferenceData:
         """K, α and log joint as a ``posterior`` group, for ``az.plot_trace`` / ``az.plot_rank``."""
@@ -197,8 +215,10 @@ class DPMixture:
         Concentration α > 0 (the initial value when ``alpha_prior`` is given).
     alpha_prior : GammaPrior, optional
         Gamma prior on α; α is then resampled each sweep (Escobar–West, DM05 App. B).
-    algorithm : {"auxiliary", "conjugate", "collapsed"}
-        Neal (2000) Algorithm 8, 2 or 3 (see :mod:`inference.neal`).
+    algorithm : {"auxiliary", "conjugate", "collapsed", "subcluster"}
+        Neal (2000) Algorithm 8, 2 or 3 (see :mod:`inference.neal`), or the parallel sub-cluster
+        split/merge sampler of Chang & Fisher (2013) in its exact form (see
+        :mod:`inference.subcluster`; families with marginal likelihoods and a posterior sampler).
     n_auxiliary : int
         m >= 1 auxiliary components for Algorithm 8.
     reuse_auxiliary : bool
@@ -245,20 +265,26 @@ class DPMixture:
         if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):
             raise TypeError(f"alpha_prior: expected a GammaPrior or None, got {type(alpha_prior).__name__}")
         self.alpha_prior = alpha_prior
-        self.algorithm = check_choice("algorithm", algorithm, ALGORITHMS)
+        self.algorithm = check_choice("algorithm", algorithm, ALGORITHMS + ("subcluster",))
         self.n_auxiliary = check_int("n_auxiliary", n_auxiliary, minimum=1)
         self.max_clusters = check_int("max_clusters", max_clusters, minimum=1)
         self.on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
         self.reuse_auxiliary = reuse_auxiliary
         self.n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
-        self.step = build_kernel(
-            family,
-            self.algorithm,
-            n_auxiliary=self.n_auxiliary,
-            reuse_auxiliary=reuse_auxiliary,
-            alpha_prior=alpha_prior,
-            n_split_merge=self.n_split_merge,
-        )
+        if self.algorithm == "subcluster":
+            if self.n_split_merge or reuse_auxiliary:
+                raise ValueError("algorithm: 'subcluster' makes its own splits and merges; leave n_split_merge "
+                                 "and reuse_auxiliary at their defaults")
+            self.step = subcluster.build_kernel(family, alpha_prior=alpha_prior)
+        else:
+            self.step = build_kernel(
+                family,
+                self.algorithm,
+                n_auxiliary=self.n_auxiliary,
+                reuse_auxiliary=reuse_auxiliary,
+                alpha_prior=alpha_prior,
+                n_split_merge=self.n_split_merge,
+            )
 
     def program(self, data: Any = None, *, n_points: int | None = None) -> None:
         """The NumPyro program of this model (truncated at ``max_clusters``)."""
@@ -322,6 +348,12 @@ class DPMixture:
         Returns
         -------
         DPMixtureFit
+
+        Warns
+        -----
+        inference.diagnostics.MixingWarning
+            With two or more chains, if K, α or the log joint do not mix (R-hat and ESS of
+            Vehtari et al. 2021, see :func:`inference.diagnostics.mixing_table`).
         """
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
@@ -333,13 +365,16 @@ class DPMixture:
         if n_used > self.max_clusters:
             raise ValueError(f"init: uses {n_used} clusters, more than max_clusters={self.max_clusters}")
         init_keys = jax.random.split(key_init, n_chains)
+        if self.algorithm == "subcluster":
+            make_state = subcluster.init
+        else:
+            make_state = partial(init_state, algorithm=self.algorithm)
         states = stack_states(
             [
-                init_state(
+                make_state(
                     init_keys[chain],
                     array,
                     self.family,
-                    algorithm=self.algorithm,
                     max_clusters=self.max_clusters,
                     alpha=self.alpha,
                     assignments=labels[chain],
@@ -360,5 +395,8 @@ class DPMixture:
             progress=progress,
             on_overflow=self.on_overflow,
         )
-        return DPMixtureFit(result)
+        fitted = DPMixtureFit(result)
+        if n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
+            diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=2)
+        return fitted
 
