@@ -252,6 +252,7 @@ _CARDS = (
                          "parameters φ_k ~ G0 per cluster; α fixed or Gamma-distributed",
         engines=("neal Algorithm 8 (any family with a G0 sampler)", "neal Algorithm 2 (conjugate)",
                  "neal Algorithm 3 (collapsed)", "split-merge moves (Dahl 2003; Jain & Neal 2004)",
+                 "sub-cluster split/merge sampler, all points in parallel (Chang & Fisher 2013, exact form)",
                  "sample_chains (many chains, ArviZ)", "Escobar-West update of α"),
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
