@@ -1347,10 +1347,20 @@ def _step(
                 family, key_params, params, features, assignments, config.n_param_proposals
             )
 
+    new_state, n_clusters, log_joint = _finish_step(
+        family, config.alpha_prior, key_alpha, state, assignments, counts, params, stats, overflow, features)
+    return new_state, GibbsInfo(n_clusters=n_clusters, log_joint=log_joint, alpha=new_state.alpha,
+                                overflow=overflow, split_merge_accepted=split_merge_accepted)
+
+
+def _finish_step(family, alpha_prior, key_alpha, state, assignments, counts, params, stats, overflow, features):
+    """The end of every DP step (here and in :mod:`inference.subcluster`): α by Escobar–West when
+    it has a prior, the log joint, the new state. Returns (state, number of clusters, log joint)."""
+    n_points = assignments.shape[0]
     n_clusters = jnp.sum(counts > 0).astype(jnp.int32)
     alpha = state.alpha
-    if config.alpha_prior is not None:
-        alpha = escobar_west_update(key_alpha, alpha, n_clusters, n_points, config.alpha_prior).astype(alpha.dtype)
+    if alpha_prior is not None:
+        alpha = escobar_west_update(key_alpha, alpha, n_clusters, n_points, alpha_prior).astype(alpha.dtype)
     log_joint = _log_joint(family, (assignments, counts, params, stats, alpha), features, n_points)
     new_state = GibbsState(
         assignments=assignments,
@@ -1360,5 +1370,4 @@ def _step(
         alpha=alpha,
         overflow=state.overflow | overflow,
     )
-    return new_state, GibbsInfo(n_clusters=n_clusters, log_joint=log_joint, alpha=alpha, overflow=overflow,
-                                split_merge_accepted=split_merge_accepted)
+    return new_state, n_clusters, log_joint

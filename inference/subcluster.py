@@ -125,8 +125,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-from inference.concentration import GammaPrior, escobar_west_update
-from inference.neal import GibbsState, _log_joint
+from inference.concentration import GammaPrior
+from inference.neal import GibbsState, _finish_step, _keep_partition_on_overflow
 from inference.neal import init as _neal_init
 from zoo._validation import check_int
 from zoo.dirichlet.families import ComponentFamily, sample_log_gamma
@@ -698,7 +698,6 @@ def _step(
     family = config.family
     key_gibbs, key_subcluster, key_random, key_params, key_alpha = jax.random.split(rng_key, 5)
     data = jnp.asarray(data)
-    n_points = data.shape[0]
     n_slots = state.counts.shape[0]
     features = jax.vmap(family.prepare_point)(data)
     point_stats = jax.vmap(family.point_stats)(data)
@@ -714,28 +713,17 @@ def _step(
         overflow = overflow | overflow_now
         totals = _Moves(*(total + count for total, count in zip(totals, moves)))
     # An overflowing step is not exact: keep the partition the step started from.
-    assignments = jnp.where(overflow, state.assignments, assignments)
-    counts = jnp.where(overflow, state.counts, counts)
+    assignments, counts = _keep_partition_on_overflow(overflow, state, assignments, counts)
     totals = _Moves(*(jnp.where(overflow, 0, count) for count in totals))
 
     stats = _segment_sum_tree(point_stats, assignments, n_slots)
     params = family.sample_posterior(key_params, stats)
-    n_clusters = jnp.sum(counts > 0).astype(jnp.int32)
-    if config.alpha_prior is not None:
-        alpha = escobar_west_update(key_alpha, alpha, n_clusters, n_points, config.alpha_prior).astype(alpha.dtype)
-    log_joint = _log_joint(family, (assignments, counts, params, stats, alpha), features, n_points)
-    new_state = GibbsState(
-        assignments=assignments,
-        counts=counts,
-        params=params,
-        stats=stats,
-        alpha=alpha,
-        overflow=state.overflow | overflow,
-    )
+    new_state, n_clusters, log_joint = _finish_step(
+        family, config.alpha_prior, key_alpha, state, assignments, counts, params, stats, overflow, features)
     info = SubclusterInfo(
         n_clusters=n_clusters,
         log_joint=log_joint,
-        alpha=alpha,
+        alpha=new_state.alpha,
         overflow=overflow,
         split_merge_accepted=totals.splits_accepted + totals.merges_accepted,
         splits_proposed=totals.splits_proposed,
