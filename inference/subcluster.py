@@ -18,13 +18,14 @@ One step of :func:`build_kernel`:
 (d) **Sub-cluster splits** (CF13 §4). Each cluster's two sub-clusters are grown by CF13's
     sub-cluster Gibbs iterations — sub-weights (π̄_l, π̄_r) ~ Dir(N_l + α/2, N_r + α/2),
     sub-parameters θ̄ from their posteriors, every point's sub-label ∝ π̄_h F(x_i | θ̄_h), all
-    points at once — and a split of the cluster into its two sub-clusters is accepted with
-    CF13's ratio
+    points at once — and a split of the cluster drawn from its two sub-clusters is accepted
+    with CF13's ratio
 
         H_split = α Γ(N_l) f(x_l) Γ(N_r) f(x_r) / (Γ(N_k) f(x_k)),
 
-    f the marginal likelihood (``family.log_marginal``), times the probability of the auxiliary
-    "links" described below.
+    f the marginal likelihood (``family.log_marginal``), over the probability q of the drawn
+    split, times the probability of the auxiliary "links" described below; a merge of two
+    clusters whose union the same sub-clusters would split uses the reciprocal.
 (d') **Merges** (CF13 §4, merge moves whose reverse is a random split): two clusters are merged
     with CF13's ratio
 
@@ -55,18 +56,22 @@ steps of CF13 do not leave it invariant as published:
    and after a split and cannot be computed. Their split ratio omits it; it is right only if the
    new clusters' sub-clusters were drawn from that posterior, which is why new sub-clusters are
    left to "burn in" before their splits are proposed. Their merge ratio takes a random split as
-   the reverse move, which is not the move that proposes splits. Here the sub-clusters are a *deterministic* function
-   Φ(S, ω) of a cluster's point set S and of the step's fresh random numbers ω (random point
+   the reverse move, which is not the move that proposes splits. Here the sub-clusters are
+   rebuilt in every step as a *launch state* (Jain & Neal 2004) Λ(S, ω), a deterministic
+   function of a cluster's point set S and of the step's fresh random numbers ω (random point
    ranks, per-point uniforms, and draws indexed by the slot of S's lowest-ranked point, which a
    split or merge never relocates): ``n_sub_iterations`` sub-cluster Gibbs iterations started
-   from two seeds, S's lowest-ranked point and a point drawn k-means++-like. Splitting a
-   cluster X into Φ(X) and merging two clusters Y, Z whose union satisfies Φ(Y ∪ Z) = {Y, Z}
-   are then exact reverses of each other, with ω unchanged; a merge whose union Φ would split
-   differently has no reverse and is not proposed. ω has the same
-   distribution whatever the state, so the acceptance ratio is the ratio of the targets — CF13's
-   H_split — times the selection probabilities. Merges of overlapping clusters come from the
-   second pair of moves, (d'): a merge whose reverse is the random Pólya-urn split (whose
-   probability CF13's H_merge already contains), so that split is proposed as well.
+   from two seeds, S's lowest-ranked point and a point drawn k-means++-like. The split is then
+   *drawn* by one more sub-cluster Gibbs iteration from Λ, every point but the leader taking a
+   side independently, so the probability q(A, B | Λ) of any division of S is a product over
+   its points. Splitting X and merging two clusters Y, Z with Y ∪ Z = X use the same Λ(X, ω),
+   so a merge's reverse probability is q(Y, Z | Λ(Y ∪ Z)) and every pair of clusters can be
+   merged (an earlier version required the launch itself to reproduce Y and Z, which almost
+   never happens in many dimensions). ω has the same distribution whatever the state, so the
+   acceptance ratio is the ratio of the targets — CF13's H_split — over q, times the selection
+   probabilities. A second pair of moves, (d'), uses as split proposal the random Pólya-urn
+   split (whose probability CF13's H_merge already contains), which merges small clusters
+   whatever their shape.
 3. *Parallel moves.* Proposing a move for every cluster at once and accepting each on its own is
    valid only if the grouping of clusters into moves is the same before and after any subset of
    the moves. The grouping is therefore built from auxiliary *links*: the lowest-ranked point of
@@ -365,22 +370,40 @@ def _subcluster_sides(
     point_stats: Any,
     alpha: jax.Array,
     n_iterations: int,
-) -> jax.Array:
-    """Φ: the sub-cluster label (bool) of every point of every block (CF13 §4).
+) -> tuple[jax.Array, jax.Array]:
+    """The sub-cluster split proposal of every block (CF13 §4): sampled sides and their log-odds.
 
-    Seeds (k-means++-like): the block's leader, and a point drawn with probability
+    *Launch* (Jain & Neal 2004's launch state, grown as CF13's sub-clusters). Seeds
+    (k-means++-like): the block's leader, and a point drawn with probability
     ∝ max_j log p(x_j | x_leader) - log p(x_i | x_leader) (one-point posterior predictive).
     Every point starts on the side of the seed under whose one-point predictive it is likelier.
     Then ``n_iterations`` sub-cluster Gibbs iterations: (π̄_l, π̄_r) ~ Dir(N_l + α/2, N_r + α/2)
     (as normalised Gamma(α/2) + Σ_{i on side h} Exp(1) variables, one exponential per point),
-    θ̄_h from the posterior of side h, every point's side ∝ π̄_h F(x_i | θ̄_h). Draws are indexed
-    by point, or by the block's key slot — the slot of its leader's cluster, which the block's
-    move never relocates — so Φ of a block is the same before and after its move.
+    θ̄_h from the posterior of side h, every point's side ∝ π̄_h F(x_i | θ̄_h).
+
+    *Proposal*: one more such iteration whose probabilities are kept: with θ̄ and π̄ drawn from
+    the launch, every point other than the leader takes a side independently, and the leader
+    stays on its launch side. The probability of any division of the block into the leader's
+    side and the other is then Π_{i ≠ leader} p_i(side of i), computed from the returned log-odds
+    — for the split it proposes and for the division of a merge block into its two clusters,
+    the reverse of that merge.
+
+    Draws are indexed by point, or by the block's key slot — the slot of its leader's cluster,
+    which the block's move never relocates — so the launch and the log-odds of a block depend on
+    its point set and the step's random numbers only: the same before and after its move.
+
+    Returns
+    -------
+    sides : bool (N,)
+        The proposed side of every point (meaningful in blocks only).
+    log_odds_other : (N,)
+        log p_i(not the leader's side) - log p_i(the leader's side) of every point (the leader's
+        own entry is unused).
     """
     n_points = block.shape[0]
     n_slots = blocks.key_of.shape[0]
     dtype = features.dtype
-    key_seed, key_base, key_iterations = jax.random.split(rng_key, 3)
+    key_seed, key_base, key_iterations, key_uniforms = jax.random.split(rng_key, 4)
     in_block = block < n_slots
     safe_block = jnp.minimum(block, n_slots - 1)
     points = jnp.arange(n_points, dtype=jnp.int32)
@@ -398,14 +421,13 @@ def _subcluster_sides(
     has_second = second < n_points
     from_second = predictive(_take(point_stats, jnp.minimum(second, n_points - 1)), data)
     side = jnp.where(is_first, False, (from_second > from_first) & has_second) | (points == second)
-    if n_iterations == 0:
-        return side
     segments = 2 * n_slots + 1
-    # Gamma(α/2) parts of the sub-cluster weights of every iteration, drawn at once.
-    log_base = sample_log_gamma(key_base, (0.5 * alpha).astype(dtype), (n_iterations, n_slots, 2)).astype(dtype)
+    # Gamma(α/2) parts of the sub-cluster weights of every iteration (the proposal's included).
+    log_base = sample_log_gamma(key_base, (0.5 * alpha).astype(dtype), (n_iterations + 1, n_slots, 2)).astype(dtype)
 
-    def iterate(iteration, side):
-        key_weights, key_params, key_sides = jax.random.split(jax.random.fold_in(key_iterations, iteration), 3)
+    def log_odds_right(iteration, side):
+        """log p_i(right) - log p_i(left) of a sub-cluster Gibbs iteration from ``side``."""
+        key_weights, key_params = jax.random.split(jax.random.fold_in(key_iterations, iteration))
         segment = jnp.where(in_block, 2 * block + side, 2 * n_slots)
         sub_stats = _take(_segment_sum_tree(point_stats, segment, segments), jnp.arange(2 * n_slots))
         exponentials = jax.random.exponential(key_weights, (n_points,), dtype)
@@ -417,10 +439,19 @@ def _subcluster_sides(
         score = jax.vmap(family.cached_log_likelihood)
         left = score(_take(cache, 2 * safe_block), features) + log_weights[safe_block, 0]
         right = score(_take(cache, 2 * safe_block + 1), features) + log_weights[safe_block, 1]
-        uniforms = jax.random.uniform(key_sides, (n_points,), dtype=dtype)
-        return jnp.log(uniforms) < jax.nn.log_sigmoid(right - left)
+        return right - left
 
-    return jax.lax.fori_loop(0, n_iterations, iterate, side)
+    def iterate(iteration, side):
+        uniforms = jax.random.uniform(jax.random.fold_in(key_uniforms, iteration), (n_points,), dtype=dtype)
+        return jnp.log(uniforms) < jax.nn.log_sigmoid(log_odds_right(iteration, side))
+
+    launch = jax.lax.fori_loop(0, n_iterations, iterate, side)
+    log_odds = log_odds_right(n_iterations, launch)
+    leader_right = launch[first]
+    log_odds_other = jnp.where(leader_right, -log_odds, log_odds)
+    uniforms = jax.random.uniform(jax.random.fold_in(key_uniforms, n_iterations), (n_points,), dtype=dtype)
+    other = (jnp.log(uniforms) < jax.nn.log_sigmoid(log_odds_other)) & ~is_first
+    return other, log_odds_other
 
 
 def _random_sides(rng_key: jax.Array, blocks: _Blocks, block: jax.Array, alpha: jax.Array, dtype) -> jax.Array:
@@ -474,6 +505,17 @@ def _log_urn_probability(n_a: jax.Array, n_o: jax.Array, alpha: jax.Array) -> ja
             + gammaln(half + n_a) + gammaln(half + n_o) - 2.0 * gammaln(half))
 
 
+def _log_proposal_probability(
+    log_odds_other: jax.Array, other: jax.Array, counted: jax.Array, block: jax.Array, n_slots: int
+) -> jax.Array:
+    """Log probability, per block, that the sub-cluster proposal gives the division ``other``
+    (True: not on the leader's side): Σ_{i ≠ leader} log p_i(side of i), p_i from the log-odds of
+    :func:`_subcluster_sides` (Jain & Neal 2004's q(split | launch)). ``counted`` marks the
+    points of blocks other than their leaders."""
+    log_prob = jax.nn.log_sigmoid(jnp.where(other, log_odds_other, -log_odds_other))
+    return jax.ops.segment_sum(jnp.where(counted, log_prob, 0.0), block, num_segments=n_slots + 1)[:n_slots]
+
+
 class _Moves(NamedTuple):
     splits_proposed: jax.Array
     splits_accepted: jax.Array
@@ -515,19 +557,14 @@ def _move_pass(
     # In a merge block the key slot holds the leader: the other cluster is side o.
     division = in_block & (assignments != block)
     if kind == "subcluster":
-        sides = _subcluster_sides(family, key_sides, blocks, block, data, features, point_stats, alpha,
-                                  n_sub_iterations)
+        sides, log_odds_other = _subcluster_sides(family, key_sides, blocks, block, data, features, point_stats,
+                                                  alpha, n_sub_iterations)
     else:
         sides = _random_sides(key_sides, blocks, block, alpha, dtype)
+    is_leader = jnp.arange(n_points) == blocks.leader[safe_block]
     proposed_other = in_block & (sides != sides[blocks.leader[safe_block]])
     merge_here = blocks.merge[safe_block]
     other = jnp.where(merge_here, division, proposed_other)
-    merge_valid = blocks.merge
-    if kind == "subcluster":
-        # Φ of the union must give back the two clusters, else the merge has no reverse split.
-        mismatch = jax.ops.segment_sum((in_block & (proposed_other != division)).astype(jnp.int32), block,
-                                       num_segments=n_slots + 1)[:n_slots]
-        merge_valid = merge_valid & (mismatch == 0)
     segment = jnp.where(in_block, 2 * block + other, 2 * n_slots)
     side_stats = _take(_segment_sum_tree(point_stats, segment, 2 * n_slots + 1), jnp.arange(2 * n_slots))
     side_counts = jax.ops.segment_sum(jnp.ones((n_points,), dtype), segment,
@@ -546,10 +583,12 @@ def _move_pass(
                  + _log_link_ratio(log_link_fraction, n_a + n_o, n_points))
     if kind == "random":
         log_ratio = log_ratio - _log_urn_probability(n_a, n_o, alpha)
+    else:
+        log_ratio = log_ratio - _log_proposal_probability(log_odds_other, other, in_block & ~is_leader, block, n_slots)
     uniforms = 1.0 - jax.random.uniform(key_accept, (n_points,), dtype=dtype)  # in (0, 1]
     log_uniform = jnp.log(uniforms[blocks.leader])
     split_proposed = blocks.split & both
-    merge_proposed = merge_valid & both
+    merge_proposed = blocks.merge & both
     accept_split = split_proposed & (log_uniform < log_ratio)
     accept_merge = merge_proposed & (log_uniform < -log_ratio)
     # Merges first: the other cluster joins the key slot; then every accepted split sends its
