@@ -33,13 +33,13 @@ against the clusters and the candidates it may join, and draws with the same uni
 path, so both give the same chain (up to floating-point rounding).
 
 Split–merge. ``n_split_merge > 0`` adds that many Metropolis–Hastings split–merge moves after
-each sweep (sequentially allocated, Dahl 2003; the restricted-allocation idea of Jain & Neal
-2004): two points i ≠ j are picked; if they share a cluster, its other points are allocated one
-by one, in random order, to i's side or j's side with probability ∝ size × predictive (a split
-proposal), else the two clusters are merged (the reverse). The move works on the partition with
-the parameters integrated out, so it needs the family's marginal likelihoods; Algorithms 2 and 8
-redraw every φ from its posterior right after it. One-point-at-a-time Gibbs needs many sweeps to
-move a whole group of points between clusters; a split or merge does it in one step.
+each sweep (:mod:`inference.split_merge`: sequentially allocated splits, Dahl 2003, after Jain &
+Neal 2004, and merges whose pair of clusters is chosen by how much the merge would raise the
+posterior). The moves work on the partition with the parameters integrated out, so they need the
+family's marginal likelihoods; Algorithms 2 and 8 redraw every φ from its posterior right after
+them. One-point-at-a-time Gibbs needs many sweeps to move a whole group of points between
+clusters, and cannot open a cluster whose points are far from G0's typical draws; a split or
+merge does it in one step.
 
 Capacity. When a point must open a new cluster and every slot is taken, ``overflow`` is set (in
 the step's info, and sticky in the state) and the step returns the partition it started from:
@@ -69,6 +69,7 @@ from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
+from inference.split_merge import split_merge_moves
 from zoo._validation import as_index_array, check_choice, check_int, check_real
 from zoo.dirichlet.families import ComponentFamily
 
@@ -856,96 +857,6 @@ def _independence_update(
     return params
 
 
-def _split_merge_move(family: ComponentFamily, rng_key: jax.Array, data: jax.Array, point_stats: Any,
-                      assignments: jax.Array, counts: jax.Array, log_alpha: jax.Array):
-    """One sequentially allocated split–merge Metropolis–Hastings move on the partition.
-
-    Target: p(z | x, α) ∝ CRP(z | α) Π_k m(x_k), parameters integrated out. Two distinct points
-    i, j are drawn uniformly, and the points S of their cluster(s) other than i and j are visited
-    in a uniformly random order; side sizes start at 1 ({i} and {j}). Visiting k, its side is
-    i's with probability q_k ∝ n_i p(x_k | side i) against n_j p(x_k | side j).
-
-    * i and j together (split): the allocation is drawn; q(split) = Π_k q_k, the merge back is
-      certain, so the log acceptance ratio is log α + log Γ(n_i) Γ(n_j) / Γ(n_i + n_j)
-      + log m(side i) + log m(side j) - log m(both) - log q(split).
-    * i and j apart (merge): every k goes to the side of its own cluster, which gives the
-      probability q(current split) that the reverse split would propose; the ratio is the
-      reciprocal of the split's with that q.
-
-    The pair, the order and the uniforms depend only on the key and N, so the outcome does not
-    depend on the capacity; the loop visits only S (2 |S| predictive evaluations). Returns
-    (assignments, counts, accepted, overflow): an accepted split with no free slot changes
-    nothing and sets ``overflow``.
-    """
-    n_points = data.shape[0]
-    n_slots = counts.shape[0]
-    dtype = data.dtype
-    key_i, key_j, key_order, key_allocate, key_accept = jax.random.split(rng_key, 5)
-    i = jax.random.randint(key_i, (), 0, n_points)
-    j = jax.random.randint(key_j, (), 0, n_points - 1)
-    j = j + (j >= i)
-    label_i, label_j = assignments[i], assignments[j]
-    split = label_i == label_j
-    index = jnp.arange(n_points)
-    in_play = ((assignments == label_i) | (assignments == label_j)) & (index != i) & (index != j)
-    # The points in play first, in uniformly random order; only they are visited.
-    order = jax.random.permutation(key_order, n_points)
-    order = order[jnp.argsort(~in_play[order], stable=True)]
-    uniforms = jax.random.uniform(key_allocate, (n_points,), dtype=dtype)
-
-    def allocate(position, carry):
-        side_i, side_j, size_i, size_j, log_q, on_side_i = carry
-        k = order[position]
-        x = data[k]
-        logit_i = jnp.log(size_i) + family.log_predictive(side_i, x)
-        logit_j = jnp.log(size_j) + family.log_predictive(side_j, x)
-        norm = jnp.logaddexp(logit_i, logit_j)
-        to_i = jnp.where(split, uniforms[k] < jnp.exp(logit_i - norm), assignments[k] == label_i)
-        log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
-        own = _take_row(point_stats, k)
-        side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
-        side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
-        return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i)
-
-    one = jnp.ones((), dtype)
-    start = (_take_row(point_stats, i), _take_row(point_stats, j), one, one, jnp.zeros((), dtype), index == i)
-    side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, jnp.sum(in_play), allocate, start)
-    both = jax.tree_util.tree_map(jnp.add, side_i, side_j)
-    log_split_over_merged = (
-        log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_i + size_j)
-        + family.log_marginal(side_i) + family.log_marginal(side_j) - family.log_marginal(both)
-    )
-    log_ratio = jnp.where(split, log_split_over_merged - log_q, log_q - log_split_over_merged)
-    accepted = jnp.log(jax.random.uniform(key_accept, (), dtype=dtype)) < log_ratio
-    free = counts == 0
-    overflow = accepted & split & ~jnp.any(free)
-    accepted = accepted & ~overflow
-    # A split sends j's side to the first free slot; a merge sends i's cluster to j's.
-    new_slot = jnp.argmax(free).astype(assignments.dtype)
-    split_moves = (in_play | (index == j)) & ~on_side_i
-    moved = jnp.where(split, split_moves, assignments == label_i)
-    target = jnp.where(split, new_slot, label_j)
-    assignments = jnp.where(accepted & moved, target, assignments)
-    counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), assignments, num_segments=n_slots)
-    return assignments, counts, accepted, overflow
-
-
-def _split_merge_moves(family: ComponentFamily, rng_key: jax.Array, data: jax.Array, assignments: jax.Array,
-                       counts: jax.Array, alpha: jax.Array, n_moves: int):
-    """``n_moves`` split–merge moves in a row; returns (assignments, counts, n_accepted, overflow)."""
-    point_stats = jax.vmap(family.point_stats)(data)
-    log_alpha = jnp.log(alpha).astype(data.dtype)
-
-    def move(carry, move_index):
-        assignments, counts, n_accepted, overflow = carry
-        assignments, counts, accepted, overflow_now = _split_merge_move(
-            family, jax.random.fold_in(rng_key, move_index), data, point_stats, assignments, counts, log_alpha)
-        return (assignments, counts, n_accepted + accepted, overflow | overflow_now), None
-
-    start = (assignments, counts, jnp.zeros((), jnp.int32), jnp.zeros((), bool))
-    return jax.lax.scan(move, start, jnp.arange(n_moves))[0]
-
-
 def _log_joint(family: ComponentFamily, state_parts, features: jax.Array, n_points: int) -> jax.Array:
     assignments, counts, params, stats, alpha = state_parts
     log_prior = log_crp_prior(counts, alpha, n_points)
@@ -1333,8 +1244,9 @@ def _step(
     assignments, counts, params, overflow = _sweep(config, key_sweep, state, data, features)
     split_merge_accepted = jnp.zeros((), jnp.int32)
     if config.n_split_merge and n_points > 1:
-        assignments, counts, split_merge_accepted, split_overflow = _split_merge_moves(
+        assignments, counts, moves, split_overflow = split_merge_moves(
             family, key_split_merge, data, assignments, counts, state.alpha, config.n_split_merge)
+        split_merge_accepted = moves.splits_accepted + moves.merges_accepted
         overflow = overflow | split_overflow
         assignments, counts = _keep_partition_on_overflow(overflow, state, assignments, counts)
         split_merge_accepted = jnp.where(overflow, 0, split_merge_accepted)

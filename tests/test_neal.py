@@ -407,42 +407,6 @@ def test_numba_and_xla_give_the_same_chain_unbatched(variant):
 
 
 # ----------------------------------------------------------------------------- split–merge
-@jax.jit
-def _split_merge_chains(keys, assignments, counts, data):
-    """Chains made of split–merge moves only (no Gibbs sweep): 3 moves per draw."""
-    def chain(key, assignments, counts):
-        def draw(carry, draw_key):
-            assignments, counts = carry
-            assignments, counts, accepted, overflow = neal._split_merge_moves(
-                FAMILY_1D, draw_key, data, assignments, counts, jnp.float32(0.8), 3)
-            return (assignments, counts), (assignments, accepted, overflow)
-
-        return jax.lax.scan(draw, (assignments, counts), jax.random.split(key, 1000))[1]
-
-    return jax.vmap(chain)(keys, assignments, counts)
-
-
-def test_split_merge_moves_alone_sample_the_exact_partition_posterior():
-    """Split–merge moves alone are an irreducible Metropolis–Hastings chain on partitions: its
-    draws must match the exact posterior, so a wrong acceptance ratio cannot hide behind Gibbs."""
-    data = jnp.asarray(DATA_4, jnp.float32)
-    exact = exact_posterior(FAMILY_1D, DATA_4, alpha=0.8)
-    n_chains = 96
-    # Two spare slots: a split always finds a free slot, so no move is dropped for capacity.
-    starts = np.array([np.arange(4) % (1 + chain % 4) for chain in range(n_chains)], np.int32)
-    counts = np.array([np.bincount(row, minlength=6) for row in starts], np.int32)
-    keys = jax.random.split(jax.random.key(11), n_chains)
-    draws, accepted, overflow = (np.asarray(a) for a in
-                                 _split_merge_chains(keys, jnp.asarray(starts), jnp.asarray(counts), data))
-    assert not overflow.any()
-    draws = draws[:, 100:]  # burn-in
-    noise = expected_tv_noise(exact.values(), draws.shape[0] * draws.shape[1] / 3.0)
-    assert noise < NOISE_LIMIT, "too few draws for the test to be able to fail"
-    tv = empirical_tv(draws, exact)
-    assert tv < TV_LIMIT, f"split–merge alone: total variation {tv:.4f} (expected noise {noise:.4f})"
-    assert 0.05 < accepted.mean() / 3 < 0.95  # moves are proposed and both accepted and rejected
-
-
 def test_split_merge_overflow_keeps_the_partition_and_growing_capacity_continues_the_chain():
     data = np.concatenate([np.full((3, 1), -4.0), np.full((3, 1), 4.0)]).astype(np.float32)
     step = jax.jit(neal.build_kernel(FAMILY_1D, "collapsed", n_split_merge=4))

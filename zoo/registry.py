@@ -251,7 +251,7 @@ _CARDS = (
         latent_structure="one cluster per point under DP(α, G0) (Chinese restaurant process); "
                          "parameters φ_k ~ G0 per cluster; α fixed or Gamma-distributed",
         engines=("neal Algorithm 8 (any family with a G0 sampler)", "neal Algorithm 2 (conjugate)",
-                 "neal Algorithm 3 (collapsed)", "split-merge moves (Dahl 2003; Jain & Neal 2004)",
+                 "neal Algorithm 3 (collapsed)", "split-merge moves (Dahl 2003; Jain & Neal 2004; informed merges)",
                  "sub-cluster split/merge sampler, all points in parallel (Chang & Fisher 2013, exact form)",
                  "sample_chains (many chains, ArviZ)", "Escobar-West update of α"),
         data="features",

@@ -226,8 +226,9 @@ class DPMixture:
         components with many parameters.
     n_split_merge : int
         Split–merge moves per sweep (0: none), for families with marginal likelihoods (see
-        :func:`inference.neal.build_kernel`): they move whole groups of points between clusters,
-        which one-point Gibbs updates do slowly.
+        :mod:`inference.split_merge`): they move whole groups of points between clusters, which
+        one-point Gibbs updates do slowly, and merge the pairs of clusters whose merge would
+        raise the posterior most.
     max_clusters : int
         Initial capacity K_max >= 1 of every chain.
     on_overflow : {"grow", "raise"}

@@ -31,9 +31,11 @@ Three variants (DM05 §5, §7.1):
   conditional is Gaussian) and the precisions by Metropolis steps on log t, where DM05 use
   independence samplers with base-measure proposals (never accepted in many dimensions).
 
-Every sweep of every variant starts with split–merge moves of the test partition (Dahl 2003;
-Jain & Neal 2004; ``n_split_merge``): without them a chain started with the test references in
-one publication kept them there, however far apart the groups were.
+Every sweep of every variant starts with split–merge moves of the test partition
+(:mod:`inference.split_merge`: sequentially allocated splits, Dahl 2003; Jain & Neal 2004, and
+merges of the pairs of publications whose merge would raise the posterior most;
+``n_split_merge``): without them a chain started with the test references in one publication
+kept them there, however far apart the groups were.
 
 α^p and α^t are resampled every sweep by the Escobar–West update in the multi-group form of DM05
 App. B (groups: the training and the test references when clusters are not shared).

@@ -52,8 +52,9 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     #    whole groups of references, which one-reference updates cannot do).
     n_accepted = jnp.zeros((), jnp.int32)
     if config.n_split_merge and n_test >= 2:
-        carry, n_accepted = _split_merge_moves(config, key_split_merge, carry, features, n_train, n_train_clusters,
-                                               state.alpha)
+        carry, moves = _split_merge_moves(config, key_split_merge, carry, features, n_train, n_train_clusters,
+                                          state.alpha)
+        n_accepted = moves.splits_accepted + moves.merges_accepted
     shape, rate = state.precision_shape, state.precision_rate
     if config.model == 2:
         shape, rate = _separation_prior(
@@ -170,8 +171,8 @@ def build_kernel(
     n_auxiliary : int
         M, auxiliary draws of Algorithm 8 (SCDP-3; DM05 use 8).
     n_split_merge : int
-        Split–merge Metropolis–Hastings moves of the test partition per sweep (Dahl 2003; Jain &
-        Neal 2004), with the publication means integrated given the reference types (for
+        Split–merge Metropolis–Hastings moves of the test partition per sweep
+        (:mod:`inference.split_merge`: informed merges, sequentially allocated splits), with the publication means integrated given the reference types (for
         SCDP-3 conditionally on the other means, eq. 3): they split or merge whole test
         publications, which one-reference Gibbs updates almost never do in many dimensions
         (a chain started with every test reference in one publication stays there). 0 turns

@@ -1,5 +1,7 @@
-"""Split–merge Metropolis–Hastings moves of the test partition (Dahl 2003; Jain & Neal 2004), the
-publication means integrated given the reference types.
+"""Split–merge Metropolis–Hastings moves of the test partition (the moves of
+:mod:`inference.split_merge`: merges picked by how much they would raise the posterior,
+sequentially allocated splits, Dahl 2003; Jain & Neal 2004), the publication means integrated
+given the reference types.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaln
 
+from inference.split_merge import SideModel, count_move, no_moves, split_merge_move
 from zoo.dirichlet.supervised.conditionals import _active_variance_total, _LOG_2PI
 from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
 
@@ -77,109 +79,87 @@ def _draw_coupled_means(config, rng_key, coupling, n_rest, rest_total, weights, 
     return mean_a, mean_b
 
 
-def _split_merge_move(config, rng_key, carry, features, n_train, n_train_clusters, alpha, context):
-    """One sequentially allocated split–merge Metropolis–Hastings move of the test partition.
+def _side_model(config, features, context, means, counts) -> SideModel:
+    """The moves' view of the test partition: a side is summarised by (A, B) = (Σ t_n, Σ t_n r_n)
+    per feature; the predictive is :func:`_log_side_predictive`; merges are ranked by the
+    marginal likelihood without eq. 3's coupling (a proposal: it must not depend on the means
+    the move integrates), and the acceptance uses the exact one, coupled for SCDP-3 to the
+    other publications' means."""
+    precisions, weighted = context.point_precisions, context.point_weighted
+    slots = jnp.arange(counts.shape[0])
+    active = counts > 0
+    zeros = jnp.zeros_like(features[0])
 
-    Target: p(c_test | d, t, r) with the publication means integrated (conditionally on the other
-    means for SCDP-3, whose eq. 3 couples them). Two distinct test references i, j are drawn; the
-    other test references of their publication(s) are visited in random order and each goes to
-    i's side with probability ∝ n_i p(r_k | side i) against j's (the predictive of
-    :func:`_log_side_predictive`).
+    def log_predictive(stats, k):
+        return _log_side_predictive(config, stats[0], stats[1], features[k], precisions[k])
 
-    * i and j together: propose the split; log ratio log α + log Γ(n_i) Γ(n_j) / Γ(n_i + n_j)
-      (the test CRP, DM05 eq. 2) + log m(i's side, j's side) - log m(both) - log q(split).
-    * apart: propose the merge, the reciprocal ratio with q the probability that the split would
-      have produced the current pair.
+    def log_marginal(stats):
+        return _log_integrated(config, zeros, 0.0, zeros, zeros, stats[0][None], stats[1][None])
 
-    Whatever the outcome, the means of the publications holding i and j are then drawn from
-    their conditional (jointly when there are two), so the move is a block update of the test
-    partition and those means. With ``share_clusters`` a move touching a training publication is
-    skipped. Returns (carry, accepted, overflow).
+    def log_split_ratio(stats_i, stats_j, slot_i, slot_j):
+        rest = _rest(means, active, slots, slot_i, slot_j)
+        integrated = partial(_log_integrated, config, context.coupling, *rest)
+        weights, weighteds = jnp.stack([stats_i[0], stats_j[0]]), jnp.stack([stats_i[1], stats_j[1]])
+        return (integrated(weights, weighteds)
+                - integrated(jnp.sum(weights, 0, keepdims=True), jnp.sum(weighteds, 0, keepdims=True)))
+
+    return SideModel(point_stats=(precisions, weighted), log_predictive=log_predictive, log_marginal=log_marginal,
+                     log_split_ratio=log_split_ratio)
+
+
+def _rest(means, active, slots, slot_i, slot_j):
+    """Number, sum and sum of squares of the means of the active publications other than
+    ``slot_i`` and ``slot_j`` (DM05 eq. 3's pairs with the moving ones)."""
+    rest = active & (slots != slot_i) & (slots != slot_j)
+    dtype = means.dtype
+    return (jnp.sum(rest).astype(dtype), jnp.sum(jnp.where(rest[:, None], means, 0.0), axis=0),
+            jnp.sum(jnp.where(rest[:, None], means * means, 0.0), axis=0))
+
+
+def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_alpha, context):
+    """One split or merge of test publications (:func:`inference.split_merge.split_merge_move`:
+    informed merges, sequentially allocated splits), then the block's means.
+
+    Target: p(c_test | d, t, r) with the means of the publications the move touches integrated
+    (conditionally on the other means for SCDP-3, whose eq. 3 couples them). Only test
+    publications (slots >= the training publications) are split or merged. Whatever the
+    outcome, the means of the publications then holding the two anchors are drawn from their
+    conditional (jointly when there are two), so the move is a block update of the test
+    partition and those means. Returns (carry, MoveResult).
     """
     dtype = features.dtype
-    n_points = features.shape[0]
-    n_test = n_points - n_train
-    key_i, key_j, key_order, key_allocate, key_accept, key_means = jax.random.split(rng_key, 6)
-    i = n_train + jax.random.randint(key_i, (), 0, n_test)
-    j = jax.random.randint(key_j, (), 0, n_test - 1)
-    j = n_train + j + (n_train + j >= i)
+    key_move, key_means = jax.random.split(rng_key)
     clusters, counts, means = carry.clusters, carry.cluster_counts, carry.means
-    label_i, label_j = clusters[i], clusters[j]
-    split = label_i == label_j
-    movable = (label_i >= n_train_clusters) & (label_j >= n_train_clusters)
-    index = jnp.arange(n_points)
-    in_play = ((clusters == label_i) | (clusters == label_j)) & (index != i) & (index != j)
-    order = jax.random.permutation(key_order, n_points)
-    order = order[jnp.argsort(~in_play[order], stable=True)]
-    uniforms = jax.random.uniform(key_allocate, (n_points,), dtype)
-    precisions, weighted = context.point_precisions, context.point_weighted
-
-    def allocate(position, state):
-        weight_i, weighted_i, weight_j, weighted_j, size_i, size_j, log_q, on_side_i = state
-        k = order[position]
-        x, precision = features[k], precisions[k]
-        logit_i = jnp.log(size_i) + _log_side_predictive(config, weight_i, weighted_i, x, precision)
-        logit_j = jnp.log(size_j) + _log_side_predictive(config, weight_j, weighted_j, x, precision)
-        norm = jnp.logaddexp(logit_i, logit_j)
-        to_i = jnp.where(split, uniforms[k] < jnp.exp(logit_i - norm), clusters[k] == label_i)
-        log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
-        return (
-            weight_i + jnp.where(to_i, precision, 0.0), weighted_i + jnp.where(to_i, weighted[k], 0.0),
-            weight_j + jnp.where(to_i, 0.0, precision), weighted_j + jnp.where(to_i, 0.0, weighted[k]),
-            size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i),
-        )
-
-    one = jnp.ones((), dtype)
-    start = (precisions[i], weighted[i], precisions[j], weighted[j], one, one, jnp.zeros((), dtype), index == i)
-    weight_i, weighted_i, weight_j, weighted_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(
-        0, jnp.where(movable, jnp.sum(in_play), 0), allocate, start
-    )
-    # The other publications: their number and the sums of their means (DM05 eq. 3's pairs).
-    active = counts > 0
-    rest = active & (jnp.arange(counts.shape[0]) != label_i) & (jnp.arange(counts.shape[0]) != label_j)
-    n_rest = jnp.sum(rest).astype(dtype)
-    rest_total = jnp.sum(jnp.where(rest[:, None], means, 0.0), axis=0)
-    rest_total_sq = jnp.sum(jnp.where(rest[:, None], means * means, 0.0), axis=0)
-    sides_weight = jnp.stack([weight_i, weight_j])
-    sides_weighted = jnp.stack([weighted_i, weighted_j])
-    integrated = partial(_log_integrated, config, context.coupling, n_rest, rest_total, rest_total_sq)
-    log_split_over_merged = (
-        jnp.log(alpha) + gammaln(size_i) + gammaln(size_j) - gammaln(size_i + size_j)
-        + integrated(sides_weight, sides_weighted)
-        - integrated(jnp.sum(sides_weight, 0, keepdims=True), jnp.sum(sides_weighted, 0, keepdims=True))
-    )
-    log_ratio = jnp.where(split, log_split_over_merged - log_q, log_q - log_split_over_merged)
-    accepted = movable & (jnp.log(jax.random.uniform(key_accept, (), dtype)) < log_ratio)
-    free = counts == 0
-    overflow = accepted & split & ~jnp.any(free)
-    accepted = accepted & ~overflow
-    # A split sends j's side to the first free slot; a merge sends i's publication to j's.
-    new_slot = jnp.argmax(free).astype(clusters.dtype)
-    moved = jnp.where(split, (in_play | (index == j)) & ~on_side_i, clusters == label_i)
-    clusters = jnp.where(accepted & moved, jnp.where(split, new_slot, label_j), clusters)
-    counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), clusters, num_segments=counts.shape[0])
-    # Means of the publications now holding i and j, drawn from their conditional (one or two).
-    separate = (split & accepted) | (~split & ~accepted)
-    slot_i, slot_j = clusters[i], clusters[j]
-    mean_a, mean_b = _draw_coupled_means(
-        config, key_means, context.coupling, n_rest, rest_total, sides_weight, sides_weighted
-    )
+    slots = jnp.arange(counts.shape[0])
+    model = _side_model(config, features, context, means, counts)
+    result = split_merge_move(model, key_move, clusters, counts, log_alpha, movable=slots >= n_train_clusters)
+    proposed = result.split_proposed | result.merge_proposed
+    # The means of the publications now holding i and j, drawn from their conditional given the
+    # other publications (those of the state before the move; one mean or two).
+    rest = _rest(means, counts > 0, slots, clusters[result.anchor_i], clusters[result.anchor_j])
+    n_rest, rest_total, _ = rest
+    sides_weight = jnp.stack([result.stats_i[0], result.stats_j[0]])
+    sides_weighted = jnp.stack([result.stats_i[1], result.stats_j[1]])
+    separate = result.split_proposed != result.accepted  # an accepted split or a rejected merge
+    mean_a, mean_b = _draw_coupled_means(config, key_means, context.coupling, n_rest, rest_total, sides_weight,
+                                         sides_weighted)
     merged_precision, merged_linear = _coupled_means(
         config, context.coupling, n_rest, rest_total, jnp.sum(sides_weight, 0, keepdims=True),
         jnp.sum(sides_weighted, 0, keepdims=True),
     )
-    noise = jax.random.normal(jax.random.fold_in(key_means, 1), weight_i.shape, dtype)
+    noise = jax.random.normal(jax.random.fold_in(key_means, 1), mean_a.shape, dtype)
     merged_mean = merged_linear[0] / merged_precision[0] + noise / jnp.sqrt(merged_precision[0])
+    slot_i, slot_j = result.assignments[result.anchor_i], result.assignments[result.anchor_j]
     new_means = means.at[slot_j].set(jnp.where(separate, mean_b, merged_mean))
     new_means = new_means.at[slot_i].set(jnp.where(separate, mean_a, merged_mean))
-    means = jnp.where(movable, new_means, means)
-    carry = carry._replace(clusters=clusters, cluster_counts=counts, means=means,
-                           overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))
-    return carry, accepted
+    carry = carry._replace(clusters=result.assignments, cluster_counts=result.counts,
+                           means=jnp.where(proposed, new_means, means),
+                           overflow=carry.overflow | jnp.where(result.overflow, _CLUSTER_OVERFLOW, 0))
+    return carry, result
 
 
 def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_clusters, alpha):
-    """``config.n_split_merge`` moves in a row; returns (carry, number accepted)."""
+    """``config.n_split_merge`` moves in a row; returns (carry, SplitMergeMoves counts)."""
     point_precisions = carry.precisions[carry.types]
     coupling = _active_variance_total(carry.precisions, carry.type_counts)
     context = _MoveContext(
@@ -187,12 +167,13 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
         point_weighted=point_precisions * features,
         coupling=coupling if config.model == 3 else jnp.zeros_like(coupling),
     )
+    log_alpha = jnp.log(alpha).astype(features.dtype)
 
     def move(state, move_index):
-        carry, n_accepted = state
-        carry, accepted = _split_merge_move(config, jax.random.fold_in(rng_key, move_index), carry, features,
-                                            n_train, n_train_clusters, alpha, context)
-        return (carry, n_accepted + accepted), None
+        carry, moves = state
+        carry, result = _split_merge_move(config, jax.random.fold_in(rng_key, move_index), carry, features,
+                                          n_train_clusters, log_alpha, context)
+        return (carry, count_move(moves, result)), None
 
-    (carry, n_accepted), _ = jax.lax.scan(move, (carry, jnp.zeros((), jnp.int32)), jnp.arange(config.n_split_merge))
-    return carry, n_accepted
+    (carry, moves), _ = jax.lax.scan(move, (carry, no_moves()), jnp.arange(config.n_split_merge))
+    return carry, moves

@@ -1,0 +1,407 @@
+"""Split–merge Metropolis–Hastings moves on Dirichlet-process partitions, with informed merges.
+
+Target: the partition posterior with the component parameters integrated out,
+
+    p(z | x, α) ∝ α^K Π_k Γ(n_k) m(x_k),                                     (Neal 2000, eq. 3.6)
+
+m the family's marginal likelihood. One move (:func:`split_merge_move`) either splits one cluster
+in two or merges two, and is accepted by Metropolis–Hastings. Each move visits only the points of
+the clusters it touches; :func:`split_merge_moves` runs several in a row.
+
+Why informed merges. Dahl's (2003) sequentially allocated moves, as Jain & Neal (2004) pick them,
+draw two points at random: they merge the two clusters of the points when these differ. With K
+clusters, almost every draw then proposes to merge two clusters that have nothing in common, and
+the few merges worth making are proposed once in hundreds of moves. On scikit-learn's digits (64
+dimensions) chains of Algorithm 8 with ten such moves per sweep kept every pair of clusters whose
+merge would raise log p(z | x) by 30 to 90 nats for hundreds of sweeps. Here a merge picks its
+pair of clusters {a, b} from
+
+    g({a, b} | z) = s / P + (1 - s) softmax_pairs(Δ_ab),   Δ_ab = log p(z_{a∪b} | x) - log p(z | x),
+
+P the number of pairs and s = :data:`UNIFORM_SHARE` (the uniform part keeps the reverse of any
+split likely enough); every Δ_ab is computed from the clusters' statistics (K² marginal
+likelihoods). A split picks one of the K clusters uniformly. Both probabilities are computed in
+the state the move starts from and in the state it proposes, so they enter the Hastings ratio
+exactly.
+
+The split proposal (Dahl 2003, sequential allocation): two distinct anchor points i, j of the
+cluster C are drawn uniformly (1 / (n_C (n_C - 1)) as an ordered pair); the other points of C are
+visited in a uniformly random order and each joins i's side with probability
+∝ n_i p(x_k | side i) against n_j p(x_k | side j) (posterior predictives of the sides so far),
+which gives q(split) = Π_k q_k. The merge of {a, b} is the reverse move: its anchors are drawn
+as the split's would be seen from the merged state — i uniform in one of the two clusters (each
+with probability 1/2), j uniform in the other, probability 1 / (2 n_a n_b) — and q of the current
+division is computed by the same allocation, each point sent to its own cluster's side. With
+the kind of move chosen with probability 1/2 each (a split for sure when K = 1), the log
+acceptance ratio of a split of C into A (holding i) and B is
+
+    log α + log Γ(n_A) Γ(n_B) / Γ(n_C) + log m(x_A) m(x_B) / m(x_C)          (posterior ratio)
+    + log[½ g({A, B} | z_split) / (2 n_A n_B)]                                (reverse merge)
+    - log[P_split(z) / K(z) / (n_C (n_C - 1)) q(A, B)]                        (the split)
+
+(P_split = 1 when K = 1, else 1/2), and a merge uses the negative of the ratio of its reverse
+split. Proposals that cannot be made (a split of a one-point cluster) leave the state unchanged.
+
+Capacity. An accepted split needs a free slot; without one the move changes nothing and reports
+``overflow``. Every draw is indexed by point or made with one uniform against cumulative sums
+over slots in a fixed order (inactive slots add exactly zero), so a move's outcome does not
+depend on the capacity K_max (up to floating-point rounding).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+
+__all__ = [
+    "UNIFORM_SHARE",
+    "SideModel",
+    "MoveResult",
+    "SplitMergeMoves",
+    "family_side_model",
+    "merge_gains",
+    "split_merge_move",
+    "split_merge_moves",
+    "count_move",
+    "no_moves",
+]
+
+UNIFORM_SHARE = 0.5
+"""Share of the merge proposals that pick their pair of clusters uniformly (the rest pick it by
+the softmax of the merge gains Δ_ab)."""
+
+
+class SplitMergeMoves(NamedTuple):
+    """Counts of a run of moves (int32 scalars)."""
+
+    splits_proposed: jax.Array
+    splits_accepted: jax.Array
+    merges_proposed: jax.Array
+    merges_accepted: jax.Array
+
+
+def _tree_rows(tree: Any, index: jax.Array) -> Any:
+    return jax.tree_util.tree_map(lambda leaf: leaf[index], tree)
+
+
+def merge_gains(
+    log_marginal: Callable[[Any], jax.Array], stats: Any, counts: jax.Array, log_alpha: jax.Array,
+    movable: jax.Array | None = None,
+) -> jax.Array:
+    """Δ_ab = log p(z with clusters a and b merged | x, α) - log p(z | x, α) for every pair.
+
+    Parameters
+    ----------
+    log_marginal : callable
+        log m(statistics) of one cluster (e.g. ``family.log_marginal``).
+    stats : pytree
+        Sufficient statistics per slot (leading axis K_max).
+    counts : jax.Array int (K_max,)
+        Cluster sizes (0 for empty slots).
+    log_alpha : jax.Array
+        log α.
+    movable : jax.Array bool (K_max,), optional
+        Slots that may be merged (default: all).
+
+    Returns
+    -------
+    jax.Array (K_max, K_max)
+        Δ_ab for active movable slots a < b, -inf elsewhere:
+        -log α + log Γ(n_a + n_b) - log Γ(n_a) - log Γ(n_b) + log m(x_a ∪ x_b) - log m(x_a) - log m(x_b).
+    """
+    n_slots = counts.shape[0]
+    dtype = jnp.result_type(log_alpha)
+    active = counts > 0
+    if movable is not None:
+        active = active & movable
+    sizes = jnp.where(active, counts, 1).astype(dtype)
+    single_marginal = jax.vmap(log_marginal)(stats)
+    pair_stats = jax.tree_util.tree_map(lambda leaf: leaf[:, None] + leaf[None, :], stats)
+    pair_marginal = jax.vmap(jax.vmap(log_marginal))(pair_stats)
+    log_gamma = gammaln(sizes)
+    gains = (-log_alpha + gammaln(sizes[:, None] + sizes[None, :]) - log_gamma[:, None] - log_gamma[None, :]
+             + pair_marginal - single_marginal[:, None] - single_marginal[None, :])
+    slots = jnp.arange(n_slots)
+    valid = active[:, None] & active[None, :] & (slots[:, None] < slots[None, :])
+    return jnp.where(valid, gains, -jnp.inf)
+
+
+def _log_pair_probabilities(gains: jax.Array, n_clusters: jax.Array) -> jax.Array:
+    """log g({a, b} | z) for every pair a < b (-inf elsewhere); see the module docstring."""
+    valid = gains > -jnp.inf
+    n_pairs = jnp.maximum(n_clusters * (n_clusters - 1) // 2, 1).astype(gains.dtype)
+    top = jnp.max(jnp.where(valid, gains, -jnp.inf))
+    top = jnp.where(jnp.isfinite(top), top, 0.0)
+    log_softmax = gains - top - jnp.log(jnp.sum(jnp.where(valid, jnp.exp(gains - top), 0.0)))
+    log_informed = math.log1p(-UNIFORM_SHARE) if UNIFORM_SHARE < 1.0 else -math.inf
+    mixed = jnp.logaddexp(math.log(UNIFORM_SHARE) - jnp.log(n_pairs), log_informed + log_softmax)
+    return jnp.where(valid, mixed, -jnp.inf)
+
+
+def _log_split_proposal(n_clusters: jax.Array, size: jax.Array, log_q: jax.Array) -> jax.Array:
+    """log probability that a split of a cluster of ``size`` points into given sides with
+    anchors (i, j) is proposed from the merged state of ``n_clusters`` movable clusters: the kind
+    (1/2, or 1 when it is the only cluster), the cluster (1/K), the ordered anchors
+    (1 / n (n - 1)) and the sequential allocation (q)."""
+    log_kind = jnp.where(n_clusters == 1, 0.0, math.log(0.5))
+    return log_kind - jnp.log(n_clusters) - jnp.log(size) - jnp.log(size - 1) + log_q
+
+
+def _log_merge_proposal(log_g: jax.Array, size_i: jax.Array, size_j: jax.Array) -> jax.Array:
+    """log probability that a merge of {A, B} with anchors (i, j) is proposed from the split
+    state: the kind (1/2), the pair (g), i's cluster (1/2) and the two anchors (1 / n_A n_B)."""
+    return math.log(0.25) + log_g - jnp.log(size_i) - jnp.log(size_j)
+
+
+def _inverse_cdf(weights: jax.Array, uniform: jax.Array) -> jax.Array:
+    """Index drawn ∝ ``weights`` (flat, non-negative) with one uniform in [0, 1): the number of
+    cumulative sums at or below the threshold. Zero weights repeat their predecessor's sum, so
+    padding slots change nothing."""
+    cumulative = jnp.cumsum(weights)
+    index = jnp.sum(cumulative <= uniform * cumulative[-1])
+    return jnp.minimum(index, weights.shape[0] - 1).astype(jnp.int32)
+
+
+def _nth_member(mask: jax.Array, uniform: jax.Array, size: jax.Array) -> jax.Array:
+    """The ⌊uniform · size⌋-th index (0-based) where ``mask`` holds."""
+    rank = jnp.minimum(jnp.floor(uniform * size), size - 1).astype(jnp.int32)
+    return jnp.argmax(jnp.cumsum(mask.astype(jnp.int32)) > rank).astype(jnp.int32)
+
+
+class SideModel(NamedTuple):
+    """What the moves need to know of a model, in terms of summed statistics of point sets.
+
+    Attributes
+    ----------
+    point_stats : pytree
+        Statistics of every point (leading axis N); a set's statistics are their sum.
+    log_predictive : callable
+        ``log_predictive(stats, k)``: log p(point k | the points summarised by ``stats``), used
+        by the sequential allocation.
+    log_marginal : callable
+        ``log_marginal(stats)``: log marginal likelihood of a set, used to rank the merges (the
+        proposal); the moves stay exact whatever it is.
+    log_split_ratio : callable
+        ``log_split_ratio(stats_i, stats_j, slot_i, slot_j)``: log m(A) m(B) / m(A ∪ B) of the
+        target, the likelihood part of a split's posterior ratio (α and the Γ(n) terms are added
+        here); ``slot_i``, ``slot_j`` are the slots of the anchors before the move (equal for a
+        split), for models whose clusters interact.
+    """
+
+    point_stats: Any
+    log_predictive: Callable[[Any, jax.Array], jax.Array]
+    log_marginal: Callable[[Any], jax.Array]
+    log_split_ratio: Callable[[Any, Any, jax.Array, jax.Array], jax.Array]
+
+
+def family_side_model(family: Any, data: jax.Array) -> SideModel:
+    """The :class:`SideModel` of a DP mixture of a component family with marginal likelihoods."""
+    def log_split_ratio(stats_i, stats_j, slot_i, slot_j):
+        both = jax.tree_util.tree_map(jnp.add, stats_i, stats_j)
+        return family.log_marginal(stats_i) + family.log_marginal(stats_j) - family.log_marginal(both)
+
+    return SideModel(
+        point_stats=jax.vmap(family.point_stats)(data),
+        log_predictive=lambda stats, k: family.log_predictive(stats, data[k]),
+        log_marginal=family.log_marginal,
+        log_split_ratio=log_split_ratio,
+    )
+
+
+class MoveResult(NamedTuple):
+    """Outcome of one :func:`split_merge_move`.
+
+    Attributes
+    ----------
+    assignments, counts : jax.Array
+        The partition after the move.
+    split_proposed, merge_proposed, accepted, overflow : jax.Array bool
+        Which kind was proposed (neither when the drawn proposal could not be made: a split of a
+        one-point cluster), whether it was accepted, whether an accepted split found no free
+        slot (then nothing changed).
+    anchor_i, anchor_j : jax.Array int32
+        The two anchor points.
+    stats_i, stats_j : pytree
+        Statistics of i's and j's sides (the two clusters of the split state).
+    """
+
+    assignments: jax.Array
+    counts: jax.Array
+    split_proposed: jax.Array
+    merge_proposed: jax.Array
+    accepted: jax.Array
+    overflow: jax.Array
+    anchor_i: jax.Array
+    anchor_j: jax.Array
+    stats_i: Any
+    stats_j: Any
+
+
+def split_merge_move(
+    model: SideModel,
+    rng_key: jax.Array,
+    assignments: jax.Array,
+    counts: jax.Array,
+    log_alpha: jax.Array,
+    movable: jax.Array | None = None,
+) -> MoveResult:
+    """One split or merge Metropolis–Hastings move (see the module docstring).
+
+    Parameters
+    ----------
+    model : SideModel
+        Point statistics, predictive and marginal likelihoods (:func:`family_side_model`).
+    rng_key : jax.Array
+        Key of this move.
+    assignments : jax.Array int32 (N,), counts : jax.Array int32 (K_max,)
+        The partition.
+    log_alpha : jax.Array
+        log α (floating point, the working precision).
+    movable : jax.Array bool (K_max,), optional
+        Slots whose clusters the moves may split or merge (default: all); a split's new cluster
+        is movable too.
+
+    Returns
+    -------
+    MoveResult
+    """
+    point_stats = model.point_stats
+    n_points = assignments.shape[0]
+    n_slots = counts.shape[0]
+    dtype = jnp.result_type(log_alpha)
+    if movable is None:
+        movable = jnp.ones((n_slots,), bool)
+    key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(rng_key, 5)
+    choice = jax.random.uniform(key_choice, (4,), dtype=dtype)
+    active = (counts > 0) & movable
+    n_clusters = jnp.sum(active).astype(jnp.int32)
+    stats = jax.tree_util.tree_map(
+        lambda leaf: jax.ops.segment_sum(leaf, assignments, num_segments=n_slots), point_stats)
+    log_pair_now = _log_pair_probabilities(
+        merge_gains(model.log_marginal, stats, counts, log_alpha, movable), n_clusters)
+    is_split = (n_clusters <= 1) | (jax.random.uniform(key_kind, (), dtype=dtype) < 0.5)
+
+    # Split: a cluster uniformly, then an ordered pair of distinct anchors uniformly in it.
+    split_slot = _nth_member(active, choice[0], n_clusters.astype(dtype))
+    n_split = counts[split_slot].astype(dtype)
+    in_split = assignments == split_slot
+    split_i = _nth_member(in_split, choice[1], n_split)
+    split_j = _nth_member(in_split & (jnp.arange(n_points) != split_i), choice[2], n_split - 1)
+    # Merge: a pair by g, then i's cluster by a fair coin, i and j uniformly in their clusters.
+    pair = _inverse_cdf(jnp.exp(log_pair_now).reshape(-1), choice[0])
+    pair_low, pair_high = pair // n_slots, pair % n_slots
+    first = jnp.where(choice[3] < 0.5, pair_low, pair_high)
+    second = pair_low + pair_high - first
+    merge_i = _nth_member(assignments == first, choice[1], counts[first].astype(dtype))
+    merge_j = _nth_member(assignments == second, choice[2], counts[second].astype(dtype))
+    i = jnp.where(is_split, split_i, merge_i)
+    j = jnp.where(is_split, split_j, merge_j)
+    possible = jnp.where(is_split, (n_clusters >= 1) & (n_split >= 2), n_clusters >= 2)
+
+    label_i, label_j = assignments[i], assignments[j]
+    index = jnp.arange(n_points)
+    in_play = ((assignments == label_i) | (assignments == label_j)) & (index != i) & (index != j)
+    # The points in play first, in uniformly random order; only they are visited.
+    order = jax.random.permutation(key_order, n_points)
+    order = order[jnp.argsort(~in_play[order], stable=True)]
+    uniforms = jax.random.uniform(key_allocate, (n_points,), dtype=dtype)
+
+    def allocate(position, carry):
+        side_i, side_j, size_i, size_j, log_q, on_side_i = carry
+        k = order[position]
+        logit_i = jnp.log(size_i) + model.log_predictive(side_i, k)
+        logit_j = jnp.log(size_j) + model.log_predictive(side_j, k)
+        norm = jnp.logaddexp(logit_i, logit_j)
+        to_i = jnp.where(is_split, uniforms[k] < jnp.exp(logit_i - norm), assignments[k] == label_i)
+        log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
+        own = _tree_rows(point_stats, k)
+        side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
+        side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
+        return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i)
+
+    one = jnp.ones((), dtype)
+    start = (_tree_rows(point_stats, i), _tree_rows(point_stats, j), one, one, jnp.zeros((), dtype), index == i)
+    n_visits = jnp.where(possible, jnp.sum(in_play), 0)
+    side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, n_visits, allocate, start)
+    size_both = size_i + size_j
+    log_posterior_ratio = (  # log p(split) - log p(merged)
+        log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both) + model.log_split_ratio(side_i, side_j, label_i, label_j))
+
+    # The pair probability g({A, B}) in the split state: now for a merge; for a split, in the
+    # proposed state, with j's side in an extra row (so it is right even when no slot is free).
+    def with_sides(leaf, row_i, row_j):
+        return jnp.concatenate([leaf.at[split_slot].set(row_i), row_j[None]], axis=0)
+
+    split_stats = jax.tree_util.tree_map(with_sides, stats, side_i, side_j)
+    split_counts = with_sides(counts, size_i.astype(counts.dtype), size_j.astype(counts.dtype))
+    split_movable = jnp.concatenate([movable, jnp.ones((1,), bool)])
+    log_pair_split = _log_pair_probabilities(
+        merge_gains(model.log_marginal, split_stats, split_counts, log_alpha, split_movable), n_clusters + 1)
+    log_g = jnp.where(is_split, log_pair_split[split_slot, n_slots], log_pair_now[pair_low, pair_high])
+    n_merged_clusters = jnp.where(is_split, n_clusters, n_clusters - 1).astype(dtype)
+    log_split_proposal = _log_split_proposal(n_merged_clusters, size_both, log_q)
+    log_merge_proposal = _log_merge_proposal(log_g, size_i, size_j)
+    log_ratio = log_posterior_ratio + log_merge_proposal - log_split_proposal
+    log_ratio = jnp.where(is_split, log_ratio, -log_ratio)
+    accepted = possible & (jnp.log(jax.random.uniform(key_accept, (), dtype=dtype)) < log_ratio)
+    free = counts == 0
+    overflow = accepted & is_split & ~jnp.any(free)
+    accepted = accepted & ~overflow
+    # A split sends j's side to the first free slot; a merge sends i's cluster to j's.
+    new_slot = jnp.argmax(free).astype(assignments.dtype)
+    moved = jnp.where(is_split, (in_play | (index == j)) & ~on_side_i, assignments == label_i)
+    target = jnp.where(is_split, new_slot, label_j)
+    assignments = jnp.where(accepted & moved, target, assignments)
+    counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), assignments, num_segments=n_slots)
+    return MoveResult(assignments=assignments, counts=counts, split_proposed=is_split & possible,
+                      merge_proposed=~is_split & possible, accepted=accepted, overflow=overflow,
+                      anchor_i=i.astype(jnp.int32), anchor_j=j.astype(jnp.int32), stats_i=side_i, stats_j=side_j)
+
+
+def count_move(moves: SplitMergeMoves, result: MoveResult) -> SplitMergeMoves:
+    """``moves`` plus the outcome of one move."""
+    return SplitMergeMoves(
+        splits_proposed=moves.splits_proposed + result.split_proposed,
+        splits_accepted=moves.splits_accepted + (result.split_proposed & result.accepted),
+        merges_proposed=moves.merges_proposed + result.merge_proposed,
+        merges_accepted=moves.merges_accepted + (result.merge_proposed & result.accepted),
+    )
+
+
+def no_moves() -> SplitMergeMoves:
+    """Zero counts."""
+    zero = jnp.zeros((), jnp.int32)
+    return SplitMergeMoves(zero, zero, zero, zero)
+
+
+def split_merge_moves(
+    family: Any,
+    rng_key: jax.Array,
+    data: jax.Array,
+    assignments: jax.Array,
+    counts: jax.Array,
+    alpha: jax.Array,
+    n_moves: int,
+) -> tuple[jax.Array, jax.Array, SplitMergeMoves, jax.Array]:
+    """``n_moves`` moves in a row on a DP mixture of ``family`` (keys ``fold_in(rng_key, move)``).
+
+    Returns
+    -------
+    (assignments, counts, moves, overflow)
+        The partition after the moves, their :class:`SplitMergeMoves` counts, and whether any
+        accepted split found no free slot.
+    """
+    model = family_side_model(family, data)
+    log_alpha = jnp.log(alpha).astype(data.dtype)
+
+    def move(carry, move_index):
+        assignments, counts, moves, overflow = carry
+        result = split_merge_move(model, jax.random.fold_in(rng_key, move_index), assignments, counts, log_alpha)
+        return (result.assignments, result.counts, count_move(moves, result), overflow | result.overflow), None
+
+    start = (assignments, counts, no_moves(), jnp.zeros((), bool))
+    return jax.lax.scan(move, start, jnp.arange(n_moves))[0]

@@ -1,0 +1,179 @@
+"""Tests for inference.split_merge: split–merge moves with informed merges.
+
+Exactness: chains made of the moves alone (no Gibbs sweep) must sample the enumerated partition
+posterior (helpers of ``tests/test_neal.py``), and two deliberately broken Hastings ratios — the
+merge's pair probability left out, the allocation probability q left out — must fail the same
+check. Purpose: a partition over-split into many pieces of a few tight groups is merged back in
+a few dozen moves, where pairs drawn uniformly (Jain & Neal's choice) have merged few of them.
+Also: Δ_ab against a direct computation, moves restricted to movable slots, the outcome
+independent of the capacity, and overflow.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.scipy.special import gammaln
+
+from inference import split_merge
+from test_neal import DATA_4, FAMILY_1D, NOISE_LIMIT, TV_LIMIT, empirical_tv, exact_posterior, expected_tv_noise
+from zoo.dirichlet.families import normal_gamma
+
+MOVES_PER_DRAW = 3
+
+
+@partial(jax.jit, static_argnums=(0, 5))
+def _chains(family, keys, assignments, counts, data, n_draws):
+    """Chains made of split–merge moves only: MOVES_PER_DRAW moves per draw."""
+    def chain(key, assignments, counts):
+        def draw(carry, draw_key):
+            assignments, counts = carry
+            assignments, counts, moves, overflow = split_merge.split_merge_moves(
+                family, draw_key, data, assignments, counts, jnp.float32(0.8), MOVES_PER_DRAW)
+            return (assignments, counts), (assignments, moves.splits_accepted + moves.merges_accepted, overflow)
+
+        return jax.lax.scan(draw, (assignments, counts), jax.random.split(key, n_draws))[1]
+
+    return jax.vmap(chain)(keys, assignments, counts)
+
+
+def moves_alone_tv(seed=11, n_chains=96, n_draws=1000):
+    data = jnp.asarray(DATA_4, jnp.float32)
+    exact = exact_posterior(FAMILY_1D, DATA_4, alpha=0.8)
+    # Two spare slots: a split always finds a free slot, so no move is dropped for capacity.
+    starts = np.array([np.arange(4) % (1 + chain % 4) for chain in range(n_chains)], np.int32)
+    counts = np.array([np.bincount(row, minlength=6) for row in starts], np.int32)
+    keys = jax.random.split(jax.random.key(seed), n_chains)
+    draws, accepted, overflow = (np.asarray(a) for a in
+                                 _chains(FAMILY_1D, keys, jnp.asarray(starts), jnp.asarray(counts), data, n_draws))
+    assert not overflow.any()
+    draws = draws[:, 100:]  # burn-in
+    noise = expected_tv_noise(exact.values(), draws.shape[0] * draws.shape[1] / MOVES_PER_DRAW)
+    assert noise < NOISE_LIMIT, "too few draws for the test to be able to fail"
+    return empirical_tv(draws, exact), noise, accepted
+
+
+def test_moves_alone_sample_the_exact_partition_posterior():
+    """The moves alone are an irreducible Metropolis–Hastings chain on partitions: a wrong
+    acceptance ratio cannot hide behind Gibbs sweeps."""
+    tv, noise, accepted = moves_alone_tv()
+    assert tv < TV_LIMIT, f"split–merge alone: total variation {tv:.4f} (expected noise {noise:.4f})"
+    assert 0.05 < accepted.mean() / MOVES_PER_DRAW < 0.95  # proposed, and both accepted and rejected
+
+
+def without_pair_probability(log_g, size_i, size_j, original=split_merge._log_merge_proposal):
+    return original(jnp.zeros_like(log_g), size_i, size_j)
+
+
+def without_allocation_probability(n_clusters, size, log_q, original=split_merge._log_split_proposal):
+    """q(split) = 1: the split proposal's allocation probability dropped from the ratio."""
+    return original(n_clusters, size, jnp.zeros_like(log_q))
+
+
+@pytest.mark.parametrize("broken", ["pair", "allocation"])
+def test_broken_hastings_ratios_fail_the_exactness_check(monkeypatch, broken):
+    if broken == "pair":
+        monkeypatch.setattr(split_merge, "_log_merge_proposal", without_pair_probability)
+    else:
+        monkeypatch.setattr(split_merge, "_log_split_proposal", without_allocation_probability)
+    jax.clear_caches()  # trace again with the broken ratio (and again after it, unbroken)
+    try:
+        tv, noise, _ = moves_alone_tv(seed=12)
+    finally:
+        jax.clear_caches()
+    assert tv > 3 * TV_LIMIT, f"a broken ratio passed: total variation {tv:.4f} (noise {noise:.4f})"
+
+
+def test_merge_gains_match_a_direct_computation():
+    family = normal_gamma(2, kappa=0.5)
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(9, 2)).astype(np.float32)
+    assignments = np.array([0, 0, 1, 1, 1, 3, 3, 3, 3])
+    counts = np.bincount(assignments, minlength=5)
+    point_stats = jax.vmap(family.point_stats)(jnp.asarray(data))
+    stats = jax.tree_util.tree_map(lambda leaf: jax.ops.segment_sum(leaf, jnp.asarray(assignments), 5), point_stats)
+    log_alpha = jnp.log(jnp.float32(1.7))
+    gains = np.asarray(split_merge.merge_gains(family.log_marginal, stats, jnp.asarray(counts), log_alpha))
+
+    def log_posterior(labels):
+        total = 0.0
+        for label in np.unique(labels):
+            members = jnp.asarray(data[labels == label])
+            block = jax.tree_util.tree_map(lambda leaf: leaf.sum(0), jax.vmap(family.point_stats)(members))
+            total += float(log_alpha + gammaln(float(members.shape[0])) + family.log_marginal(block))
+        return total
+
+    for a, b in [(0, 1), (0, 3), (1, 3)]:
+        merged = np.where(assignments == a, b, assignments)
+        np.testing.assert_allclose(gains[a, b], log_posterior(merged) - log_posterior(assignments), rtol=1e-4,
+                                   atol=1e-3)
+    finite = np.isfinite(gains)
+    assert finite.sum() == 3 and np.all(np.argwhere(finite)[:, 0] < np.argwhere(finite)[:, 1])
+
+
+def over_split_groups(seed=0, n_groups=6, n_per_group=20, n_pieces=4, n_features=8):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, 10.0, (n_groups, n_features))
+    truth = np.repeat(np.arange(n_groups), n_per_group)
+    data = (centres[truth] + 0.3 * rng.normal(size=(truth.size, n_features))).astype(np.float32)
+    pieces = truth * n_pieces + rng.integers(0, n_pieces, truth.size)
+    _, labels = np.unique(pieces, return_inverse=True)
+    return data, truth, labels.astype(np.int32)
+
+
+def run_moves(family, data, labels, n_moves, n_slots, seed=0):
+    counts = np.bincount(labels, minlength=n_slots).astype(np.int32)
+    run = jax.jit(partial(split_merge.split_merge_moves, family, n_moves=n_moves))
+    return run(jax.random.key(seed), jnp.asarray(data), jnp.asarray(labels), jnp.asarray(counts), jnp.float32(1.0))
+
+
+def test_informed_merges_undo_an_over_split_partition_quickly(monkeypatch):
+    data, truth, labels = over_split_groups()
+    family = normal_gamma(data.shape[1])
+    assert np.unique(labels).size == 24
+    assignments, counts, moves, overflow = run_moves(family, data, labels, 120, 32)
+    assert int(jnp.sum(counts > 0)) == 6 and not bool(overflow)
+    np.testing.assert_array_equal(np.unique(np.stack([truth, np.asarray(assignments)]), axis=1).shape, (2, 6))
+    assert int(moves.merges_accepted) >= 18
+    # Pairs drawn uniformly (g uniform, still an exact chain): few of the 18 merges are found.
+    monkeypatch.setattr(split_merge, "UNIFORM_SHARE", 1.0)
+    jax.clear_caches()
+    try:
+        _, uniform_counts, _, _ = run_moves(family, data, labels, 120, 32, seed=0)
+    finally:
+        jax.clear_caches()
+    assert int(jnp.sum(uniform_counts > 0)) >= 14
+
+
+def test_moves_leave_unmovable_slots_alone_and_do_not_depend_on_the_capacity():
+    data, _, labels = over_split_groups(seed=1, n_groups=3, n_pieces=3)
+    family = normal_gamma(data.shape[1])
+    model = split_merge.family_side_model(family, jnp.asarray(data))
+    n_clusters = int(labels.max()) + 1
+    results = []
+    for n_slots in (n_clusters + 2, 2 * n_clusters + 5):
+        counts = jnp.asarray(np.bincount(labels, minlength=n_slots), jnp.int32)
+        movable = jnp.arange(n_slots) >= 2  # the first two clusters stay as they are
+        step = jax.jit(partial(split_merge.split_merge_move, model, movable=movable))
+        assignments = jnp.asarray(labels)
+        for move in range(40):
+            result = step(jax.random.key(move), assignments, counts, jnp.log(jnp.float32(1.0)))
+            assignments, counts = result.assignments, result.counts
+        results.append(np.asarray(assignments))
+        for slot in (0, 1):
+            np.testing.assert_array_equal(np.asarray(assignments) == slot, labels == slot)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_an_accepted_split_without_a_free_slot_is_an_overflow_that_changes_nothing():
+    data = np.concatenate([np.full((4, 1), -5.0), np.full((4, 1), 5.0)]).astype(np.float32)
+    data += np.random.default_rng(0).normal(0.0, 0.1, data.shape).astype(np.float32)
+    labels = np.zeros(8, np.int32)
+    for n_slots, expect_overflow in ((1, True), (2, False)):
+        assignments, counts, moves, overflow = run_moves(FAMILY_1D, data, labels, 6, n_slots, seed=3)
+        assert bool(overflow) == expect_overflow
+        assert int(jnp.sum(counts > 0)) == (1 if expect_overflow else 2)
