@@ -75,6 +75,7 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
@@ -83,6 +84,7 @@ from sklearn.preprocessing import StandardScaler
 
 from inference.chains import sample_chains
 from inference.concentration import gamma_prior
+from inference.diagnostics import mixing_table
 from zoo.dirichlet.families import normal_gamma
 from zoo.dirichlet.mixture import DPMixture
 from zoo.metrics import adjusted_rand_index
@@ -154,26 +156,25 @@ def dispersed_starts(data: np.ndarray, n_chains: int) -> tuple[np.ndarray, list[
 # ----------------------------------------------------------------------------------------------
 # Diagnostics
 # ----------------------------------------------------------------------------------------------
-def _varies(values: np.ndarray) -> bool:
-    return bool(np.all(np.isfinite(values))) and bool(np.any(values != values.flat[0]))
+def _table(**quantities: np.ndarray):
+    """inference.diagnostics.mixing_table of (chain, draw) arrays: R-hat inf and ESS 0 for
+    chains constant at different values, never NaN or 1e8 without a word."""
+    dataset = xr.Dataset({name: (("chain", "draw"), np.asarray(values, np.float64))
+                          for name, values in quantities.items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return mixing_table(dataset, rhat_max=RHAT_TARGET)
 
 
 def rhat(values: np.ndarray) -> float:
-    """Rank-normalised split R-hat of a (chain, draw) array; NaN when nothing varies."""
-    if not _varies(values):
-        return math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(az.rhat(np.asarray(values, np.float64)))
+    """Rank-normalised split R-hat of a (chain, draw) array (inf when chains never move but
+    disagree; NaN only when every draw of every chain is the same)."""
+    return float(_table(x=values).loc["x", "r_hat"])
 
 
 def bulk_ess(values: np.ndarray) -> float:
-    """Bulk ESS of a (chain, draw) array; NaN when nothing varies (ArviZ would report every draw)."""
-    if not _varies(values):
-        return math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(az.ess(np.asarray(values, np.float64), method="bulk"))
+    """Bulk ESS of a (chain, draw) array (0 when chains never move; NaN when all draws agree)."""
+    return float(_table(x=values).loc["x", "ess_bulk"])
 
 
 def converged(k: np.ndarray, log_joint: np.ndarray) -> tuple[bool, float, float]:
@@ -358,6 +359,8 @@ def run_sklearn(data: np.ndarray, truth: np.ndarray, n_components: int, max_iter
 # Printing
 # ----------------------------------------------------------------------------------------------
 def _f(value, fmt: str, missing: str = "-") -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return missing
     return format(value, fmt)

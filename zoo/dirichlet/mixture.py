@@ -41,7 +41,10 @@ from zoo._validation import as_index_array, check_choice, check_int, check_real
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 
-__all__ = ["stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
+__all__ = ["DEFAULT_SPLIT_MERGE", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
+
+DEFAULT_SPLIT_MERGE = 10
+"""Split–merge moves per sweep of :class:`DPMixture` by default (Algorithms 2, 3 and 8)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -224,11 +227,14 @@ class DPMixture:
     reuse_auxiliary : bool
         Algorithm 8 with persistent auxiliary components (Favaro & Teh 2013); much faster for
         components with many parameters.
-    n_split_merge : int
+    n_split_merge : int, optional
         Split–merge moves per sweep (0: none), for families with marginal likelihoods (see
         :mod:`inference.split_merge`): they move whole groups of points between clusters, which
         one-point Gibbs updates do slowly, and merge the pairs of clusters whose merge would
-        raise the posterior most.
+        raise the posterior most. Default: :data:`DEFAULT_SPLIT_MERGE` for Algorithms 2, 3 and
+        8 when the family allows them (without them a chain keeps the number of clusters it
+        started with on data such as scikit-learn's digits), 0 otherwise; the sub-cluster
+        sampler makes its own.
     max_clusters : int
         Initial capacity K_max >= 1 of every chain.
     on_overflow : {"grow", "raise"}
@@ -255,7 +261,7 @@ class DPMixture:
         algorithm: str = "auxiliary",
         n_auxiliary: int = 3,
         reuse_auxiliary: bool = False,
-        n_split_merge: int = 0,
+        n_split_merge: int | None = None,
         max_clusters: int = 32,
         on_overflow: str = "grow",
     ):
@@ -271,6 +277,9 @@ class DPMixture:
         self.max_clusters = check_int("max_clusters", max_clusters, minimum=1)
         self.on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
         self.reuse_auxiliary = reuse_auxiliary
+        if n_split_merge is None:
+            allowed = family.has_marginal and (self.algorithm == "collapsed" or family.has_posterior)
+            n_split_merge = DEFAULT_SPLIT_MERGE if allowed and self.algorithm != "subcluster" else 0
         self.n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
         if self.algorithm == "subcluster":
             if self.n_split_merge or reuse_auxiliary:
