@@ -133,6 +133,7 @@ from jax.scipy.special import gammaln
 from inference.concentration import GammaPrior
 from inference.neal import GibbsState, _finish_step, _keep_partition_on_overflow
 from inference.neal import init as _neal_init
+from inference.split_merge import SplitMergeMoves, no_moves
 from zoo._validation import check_int
 from zoo.dirichlet.families import ComponentFamily, sample_log_gamma
 
@@ -516,13 +517,6 @@ def _log_proposal_probability(
     return jax.ops.segment_sum(jnp.where(counted, log_prob, 0.0), block, num_segments=n_slots + 1)[:n_slots]
 
 
-class _Moves(NamedTuple):
-    splits_proposed: jax.Array
-    splits_accepted: jax.Array
-    merges_proposed: jax.Array
-    merges_accepted: jax.Array
-
-
 def _move_pass(
     family: ComponentFamily,
     kind: str,
@@ -534,7 +528,7 @@ def _move_pass(
     point_stats: Any,
     alpha: jax.Array,
     n_sub_iterations: int,
-) -> tuple[jax.Array, jax.Array, _Moves, jax.Array]:
+) -> tuple[jax.Array, jax.Array, SplitMergeMoves, jax.Array]:
     """One round of parallel split/merge moves of ``kind`` ("subcluster" or "random").
 
     Every block is evaluated as a split of its point set into side a (holding the leader) and side
@@ -604,7 +598,7 @@ def _move_pass(
     moved = proposed_other & ~merge_here & accept_split[safe_block]
     new_assignments = jnp.where(moved, new_slot[safe_block], new_assignments)
     new_counts = jnp.zeros((n_slots,), counts.dtype).at[new_assignments].add(1, mode="drop")
-    moves = _Moves(
+    moves = SplitMergeMoves(
         splits_proposed=jnp.sum(split_proposed).astype(jnp.int32),
         splits_accepted=jnp.sum(accept_split).astype(jnp.int32),
         merges_proposed=jnp.sum(merge_proposed).astype(jnp.int32),
@@ -745,15 +739,15 @@ def _step(
     assignments = _restricted_gibbs(family, key_gibbs, state.assignments, state.counts, state.params, features)
     counts = jnp.zeros((n_slots,), state.counts.dtype).at[assignments].add(1)
     overflow = jnp.zeros((), bool)
-    totals = _Moves(*(jnp.zeros((), jnp.int32) for _ in _Moves._fields))
+    totals = no_moves()
     for kind, key in (("subcluster", key_subcluster), ("random", key_random)):
         assignments, counts, moves, overflow_now = _move_pass(
             family, kind, key, assignments, counts, data, features, point_stats, alpha, config.n_sub_iterations)
         overflow = overflow | overflow_now
-        totals = _Moves(*(total + count for total, count in zip(totals, moves)))
+        totals = SplitMergeMoves(*(total + count for total, count in zip(totals, moves)))
     # An overflowing step is not exact: keep the partition the step started from.
     assignments, counts = _keep_partition_on_overflow(overflow, state, assignments, counts)
-    totals = _Moves(*(jnp.where(overflow, 0, count) for count in totals))
+    totals = SplitMergeMoves(*(jnp.where(overflow, 0, count) for count in totals))
 
     stats = _segment_sum_tree(point_stats, assignments, n_slots)
     params = family.sample_posterior(key_params, stats)
