@@ -51,6 +51,7 @@ depend on the capacity K_max (up to floating-point rounding).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -88,6 +89,27 @@ def _tree_rows(tree: Any, index: jax.Array) -> Any:
     return jax.tree_util.tree_map(lambda leaf: leaf[index], tree)
 
 
+def _set_row(matrix: jax.Array, slot: jax.Array, row: jax.Array) -> jax.Array:
+    """A symmetric matrix with row and column ``slot`` replaced by ``row`` (diagonal -inf)."""
+    row = row.at[slot].set(-jnp.inf)
+    return matrix.at[slot, :].set(row).at[:, slot].set(row)
+
+
+def _gains_against(
+    log_marginal: Callable[[Any], jax.Array], row_stats: Any, row_count: jax.Array, stats: Any,
+    counts: jax.Array, single_marginal: jax.Array, log_alpha: jax.Array, valid: jax.Array,
+) -> jax.Array:
+    """Δ of merging one set (``row_stats``, ``row_count`` points) with the cluster of every slot,
+    (K_max,); -inf where ``valid`` is False."""
+    dtype = jnp.result_type(log_alpha)
+    row_size = jnp.maximum(row_count, 1).astype(dtype)
+    sizes = jnp.where(valid, counts, 1).astype(dtype)
+    merged = jax.tree_util.tree_map(lambda row, leaf: row[None] + leaf, row_stats, stats)
+    gains = (-log_alpha + gammaln(row_size + sizes) - gammaln(row_size) - gammaln(sizes)
+             + jax.vmap(log_marginal)(merged) - log_marginal(row_stats) - single_marginal)
+    return jnp.where(valid & (row_count > 0), gains, -jnp.inf)
+
+
 def merge_gains(
     log_marginal: Callable[[Any], jax.Array], stats: Any, counts: jax.Array, log_alpha: jax.Array,
     movable: jax.Array | None = None,
@@ -110,36 +132,44 @@ def merge_gains(
     Returns
     -------
     jax.Array (K_max, K_max)
-        Δ_ab for active movable slots a < b, -inf elsewhere:
+        Symmetric; Δ_ab for active movable slots a ≠ b, -inf elsewhere:
         -log α + log Γ(n_a + n_b) - log Γ(n_a) - log Γ(n_b) + log m(x_a ∪ x_b) - log m(x_a) - log m(x_b).
     """
     n_slots = counts.shape[0]
-    dtype = jnp.result_type(log_alpha)
     active = counts > 0
     if movable is not None:
         active = active & movable
-    sizes = jnp.where(active, counts, 1).astype(dtype)
-    single_marginal = jax.vmap(log_marginal)(stats)
-    pair_stats = jax.tree_util.tree_map(lambda leaf: leaf[:, None] + leaf[None, :], stats)
-    pair_marginal = jax.vmap(jax.vmap(log_marginal))(pair_stats)
-    log_gamma = gammaln(sizes)
-    gains = (-log_alpha + gammaln(sizes[:, None] + sizes[None, :]) - log_gamma[:, None] - log_gamma[None, :]
-             + pair_marginal - single_marginal[:, None] - single_marginal[None, :])
     slots = jnp.arange(n_slots)
-    valid = active[:, None] & active[None, :] & (slots[:, None] < slots[None, :])
-    return jnp.where(valid, gains, -jnp.inf)
+    single_marginal = jax.vmap(log_marginal)(stats)
+
+    def row(slot):
+        return _gains_against(log_marginal, _tree_rows(stats, slot), counts[slot], stats, counts, single_marginal,
+                              log_alpha, active & active[slot] & (slots != slot))
+
+    gains = jax.vmap(row)(slots)
+    return jnp.where(slots[:, None] < slots[None, :], gains, gains.T)  # exactly symmetric
 
 
-def _log_pair_probabilities(gains: jax.Array, n_clusters: jax.Array) -> jax.Array:
-    """log g({a, b} | z) for every pair a < b (-inf elsewhere); see the module docstring."""
-    valid = gains > -jnp.inf
-    n_pairs = jnp.maximum(n_clusters * (n_clusters - 1) // 2, 1).astype(gains.dtype)
-    top = jnp.max(jnp.where(valid, gains, -jnp.inf))
-    top = jnp.where(jnp.isfinite(top), top, 0.0)
-    log_softmax = gains - top - jnp.log(jnp.sum(jnp.where(valid, jnp.exp(gains - top), 0.0)))
+def _log_pair_probability(gain: jax.Array, log_total: jax.Array, n_clusters: jax.Array) -> jax.Array:
+    """log g({a, b} | z) of a pair with merge gain ``gain``, ``log_total`` the log-sum-exp of the
+    gains of all pairs (see the module docstring)."""
+    n_pairs = jnp.maximum(n_clusters * (n_clusters - 1) // 2, 1).astype(gain.dtype)
     log_informed = math.log1p(-UNIFORM_SHARE) if UNIFORM_SHARE < 1.0 else -math.inf
-    mixed = jnp.logaddexp(math.log(UNIFORM_SHARE) - jnp.log(n_pairs), log_informed + log_softmax)
-    return jnp.where(valid, mixed, -jnp.inf)
+    mixed = jnp.logaddexp(math.log(UNIFORM_SHARE) - jnp.log(n_pairs), log_informed + gain - log_total)
+    return jnp.where(gain > -jnp.inf, mixed, -jnp.inf)
+
+
+def _upper(gains: jax.Array) -> jax.Array:
+    """The pairs a < b of a symmetric gain matrix (-inf elsewhere)."""
+    slots = jnp.arange(gains.shape[0])
+    return jnp.where(slots[:, None] < slots[None, :], gains, -jnp.inf)
+
+
+def _log_sum_exp(values: jax.Array) -> jax.Array:
+    """log Σ exp(values), -inf entries ignored (0 when all are -inf: no pair, never used)."""
+    top = jnp.max(values)
+    top = jnp.where(jnp.isfinite(top), top, 0.0)
+    return top + jnp.log(jnp.sum(jnp.exp(values - top)))
 
 
 def _log_split_proposal(n_clusters: jax.Array, size: jax.Array, log_q: jax.Array) -> jax.Array:
@@ -227,6 +257,8 @@ class MoveResult(NamedTuple):
         The two anchor points.
     stats_i, stats_j : pytree
         Statistics of i's and j's sides (the two clusters of the split state).
+    gains : jax.Array (K_max, K_max)
+        :func:`merge_gains` of the new partition, updated in O(K) (pass it to the next move).
     """
 
     assignments: jax.Array
@@ -239,6 +271,7 @@ class MoveResult(NamedTuple):
     anchor_j: jax.Array
     stats_i: Any
     stats_j: Any
+    gains: jax.Array
 
 
 def split_merge_move(
@@ -248,6 +281,7 @@ def split_merge_move(
     counts: jax.Array,
     log_alpha: jax.Array,
     movable: jax.Array | None = None,
+    gains: jax.Array | None = None,
 ) -> MoveResult:
     """One split or merge Metropolis–Hastings move (see the module docstring).
 
@@ -264,6 +298,10 @@ def split_merge_move(
     movable : jax.Array bool (K_max,), optional
         Slots whose clusters the moves may split or merge (default: all); a split's new cluster
         is movable too.
+    gains : jax.Array (K_max, K_max), optional
+        :func:`merge_gains` of the partition (with ``model.log_marginal``), e.g. the ``gains`` of
+        the previous move's result; computed when not given (K² marginal likelihoods, against
+        3 K for the update after a move).
 
     Returns
     -------
@@ -281,8 +319,10 @@ def split_merge_move(
     n_clusters = jnp.sum(active).astype(jnp.int32)
     stats = jax.tree_util.tree_map(
         lambda leaf: jax.ops.segment_sum(leaf, assignments, num_segments=n_slots), point_stats)
-    log_pair_now = _log_pair_probabilities(
-        merge_gains(model.log_marginal, stats, counts, log_alpha, movable), n_clusters)
+    if gains is None:
+        gains = merge_gains(model.log_marginal, stats, counts, log_alpha, movable)
+    pairs_now = _upper(gains)
+    log_pair_now = _log_pair_probability(pairs_now, _log_sum_exp(pairs_now), n_clusters)
     is_split = (n_clusters <= 1) | (jax.random.uniform(key_kind, (), dtype=dtype) < 0.5)
 
     # Split: a cluster uniformly, then an ordered pair of distinct anchors uniformly in it.
@@ -332,16 +372,21 @@ def split_merge_move(
         log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both) + model.log_split_ratio(side_i, side_j, label_i, label_j))
 
     # The pair probability g({A, B}) in the split state: now for a merge; for a split, in the
-    # proposed state, with j's side in an extra row (so it is right even when no slot is free).
-    def with_sides(leaf, row_i, row_j):
-        return jnp.concatenate([leaf.at[split_slot].set(row_i), row_j[None]], axis=0)
-
-    split_stats = jax.tree_util.tree_map(with_sides, stats, side_i, side_j)
-    split_counts = with_sides(counts, size_i.astype(counts.dtype), size_j.astype(counts.dtype))
-    split_movable = jnp.concatenate([movable, jnp.ones((1,), bool)])
-    log_pair_split = _log_pair_probabilities(
-        merge_gains(model.log_marginal, split_stats, split_counts, log_alpha, split_movable), n_clusters + 1)
-    log_g = jnp.where(is_split, log_pair_split[split_slot, n_slots], log_pair_now[pair_low, pair_high])
+    # proposed state, whose gains differ from the current ones in the rows of A (in C's slot) and
+    # B (a new slot), and in the pair (A, B) — computed even when no slot is free.
+    single_marginal = jax.vmap(model.log_marginal)(stats)
+    slots = jnp.arange(n_slots)
+    against = partial(_gains_against, model.log_marginal, stats=stats, counts=counts, single_marginal=single_marginal,
+                      log_alpha=log_alpha)
+    others = active & (slots != split_slot)
+    row_a = against(side_i, size_i, valid=others)
+    row_b = against(side_j, size_j, valid=others)
+    pair_ab = against(side_i, size_i, stats=_tree_rows(side_j, None), counts=size_j[None],
+                      single_marginal=model.log_marginal(side_j)[None], valid=jnp.ones((1,), bool))[0]
+    kept = jnp.where((slots[:, None] == split_slot) | (slots[None, :] == split_slot), -jnp.inf, pairs_now)
+    log_total_split = _log_sum_exp(jnp.concatenate([kept.reshape(-1), row_a, row_b, pair_ab[None]]))
+    log_g = jnp.where(is_split, _log_pair_probability(pair_ab, log_total_split, n_clusters + 1),
+                      log_pair_now[pair_low, pair_high])
     n_merged_clusters = jnp.where(is_split, n_clusters, n_clusters - 1).astype(dtype)
     log_split_proposal = _log_split_proposal(n_merged_clusters, size_both, log_q)
     log_merge_proposal = _log_merge_proposal(log_g, size_i, size_j)
@@ -357,9 +402,19 @@ def split_merge_move(
     target = jnp.where(is_split, new_slot, label_j)
     assignments = jnp.where(accepted & moved, target, assignments)
     counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), assignments, num_segments=n_slots)
+    # The gains of the new partition: an accepted split puts A's row in C's slot and B's in the
+    # new one; an accepted merge empties i's slot and gives j's the merged cluster's row.
+    merged_stats = jax.tree_util.tree_map(jnp.add, side_i, side_j)
+    row_merged = against(merged_stats, size_both, valid=active & (slots != label_i) & (slots != label_j))
+    split_gains = _set_row(_set_row(gains, split_slot, row_a), new_slot, row_b)
+    split_gains = split_gains.at[split_slot, new_slot].set(pair_ab).at[new_slot, split_slot].set(pair_ab)
+    merge_gains_after = _set_row(_set_row(gains, label_i, jnp.full((n_slots,), -jnp.inf, gains.dtype)),
+                                 label_j, row_merged)
+    gains = jnp.where(accepted & is_split, split_gains, jnp.where(accepted, merge_gains_after, gains))
     return MoveResult(assignments=assignments, counts=counts, split_proposed=is_split & possible,
                       merge_proposed=~is_split & possible, accepted=accepted, overflow=overflow,
-                      anchor_i=i.astype(jnp.int32), anchor_j=j.astype(jnp.int32), stats_i=side_i, stats_j=side_j)
+                      anchor_i=i.astype(jnp.int32), anchor_j=j.astype(jnp.int32), stats_i=side_i, stats_j=side_j,
+                      gains=gains)
 
 
 def count_move(moves: SplitMergeMoves, result: MoveResult) -> SplitMergeMoves:
@@ -398,10 +453,17 @@ def split_merge_moves(
     model = family_side_model(family, data)
     log_alpha = jnp.log(alpha).astype(data.dtype)
 
-    def move(carry, move_index):
-        assignments, counts, moves, overflow = carry
-        result = split_merge_move(model, jax.random.fold_in(rng_key, move_index), assignments, counts, log_alpha)
-        return (result.assignments, result.counts, count_move(moves, result), overflow | result.overflow), None
+    stats = jax.tree_util.tree_map(lambda leaf: jax.ops.segment_sum(leaf, assignments, num_segments=counts.shape[0]),
+                                   model.point_stats)
 
-    start = (assignments, counts, no_moves(), jnp.zeros((), bool))
-    return jax.lax.scan(move, start, jnp.arange(n_moves))[0]
+    def move(carry, move_index):
+        assignments, counts, gains, moves, overflow = carry
+        result = split_merge_move(model, jax.random.fold_in(rng_key, move_index), assignments, counts, log_alpha,
+                                  gains=gains)
+        return (result.assignments, result.counts, result.gains, count_move(moves, result),
+                overflow | result.overflow), None
+
+    start = (assignments, counts, merge_gains(model.log_marginal, stats, counts, log_alpha), no_moves(),
+             jnp.zeros((), bool))
+    assignments, counts, _, moves, overflow = jax.lax.scan(move, start, jnp.arange(n_moves))[0]
+    return assignments, counts, moves, overflow

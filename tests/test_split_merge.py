@@ -5,7 +5,8 @@ posterior (helpers of ``tests/test_neal.py``), and two deliberately broken Hasti
 merge's pair probability left out, the allocation probability q left out — must fail the same
 check. Purpose: a partition over-split into many pieces of a few tight groups is merged back in
 a few dozen moves, where pairs drawn uniformly (Jain & Neal's choice) have merged few of them.
-Also: Δ_ab against a direct computation, moves restricted to movable slots, the outcome
+Also: Δ_ab against a direct computation, the gains carried from move to move equal those
+computed afresh, moves restricted to movable slots, the outcome
 independent of the capacity, and overflow.
 """
 
@@ -111,8 +112,8 @@ def test_merge_gains_match_a_direct_computation():
         merged = np.where(assignments == a, b, assignments)
         np.testing.assert_allclose(gains[a, b], log_posterior(merged) - log_posterior(assignments), rtol=1e-4,
                                    atol=1e-3)
-    finite = np.isfinite(gains)
-    assert finite.sum() == 3 and np.all(np.argwhere(finite)[:, 0] < np.argwhere(finite)[:, 1])
+        np.testing.assert_allclose(gains[b, a], gains[a, b])
+    assert np.isfinite(gains).sum() == 6  # the three pairs of the active slots, both ways
 
 
 def over_split_groups(seed=0, n_groups=6, n_per_group=20, n_pieces=4, n_features=8):
@@ -177,3 +178,28 @@ def test_an_accepted_split_without_a_free_slot_is_an_overflow_that_changes_nothi
         assignments, counts, moves, overflow = run_moves(FAMILY_1D, data, labels, 6, n_slots, seed=3)
         assert bool(overflow) == expect_overflow
         assert int(jnp.sum(counts > 0)) == (1 if expect_overflow else 2)
+
+
+def test_gains_carried_from_move_to_move_equal_those_computed_afresh():
+    data, _, labels = over_split_groups(seed=2, n_groups=3, n_pieces=3)
+    family = normal_gamma(data.shape[1])
+    model = split_merge.family_side_model(family, jnp.asarray(data))
+    n_slots = 16
+    counts = jnp.asarray(np.bincount(labels, minlength=n_slots), jnp.int32)
+    log_alpha = jnp.log(jnp.float32(1.0))
+
+    def fresh(assignments, counts):
+        stats = jax.tree_util.tree_map(lambda leaf: jax.ops.segment_sum(leaf, assignments, n_slots), model.point_stats)
+        return split_merge.merge_gains(family.log_marginal, stats, counts, log_alpha)
+
+    step = jax.jit(partial(split_merge.split_merge_move, model))
+    assignments, gains, n_accepted = jnp.asarray(labels), None, 0
+    for move in range(30):
+        result = step(jax.random.key(move), assignments, counts, log_alpha, gains=gains)
+        assignments, counts, gains = result.assignments, result.counts, result.gains
+        n_accepted += int(result.accepted)
+        expected = np.asarray(fresh(assignments, counts))
+        np.testing.assert_array_equal(np.isfinite(np.asarray(gains)), np.isfinite(expected))
+        finite = np.isfinite(expected)
+        np.testing.assert_allclose(np.asarray(gains)[finite], expected[finite], rtol=1e-4, atol=1e-2)
+    assert n_accepted >= 3

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from inference.split_merge import SideModel, count_move, no_moves, split_merge_move
+from inference.split_merge import SideModel, count_move, merge_gains, no_moves, split_merge_move
 from zoo.dirichlet.supervised.conditionals import _active_variance_total, _LOG_2PI
 from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
 
@@ -116,7 +116,7 @@ def _rest(means, active, slots, slot_i, slot_j):
             jnp.sum(jnp.where(rest[:, None], means * means, 0.0), axis=0))
 
 
-def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_alpha, context):
+def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_alpha, context, gains):
     """One split or merge of test publications (:func:`inference.split_merge.split_merge_move`:
     informed merges, sequentially allocated splits), then the block's means.
 
@@ -125,14 +125,16 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     publications (slots >= the training publications) are split or merged. Whatever the
     outcome, the means of the publications then holding the two anchors are drawn from their
     conditional (jointly when there are two), so the move is a block update of the test
-    partition and those means. Returns (carry, MoveResult).
+    partition and those means. ``gains`` are the merge gains of the partition (see
+    :func:`inference.split_merge.split_merge_move`). Returns (carry, MoveResult).
     """
     dtype = features.dtype
     key_move, key_means = jax.random.split(rng_key)
     clusters, counts, means = carry.clusters, carry.cluster_counts, carry.means
     slots = jnp.arange(counts.shape[0])
     model = _side_model(config, features, context, means, counts)
-    result = split_merge_move(model, key_move, clusters, counts, log_alpha, movable=slots >= n_train_clusters)
+    result = split_merge_move(model, key_move, clusters, counts, log_alpha, movable=slots >= n_train_clusters,
+                              gains=gains)
     proposed = result.split_proposed | result.merge_proposed
     # The means of the publications now holding i and j, drawn from their conditional given the
     # other publications (those of the state before the move; one mean or two).
@@ -168,12 +170,18 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
         coupling=coupling if config.model == 3 else jnp.zeros_like(coupling),
     )
     log_alpha = jnp.log(alpha).astype(features.dtype)
+    counts = carry.cluster_counts
+    movable = jnp.arange(counts.shape[0]) >= n_train_clusters
+    model = _side_model(config, features, context, carry.means, counts)
+    stats = jax.tree_util.tree_map(
+        lambda leaf: jax.ops.segment_sum(leaf, carry.clusters, num_segments=counts.shape[0]), model.point_stats)
 
     def move(state, move_index):
-        carry, moves = state
+        carry, gains, moves = state
         carry, result = _split_merge_move(config, jax.random.fold_in(rng_key, move_index), carry, features,
-                                          n_train_clusters, log_alpha, context)
-        return (carry, count_move(moves, result)), None
+                                          n_train_clusters, log_alpha, context, gains)
+        return (carry, result.gains, count_move(moves, result)), None
 
-    (carry, moves), _ = jax.lax.scan(move, (carry, no_moves()), jnp.arange(config.n_split_merge))
+    start = (carry, merge_gains(model.log_marginal, stats, counts, log_alpha, movable), no_moves())
+    (carry, _, moves), _ = jax.lax.scan(move, start, jnp.arange(config.n_split_merge))
     return carry, moves
