@@ -2,7 +2,7 @@
 
 Target: the partition posterior with the component parameters integrated out,
 
-    p(z | x, α) ∝ α^K Π_k Γ(n_k) m(x_k),                                     (Neal 2000, eq. 3.6)
+    p(z | x, α) ∝ α^K Π_k Γ(n_k) m(x_k)                        (the CRP prior times the marginals)
 
 m the family's marginal likelihood. One move (:func:`split_merge_move`) either splits one cluster
 in two or merges two, and is accepted by Metropolis–Hastings. Each move visits only the points of
@@ -20,7 +20,7 @@ pair of clusters {a, b} from
 
 P the number of pairs and s = :data:`UNIFORM_SHARE` (the uniform part keeps the reverse of any
 split likely enough); every Δ_ab is computed from the clusters' statistics (K² marginal
-likelihoods). A split picks one of the K clusters uniformly. Both probabilities are computed in
+likelihoods at the first move of a run, then only the rows of the clusters a move touched). A split picks one of the K clusters uniformly. Both probabilities are computed in
 the state the move starts from and in the state it proposes, so they enter the Hastings ratio
 exactly.
 
