@@ -71,7 +71,6 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -368,8 +368,8 @@ def split_merge_move(
     n_visits = jnp.where(possible, jnp.sum(in_play), 0)
     side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, n_visits, allocate, start)
     size_both = size_i + size_j
-    log_posterior_ratio = (  # log p(split) - log p(merged)
-        log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both) + model.log_split_ratio(side_i, side_j, label_i, label_j))
+    log_crp_ratio = log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
+    log_posterior_ratio = log_crp_ratio + model.log_split_ratio(side_i, side_j, label_i, label_j)  # split / merged
 
     # The pair probability g({A, B}) in the split state: now for a merge; for a split, in the
     # proposed state, whose gains differ from the current ones in the rows of A (in C's slot) and
@@ -381,8 +381,9 @@ def split_merge_move(
     others = active & (slots != split_slot)
     row_a = against(side_i, size_i, valid=others)
     row_b = against(side_j, size_j, valid=others)
-    pair_ab = against(side_i, size_i, stats=_tree_rows(side_j, None), counts=size_j[None],
-                      single_marginal=model.log_marginal(side_j)[None], valid=jnp.ones((1,), bool))[0]
+    merged_stats = jax.tree_util.tree_map(jnp.add, side_i, side_j)
+    pair_ab = -(log_crp_ratio + model.log_marginal(side_i) + model.log_marginal(side_j)
+                - model.log_marginal(merged_stats))  # Δ of merging A and B, as merge_gains has it
     kept = jnp.where((slots[:, None] == split_slot) | (slots[None, :] == split_slot), -jnp.inf, pairs_now)
     log_total_split = _log_sum_exp(jnp.concatenate([kept.reshape(-1), row_a, row_b, pair_ab[None]]))
     log_g = jnp.where(is_split, _log_pair_probability(pair_ab, log_total_split, n_clusters + 1),
@@ -404,7 +405,6 @@ def split_merge_move(
     counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), assignments, num_segments=n_slots)
     # The gains of the new partition: an accepted split puts A's row in C's slot and B's in the
     # new one; an accepted merge empties i's slot and gives j's the merged cluster's row.
-    merged_stats = jax.tree_util.tree_map(jnp.add, side_i, side_j)
     row_merged = against(merged_stats, size_both, valid=active & (slots != label_i) & (slots != label_j))
     split_gains = _set_row(_set_row(gains, split_slot, row_a), new_slot, row_b)
     split_gains = split_gains.at[split_slot, new_slot].set(pair_ab).at[new_slot, split_slot].set(pair_ab)
