@@ -50,6 +50,8 @@ chains spread over devices the same way (:func:`inference.chains.sample_chains`,
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -155,12 +157,20 @@ def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, 
         better = score < state.best_score
         keep = partial(jnp.where, better)
         index = state.iteration
+        best_params = jax.tree_util.tree_map(keep, new_params, state.best_params)
+        next_params, previous_log_lik = new_params, log_lik
+        if getattr(schedule, "restarts_from_best", False):
+            # TemperedEM starts each lower β from the best parameters so far (H99 §4: EM with
+            # early stopping, then lower β); convergence is not judged across the jump.
+            from_best = partial(jnp.where, schedule_state.from_best)
+            next_params = jax.tree_util.tree_map(from_best, best_params, new_params)
+            previous_log_lik = from_best(jnp.asarray(-jnp.inf, dtype), log_lik)
         return FitState(
-            params=new_params,
+            params=next_params,
             iteration=index + 1,
             schedule=schedule_state,
-            previous_log_lik=log_lik,
-            best_params=jax.tree_util.tree_map(keep, new_params, state.best_params),
+            previous_log_lik=previous_log_lik,
+            best_params=best_params,
             best_score=keep(score, state.best_score),
             best_beta=keep(beta, state.best_beta),
             best_iteration=keep(index, state.best_iteration),
@@ -312,30 +322,71 @@ class EMResult:
         )
 
 
+class _DeferredInterrupt:
+    """Ctrl-C while EM runs: remembered, and acted on at the end of the current segment.
+
+    The segment step donates its input state, so a ``KeyboardInterrupt`` raised while a segment
+    is dispatched or running would leave only deleted buffers behind. Inside this context the
+    first SIGINT sets ``requested`` instead; the driver checks it between segments and returns
+    the last finished one. A second SIGINT restores the previous handler and raises
+    ``KeyboardInterrupt`` at once (the fit is abandoned). Signal handlers can only be set from
+    the main thread, where Python delivers SIGINT; elsewhere the context does nothing.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> "_DeferredInterrupt":
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is not None:  # None: a handler set outside Python, which could not be restored
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
 def _run_segments(advance, states, *, max_iter, segment, time_budget, progress):
-    """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C."""
+    """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C.
+
+    ``advance`` may donate its input: ``states`` is replaced only by a segment that has finished,
+    and Ctrl-C is acted on between segments (:class:`_DeferredInterrupt`), so the states returned
+    are always those of the last finished segment.
+    """
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
     stopped_by = "max_iter"
     stop_at = 0
-    with tqdm(total=max_iter, disable=not progress, desc="EM", unit="it") as bar:
-        try:
-            while stop_at < max_iter:
-                stop_at = min(stop_at + segment, max_iter)
-                advanced = advance(states, stop_at)
-                finished = np.asarray(advanced.done)
-                iterations = int(np.max(np.asarray(advanced.iteration)))
-                states = advanced
-                bar.update(iterations - bar.n)
-                if finished.all():
-                    stopped_by = "converged"
-                    break
-                if time_budget is not None and time.perf_counter() - start > time_budget:
-                    stopped_by = "time_budget"
-                    break
-        except KeyboardInterrupt:
-            stopped_by = "interrupted"
+    with tqdm(total=max_iter, disable=not progress, desc="EM", unit="it") as bar, _DeferredInterrupt() as interrupt:
+        while stop_at < max_iter:
+            stop_at = min(stop_at + segment, max_iter)
+            advanced = advance(states, stop_at)
+            finished = np.asarray(advanced.done)
+            iterations = int(np.max(np.asarray(advanced.iteration)))
+            states = advanced
+            bar.update(iterations - bar.n)
+            if finished.all():
+                stopped_by = "converged"
+                break
+            if interrupt.requested:
+                stopped_by = "interrupted"
+                break
+            if time_budget is not None and time.perf_counter() - start > time_budget:
+                stopped_by = "time_budget"
+                break
     return states, stopped_by
 
 
@@ -417,8 +468,9 @@ def tempered_em(
         Show a tqdm progress bar over iterations.
     segment : int
         Iterations per jitted call; between calls the driver updates the progress bar, checks
-        the time budget and can be interrupted with Ctrl-C, which returns the iterations
-        finished so far (``result.stopped_by == "interrupted"``) instead of losing them.
+        the time budget and acts on Ctrl-C: the first one returns the iterations finished by the
+        end of the current segment (``result.stopped_by == "interrupted"``) instead of losing
+        them; a second one abandons the fit with ``KeyboardInterrupt``.
 
     Returns
     -------

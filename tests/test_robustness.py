@@ -6,12 +6,16 @@ parameters are built in float32 explicitly, and they set the fit's working preci
 fits are float32 ones under x64 too (``LATENTZOO_X64=1``).
 """
 
+import os
+import signal
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from inference.em import tempered_em
+from inference.em import _DeferredInterrupt, tempered_em
 from inference.schedules import FixedBeta
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect, AspectParams
@@ -102,3 +106,39 @@ def test_more_clusters_than_distinct_rows_stay_finite(name):
              "cam": ClusterAbstraction(depth=2, branching=2, backend="xla")}[name]
     result = fit_float32(model, data, jax.random.key(3), max_iter=60, tol=0.0)
     assert_finite_fit(result, data)
+
+
+def test_ctrl_c_during_em_returns_the_finished_segments():
+    # A real SIGINT while segments of one iteration run back to back: the fit returns the state of
+    # the last finished segment (the segment step donates its input, so never the input it was
+    # given), with its history, and the previous SIGINT handler is back afterwards.
+    data = CoOccurrence.from_dense(np.random.default_rng(0).poisson(0.5, size=(200, 300)))
+    options = dict(key=jax.random.key(0), schedule=FixedBeta(1.0), tol=0.0, segment=1, max_iter=50_000)
+    tempered_em(Aspect(8, backend="xla"), data, time_budget=0.01, **options)  # compiled before the timer starts
+    handler = signal.getsignal(signal.SIGINT)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:  # the time budget only guards against a hang: the interrupt comes first
+        result = tempered_em(Aspect(8, backend="xla"), data, time_budget=30.0, **options)
+    finally:
+        timer.cancel()
+    assert result.stopped_by == "interrupted", (result.stopped_by, result.n_iter)
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert 0 < result.n_iter < 50_000
+    assert np.isfinite(result.history["log_lik"]).all() and len(result.history["log_lik"]) == result.n_iter
+    assert np.all(np.diff(result.history["log_lik"]) >= -1e-3 * np.abs(result.history["log_lik"][1:]))
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree_util.tree_leaves(result.params))
+    assert np.isfinite(result.log_likelihood(data))
+
+
+def test_a_second_ctrl_c_abandons_the_fit():
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with _DeferredInterrupt() as interrupt:
+            os.kill(os.getpid(), signal.SIGINT)
+            while not interrupt.requested:
+                pass  # the handler runs between bytecodes
+            os.kill(os.getpid(), signal.SIGINT)
+            while True:
+                pass
+    assert signal.getsignal(signal.SIGINT) is handler
