@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from inference.em import device_mesh
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
-from zoo._validation import check_choice, check_int, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real
 
 __all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
 
@@ -226,6 +226,7 @@ def sample_chains(
     CapacityError
         With ``on_overflow="raise"``, when a chain needed more than ``max_clusters`` clusters.
     """
+    rng_key = check_key("rng_key", rng_key)
     n_warmup = check_int("n_warmup", n_warmup, minimum=0)
     n_draws = check_int("n_draws", n_draws, minimum=1)
     thin = check_int("thin", thin, minimum=1)

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln, polygamma
 
-from zoo._validation import as_index_array, check_int, check_real
+from zoo._validation import as_index_array, check_int, check_key, check_real
 
 __all__ = [
     "GammaPrior",
@@ -150,8 +150,7 @@ def _working_dtype(alpha: Any) -> Any:
 
 
 def _check_key(rng_key: Any) -> None:
-    if not isinstance(rng_key, jax.Array):
-        raise TypeError(f"rng_key: expected a jax PRNG key, got {type(rng_key).__name__}")
+    check_key("rng_key", rng_key)
 
 
 def escobar_west_update(

@@ -63,7 +63,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_int, check_real
+from zoo._validation import check_int, check_key, check_real
 from zoo.data import CoOccurrence
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
@@ -488,8 +488,7 @@ def tempered_em(
         raise TypeError(f"schedule: expected FixedBeta, TemperedEM or DeterministicAnnealing, got {schedule!r}")
     if schedule.needs_validation and valid is None:
         raise ValueError("valid: TemperedEM chooses β on held-out data; pass valid= (e.g. from data.split_tokens)")
-    if key is None:
-        raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+    key = check_key("key", key)
     if init is not None and n_restarts != 1:
         raise ValueError("n_restarts: must be 1 when init= fixes the starting point")
     mesh = device_mesh(devices)

@@ -26,17 +26,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inference import concentration, partitions
+from inference.chains import sample_chains
 from inference.em import tempered_em
-from inference.enumerated import EnumeratedEM, ProgramData
+from inference.enumerated import EnumeratedEM
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo import baselines, metrics
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 from zoo.dyadic.aspect import Aspect, AspectParams
+from zoo.dyadic.cluster_abstraction import anneal_tree
 from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_result, save_result
+from zoo.dirichlet.families import normal_gamma
+from zoo.dirichlet.mixture import DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
 from zoo.relational.data import Domain, RelationalData, Relation
+from zoo.relational.evaluation import cross_validated_log_loss, leave_one_out_log_loss
 from zoo.relational.infinite import InfiniteRelational
 from zoo.relational.latent_class import LatentClassRelational
 from zoo.report import write_report
@@ -707,6 +712,58 @@ def test_a_constant_feature_gets_an_absolute_variance_floor():
     result = tempered_em(GaussianMixture(2), CONSTANT_FEATURE, key=KEY, max_iter=3)
     for leaf in jax.tree_util.tree_leaves(result.params):
         assert np.isfinite(np.asarray(leaf)).all()
+
+
+# ----------------------------------------------------------------------------- PRNG keys
+RELATIONAL = RelationalData.from_adjacency((np.arange(16).reshape(4, 4) % 3 == 0).astype(int))
+POINTS = np.array([[0.0, 1.0], [0.5, 1.5], [4.0, 5.0], [4.5, 5.5]])
+#: Every public entry point that takes randomness, called with ``key`` (named as it is there).
+KEY_ENTRY_POINTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "tempered_em": ("key", lambda key: tempered_em(ASPECT, TRAIN, key=key, max_iter=2)),
+    "LatentClassRelational.fit": ("key", lambda key: LatentClassRelational(2).fit(RELATIONAL, key=key)),
+    "LatentClassRelational.predict_held_out": (
+        "key", lambda key: LatentClassRelational(2).predict_held_out(RELATIONAL, np.array([[0]]), key=key)),
+    "InfiniteRelational.sample": ("key", lambda key: InfiniteRelational().sample(RELATIONAL, key=key, n_sweeps=2)),
+    "InfiniteRelational.predict_held_out": (
+        "key", lambda key: InfiniteRelational().predict_held_out(RELATIONAL, np.array([[0]]), key=key, n_sweeps=2)),
+    "leave_one_out_log_loss": ("key", lambda key: leave_one_out_log_loss(LatentClassRelational(2), RELATIONAL, key=key)),
+    "cross_validated_log_loss": (
+        "key", lambda key: cross_validated_log_loss(LatentClassRelational(2), RELATIONAL, key=key)),
+    "DPMixture.fit": ("rng_key", lambda key: DPMixture(normal_gamma(2)).fit(POINTS, key, n_draws=2, progress=False)),
+    "SupervisedDP.fit": ("key", lambda key: SupervisedDP().fit(POINTS[:2], [0, 1], POINTS[2:], key=key, n_sweeps=2)),
+    "SupervisedDP.fit_distances": (
+        "key", lambda key: SupervisedDP().fit_distances(np.ones((1, 4, 4)) - np.eye(4), [0, 1], key=key)),
+    "sample_chains": ("rng_key", lambda key: sample_chains(key, lambda *args: args, {"x": jnp.zeros((2, 1))}, None)),
+    "cdp_partition": ("key", lambda key: baselines.cdp_partition(POINTS, key=key)),
+    "anneal_tree": ("key", lambda key: anneal_tree(DATA, key=key, max_leaves=2)),
+    "escobar_west_update": ("rng_key", lambda key: concentration.escobar_west_update(key, 1.0, 2, 5, PRIOR)),
+    "AspectEstimator.fit": ("random_state", lambda key: AspectEstimator(2, random_state=key).fit(X_COUNTS)),
+}
+BAD_KEYS = st.one_of(
+    st.integers(), st.floats(), st.text(max_size=4), st.booleans(),
+    st.sampled_from([
+        None, [0, 1], (0, 1), {"key": 0}, b"\x00\x01", np.zeros(2, np.uint32), np.array(0), np.zeros((), np.uint32),
+        jnp.zeros(2), jnp.zeros(2, jnp.int32), jnp.zeros(3, jnp.uint32), jnp.asarray(0, jnp.uint32),
+        jax.random.split(jax.random.key(0), 2), jax.random.split(jax.random.key(0), (2, 2)),
+        jax.random.split(jax.random.PRNGKey(0), 2), jax.random.key_data(jax.random.key(0))[None],
+    ]),
+)
+
+
+@counted(200)
+@settings(FUZZ, max_examples=200)
+@given(st.sampled_from(sorted(KEY_ENTRY_POINTS)), BAD_KEYS)
+def test_prng_keys(entry_point, key):
+    name, call = KEY_ENTRY_POINTS[entry_point]
+    if name == "random_state" and not isinstance(key, jax.Array):
+        key = jnp.zeros(2)  # seeds are valid random_state values (scikit-learn's convention): a non-key JAX array
+    rejects(lambda: call(key), name)
+
+
+def test_one_key_of_either_kind_is_accepted():
+    for key in (jax.random.key(3), jax.random.PRNGKey(3)):
+        CASES["count"] += 1
+        assert np.isfinite(tempered_em(ASPECT, TRAIN, key=key, max_iter=2).history["log_lik"]).all()
 
 
 def test_at_least_a_thousand_cases():

@@ -19,6 +19,7 @@ __all__ = [
     "check_real",
     "check_fractions",
     "check_choice",
+    "check_key",
 ]
 
 
@@ -169,4 +170,45 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """Check that ``value`` is one of ``choices``."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name}: must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+KEY_EXPECTED = "a single JAX PRNG key: jax.random.key(seed), or a legacy jax.random.PRNGKey(seed) (uint32[2])"
+
+
+def check_key(name: str, value: Any) -> Any:
+    """Return ``value`` if it is one JAX PRNG key, else raise naming ``name``.
+
+    A key is a typed key array of shape () (``jax.random.key(seed)``) or a legacy raw key, a JAX
+    ``uint32`` array of shape (2,) (``jax.random.PRNGKey(seed)``). Integer seeds are refused, as
+    are NumPy arrays and batches of keys: randomness is always passed as a key, and a seed is
+    turned into one explicitly (``jax.random.key(0)``). ``None`` raises ``ValueError`` (a key is
+    required), every other wrong type ``TypeError``, a batch of keys ``ValueError``. Only the array's type, dtype and shape are
+    read, so traced keys pass too; no JAX computation runs.
+    """
+    import jax  # jax is imported by every caller; kept out of this module's import for NumPy-only users
+
+    if value is None:  # a missing key, as before this check: ValueError
+        raise ValueError(f"{name}: a key is required, {KEY_EXPECTED.replace('a single ', 'one ')}")
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected {KEY_EXPECTED}, got bool {value!r}")
+    if isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name}: expected {KEY_EXPECTED}, got the int {value!r}; "
+                        f"an integer seed is not accepted, pass jax.random.key({int(value)})")
+    if not isinstance(value, jax.Array):
+        kind = "a NumPy array" if isinstance(value, np.ndarray) else type(value).__name__
+        raise TypeError(f"{name}: expected {KEY_EXPECTED}, got {kind} {value!r:.60}")
+    shape = tuple(value.shape)
+    if jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+        if shape != ():
+            raise ValueError(f"{name}: expected a single key, got a batch of keys of shape {shape}; "
+                             f"pass one of them (e.g. {name}[0])")
+        return value
+    if value.dtype != np.uint32:
+        raise TypeError(f"{name}: expected {KEY_EXPECTED}, got a JAX array of dtype {value.dtype}")
+    if shape != (2,):
+        if len(shape) >= 2 and shape[-1] == 2:
+            raise ValueError(f"{name}: expected a single key, got a batch of legacy keys of shape {shape}; "
+                             f"pass one of them (e.g. {name}[0])")
+        raise ValueError(f"{name}: expected {KEY_EXPECTED}, got a uint32 array of shape {shape}")
     return value

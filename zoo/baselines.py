@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from zoo._validation import as_float_array, check_int, check_real
+from zoo._validation import as_float_array, check_int, check_key, check_real
 from zoo.metrics import clustering_scores
 
 __all__ = [
@@ -247,6 +247,7 @@ def cdp_partition(
     from inference.concentration import GammaPrior
     from zoo.dirichlet.mixture import DPMixture
 
+    key = check_key("key", key)
     test = as_float_array("test_features", test_features, ndim=2)
     model = DPMixture(
         unit_variance_gaussian(test.shape[1], prior_variance=prior_variance),

@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.em import EMResult, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_choice, check_int, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction
@@ -84,9 +84,7 @@ def jax_key(random_state: Any) -> Any:
     jax PRNG key
     """
     if type(random_state).__module__.startswith(("jax", "jaxlib")):
-        if not jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
-            raise TypeError("random_state: a JAX array that is not a PRNG key; use jax.random.key(seed)")
-        return random_state
+        return check_key("random_state", random_state)
     if random_state is None:
         random_state = np.random.mtrand._rand
     if isinstance(random_state, np.random.RandomState):

@@ -37,7 +37,7 @@ from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from zoo._validation import as_index_array, check_choice, check_int, check_real
+from zoo._validation import as_index_array, check_choice, check_int, check_key, check_real
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 
@@ -368,6 +368,7 @@ class DPMixture:
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         n_chains = check_int("n_chains", n_chains, minimum=1)
+        rng_key = check_key("rng_key", rng_key)
         key_init, key_labels, key_chains = jax.random.split(rng_key, 3)
         seed = int(jax.random.randint(key_labels, (), 0, np.iinfo(np.int32).max))
         labels = self._initial_labels(init, n_chains, array.shape[0], np.random.default_rng(seed))

@@ -53,7 +53,7 @@ from numpyro import handlers
 from numpyro.ops.indexing import Vindex
 
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
-from zoo._validation import check_choice, check_int, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
 from zoo.dyadic.predictive import conditional_log_lik
 
@@ -689,8 +689,7 @@ def anneal_tree(
             raise TypeError(f"valid: expected a zoo.data.CoOccurrence, got {type(valid).__name__}")
         if valid.shape != data.shape:
             raise ValueError(f"valid: shape {valid.shape} differs from data shape {data.shape}")
-    if key is None:
-        raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+    key = check_key("key", key)
     key_init, key_perturb = jax.random.split(key)
     generator = as_numpy_rng(key_perturb, "key")
 

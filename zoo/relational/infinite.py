@@ -52,7 +52,7 @@ from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, p
                                 ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
-from zoo._validation import check_choice, check_int, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 from zoo.relational.latent_class import flat_cells
 
@@ -851,8 +851,7 @@ class InfiniteRelational:
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
-        if key is None:
-            raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+        key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
         schema = data.schema
@@ -896,8 +895,7 @@ class InfiniteRelational:
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
-        if key is None:
-            raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+        key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
         schema = data.schema

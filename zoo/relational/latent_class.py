@@ -64,7 +64,7 @@ from numba import njit
 from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                 ret_buffer, write_element)
 from inference.sparse import resolve_backend
-from zoo._validation import check_choice, check_int, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 
 __all__ = [
@@ -923,8 +923,7 @@ class LatentClassRelational:
         max_passes = check_int("max_passes", max_passes, minimum=1)
         tol = check_real("tol", tol, low=0.0)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
-        if key is None:
-            raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+        key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
         n_classes = self.classes_for(schema)
@@ -971,8 +970,7 @@ class LatentClassRelational:
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         max_passes = check_int("max_passes", max_passes, minimum=1)
         tol = check_real("tol", tol, low=0.0)
-        if key is None:
-            raise ValueError("key: a JAX PRNG key is required (e.g. jax.random.key(0))")
+        key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)

@@ -17,7 +17,7 @@ from inference import diagnostics
 from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
-from zoo._validation import as_index_array, check_choice, check_int, check_real
+from zoo._validation import as_index_array, check_choice, check_int, check_key, check_real
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
@@ -323,8 +323,7 @@ class SupervisedDP:
             :attr:`SupervisedDPFit.mixing`).
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
-        if not isinstance(key, jax.Array):
-            raise TypeError(f"key: expected a jax PRNG key, got {type(key).__name__}")
+        key = check_key("key", key)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
         if n_warmup is None:
