@@ -298,17 +298,31 @@ class EMResult:
         """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters."""
         return float(self.model.log_likelihood(self.params, self._arrays(data)))
 
-    def heldout_log_likelihood(self, data: Any) -> float:
-        """Σ n log P(y|x) of held-out counts (rows known from training)."""
+    def heldout_log_likelihood(self, data: Any, *, floor: float | None = None) -> float:
+        """Σ n log P(y|x) of held-out counts (rows known from training).
+
+        Models with ``heldout_evaluation`` (the dyadic models) count held-out tokens of
+        probability 0 instead of flooring them: the result is -inf when there are any (with a
+        warning), unless ``floor`` sets an explicit floor under P(y|x).
+        """
+        evaluate = getattr(self.model, "heldout_evaluation", None)
+        if evaluate is not None:
+            return evaluate(self.params, data, floor=floor).log_lik
+        if floor is not None:
+            raise TypeError(f"floor: {type(self.model).__name__} has no held-out evaluation with a floor")
         return float(self.model.heldout_log_lik(self.params, self._arrays(data)))
 
     def _arrays(self, data: Any) -> Any:
         # Evaluated in the precision of the fit, the parameters' dtype, as in tempered_em.
         return _in_dtype(self.model.prepare(data), _init_dtype(self.params), data)
 
-    def perplexity(self, data: Any) -> float:
-        """Held-out perplexity exp(-l), l = Σ n log P(y|x) / Σ n (H99 §5)."""
-        return float(np.exp(-self.heldout_log_likelihood(data) / _observation_count(data)))
+    def perplexity(self, data: Any, *, floor: float | None = None) -> float:
+        """Held-out perplexity exp(-l), l = Σ n log P(y|x) / Σ n (H99 §5).
+
+        inf when held-out tokens have probability 0 under the model (a warning says how many),
+        unless ``floor`` scores them at max(P(y|x), floor); see :meth:`heldout_log_likelihood`.
+        """
+        return float(np.exp(-self.heldout_log_likelihood(data, floor=floor) / _observation_count(data)))
 
     def history_dataset(self):
         """The history as an ``xarray.Dataset`` with an ``iteration`` dimension."""

@@ -111,6 +111,17 @@ def test_trees_know_their_paths():
     assert ClusterAbstraction(depth=2, branching=3).n_classes == 9
 
 
+def test_a_model_sized_by_its_number_of_leaves():
+    assert ClusterAbstraction(n_leaves=4).tree == Tree.complete(depth=2, branching=2)
+    assert ClusterAbstraction(n_leaves=9, branching=3).tree == Tree.complete(depth=2, branching=3)
+    odd = ClusterAbstraction(n_leaves=5).tree
+    assert odd.n_leaves == 5 and odd.depth == 3 and odd.parents == (-1, 0, 0, 1, 1, 2, 2, 3, 3)
+    with pytest.raises(ValueError, match="^n_leaves"):
+        ClusterAbstraction(n_leaves=4, branching=3)
+    with pytest.raises(ValueError, match="^depth: give one of depth, n_leaves or tree"):
+        ClusterAbstraction(depth=2, n_leaves=4)
+
+
 # ----------------------------------------------------------------------------- kernel = program
 @pytest.mark.parametrize("tree", [Tree.complete(1, 3), Tree.complete(2, 2), IRREGULAR])
 def test_kernel_log_likelihood_equals_enumerated_program(x64, tree):

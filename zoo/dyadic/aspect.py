@@ -10,6 +10,11 @@ re-estimation of the three distributions from expected counts (eq. 4). Tempered 
 likelihood term to β: P_β{c_ik = c} ∝ P(c) [P(x_i|c) P(y_k|c)]^β (H99 §4). Predictions for held-out
 tokens of known rows use P(y|x) = Σ_c P(c|x) P(y|c) with P(c|x) ∝ P(c) P(x|c) (H99 §2.4 table).
 
+MAP-EM. With ``prior_count`` c > 0 the M-step adds c pseudo-counts to every expected count,
+P(c) ∝ n(c) + c, P(x_i|c) ∝ n(x_i, c) + c, P(y_k|c) ∝ n(y_k, c) + c: the MAP estimate under
+symmetric Dirichlet(1 + c) priors (as the LRM's ``prior_count``), so no P(y|x) is ever 0. With
+c = 0 (the default) it is H99's maximum-likelihood EM.
+
 The file reads top to bottom: the NumPyro program (the specification, with an enumerated class
 per token), the parameters, the sufficient statistics, the E-step and M-step, fold-in.
 """
@@ -28,6 +33,7 @@ import numpyro.distributions as dist
 from inference.sparse import cell_stats, resolve_backend
 from zoo._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
+from zoo.dyadic.predictive import HeldOut, heldout_evaluation
 
 __all__ = ["Aspect", "AspectParams"]
 
@@ -123,8 +129,10 @@ def _row_max_normalise(factors: Any) -> tuple[Any, Any]:
     return factors / safe, jnp.log(safe[:, 0])
 
 
-def _normalise_columns(stats: Any, fallback: Any) -> Any:
-    """Columns of ``stats`` divided by their sums; a class with no mass keeps ``fallback``."""
+def _normalise_columns(stats: Any, fallback: Any, prior_count: float = 0.0) -> Any:
+    """Columns of ``stats`` + ``prior_count`` divided by their sums; a class with no mass keeps
+    ``fallback`` (only possible without pseudo-counts)."""
+    stats = stats + prior_count
     totals = stats.sum(axis=0, keepdims=True)
     return jnp.where(totals > 0, stats / jnp.where(totals > 0, totals, 1.0), fallback)
 
@@ -146,6 +154,10 @@ class Aspect:
         W = P(x, c) and H = P(y|c)ᵀ.
     backend : {"auto", "xla", "numba"}
         Implementation of the sparse E-step (see :mod:`inference.sparse`).
+    prior_count : float ≥ 0
+        Pseudo-counts added to every expected count in the M-step (MAP-EM under symmetric
+        Dirichlet(1 + c) priors; module docstring). 0 is maximum-likelihood EM; any c > 0 keeps
+        every prediction P(y|x) > 0, so held-out perplexity needs no floor.
 
     Examples
     --------
@@ -161,11 +173,13 @@ class Aspect:
     n_classes: int
     update: str = "simultaneous"
     backend: str = "auto"
+    prior_count: float = 0.0
 
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)
         check_choice("update", self.update, ("simultaneous", "alternating"))
         check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
 
     program = staticmethod(aspect_program)
 
@@ -250,9 +264,10 @@ class Aspect:
                            backend=self.backend, eval_factors=(A_one, B_one), eval_needed=beta != 1.0)
         stats = _reduce(reduce, stats)
         log_lik = stats.eval_log_norm + self._scale_correction(arrays, log_rows, log_cols)
-        class_mass = stats.row_stats.sum(axis=0)  # Σ_ik n_ik P{c_ik = c}
+        prior_count = self.prior_count
+        class_mass = stats.row_stats.sum(axis=0) + prior_count  # Σ_ik n_ik P{c_ik = c} (+ c)
         class_prior = class_mass / class_mass.sum()
-        row_given_class = _normalise_columns(stats.row_stats, params.row_given_class)
+        row_given_class = _normalise_columns(stats.row_stats, params.row_given_class, prior_count)
         if self.update == "simultaneous":
             col_stats = stats.col_stats
         else:
@@ -262,10 +277,20 @@ class Aspect:
             col_stats = _reduce(reduce, cell_stats(A_new, B_new, arrays, want_rows=False, want_cols=True,
                                                    backend=self.backend).col_stats)
             # The second conditional M-step re-estimates P(c) together with P(y|c).
-            second_mass = col_stats.sum(axis=0)
+            second_mass = col_stats.sum(axis=0) + prior_count
             class_prior = second_mass / second_mass.sum()
-        col_given_class = _normalise_columns(col_stats, params.col_given_class)
+        col_given_class = _normalise_columns(col_stats, params.col_given_class, prior_count)
         return AspectParams(class_prior, row_given_class, col_given_class), log_lik
+
+    # ---------------------------------------------------------------- prediction
+    def predictive_factors(self, params: AspectParams) -> tuple[Any, Any]:
+        """(R, C) = (P(c|x_i), P(y_k|c)): P(y_k|x_i) = Σ_c R_ic C_kc (H99 §2.4)."""
+        return params.class_given_row(), params.col_given_class
+
+    def heldout_evaluation(self, params: AspectParams, data: CoOccurrence, *, floor: float | None = None) -> HeldOut:
+        """Σ n log P(y|x) of held-out ``data`` in float64, tokens of probability 0 counted
+        (:func:`zoo.dyadic.predictive.heldout_evaluation`: no hidden floor)."""
+        return heldout_evaluation(self, params, data, floor=floor)
 
     # ---------------------------------------------------------------- fold-in of new rows
     def fold_in(

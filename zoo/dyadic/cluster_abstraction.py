@@ -20,8 +20,13 @@ as they are (H99 §4): eq. 11 becomes ∝ P(a_ν|c_α, x_i) P(y_k|a_ν)^β and e
 ∝ P(c_α) ∏_k [Σ_ν P(a_ν|c_α, x_i) P(y_k|a_ν)^β]^{n(x_i, y_k)}. With a single level this is the
 one-sided model's n → β·n (HP98 §5). At small β the aspect posteriors follow the level weights.
 
-A tree is either complete (depth and branching) or grown by deterministic annealing (H99 §3
-footnote 2, Rose et al. 1990): :func:`anneal_tree` raises β step by step, tries to split every
+MAP-EM. With ``prior_count`` c > 0 the M-step adds c pseudo-counts to every expected count:
+P(y_k|a_ν) ∝ n(y_k, a_ν) + c, P(c_α) ∝ Σ_i P{c(x_i) = c_α} + c, P(a_ν|c_α, x_i) ∝ n(x_i, a_ν | c_α) + c
+on the path to c_α, and P(x_i) ∝ n(x_i) + c — the MAP estimate under symmetric Dirichlet(1 + c)
+priors, as the LRM's ``prior_count`` — so no prediction P(y|x) is 0. c = 0 (the default) is H99's EM.
+
+A tree is either complete (depth and branching, or a number of leaves) or grown by deterministic
+annealing (H99 §3 footnote 2, Rose et al. 1990): :func:`anneal_tree` raises β step by step, tries to split every
 leaf into two slightly perturbed copies and keeps the splits whose copies move apart — a phase
 transition — as β increases.
 
@@ -55,7 +60,7 @@ from numpyro.ops.indexing import Vindex
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
 from zoo._validation import check_choice, check_int, check_key, check_real
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
-from zoo.dyadic.predictive import conditional_log_lik
+from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
 
 __all__ = [
     "Tree",
@@ -117,6 +122,33 @@ class Tree:
                     parents.append(node)
                     next_level.append(len(parents) - 1)
             level = next_level
+        return cls(tuple(parents))
+
+    @classmethod
+    def balanced(cls, n_leaves: int, branching: int = 2) -> "Tree":
+        """A tree with ``n_leaves`` leaves, leaves split level by level (lowest id first).
+
+        Each split gives a leaf ``branching`` children, so ``n_leaves - 1`` must be a multiple of
+        ``branching - 1`` (any ``n_leaves`` ≥ 2 for binary trees). ``n_leaves = branching ** d``
+        gives :meth:`complete` with depth d, numbered the same way.
+
+        >>> Tree.balanced(3).parents
+        (-1, 0, 0, 1, 1)
+        """
+        n_leaves = check_int("n_leaves", n_leaves, minimum=2)
+        branching = check_int("branching", branching, minimum=2)
+        if (n_leaves - 1) % (branching - 1):
+            raise ValueError(f"n_leaves: a tree whose nodes have {branching} children has 1 + m·{branching - 1} "
+                             f"leaves, not {n_leaves}")
+        parents = [-1]
+        queue = [0]  # leaves in the order they are split: breadth first
+        leaves = 1
+        while leaves < n_leaves:
+            node = queue.pop(0)
+            for _ in range(branching):
+                parents.append(node)
+                queue.append(len(parents) - 1)
+            leaves += branching - 1
         return cls(tuple(parents))
 
     @classmethod
@@ -326,17 +358,24 @@ def _normalise(stats: Any, fallback: Any, axis: int) -> Any:
 class ClusterAbstraction:
     """Cluster-Abstraction Model on a fixed tree, fitted by (tempered) EM.
 
-    Give either ``depth`` and ``branching`` (a complete tree with ``branching ** depth`` leaves)
-    or a :class:`Tree` (e.g. one grown by :func:`anneal_tree`).
+    Give one of ``depth`` (a complete tree with ``branching ** depth`` leaves), ``n_leaves`` (the
+    number of clusters K: a balanced tree, :meth:`Tree.balanced`) or a :class:`Tree` (e.g. one
+    grown by :func:`anneal_tree`).
 
     Parameters
     ----------
     depth : int, optional
         Levels below the root (≥ 1).
     branching : int
-        Children per inner node of the complete tree (≥ 2).
+        Children per inner node of the complete or balanced tree (≥ 2).
     tree : Tree, optional
     backend : {"auto", "xla", "numba"}
+    n_leaves : int, optional
+        Number of clusters K (leaves, ≥ 2), instead of ``depth``.
+    prior_count : float ≥ 0
+        Pseudo-counts added to every expected count in the M-step (MAP-EM under symmetric
+        Dirichlet(1 + c) priors; module docstring). 0 is maximum-likelihood EM; any c > 0 keeps
+        every prediction P(y|x) > 0, so held-out perplexity needs no floor.
 
     Examples
     --------
@@ -354,20 +393,27 @@ class ClusterAbstraction:
     branching: int = 2
     tree: Tree | None = field(default=None)
     backend: str = "auto"
+    n_leaves: int | None = None
+    prior_count: float = 0.0
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
+        given = [name for name in ("depth", "n_leaves", "tree") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"{given[0]}: give one of depth, n_leaves or tree, not {' and '.join(given)}")
         if self.tree is None:
-            if self.depth is None:
-                raise ValueError("depth: give depth (≥ 1) and branching (≥ 2), or a tree")
-            check_int("depth", self.depth, minimum=1)
+            if self.depth is None and self.n_leaves is None:
+                raise ValueError("depth: give depth (≥ 1) and branching (≥ 2), n_leaves (≥ 2), or a tree")
             check_int("branching", self.branching, minimum=2)
-            object.__setattr__(self, "tree", Tree.complete(self.depth, self.branching))
-        else:
-            if not isinstance(self.tree, Tree):
-                raise TypeError(f"tree: expected a Tree, got {type(self.tree).__name__}")
             if self.depth is not None:
-                raise ValueError("depth: give either depth and branching or a tree, not both")
+                check_int("depth", self.depth, minimum=1)
+                tree = Tree.complete(self.depth, self.branching)
+            else:
+                tree = Tree.balanced(self.n_leaves, self.branching)
+            object.__setattr__(self, "tree", tree)
+        elif not isinstance(self.tree, Tree):
+            raise TypeError(f"tree: expected a Tree, got {type(self.tree).__name__}")
 
     program = staticmethod(cluster_abstraction_program)
 
@@ -382,7 +428,7 @@ class ClusterAbstraction:
         if not isinstance(data, CoOccurrence):
             raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
         if self.n_classes > data.n_rows:
-            argument = "depth" if self.depth is not None else "tree"
+            argument = "depth" if self.depth is not None else "n_leaves" if self.n_leaves is not None else "tree"
             raise ValueError(f"{argument}: the tree has {self.n_classes} leaves (clusters) for only {data.n_rows} rows")
         return data.to_arrays()
 
@@ -415,7 +461,7 @@ class ClusterAbstraction:
             cluster_prior=jnp.full((self.n_classes,), 1.0 / self.n_classes, dtype),
             col_given_node=col_given_node,
             level_weights=jnp.broadcast_to(mask / mask.sum(axis=1, keepdims=True), (n_rows,) + mask.shape),
-            row_marginal=arrays.row_sums / arrays.row_sums.sum(),
+            row_marginal=_normalise(arrays.row_sums + self.prior_count, arrays.row_sums, axis=0),
             cluster_posterior=jnp.full((n_rows, self.n_classes), 1.0 / self.n_classes, dtype),
         )
 
@@ -460,17 +506,21 @@ class ClusterAbstraction:
         (not weighted by the cluster posterior: it cancels in their normalisation) and of the
         aspects (weighted by it). M-step of H99 §3. With ``reduce`` (a ``psum`` over devices
         holding blocks of whole rows) each device does the E-step of its rows and the scores,
-        posteriors and expected counts are gathered across blocks before the M-step.
+        posteriors and expected counts are gathered across blocks before the M-step. With
+        ``prior_count`` c every expected count gets c pseudo-counts (MAP-EM).
         """
         stats = self._path_stats(params, arrays, beta, True)
         scores = _reduce(reduce, stats.scores)
         posterior = _reduce_posterior(reduce, stats.posterior, arrays)
         log_joint = _log_prior(params.cluster_prior) + scores
         log_lik = jnp.sum(jax.nn.logsumexp(log_joint, axis=1)) + self._row_marginal_log_lik(params, arrays)
+        prior_count = self.prior_count
+        on_path = jnp.asarray(self.tree.path_mask, posterior.dtype)  # pseudo-counts only on the path
         return CAMParams(
-            cluster_prior=posterior.mean(axis=0),
-            col_given_node=_normalise(_reduce(reduce, stats.node_stats), params.col_given_node, axis=0),
-            level_weights=_normalise(_reduce(reduce, stats.level_stats), params.level_weights, axis=2),
+            cluster_prior=_normalise(posterior.sum(axis=0) + prior_count, params.cluster_prior, axis=0),
+            col_given_node=_normalise(_reduce(reduce, stats.node_stats) + prior_count, params.col_given_node, axis=0),
+            level_weights=_normalise(_reduce(reduce, stats.level_stats) + prior_count * on_path,
+                                     params.level_weights, axis=2),
             row_marginal=params.row_marginal,
             cluster_posterior=posterior,
         ), log_lik
@@ -491,6 +541,11 @@ class ClusterAbstraction:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
         row_factors, col_factors = self.predictive_factors(params)
         return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+
+    def heldout_evaluation(self, params: CAMParams, data: CoOccurrence, *, floor: float | None = None) -> HeldOut:
+        """Σ n log P(y|x) of held-out ``data`` in float64, tokens of probability 0 counted
+        (:func:`zoo.dyadic.predictive.heldout_evaluation`: no hidden floor)."""
+        return heldout_evaluation(self, params, data, floor=floor)
 
     def node_usage(self, params: CAMParams) -> Any:
         """Share of all tokens generated by each node's aspect, Σ_i P(x_i) P(a_ν|x_i), (n_nodes,)."""

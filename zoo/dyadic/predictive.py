@@ -14,20 +14,32 @@ conditional distribution that factorises through some set of classes C (H99 §2.
 Each model exposes ``predictive_factors(params) -> (R, C)``; :func:`conditional_log_lik` turns
 them into Σ n(x_i, y_k) log P(y_k|x_i) over sparse counts, the numerator of the per-observation
 log-likelihood l in the perplexity P = exp(-l) (H99 §5).
+
+Held-out tokens of probability 0. A maximum-likelihood fit can give a held-out token P(y|x) = 0
+(a word never seen in training, or one-sided clusters whose posteriors are hard and whose P(y|c)
+has zeros); its log-probability is -inf, and so is the held-out log-likelihood. The kernels
+(:func:`conditional_log_lik`, used by the EM driver to choose iterates on validation data) floor
+such cells at 1e-30 (float32) to keep the comparison between iterates finite. The evaluation for
+users, :func:`heldout_evaluation` and :func:`perplexity` (and ``EMResult.perplexity``), does not
+hide them: it counts them, warns, and returns an infinite perplexity unless the caller sets an
+explicit ``floor=``. Fitting with ``prior_count > 0`` (MAP-EM, pseudo-counts in the M-step) makes
+every P(y|x) positive.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import warnings
+from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from inference.sparse import row_cell_stats
 from zoo.data import CoOccurrence, DyadicArrays
 
-__all__ = ["row_max_normalise", "conditional_log_lik", "predictive_factors", "predictive_matrix", "perplexity"]
+__all__ = ["row_max_normalise", "conditional_log_lik", "predictive_factors", "predictive_matrix", "perplexity",
+           "HeldOut", "heldout_evaluation", "ZeroProbabilityWarning"]
 
 
 def row_max_normalise(factors: Any) -> tuple[Any, Any]:
@@ -81,18 +93,103 @@ def predictive_matrix(model: Any, params: Any) -> np.ndarray:
     return np.asarray(row_factors, np.float64) @ np.asarray(col_factors, np.float64).T
 
 
-def perplexity(model: Any, params: Any, data: CoOccurrence) -> float:
-    """Held-out perplexity exp(-Σ n log P(y|x) / Σ n) of ``data`` (H99 §5)."""
+class ZeroProbabilityWarning(UserWarning):
+    """Held-out tokens have probability 0 under the fitted model (their perplexity is infinite)."""
+
+
+class HeldOut(NamedTuple):
+    """Held-out evaluation of a dyadic model, computed in float64.
+
+    Attributes
+    ----------
+    log_lik : float — Σ n log P(y|x) over the held-out tokens; -inf when some have P(y|x) = 0
+        and no floor was set; with ``floor``, every P(y|x) is replaced by max(P(y|x), floor)
+    n_tokens : float — Σ n, the number (total count) of held-out tokens
+    n_zero_tokens : float — held-out tokens whose P(y|x) is exactly 0 (before any floor)
+    floor : float or None — the floor the caller set
+    """
+
+    log_lik: float
+    n_tokens: float
+    n_zero_tokens: float
+    floor: float | None
+
+    @property
+    def perplexity(self) -> float:
+        """exp(-log_lik / n_tokens) (H99 §5): inf when tokens of probability 0 were not floored."""
+        return math.exp(-self.log_lik / self.n_tokens) if math.isfinite(self.log_lik) else math.inf
+
+
+def _check_floor(floor: Any) -> float | None:
+    if floor is None:
+        return None
+    if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)):
+        raise TypeError(f"floor: expected a float in (0, 1) or None, got {type(floor).__name__}")
+    floor = float(floor)
+    if not 0.0 < floor < 1.0:
+        raise ValueError(f"floor: must lie in (0, 1), got {floor!r}")
+    return floor
+
+
+def heldout_evaluation(model: Any, params: Any, data: CoOccurrence, *, floor: float | None = None,
+                       warn: bool = True) -> HeldOut:
+    """Σ n log P(y|x) of held-out ``data`` with the tokens of probability 0 counted, not hidden.
+
+    Parameters
+    ----------
+    model, params : a fitted dyadic model (aspect, one-sided, two-sided, CAM) and its parameters
+    data : CoOccurrence — held-out tokens of rows and columns known from training
+    floor : float in (0, 1), optional
+        Score every token at max(P(y|x), floor). Without it a token of probability 0 makes the
+        log-likelihood -inf and the perplexity inf.
+    warn : bool
+        Emit a :class:`ZeroProbabilityWarning` naming how many tokens have probability 0.
+
+    Returns
+    -------
+    HeldOut
+    """
     if not isinstance(data, CoOccurrence):
         raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+    floor = _check_floor(floor)
     row_factors, col_factors = predictive_factors(model, params)
     if (row_factors.shape[0], col_factors.shape[0]) != data.shape:
         raise ValueError(
             f"data: shape {data.shape} differs from the fitted shape {(row_factors.shape[0], col_factors.shape[0])}"
         )
-    backend = getattr(model, "backend", "auto")
-    log_lik = _conditional_log_lik(row_factors, col_factors, data.to_arrays(), backend=backend)
-    return float(np.exp(-float(log_lik) / data.total))
+    row_factors = np.asarray(row_factors, np.float64)
+    col_factors = np.asarray(col_factors, np.float64)
+    log_lik, n_zero = 0.0, 0.0
+    chunk = 1 << 16
+    for start in range(0, data.nnz, chunk):
+        cells = slice(start, start + chunk)
+        counts = data.counts[cells]
+        probabilities = np.einsum("nc,nc->n", row_factors[data.rows[cells]], col_factors[data.cols[cells]])
+        zero = probabilities <= 0
+        n_zero += float(counts[zero].sum())
+        if floor is not None:
+            probabilities = np.maximum(probabilities, floor)
+        log_lik += float(np.sum(counts[~zero] * np.log(probabilities[~zero])))
+        if floor is not None:
+            log_lik += float(counts[zero].sum()) * math.log(floor)
+    if n_zero > 0 and floor is None:
+        log_lik = -math.inf
+    if n_zero > 0 and warn:
+        share = n_zero / data.total
+        what = (f"they are scored at floor={floor:g}" if floor is not None else
+                "the held-out log-likelihood is -inf and the perplexity inf; pass floor= to score them at an "
+                "explicit floor")
+        warnings.warn(f"{n_zero:g} of {data.total:g} held-out tokens ({share:.3%}) have probability 0 under "
+                      f"the fitted {type(model).__name__}: {what}, or fit with prior_count > 0 (MAP-EM) so that "
+                      "no prediction is 0", ZeroProbabilityWarning, stacklevel=3)
+    return HeldOut(log_lik=log_lik, n_tokens=float(data.total), n_zero_tokens=n_zero, floor=floor)
 
 
-_conditional_log_lik = jax.jit(conditional_log_lik, static_argnames=("backend",))
+def perplexity(model: Any, params: Any, data: CoOccurrence, *, floor: float | None = None) -> float:
+    """Held-out perplexity exp(-Σ n log P(y|x) / Σ n) of ``data`` (H99 §5).
+
+    Tokens of probability 0 are not hidden: with any of them the perplexity is inf (and a
+    :class:`ZeroProbabilityWarning` says how many) unless ``floor`` is set; see
+    :func:`heldout_evaluation`.
+    """
+    return heldout_evaluation(model, params, data, floor=floor).perplexity

@@ -30,6 +30,12 @@ The NumPyro program is the normalised generative form of the same model: a token
 clusters (ν, μ) with probability π_νμ, then x from P(x|ν) ∝ P(x) [c(x) = ν] and y likewise, so
 P(x_i, y_k | c) = P(x_i) P(y_k) π_{c(x_i) c(y_k)} / (P^x_{c(x_i)} P^y_{c(y_k)}), with P^x_ν the
 P(x)-mass of row cluster ν — eq. 8 with c_νμ = π_νμ / (P^x_ν P^y_μ).
+
+MAP-EM. With ``prior_count`` c > 0 every multinomial of the model gets c pseudo-counts in the
+M-step: π_νμ ∝ L π_νμ + c (eq. 9's pair counts), P(ν) ∝ Σ_i P{c(x_i) = ν} + c and likewise
+P(μ), P(x_i) ∝ n(x_i) + c and P(y_k) ∝ n(y_k) + c — the MAP estimate under symmetric
+Dirichlet(1 + c) priors, as the LRM's ``prior_count``. Every prediction P(y|x) is then positive.
+With c = 0 (the default) it is H99's EM and the objective F above never decreases at β = 1.
 """
 
 from __future__ import annotations
@@ -44,9 +50,9 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference.sparse import count_matmul
-from zoo._validation import check_choice, check_int
+from zoo._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
-from zoo.dyadic.predictive import conditional_log_lik
+from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
 
 __all__ = ["TwoSided", "TwoSidedParams", "two_sided_program", "exact_log_likelihood"]
 
@@ -190,6 +196,12 @@ def _marginal_log_lik(sums: Any, marginal: Any) -> Any:
     return jnp.sum(jnp.where(sums > 0, sums * _safe_log(marginal), 0.0))
 
 
+def _with_pseudo_counts(counts: Any, prior_count: float, axis: Any = 0) -> Any:
+    """(counts + c) / Σ (counts + c): a distribution from expected counts, MAP with c > 0."""
+    mass = counts + prior_count
+    return mass / mass.sum(axis=axis, keepdims=True)
+
+
 def _random_partition(rng_key: Any, n_objects: int, n_classes: int) -> Any:
     """Cluster labels of a random permutation dealt round-robin: every cluster is non-empty."""
     return jax.random.permutation(rng_key, n_objects) % n_classes
@@ -208,6 +220,10 @@ class TwoSided:
         K_y ≥ 1, at most the number of columns; defaults to K_x.
     backend : {"auto", "xla", "numba"}
         Implementation of the sparse products (see :mod:`inference.sparse`).
+    prior_count : float ≥ 0
+        Pseudo-counts added to every expected count in the M-step (MAP-EM under symmetric
+        Dirichlet(1 + c) priors; module docstring). 0 is maximum-likelihood EM; any c > 0 keeps
+        every prediction P(y|x) > 0, so held-out perplexity needs no floor.
 
     Examples
     --------
@@ -223,6 +239,7 @@ class TwoSided:
     n_row_classes: int
     n_col_classes: int | None = None
     backend: str = "auto"
+    prior_count: float = 0.0
 
     def __post_init__(self) -> None:
         check_int("n_row_classes", self.n_row_classes, minimum=1)
@@ -230,6 +247,7 @@ class TwoSided:
             object.__setattr__(self, "n_col_classes", self.n_row_classes)
         check_int("n_col_classes", self.n_col_classes, minimum=1)
         check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
 
     program = staticmethod(two_sided_program)
 
@@ -264,23 +282,26 @@ class TwoSided:
         col_classes = _random_partition(key_cols, n_cols, self.n_col_classes)
         row_posterior = jax.nn.one_hot(row_classes, self.n_row_classes, dtype=dtype)
         col_posterior = jax.nn.one_hot(col_classes, self.n_col_classes, dtype=dtype)
-        total = arrays.row_sums.sum()
-        association = row_posterior.T @ count_matmul(col_posterior, arrays, backend=self.backend) / total
+        association = self._association(row_posterior.T @ count_matmul(col_posterior, arrays, backend=self.backend))
         return TwoSidedParams(
             row_class_prior=jnp.full((self.n_row_classes,), 1.0 / self.n_row_classes, dtype),
             col_class_prior=jnp.full((self.n_col_classes,), 1.0 / self.n_col_classes, dtype),
             association=association,
             row_posterior=row_posterior,
             col_posterior=col_posterior,
-            row_marginal=arrays.row_sums / total,
-            col_marginal=arrays.col_sums / total,
+            row_marginal=_with_pseudo_counts(arrays.row_sums, self.prior_count),
+            col_marginal=_with_pseudo_counts(arrays.col_sums, self.prior_count),
         )
+
+    def _association(self, pair_counts: Any) -> Any:
+        """π from the expected pair counts L π = γ^xᵀ n γ^y (H99 eq. 9), plus ``prior_count``."""
+        return _with_pseudo_counts(pair_counts, self.prior_count, axis=(0, 1))
 
     # ---------------------------------------------------------------- the objective
     def _objective(self, params: TwoSidedParams, row_col_counts: Any, arrays: DyadicArrays) -> Any:
         # row_col_counts = n γ^y, (n_rows, K_y); the pair counts L π = γ^xᵀ n γ^y (H99 eq. 9).
         pair_counts = params.row_posterior.T @ row_col_counts
-        log_ratio = _safe_log(_association_ratio(pair_counts / arrays.row_sums.sum()))
+        log_ratio = _safe_log(_association_ratio(self._association(pair_counts)))
         return (
             jnp.sum(jnp.where(pair_counts > 0, pair_counts * log_ratio, 0.0))
             + _prior_plus_entropy(params.row_posterior, params.row_class_prior)
@@ -313,25 +334,24 @@ class TwoSided:
         With ``reduce`` (a ``psum`` over devices holding blocks of cells) the sums over cells
         Σ_k n_ik γ^y_kμ and Σ_i n_ik γ^x_iν are added up across blocks before they are used.
         """
-        total = arrays.row_sums.sum()
         # Σ_k n_ik γ^y_kμ
         row_col_counts = _reduce(reduce, count_matmul(params.col_posterior, arrays, backend=self.backend))
         objective = self._objective(params, row_col_counts, arrays)
-        log_ratio = _safe_log(_association_ratio(params.row_posterior.T @ row_col_counts / total))
+        log_ratio = _safe_log(_association_ratio(self._association(params.row_posterior.T @ row_col_counts)))
         # Row posteriors (H99 eq. 10): log P(ν) + β Σ_k n_ik Σ_μ γ^y_kμ log c_νμ.
         row_posterior = jax.nn.softmax(
             _log_prior(params.row_class_prior) + beta * (row_col_counts @ log_ratio.T), axis=1
         )
-        row_class_prior = row_posterior.mean(axis=0)
+        row_class_prior = _with_pseudo_counts(row_posterior.sum(axis=0), self.prior_count)
         # π from the new row posteriors (eq. 9), then the column posteriors with it.
-        log_ratio = _safe_log(_association_ratio(row_posterior.T @ row_col_counts / total))
+        log_ratio = _safe_log(_association_ratio(self._association(row_posterior.T @ row_col_counts)))
         col_row_counts = _reduce(reduce, count_matmul(row_posterior, arrays, transpose=True,
                                                       backend=self.backend))  # Σ_i n_ik γ^x_iν
         col_posterior = jax.nn.softmax(
             _log_prior(params.col_class_prior) + beta * (col_row_counts @ log_ratio), axis=1
         )
-        col_class_prior = col_posterior.mean(axis=0)
-        association = col_row_counts.T @ col_posterior / total
+        col_class_prior = _with_pseudo_counts(col_posterior.sum(axis=0), self.prior_count)
+        association = self._association(col_row_counts.T @ col_posterior)
         return TwoSidedParams(
             row_class_prior=row_class_prior,
             col_class_prior=col_class_prior,
@@ -362,6 +382,12 @@ class TwoSided:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
         row_factors, col_factors = self.predictive_factors(params)
         return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+
+    def heldout_evaluation(self, params: TwoSidedParams, data: CoOccurrence, *,
+                           floor: float | None = None) -> HeldOut:
+        """Σ n log P(y|x) of held-out ``data`` in float64, tokens of probability 0 counted
+        (:func:`zoo.dyadic.predictive.heldout_evaluation`: no hidden floor)."""
+        return heldout_evaluation(self, params, data, floor=floor)
 
 
 def exact_log_likelihood(params: TwoSidedParams, data: CoOccurrence, *, max_assignments: int = 1_000_000) -> float:

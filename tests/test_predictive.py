@@ -1,0 +1,107 @@
+"""Held-out evaluation of the dyadic models: no hidden floor; MAP-EM keeps every prediction > 0."""
+
+import jax
+import numpy as np
+import pytest
+
+from inference.em import tempered_em
+from zoo.data import CoOccurrence
+from zoo.dyadic import Aspect, ClusterAbstraction, OneSided, TwoSided
+from zoo.dyadic.predictive import ZeroProbabilityWarning, heldout_evaluation, perplexity, predictive_matrix
+
+MODELS = {
+    "aspect": lambda prior_count: Aspect(3, prior_count=prior_count),
+    "one_sided_rows": lambda prior_count: OneSided(3, prior_count=prior_count),
+    "one_sided_cols": lambda prior_count: OneSided(3, side="cols", prior_count=prior_count),
+    "two_sided": lambda prior_count: TwoSided(3, 2, prior_count=prior_count),
+    "cam": lambda prior_count: ClusterAbstraction(n_leaves=3, prior_count=prior_count),
+}
+
+
+def _blocks():
+    """Three row blocks with disjoint vocabularies, and held-out tokens that cross blocks.
+
+    Maximum-likelihood one-sided clusters become hard and never saw the other blocks' words, so
+    the crossing tokens get P(y|x) = 0; the last column is not in the training data at all.
+    """
+    rng = np.random.default_rng(0)
+    train = np.zeros((9, 10))
+    for block in range(3):
+        train[3 * block:3 * block + 3, 3 * block:3 * block + 3] = rng.poisson(6.0, (3, 3)) + 1
+    heldout = np.zeros_like(train)
+    heldout[0, 0], heldout[1, 4], heldout[8, 9] = 2, 1, 1
+    return CoOccurrence.from_dense(train), CoOccurrence.from_dense(heldout)
+
+
+def _fit(model, train):
+    return tempered_em(model, train, key=jax.random.key(0), max_iter=200)
+
+
+def test_perplexity_counts_tokens_of_probability_zero_instead_of_flooring_them():
+    train, heldout = _blocks()
+    result = _fit(OneSided(3), train)
+    with pytest.warns(ZeroProbabilityWarning, match=r"^2 of 4 held-out tokens \(50\.000%\) have probability 0"):
+        evaluation = heldout_evaluation(result.model, result.params, heldout)
+    assert evaluation.n_zero_tokens == 2 and evaluation.n_tokens == 4
+    assert evaluation.log_lik == -np.inf and evaluation.perplexity == np.inf
+    with pytest.warns(ZeroProbabilityWarning):
+        assert result.perplexity(heldout) == np.inf
+    # An explicit floor scores them at the floor: the number then depends on it, visibly.
+    with pytest.warns(ZeroProbabilityWarning, match="scored at floor=1e-06"):
+        floored = result.perplexity(heldout, floor=1e-6)
+    conditional = predictive_matrix(result.model, result.params)
+    positive = float(2 * np.log(conditional[0, 0]))
+    np.testing.assert_allclose(floored, np.exp(-(positive + 2 * np.log(1e-6)) / 4), rtol=1e-6)
+
+
+def test_perplexity_matches_the_dense_predictive_when_no_token_has_probability_zero(recwarn):
+    train, heldout = _blocks()
+    result = _fit(Aspect(3, prior_count=0.5), train)
+    conditional = predictive_matrix(result.model, result.params)
+    dense = heldout.to_dense()
+    expected = np.exp(-np.sum(dense[dense > 0] * np.log(conditional[dense > 0])) / heldout.total)
+    np.testing.assert_allclose(perplexity(result.model, result.params, heldout), expected, rtol=1e-6)
+    np.testing.assert_allclose(result.perplexity(heldout), expected, rtol=1e-5)
+    assert not [warning for warning in recwarn if warning.category is ZeroProbabilityWarning]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_map_em_gives_every_heldout_token_positive_probability(name):
+    train, heldout = _blocks()
+    model = MODELS[name](1.0)
+    result = _fit(model, train)
+    conditional = predictive_matrix(model, result.params)  # P(y|x) in the data's orientation
+    assert np.all(conditional > 0)
+    np.testing.assert_allclose(conditional.sum(axis=1), 1.0, rtol=1e-5)
+    evaluation = heldout_evaluation(model, result.params, heldout)
+    assert evaluation.n_zero_tokens == 0 and np.isfinite(evaluation.perplexity)
+
+
+def test_aspect_map_m_step_adds_the_pseudo_counts_to_the_expected_counts():
+    train, _ = _blocks()
+    arrays = train.to_arrays()
+    maximum_likelihood, pseudo = Aspect(3), Aspect(3, prior_count=0.7)
+    params = maximum_likelihood.init_params(jax.random.key(1), arrays)
+    ml_step, _ = maximum_likelihood.em_step(params, arrays, 1.0)
+    map_step, _ = pseudo.em_step(params, arrays, 1.0)
+    # ML: P(c) = n(c) / N and P(y|c) = n(y, c) / n(c), so the expected counts are recoverable.
+    class_mass = np.asarray(ml_step.class_prior, np.float64) * train.total
+    col_counts = np.asarray(ml_step.col_given_class, np.float64) * class_mass
+    np.testing.assert_allclose(map_step.class_prior, (class_mass + 0.7) / (train.total + 3 * 0.7), rtol=1e-5)
+    np.testing.assert_allclose(map_step.col_given_class, (col_counts + 0.7) / (class_mass + train.n_cols * 0.7),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("floor", [0.0, 1.5, -1e-3])
+def test_bad_floor(floor):
+    train, heldout = _blocks()
+    result = _fit(Aspect(2), train)
+    with pytest.raises(ValueError, match="^floor"):
+        result.perplexity(heldout, floor=floor)
+
+
+@pytest.mark.parametrize("build", [lambda: Aspect(2, prior_count=-1.0), lambda: OneSided(2, prior_count=-0.1),
+                                   lambda: TwoSided(2, prior_count=-1), lambda: ClusterAbstraction(depth=1, prior_count=-1)])
+def test_negative_prior_count_is_refused(build):
+    with pytest.raises(ValueError, match="^prior_count"):
+        build()
