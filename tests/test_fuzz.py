@@ -10,12 +10,17 @@ file takes seconds. Gaps found in modules owned by others are kept as strict xfa
 
 from __future__ import annotations
 
+import io
+import json
 import math
+import re
 import tempfile
 import traceback
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
+import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,8 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inference import concentration, partitions
-from inference.chains import sample_chains
-from inference.em import tempered_em
+from inference.chains import ChainResult, sample_chains
+from inference.em import EMResult, tempered_em
 from inference.enumerated import EnumeratedEM
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo import baselines, metrics
@@ -36,7 +41,7 @@ from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 from zoo.dyadic.aspect import Aspect, AspectParams
 from zoo.dyadic.cluster_abstraction import anneal_tree
 from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
-from zoo.io import load_result, save_result
+from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
 from zoo.dirichlet.families import normal_gamma
 from zoo.dirichlet.mixture import DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
@@ -689,6 +694,179 @@ def test_baselines(case):
 def test_io_and_report(case):
     name, call = case
     rejects(call, name, "result")
+
+
+# ----------------------------------------------------------------------------- damaged files
+def _members(archive: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        return {name: opened.read(name) for name in opened.namelist()}
+
+
+def _zipped(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _npy(values: Any) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, values, allow_pickle=True)  # an object array becomes a pickle the loaders must refuse
+    return buffer.getvalue()
+
+
+def _with_metadata(archive: bytes, change: Callable[[dict], Any]) -> bytes:
+    members = _members(archive)
+    metadata = json.loads(str(np.load(io.BytesIO(members["metadata.npy"]))))
+    change(metadata)
+    members["metadata.npy"] = _npy(np.asarray(json.dumps(metadata)))
+    return _zipped(members)
+
+
+def _with_member(archive: bytes, name: str, values: Any) -> bytes:
+    members = _members(archive)
+    if values is None:
+        del members[name]
+    else:
+        members[name] = _npy(values)
+    return _zipped(members)
+
+
+SAVED_RESULT = EMResult(model=ASPECT, params=ASPECT_PARAMS, beta=1.0, history={"log_lik": np.arange(3.0)},
+                        restart_scores=np.array([1.0]), best_restart=0, n_iter=3, converged=False, best_iteration=2,
+                        _shape=(4, 3))
+RESULT_BYTES = save_result(READER_DIR / "saved.npz", SAVED_RESULT).read_bytes()
+CHAIN_STATE = {"labels": jnp.zeros((2, 3), jnp.int32), "weights": jnp.ones((2, 3))}
+CHECKPOINT_BYTES = save_checkpoint(READER_DIR / "saved-chains.npz", ChainResult(
+    samples={}, final_state=CHAIN_STATE, n_warmup=0, thin=1, completed=True, seconds=0.0, next_sweep=4),
+    jax.random.key(0)).read_bytes()
+NOT_AN_ARRAY = st.sampled_from([np.array(["a", "b"]), np.array([b"ab"]), np.array(True, dtype=object)])
+#: Metadata entries each file needs, and values of them that a loader must refuse.
+RESULT_METADATA = {
+    "format": [None, "other", 1], "version": [None, 2, "1"],
+    "model": ["x", None, 3, [1], {"a": 1}, {"dataclass": "os:system", "fields": {}},
+              {"dataclass": "zoo.dyadic.aspect:Aspect", "fields": {}}, {"function": "zoo.io:save_result"}],
+    "params": ["x", None, 3, {"fields": "abc"}, {"fields": [1]}, {"fields": ["class_prior"]},
+               {"namedtuple": "os:path", "fields": ["class_prior"]},
+               {"namedtuple": "zoo.dyadic.aspect:AspectParams", "fields": ["class_prior"]}],
+    "beta": [None, "1", 0, -1, 2, math.nan, True], "n_iter": [None, "3", -1, 1.5, True],
+    "best_restart": [None, -1, 1, "0", 0.0], "best_iteration": [None, -2, "1", 1.5],
+    "converged": [None, "yes", 1], "stopped_by": [None, "x", 1], "history": ["log_lik", None, [1], ["missing"]],
+}
+CHECKPOINT_METADATA = {
+    "format": [None, "latentzoo-em-result"], "version": [None, 2],
+    "leaves": ["x", None, [1], ["['labels']"], []], "next_sweep": [None, -1, "1", 1.5], "thin": [None, 0, "1"],
+    "n_draws": [-1, "x", 1.5], "key_impl": [1, [1], "no such generator", "rbg"],
+}
+OPTIONAL = ("n_draws", "key_impl")
+
+
+def damaged(archive: bytes, metadata: dict[str, list], arrays: list[str], bad_arrays: dict[str, list]
+            ) -> st.SearchStrategy:
+    """(how, file bytes): emptied, truncated, overwritten, a metadata entry removed or changed, an
+    array removed or replaced — every one a file its loader must refuse."""
+    entries = sorted(metadata)
+    return st.one_of(
+        st.integers(0, len(archive) - 1).map(lambda size: ("truncated", archive[:size])),
+        st.binary(min_size=0, max_size=64).map(lambda noise: ("noise", noise)),
+        st.sampled_from([name for name in entries if name not in OPTIONAL]).map(
+            lambda name: ("dropped " + name, _with_metadata(archive, lambda document: document.pop(name)))),
+        st.sampled_from(entries).flatmap(lambda name: st.sampled_from(metadata[name]).map(
+            lambda value: (f"{name}={value!r}", _with_metadata(archive, lambda document: document.update({name: value})))
+        )),
+        st.sampled_from(arrays + ["metadata.npy"]).map(lambda name: ("removed " + name, _with_member(archive, name, None))),
+        st.sampled_from(sorted(bad_arrays)).flatmap(lambda name: st.one_of(NOT_AN_ARRAY, st.sampled_from(
+            bad_arrays[name])).map(lambda values: (f"{name} replaced", _with_member(archive, name, values)))),
+    )
+
+
+def _write_bytes(data: bytes, suffix: str) -> Path:
+    CASES["files"] = CASES.get("files", 0) + 1
+    path = READER_DIR / f"damaged{CASES['files']}{suffix}"
+    path.write_bytes(data)
+    return path
+
+
+def rejects_file(load: Callable[[Path], Any], data: bytes, suffix: str = ".npz", names: tuple[str, ...] = ("path",)
+                 ) -> None:
+    """``load(path)`` of damaged ``data`` raises a ValueError that starts with one of ``names`` and
+    names the file."""
+    path = _write_bytes(data, suffix)
+    rejects(lambda: load(path), *names)
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        load(path)
+
+
+RESULT_ARRAYS = ["params/class_prior.npy", "params/row_given_class.npy", "history/log_lik.npy", "restart_scores.npy"]
+
+
+@counted(200)
+@settings(FUZZ, max_examples=200)
+@given(damaged(RESULT_BYTES, RESULT_METADATA, RESULT_ARRAYS, {
+    "history/log_lik.npy": [np.zeros((3, 1)), np.array(1.0)], "restart_scores.npy": [np.zeros((1, 1)), np.zeros(0)],
+    "metadata.npy": [np.asarray(b"{}"), np.asarray(3.0), np.asarray(["{}"])],
+}))
+def test_damaged_result_files(case):
+    _, data = case
+    rejects_file(load_result, data)
+
+
+@counted(150)
+@settings(FUZZ, max_examples=150)
+@given(damaged(CHECKPOINT_BYTES, CHECKPOINT_METADATA, ["state/0.npy", "state/1.npy", "key.npy"], {
+    "state/0.npy": [np.zeros((2, 3)), np.zeros(2, np.int32)], "state/1.npy": [np.zeros((2, 3), np.int32)],
+    "key.npy": [np.zeros(2), np.zeros(3, np.uint32), np.zeros((2, 2), np.uint32), np.zeros((), np.uint32)],
+}))
+def test_damaged_chain_checkpoints(case):
+    how, data = case
+    names = ("path", "like") if how.startswith("leaves=") else ("path",)  # the file or the template is wrong
+    rejects_file(lambda path: load_checkpoint(path, like=CHAIN_STATE), data, names=names)
+
+
+@counted(60)
+@settings(FUZZ, max_examples=60)
+@given(st.sampled_from([("result", RESULT_BYTES), ("checkpoint", CHECKPOINT_BYTES)]),
+       st.integers(0, 10**6), st.integers(0, 7))
+def test_flipped_bits_are_refused_or_harmless(which, position, bit):
+    # The archive's checksums catch a flipped bit in any array; flips in fields that nothing
+    # reads (a member's time stamp) may load, and then give back exactly what was saved.
+    kind, archive = which
+    position %= len(archive)
+    data = bytearray(archive)
+    data[position] ^= 1 << bit
+    path = _write_bytes(bytes(data), ".npz")
+    load = load_result if kind == "result" else lambda path: load_checkpoint(path, like=CHAIN_STATE)
+    CASES["count"] += 1
+    try:
+        loaded = load(path)
+    except ValueError as error:
+        assert str(error).startswith("path") and str(path) in str(error), error
+        return
+    saved = load(_write_bytes(archive, ".npz"))
+    for before, after in zip(_contents(saved), _contents(loaded), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
+def _contents(loaded: Any) -> list[Any]:
+    """What a loaded result or checkpoint holds, as NumPy arrays and plain values."""
+    if isinstance(loaded, EMResult):
+        loaded = (loaded.params, loaded.history, loaded.restart_scores, loaded.beta, loaded.n_iter,
+                  loaded.best_restart, loaded.converged, loaded.best_iteration, loaded.stopped_by, loaded.model)
+    is_key = lambda leaf: isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)  # noqa: E731
+    return [np.asarray(jax.random.key_data(leaf)) if is_key(leaf) else np.asarray(leaf)
+            for leaf in jax.tree_util.tree_leaves(loaded)]
+
+
+CHAINS_BYTES = save_chains(READER_DIR / "saved-chains.nc", az.from_dict(posterior={"x": np.zeros((2, 5))})).read_bytes()
+
+
+@counted(30)
+@settings(FUZZ, max_examples=30)
+@given(st.one_of(st.integers(0, len(CHAINS_BYTES) - 1).map(lambda size: CHAINS_BYTES[:size]),
+                 st.binary(max_size=64)))
+def test_damaged_chain_files(data):
+    rejects_file(load_chains, data, ".nc")
 
 
 def test_gaps_found_by_fuzzing_are_closed():

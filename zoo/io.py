@@ -69,6 +69,7 @@ FORMAT = "latentzoo-em-result"
 FORMAT_VERSION = 1
 CHAINS_ATTRIBUTE = "latentzoo_settings"
 _TRUSTED = ("zoo", "inference")
+STOPPED_BY = ("converged", "max_iter", "time_budget", "interrupted")
 
 
 # ----------------------------------------------------------------------------- settings as JSON
@@ -272,35 +273,95 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
     return path
 
 
-def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
+def _existing_path(path: Any) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"path: {str(path)!r} does not exist")
+    return path
+
+
+def _read_archive(path: Path, file_format: str, what: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON metadata and the arrays of a ``.npz`` file written by this module.
+
+    Every way a file can be damaged (empty, truncated, bytes altered: zip, zlib, CRC and NumPy
+    header errors) or be another file is reported as a ``ValueError`` naming ``path``.
+    """
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    except (ValueError, OSError) as error:
-        raise ValueError(f"path: {str(path)!r} is not a latentzoo result file ({error})") from None
+    except Exception as error:  # a damaged archive fails in zipfile, zlib or NumPy with any of their errors
+        raise ValueError(f"path: {str(path)!r} is not a {what} file, or is damaged "
+                         f"({type(error).__name__}: {error})") from None
     if "metadata" not in arrays:
-        raise ValueError(f"path: {str(path)!r} has no metadata entry; not a latentzoo result file")
+        raise ValueError(f"path: {str(path)!r} has no metadata entry; not a {what} file")
+    raw = arrays.pop("metadata")
+    if raw.ndim != 0 or raw.dtype.kind != "U":
+        raise ValueError(f"path: {str(path)!r}: the metadata entry is not a JSON string (dtype {raw.dtype}, "
+                         f"shape {raw.shape})")
     try:
-        metadata = json.loads(str(arrays.pop("metadata")))
+        metadata = json.loads(str(raw))
     except json.JSONDecodeError as error:
-        raise ValueError(f"path: metadata is not valid JSON ({error})") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
-        raise ValueError(f"path: {str(path)!r} is not a latentzoo EM result (format {metadata.get('format')!r})")
+        raise ValueError(f"path: {str(path)!r}: metadata is not valid JSON ({error})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != file_format:
+        found = metadata.get("format") if isinstance(metadata, dict) else type(metadata).__name__
+        raise ValueError(f"path: {str(path)!r} is not a {what} (format {found!r})")
     if metadata.get("version") != FORMAT_VERSION:
-        raise ValueError(f"path: unsupported format version {metadata.get('version')!r}")
+        raise ValueError(f"path: {str(path)!r}: unsupported format version {metadata.get('version')!r}")
     return metadata, arrays
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_MISSING = object()
+
+
+def _entry(path: Path, metadata: dict, key: str, valid: Any, expected: str, default: Any = _MISSING) -> Any:
+    """``metadata[key]`` if ``valid(value)``, else a ValueError naming ``path`` and the entry."""
+    if key not in metadata:
+        if default is not _MISSING:
+            return default
+        raise ValueError(f"path: {str(path)!r}: metadata entry {key!r} is missing")
+    value = metadata[key]
+    if not valid(value):
+        raise ValueError(f"path: {str(path)!r}: metadata entry {key!r} is {value!r:.60}, expected {expected}")
+    return value
+
+
+def _numeric_array(path: Path, arrays: dict[str, np.ndarray], name: str, *, ndim: int | None = None) -> np.ndarray:
+    """``arrays[name]``, present and of numbers (or booleans), else a ValueError naming ``path``."""
+    if name not in arrays:
+        raise ValueError(f"path: {str(path)!r}: the array {name!r} is missing")
+    values = arrays[name]
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"path: {str(path)!r}: the array {name!r} holds {values.dtype}, not numbers")
+    if ndim is not None and values.ndim != ndim:
+        raise ValueError(f"path: {str(path)!r}: the array {name!r} has shape {values.shape}, "
+                         f"expected {ndim} dimension(s)")
+    return values
+
+
+def _decoded(path: Path, value: Any, name: str, trusted_modules: Sequence[str]) -> Any:
+    """:func:`decode_settings` with any failure (a malformed or untrusted entry) naming ``path``."""
+    try:
+        return decode_settings(value, name, trusted_modules=trusted_modules)
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise ValueError(f"path: {str(path)!r}: {error}") from None
+
+
+def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
+    path = _existing_path(path)
+    return _read_archive(path, FORMAT, "latentzoo EM result")
 
 
 def read_metadata(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> dict[str, Any]:
     """The metadata of a result file, with ``model``, ``schedule`` and ``settings`` decoded."""
     metadata, _ = _read(path)
     for key in ("model", "schedule", "settings"):
-        metadata[key] = decode_settings(metadata.get(key), key, trusted_modules=trusted_modules)
+        metadata[key] = _decoded(Path(path), metadata.get(key), key, trusted_modules)
     return metadata
 
 
@@ -317,34 +378,62 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     import jax.numpy as jnp
 
     metadata, arrays = _read(path)
-    model = decode_settings(metadata["model"], "model", trusted_modules=trusted_modules)
-    kind = metadata["params"]
-    missing = [field for field in kind["fields"] if f"params/{field}" not in arrays]
-    if missing:
-        raise ValueError(f"path: parameter arrays {missing} are missing")
-    leaves = {field: jnp.asarray(arrays[f"params/{field}"]) for field in kind["fields"]}
+    path = Path(path)
+    if "model" not in metadata:
+        raise ValueError(f"path: {str(path)!r}: metadata entry 'model' is missing")
+    model = _decoded(path, metadata["model"], "model", trusted_modules)
+    if not all(callable(getattr(model, method, None)) for method in ("prepare", "em_step", "heldout_log_lik")):
+        raise ValueError(f"path: {str(path)!r}: the model entry gives {model!r:.60}, not a model fitted by EM")
+    kind = _entry(path, metadata, "params", lambda value: isinstance(value, dict) and (
+        isinstance(value.get("fields"), list) and all(isinstance(field, str) for field in value["fields"])
+        and (isinstance(value.get("namedtuple"), str) or ("dict" in value and "namedtuple" not in value))),
+        "{'fields': [names], 'namedtuple': 'module:Class'} or {'fields': [names], 'dict': null}")
+    leaves = {field: jnp.asarray(_numeric_array(path, arrays, f"params/{field}")) for field in kind["fields"]}
     if "namedtuple" in kind:
-        params_type = _import(kind["namedtuple"], _TRUSTED + tuple(trusted_modules), "params")
+        params_type = _import_for(path, kind["namedtuple"], trusted_modules)
         if tuple(getattr(params_type, "_fields", ())) != tuple(kind["fields"]):
-            raise ValueError(f"params: fields {kind['fields']} do not match {params_type.__name__}")
+            raise ValueError(f"path: {str(path)!r}: parameter fields {kind['fields']} do not match "
+                             f"{getattr(params_type, '__name__', params_type)!r}")
         params = params_type(**leaves)
     else:
         params = leaves
-    history = {name: arrays[f"history/{name}"] for name in metadata["history"]}
-    shape = decode_settings(metadata.get("shape"), "shape")
+    names = _entry(path, metadata, "history", lambda value: isinstance(value, list) and all(
+        isinstance(name, str) for name in value), "a list of names")
+    history = {name: _numeric_array(path, arrays, f"history/{name}", ndim=1) for name in names}
+    restart_scores = _numeric_array(path, arrays, "restart_scores", ndim=1)
+    best_restart = _entry(path, metadata, "best_restart",
+                          lambda value: _is_int(value) and 0 <= value < restart_scores.shape[0],
+                          f"an index below the {restart_scores.shape[0]} restart scores")
+    n_iter = _entry(path, metadata, "n_iter", lambda value: _is_int(value) and value >= 0, "an integer >= 0")
+    best_iteration = _entry(path, metadata, "best_iteration", lambda value: _is_int(value) and value >= -1,
+                            "an integer >= -1")
+    beta = _entry(path, metadata, "beta", lambda value: isinstance(value, (int, float)) and not isinstance(
+        value, bool) and 0.0 < value <= 1.0, "an inverse temperature in (0, 1]")
+    converged = _entry(path, metadata, "converged", lambda value: isinstance(value, bool), "true or false")
+    stopped_by = _entry(path, metadata, "stopped_by", lambda value: value in STOPPED_BY, f"one of {STOPPED_BY}")
+    shape = _decoded(path, metadata.get("shape"), "shape", ())
+    if shape is not None and not isinstance(shape, tuple):
+        raise ValueError(f"path: {str(path)!r}: metadata entry 'shape' is {shape!r:.60}, expected the data's shape")
     return EMResult(
         model=model,
         params=params,
-        beta=float(metadata["beta"]),
+        beta=float(beta),
         history=history,
-        restart_scores=arrays["restart_scores"],
-        best_restart=int(metadata["best_restart"]),
-        n_iter=int(metadata["n_iter"]),
-        converged=bool(metadata["converged"]),
-        best_iteration=int(metadata["best_iteration"]),
-        stopped_by=str(metadata["stopped_by"]),
+        restart_scores=restart_scores,
+        best_restart=best_restart,
+        n_iter=n_iter,
+        converged=converged,
+        best_iteration=best_iteration,
+        stopped_by=stopped_by,
         _shape=shape,
     )
+
+
+def _import_for(path: Path, qualified: Any, trusted_modules: Sequence[str]) -> Any:
+    try:
+        return _import(qualified, _TRUSTED + tuple(trusted_modules), "params")
+    except ValueError as error:
+        raise ValueError(f"path: {str(path)!r}: {error}") from None
 
 
 # ----------------------------------------------------------------------------- Gibbs chains
@@ -377,14 +466,25 @@ def save_chains(path: str | os.PathLike, idata: Any, *, model: Any = None,
 
 
 def load_chains(path: str | os.PathLike) -> Any:
-    """Read chains written by :func:`save_chains` (or any ArviZ netCDF file)."""
+    """Read chains written by :func:`save_chains` (or any ArviZ netCDF file).
+
+    The groups are read into memory here, so a damaged file (not netCDF, truncated, a checksum
+    that does not match) raises a ``ValueError`` naming ``path`` now rather than later.
+    """
     import arviz as az
 
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
-    if not Path(path).exists():
-        raise FileNotFoundError(f"path: {str(path)!r} does not exist")
-    return az.from_netcdf(str(path))
+    path = _existing_path(path)
+    try:
+        idata = az.from_netcdf(str(path))
+        groups = idata.groups()
+        for group in groups:
+            getattr(idata, group).load()
+    except Exception as error:  # netCDF4/h5py/xarray each raise their own errors on a damaged file
+        raise ValueError(f"path: {str(path)!r} is not a readable ArviZ netCDF file, or is damaged "
+                         f"({type(error).__name__}: {error})") from None
+    if not groups:
+        raise ValueError(f"path: {str(path)!r} holds no ArviZ groups (posterior, sample_stats, ...)")
+    return idata
 
 
 def chains_settings(idata: Any, *, trusted_modules: Sequence[str] = ()) -> dict[str, Any]:
@@ -394,7 +494,12 @@ def chains_settings(idata: Any, *, trusted_modules: Sequence[str] = ()) -> dict[
         raise TypeError(f"idata: expected an arviz.InferenceData with a posterior, got {type(idata).__name__}")
     if CHAINS_ATTRIBUTE not in attrs:
         return {"model": None, "settings": None}
-    document = json.loads(attrs[CHAINS_ATTRIBUTE])
+    try:
+        document = json.loads(attrs[CHAINS_ATTRIBUTE])
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ValueError(f"idata: the {CHAINS_ATTRIBUTE} attribute is not valid JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"idata: the {CHAINS_ATTRIBUTE} attribute is {type(document).__name__}, not a JSON object")
     return {key: decode_settings(document.get(key), key, trusted_modules=trusted_modules)
             for key in ("model", "settings")}
 
@@ -504,34 +609,44 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
     import jax
     import jax.numpy as jnp
 
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: expected a file path, got {type(path).__name__}")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"path: {str(path)!r} does not exist")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
-        metadata = json.loads(str(arrays.pop("metadata")))
-    except (ValueError, OSError, KeyError) as error:
-        raise ValueError(f"path: {str(path)!r} is not a latentzoo chain checkpoint ({error})") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"path: {str(path)!r} is not a latentzoo chain checkpoint")
-    if metadata.get("version") != FORMAT_VERSION:
-        raise ValueError(f"path: unsupported format version {metadata.get('version')!r}")
-    names, _ = _state_leaves(like)
-    if names != metadata["leaves"]:
-        raise ValueError(f"like: its structure {names} differs from the saved state's {metadata['leaves']}")
+    path = _existing_path(path)
+    metadata, arrays = _read_archive(path, CHECKPOINT_FORMAT, "latentzoo chain checkpoint")
+    saved_names = _entry(path, metadata, "leaves", lambda value: isinstance(value, list) and all(
+        isinstance(name, str) for name in value), "a list of leaf paths")
+    next_sweep = _entry(path, metadata, "next_sweep", lambda value: _is_int(value) and value >= 0, "an integer >= 0")
+    thin = _entry(path, metadata, "thin", lambda value: _is_int(value) and value >= 1, "an integer >= 1")
+    n_draws = _entry(path, metadata, "n_draws", lambda value: _is_int(value) and value >= 0, "an integer >= 0", 0)
+    impl = _entry(path, metadata, "key_impl", lambda value: value is None or isinstance(value, str),
+                  "null or the name of a PRNG implementation", None)
+    settings = _decoded(path, metadata.get("settings"), "settings", ())
+    names, like_leaves = _state_leaves(like)
+    if names != saved_names:
+        raise ValueError(f"like: its structure {names} differs from that of the state saved in {str(path)!r}, "
+                         f"{saved_names}")
     treedef = jax.tree_util.tree_structure(like)
-    leaves = [jnp.asarray(arrays[f"state/{index}"]) for index in range(len(names))]
-    key_data = jnp.asarray(arrays["key"])
-    impl = metadata.get("key_impl")
-    rng_key = jax.random.wrap_key_data(key_data, impl=impl) if impl is not None else key_data
+    leaves = []
+    for index, (name, template) in enumerate(zip(names, like_leaves)):
+        values = _numeric_array(path, arrays, f"state/{index}", ndim=template.ndim)
+        if values.dtype.kind != template.dtype.kind:
+            raise ValueError(f"path: {str(path)!r}: the state leaf {name} holds {values.dtype}, "
+                             f"where like holds {template.dtype}")
+        leaves.append(jnp.asarray(values))
+    key_data = _numeric_array(path, arrays, "key")
+    if key_data.dtype != np.uint32 or (impl is None and key_data.shape != (2,)):
+        raise ValueError(f"path: {str(path)!r}: the key is {key_data.dtype}{list(key_data.shape)}, "
+                         "expected uint32 key data")
+    try:
+        rng_key = jax.random.wrap_key_data(jnp.asarray(key_data), impl=impl) if impl is not None \
+            else jnp.asarray(key_data)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"path: {str(path)!r}: the key data do not fit its implementation {impl!r} "
+                         f"({error})") from None
+    if rng_key.shape != ():
+        raise ValueError(f"path: {str(path)!r}: the key data hold {rng_key.shape} keys, not one key")
     return ChainCheckpoint(
         state=jax.tree_util.tree_unflatten(treedef, leaves),
         rng_key=rng_key,
-        next_sweep=int(metadata["next_sweep"]),
-        thin=int(metadata["thin"]),
-        settings={"model": metadata.get("model"), "settings": decode_settings(metadata.get("settings"), "settings"),
-                  "n_draws": int(metadata.get("n_draws", 0))},
+        next_sweep=next_sweep,
+        thin=thin,
+        settings={"model": metadata.get("model"), "settings": settings, "n_draws": n_draws},
     )
