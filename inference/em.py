@@ -92,9 +92,9 @@ class FitState(NamedTuple):
     best_score: Any
     best_beta: Any
     best_iteration: Any
-    log_lik: Any  # (max_iter,) history
-    valid_perplexity: Any  # (max_iter,) history
-    beta: Any  # (max_iter,) history
+    log_lik: Any  # (segment,) history of the current segment, at iteration % segment
+    valid_perplexity: Any  # (segment,) history, idem
+    beta: Any  # (segment,) history, idem
     done: Any
 
 
@@ -103,15 +103,23 @@ def perplexity(log_lik_total: Any, total_count: Any) -> Any:
     return jnp.exp(-log_lik_total / total_count)
 
 
-def _observation_count(data: Any) -> float:
-    """Denominator of the perplexity: ``data.total`` (counts) or the number of rows (arrays)."""
+def _observation_count(data: Any, model: Any = None) -> float:
+    """Denominator of the perplexity: ``model.observation_count(data)`` where the model counts
+    its observations (:class:`inference.enumerated.EnumeratedEM`), else ``data.total`` (counts)
+    or the number of rows (arrays)."""
+    count = getattr(model, "observation_count", None)
+    if count is not None:
+        return float(count(data))
     total = getattr(data, "total", None)
     return float(total) if total is not None else float(np.shape(data)[0])
 
 
-def _initial_state(params, *, schedule, max_iter):
+def _initial_state(params, *, schedule, segment):
+    # The history buffers hold one segment (a jitted call's iterations); the host copies them
+    # out after every call (:class:`_HistoryRecorder`), so no shape depends on ``max_iter`` and
+    # fits with another ``max_iter`` reuse the compiled loop.
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
-    nan_history = jnp.full((max_iter,), jnp.nan, dtype)
+    nan_history = jnp.full((segment,), jnp.nan, dtype)
     return FitState(
         params=params,
         iteration=jnp.asarray(0, jnp.int32),
@@ -157,6 +165,7 @@ def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, 
         better = score < state.best_score
         keep = partial(jnp.where, better)
         index = state.iteration
+        slot = index % state.log_lik.shape[0]  # place in the segment's history
         best_params = jax.tree_util.tree_map(keep, new_params, state.best_params)
         next_params, previous_log_lik = new_params, log_lik
         if getattr(schedule, "restarts_from_best", False):
@@ -174,9 +183,9 @@ def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, 
             best_score=keep(score, state.best_score),
             best_beta=keep(beta, state.best_beta),
             best_iteration=keep(index, state.best_iteration),
-            log_lik=state.log_lik.at[index].set(log_lik),
-            valid_perplexity=state.valid_perplexity.at[index].set(valid_perp),
-            beta=state.beta.at[index].set(beta),
+            log_lik=state.log_lik.at[slot].set(log_lik),
+            valid_perplexity=state.valid_perplexity.at[slot].set(valid_perp),
+            beta=state.beta.at[slot].set(beta),
             done=stop,
         )
 
@@ -222,9 +231,37 @@ def _initial_params(keys, train, *, model):
     return jax.vmap(model.init_params, in_axes=(0, None))(keys, train)
 
 
-@partial(jax.jit, static_argnames=("schedule", "max_iter"))
-def _initial_states(starts, *, schedule, max_iter):
-    return jax.vmap(partial(_initial_state, schedule=schedule, max_iter=max_iter))(starts)
+@partial(jax.jit, static_argnames=("schedule", "segment"))
+def _initial_states(starts, *, schedule, segment):
+    return jax.vmap(partial(_initial_state, schedule=schedule, segment=segment))(starts)
+
+
+class _HistoryRecorder:
+    """Copies every restart's per-iteration history out of the states after each segment.
+
+    A segment runs at most ``segment`` iterations and writes iteration t at slot t % segment, so
+    the slots of the iterations a segment ran are all its own.
+    """
+
+    names = ("log_lik", "valid_perplexity", "beta")
+
+    def __init__(self, n_restarts: int) -> None:
+        self.iterations = np.zeros(n_restarts, np.int64)
+        self.chunks: dict[str, list[list[np.ndarray]]] = {name: [[] for _ in range(n_restarts)] for name in self.names}
+
+    def __call__(self, states: FitState) -> None:
+        iterations = np.asarray(states.iteration)
+        buffers = {name: np.asarray(getattr(states, name)) for name in self.names}
+        size = buffers["log_lik"].shape[1]
+        for restart, (before, after) in enumerate(zip(self.iterations, iterations)):
+            slots = np.arange(before, after) % size
+            for name in self.names:
+                self.chunks[name][restart].append(buffers[name][restart, slots])
+        self.iterations = iterations.astype(np.int64)
+
+    def history(self, restart: int) -> dict[str, np.ndarray]:
+        return {name: np.concatenate(self.chunks[name][restart]) if self.chunks[name][restart] else np.zeros(0)
+                for name in self.names}
 
 
 def _advance_restarts(states, train, valid, valid_total, stop_at, *, model, schedule, tol, reduce=None):
@@ -322,7 +359,7 @@ class EMResult:
         inf when held-out tokens have probability 0 under the model (a warning says how many),
         unless ``floor`` scores them at max(P(y|x), floor); see :meth:`heldout_log_likelihood`.
         """
-        return float(np.exp(-self.heldout_log_likelihood(data, floor=floor) / _observation_count(data)))
+        return float(np.exp(-self.heldout_log_likelihood(data, floor=floor) / _observation_count(data, self.model)))
 
     def history_dataset(self):
         """The history as an ``xarray.Dataset`` with an ``iteration`` dimension."""
@@ -372,7 +409,7 @@ class _DeferredInterrupt:
             self._previous = None
 
 
-def _run_segments(advance, states, *, max_iter, segment, time_budget, progress):
+def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, record=None):
     """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C.
 
     ``advance`` may donate its input: ``states`` is replaced only by a segment that has finished,
@@ -391,6 +428,8 @@ def _run_segments(advance, states, *, max_iter, segment, time_budget, progress):
             finished = np.asarray(advanced.done)
             iterations = int(np.max(np.asarray(advanced.iteration)))
             states = advanced
+            if record is not None:
+                record(states)
             bar.update(iterations - bar.n)
             if finished.all():
                 stopped_by = "converged"
@@ -513,13 +552,14 @@ def tempered_em(
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
     init_dtype = _init_dtype(init) if init is not None else None
     train_arrays = _in_dtype(model.prepare(data), init_dtype, data)
-    valid_total = jnp.asarray(_observation_count(valid) if valid is not None else 1.0, jnp.result_type(float))
+    valid_total = jnp.asarray(_observation_count(valid, model) if valid is not None else 1.0, jnp.result_type(float))
     keys = jax.random.split(key, n_restarts)
     if init is None:
         starts = _initial_params(keys, train_arrays, model=model)
     else:
         starts = jax.tree_util.tree_map(lambda leaf: _in_dtype(jnp.asarray(leaf), init_dtype, None)[None], init)
-    states = _initial_states(starts, schedule=schedule, max_iter=max_iter)
+    states = _initial_states(starts, schedule=schedule, segment=segment)
+    recorder = _HistoryRecorder(n_restarts)
     if mesh is None:
         valid_arrays = _in_dtype(model.prepare(valid), init_dtype, valid) if valid is not None else None
         advance = partial(_advance, model=model, schedule=schedule, tol=tol)
@@ -535,7 +575,7 @@ def tempered_em(
         advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
     states, stopped_by = _run_segments(
         lambda states, stop_at: advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32)),
-        states, max_iter=max_iter, segment=segment, time_budget=time_budget, progress=progress,
+        states, max_iter=max_iter, segment=segment, time_budget=time_budget, progress=progress, record=recorder,
     )
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
@@ -543,8 +583,8 @@ def tempered_em(
         restart_scores = np.asarray(states.best_score)
         best = int(np.argmin(restart_scores))
     else:
-        last = np.maximum(iterations - 1, 0)
-        restart_scores = np.asarray(states.log_lik)[np.arange(n_restarts), last]
+        restart_scores = np.array([history[-1] if history.size else np.nan
+                                   for history in (recorder.history(r)["log_lik"] for r in range(n_restarts))])
         best = int(np.nanargmax(restart_scores))
     n_iter = int(iterations[best])
     pick = lambda leaf: jnp.asarray(leaf[best])  # noqa: E731
@@ -552,11 +592,7 @@ def tempered_em(
         model=model,
         params=jax.tree_util.tree_map(pick, states.best_params),
         beta=float(states.best_beta[best]),
-        history={
-            "log_lik": np.asarray(states.log_lik[best][:n_iter]),
-            "valid_perplexity": np.asarray(states.valid_perplexity[best][:n_iter]),
-            "beta": np.asarray(states.beta[best][:n_iter]),
-        },
+        history=recorder.history(best),
         restart_scores=restart_scores,
         best_restart=best,
         n_iter=n_iter,

@@ -32,6 +32,7 @@ contribute nothing, their latent sites keep log p(z | θ_t) (which sums to 1 ove
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -207,6 +208,11 @@ class _ScaleObserved(Messenger):
 class ProgramData(NamedTuple):
     """Data for a program: positional array arguments and the number of observations.
 
+    Only needed to set the number of observations by hand: :func:`inference.em.tempered_em`
+    also takes an :class:`EnumeratedEM`'s data as one array, a tuple of arrays (positional
+    arguments) or a dict of arrays (by argument name), and then counts the observations itself
+    (:meth:`EnumeratedEM.observation_count`).
+
     Attributes
     ----------
     args : tuple of arrays — passed positionally to the program (traced, so equal shapes never
@@ -255,11 +261,11 @@ class EnumeratedEM:
     Parameters
     ----------
     program : callable
-        ``program(*data.args, **static_kwargs)``: discrete latents marked
+        ``program(*data_arguments, **static_kwargs)``: discrete latents marked
         ``infer={"enumerate": "parallel"}``, unknowns declared with ``numpyro.param``.
-    static_kwargs : tuple of (name, value) pairs
-        Keyword arguments that fix shapes (e.g. ``(("n_classes", 4),)``); hashable so the fit
-        compiles once per setting.
+    static_kwargs : dict or tuple of (name, value) pairs
+        Keyword arguments that fix shapes (e.g. ``{"n_classes": 4}``); kept as a sorted tuple of
+        pairs, so the values must be hashable and the fit compiles once per setting.
     max_plate_nesting : int
         Nested plates in the program.
     learning_rate : float
@@ -277,6 +283,13 @@ class EnumeratedEM:
         Positions of the arguments that hold one entry per observation along their first axis
         (the ones split over devices). Default: every array argument.
 
+    Data. ``tempered_em(model, data, ...)`` takes the program's data arguments as one array, a
+    tuple of arrays (positional) or a dict of arrays (by argument name), or as a
+    :class:`ProgramData`. The perplexity's denominator, the number of observations, is counted
+    from the program: the number of values of each observed sample site (its plates' sizes,
+    masked values left out), which all observed sites must agree on (:meth:`observation_count`);
+    give ``ProgramData(args, total)`` when they do not.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist
@@ -288,8 +301,8 @@ class EnumeratedEM:
     ...         c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
     ...         numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)
     >>> x = jnp.concatenate([jnp.full(20, -3.0), jnp.full(20, 3.0)])
-    >>> model = EnumeratedEM(mixture, static_kwargs=(("n_classes", 2),), max_plate_nesting=1)
-    >>> result = tempered_em(model, ProgramData((x,), 40.0), key=jax.random.key(0), max_iter=30)
+    >>> model = EnumeratedEM(mixture, static_kwargs={"n_classes": 2}, max_plate_nesting=1)
+    >>> result = tempered_em(model, x, key=jax.random.key(0), max_iter=30)
     >>> [round(float(v), 1) for v in sorted(result.params["locs"])]
     [-3.0, 3.0]
     """
@@ -311,9 +324,18 @@ class EnumeratedEM:
         check_int("m_step_iters", self.m_step_iters, minimum=1)
         check_real("init_scale", self.init_scale, low=0.0)
         try:
-            dict(self.static_kwargs)
+            static = dict(self.static_kwargs)
         except (TypeError, ValueError):
-            raise ValueError("static_kwargs: expected a tuple of (name, value) pairs") from None
+            raise ValueError("static_kwargs: expected a dict or a tuple of (name, value) pairs") from None
+        if not all(isinstance(name, str) for name in static):
+            raise ValueError(f"static_kwargs: argument names must be str, got {list(static)!r}")
+        static = tuple(sorted(static.items()))
+        try:
+            hash(static)
+        except TypeError:
+            raise ValueError("static_kwargs: values must be hashable (ints, floats, strings, tuples); pass "
+                             "arrays as data arguments instead") from None
+        object.__setattr__(self, "static_kwargs", static)
         if self.data_plate is not None and not isinstance(self.data_plate, str):
             raise TypeError(f"data_plate: expected a plate name (str), got {type(self.data_plate).__name__}")
         if self.data_args is not None:
@@ -345,17 +367,86 @@ class EnumeratedEM:
             return self.program
         return _MaskPadding(self.program, self.data_plate, observed)
 
+    def _program_args(self, data: Any) -> tuple:
+        """The program's positional data arguments from ProgramData, an array, a tuple or a dict."""
+        if isinstance(data, ProgramData):
+            check_real("data.total", data.total, low=0.0, low_open=True)
+            args = tuple(data.args)
+        elif isinstance(data, dict):
+            args = self._args_by_name(data)
+        elif isinstance(data, tuple):
+            args = data
+        elif isinstance(data, list) or (hasattr(data, "shape") and hasattr(data, "dtype")):
+            args = (data,)
+        else:
+            raise TypeError("data: expected an array, a tuple of arrays (positional arguments), a dict of arrays "
+                            f"by argument name or inference.enumerated.ProgramData, got {type(data).__name__}")
+        return tuple(jnp.asarray(arg) if isinstance(arg, (np.ndarray, list)) else arg for arg in args)
+
+    def _args_by_name(self, data: dict) -> tuple:
+        """Positional arguments from a dict by the program's parameter names (static ones excluded)."""
+        positional = [parameter for parameter in inspect.signature(self.program).parameters.values()
+                      if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)]
+        names = [parameter.name for parameter in positional]
+        unknown = [name for name in data if name not in names or name in self._kwargs]
+        if unknown:
+            raise ValueError(f"data: {unknown} are not data arguments of {getattr(self.program, '__name__', 'the program')}"
+                             f" (its positional arguments: {names}; static ones go in static_kwargs)")
+        last = max(names.index(name) for name in data) if data else -1
+        args = []
+        for parameter in positional[:last + 1]:
+            if parameter.name in data:
+                args.append(data[parameter.name])
+            elif parameter.default is not parameter.empty:
+                args.append(parameter.default)
+            else:
+                raise ValueError(f"data: argument {parameter.name!r} of the program is missing")
+        return tuple(args)
+
+    def observation_count(self, data: Any) -> float:
+        """The number of observations in ``data``: the perplexity's denominator.
+
+        ``ProgramData.total`` when given; otherwise the number of values of the program's
+        observed sample sites (the product of their plates' sizes, masked values left out, one
+        value per event), which every observed site must agree on.
+        """
+        if isinstance(data, ProgramData):
+            return float(check_real("data.total", data.total, low=0.0, low_open=True))
+        args = self._program_args(data)
+        trace = handlers.trace(handlers.seed(self.program, rng_seed=0)).get_trace(*args, **self._kwargs)
+        counts = {}
+        for name, site in trace.items():
+            if site["type"] != "sample" or not site["is_observed"]:
+                continue
+            shape = tuple(site["fn"].batch_shape)
+            kept = np.ones(shape, bool) if site.get("mask") is None else np.asarray(site["mask"], bool)
+            fn = site["fn"]
+            while isinstance(fn, (dist.MaskedDistribution, dist.ExpandedDistribution)):
+                if isinstance(fn, dist.MaskedDistribution) and not isinstance(fn._mask, bool):
+                    kept = kept & np.asarray(fn._mask, bool)
+                elif isinstance(fn, dist.MaskedDistribution) and fn._mask is False:
+                    kept = np.zeros(shape, bool)
+                fn = fn.base_dist
+            counts[name] = float(np.sum(np.broadcast_to(kept, shape)))
+        if not counts:
+            raise ValueError("data: the program has no observed sample site to count observations of")
+        if len(set(counts.values())) > 1:
+            raise ValueError(f"data: the observed sites hold different numbers of values {counts}; give "
+                             "ProgramData(args, total) with the number of observations")
+        return next(iter(counts.values()))
+
     # ---------------------------------------------------------------- EMModel protocol
-    def prepare(self, data: ProgramData) -> tuple:
-        """Check the program against ``data`` (host side) and return the argument arrays."""
-        if not isinstance(data, ProgramData):
-            raise TypeError(f"data: expected inference.enumerated.ProgramData, got {type(data).__name__}")
-        check_real("data.total", data.total, low=0.0, low_open=True)
-        args = tuple(jnp.asarray(arg) if isinstance(arg, (np.ndarray, list)) else arg for arg in data.args)
+    def prepare(self, data: Any) -> tuple:
+        """Check the program against ``data`` (host side) and return the argument arrays.
+
+        ``data``: one array, a tuple of arrays (positional arguments), a dict of arrays by
+        argument name, or a :class:`ProgramData`.
+        """
+        args = self._program_args(data)
         self._param_sites(args)
         return args
 
-    def prepare_sharded(self, data: ProgramData, n_shards: int) -> ShardedProgramArgs:
+    def prepare_sharded(self, data: Any, n_shards: int) -> ShardedProgramArgs:
         """Like :meth:`prepare`, with the observations cut into ``n_shards`` equal blocks.
 
         The data arguments (``data_args``) are split along their first axis, the last blocks

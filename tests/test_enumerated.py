@@ -210,3 +210,54 @@ def test_poisson_count_variant_recovers_the_one_sided_kernel(x64):
     np.testing.assert_allclose(np.asarray(variant.params["col_given_class"]).T,
                                np.asarray(kernel.params.feature_given_class), atol=0.02)
     np.testing.assert_allclose(np.asarray(variant.params["row_rate"]), row_totals, rtol=1e-2)
+
+
+def _mixture(x, n_classes):
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+    locs = numpyro.param("locs", jnp.linspace(-1.0, 1.0, n_classes))
+    with numpyro.plate("points", x.shape[0]):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)
+
+
+def test_generic_em_takes_arrays_or_a_dict_and_counts_the_observations():
+    x = jnp.concatenate([jnp.full(20, -3.0), jnp.full(20, 3.0)])
+    valid = x + 0.1
+    model = EnumeratedEM(_mixture, static_kwargs={"n_classes": 2}, max_plate_nesting=1)
+    assert model.static_kwargs == (("n_classes", 2),)  # hashable: one compilation per setting
+    fits = [tempered_em(model, data, key=jax.random.key(0), valid=valid_data, max_iter=20)
+            for data, valid_data in [(ProgramData((x,), 40.0), ProgramData((valid,), 40.0)), (x, valid),
+                                     ((x,), (valid,)), ({"x": x}, {"x": valid})]]
+    for fit in fits[1:]:
+        np.testing.assert_allclose(fit.history["valid_perplexity"], fits[0].history["valid_perplexity"], rtol=1e-6)
+        np.testing.assert_allclose(fit.perplexity({"x": valid}), fits[0].perplexity(ProgramData((valid,), 40.0)),
+                                   rtol=1e-6)
+    assert model.observation_count(x) == 40.0
+    with pytest.raises(ValueError, match=r"^data: \['y'\] are not data arguments of _mixture"):
+        model.prepare({"y": x})
+    with pytest.raises(ValueError, match="^static_kwargs: values must be hashable"):
+        EnumeratedEM(_mixture, static_kwargs={"n_classes": [2]})
+
+
+def test_observations_are_counted_without_the_masked_padding():
+    rng = np.random.default_rng(5)
+    data = CoOccurrence.from_dense(rng.poisson(1.0, size=(6, 7)) + np.eye(6, 7, dtype=int))
+    tokens, mask = padded_tokens(data)
+    model = EnumeratedEM(one_sided_program, static_kwargs={"n_features": 7, "n_classes": 2}, max_plate_nesting=2)
+    assert model.observation_count({"token_mask": mask, "tokens": tokens}) == data.total
+    assert mask.size > data.total
+
+
+def test_a_new_max_iter_reuses_the_compiled_fit():
+    from inference.em import _advance
+
+    x = jnp.asarray(np.random.default_rng(6).normal(size=30))  # overlapping classes: EM converges slowly
+    model = EnumeratedEM(_mixture, static_kwargs={"n_classes": 2}, max_plate_nesting=1, m_step_iters=2,
+                         learning_rate=0.01)
+    first = tempered_em(model, x, key=jax.random.key(0), max_iter=7, tol=0.0)
+    compiled = _advance._cache_size()
+    longer = tempered_em(model, x, key=jax.random.key(0), max_iter=41, tol=0.0)
+    assert _advance._cache_size() == compiled
+    # Histories are collected segment by segment (25 iterations each): the same iterates.
+    assert first.n_iter == 7 and longer.n_iter == 41 and longer.history["log_lik"].shape == (41,)
+    np.testing.assert_array_equal(longer.history["log_lik"][:7], first.history["log_lik"])
