@@ -102,3 +102,12 @@ def test_missing_files_and_unknown_models(tmp_path, capsys):
     assert "DATAFILE:" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fit", "no-such-model", str(tmp_path / "missing.mtx")])
+
+
+def test_demo_explains_why_plain_em_perplexity_explodes(capsys):
+    from zoo.demo import run_demo
+
+    results = run_demo(n_classes=4, n_restarts=1)
+    printed = capsys.readouterr().out
+    assert "Why: EM keeps raising the TRAINING likelihood" in printed and "have P(word | story) = 0" in printed
+    assert results["test_perplexity_tempered"] <= results["test_perplexity_beta_1_early_stopped"] * 1.01
