@@ -68,6 +68,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior, escobar_west_update
+from inference.segments import segment_sum
 from inference.sparse import resolve_backend
 from inference.split_merge import split_merge_moves
 from zoo._validation import as_index_array, check_choice, check_int, check_real
@@ -201,7 +202,7 @@ def cluster_stats(family: ComponentFamily, data: jax.Array, assignments: jax.Arr
     """
     per_point = jax.vmap(family.point_stats)(data)
     return jax.tree_util.tree_map(
-        lambda leaf: jax.ops.segment_sum(leaf, assignments, num_segments=max_clusters), per_point
+        lambda leaf: segment_sum(leaf, assignments, num_segments=max_clusters), per_point
     )
 
 
@@ -842,7 +843,7 @@ def _independence_update(
         per_point = jax.vmap(lambda point, slot: family.cached_log_likelihood(_take_row(cache, slot), point))(
             features, assignments
         )
-        return jax.ops.segment_sum(per_point, assignments, num_segments=n_slots)
+        return segment_sum(per_point, assignments, num_segments=n_slots)
 
     def propose(carry, proposal_index):
         params, current = carry

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from inference.segments import segment_sum
 from zoo._validation import as_float_array, check_choice
 
 __all__ = [
@@ -302,7 +303,7 @@ def _move_deltas(state, point, co_counts, n_draws, loss):
         + 2.0 * jnp.log(row[source].astype(dtype))
     )
     # Joining slot k: its size term, its members' masses grow by C_j,point, the point's new term.
-    growth = jax.ops.segment_sum(
+    growth = segment_sum(
         jnp.where(others, jnp.log1p(to_point / own_mass), 0.0), state.labels, n_points
     )
     join = (
@@ -350,13 +351,13 @@ def _best_merge(state, co_counts, n_draws, loss, tolerance):
         # Q[a, b] = Σ_{i in a, j in b} C_ij; merging a and b adds m_a m_b pairs. The change is a
         # whole number but may exceed the int32 range, so it is summed in floating point and a
         # merge needs a gain above ½ (exact in float64, and in float32 below 2^24).
-        between = jax.ops.segment_sum(mass, state.labels, n_points)
+        between = segment_sum(mass, state.labels, n_points)
         deltas = n_draws * size[:, None] * size[None, :] - 2.0 * between
         tolerance = 0.5
     else:
         own_mass = mass[slots, state.labels]
         # G[a, b] = Σ_{j in a} log(1 + S[j, b] / S[j, a]): the growth of a's masses on merging b.
-        growth = jax.ops.segment_sum(jnp.log1p(mass / own_mass[:, None]), state.labels, n_points)
+        growth = segment_sum(jnp.log1p(mass / own_mass[:, None]), state.labels, n_points)
         deltas = _merge_gain(size[:, None], size[None, :]) - 2.0 * (growth + growth.T)
     allowed = active[:, None] & active[None, :] & (slots[:, None] < slots[None, :])
     deltas = jnp.where(allowed, deltas, jnp.inf)
@@ -376,7 +377,7 @@ def _greedy_search(initial_labels, co_counts, n_draws, tolerance, loss):
     """Moves and merges from one starting partition until neither improves."""
     n_points = co_counts.shape[0]
     sizes = jnp.zeros(n_points, co_counts.dtype).at[initial_labels].add(1)
-    within = jax.ops.segment_sum(co_counts, initial_labels, n_points).T
+    within = segment_sum(co_counts, initial_labels, n_points).T
     state = _SearchState(initial_labels, sizes, within, jnp.asarray(True), jnp.asarray(0))
 
     def keep_going(state):

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from inference.segments import scatter_is_ordered, sorted_segment_sum
 from zoo.data import DyadicArrays
 
 __all__ = [
@@ -88,39 +89,84 @@ def resolve_backend(backend: str) -> str:
 
 
 # ---------------------------------------------------------------------------- XLA path
+# Sums over cells go into (rows × K) and (columns × K) accumulators carried through a scan over
+# chunks of cells, updated in place (an O(chunk × K) step, whatever the number of rows). Where
+# XLA's float scatter-adds are atomic (GPU, TPU), their order changes from call to call, so there
+# the row statistics are summed over the CSR cells and the column statistics over the CSC copy,
+# both with ids sorted, by ``inference.segments.sorted_segment_sum``, whose order is fixed: the
+# column pass recomputes z_ij for its cells rather than scattering in an order it cannot fix.
+
+
+def _cell_chunks(rows, cols, counts, chunk_cells: int, pad_row: int, pad_col: int):
+    """Cells as (n_chunks, size) arrays. Padding cells have count 0 and the ids ``pad_row``,
+    ``pad_col`` (one past the last row and column: ids stay sorted, and sums drop them)."""
+    nnz = rows.shape[0]
+    n_chunks = max(1, -(-nnz // chunk_cells))
+    size = -(-nnz // n_chunks)
+    pad = n_chunks * size - nnz
+    return tuple(jnp.pad(array, (0, pad), constant_values=fill).reshape(n_chunks, size)
+                 for array, fill in ((rows, pad_row), (cols, pad_col), (counts, 0)))
+
+
+def _csc_cells(data: DyadicArrays):
+    """(rows, cols, counts) of the cells in CSC order (the column of each cell from the pointer)."""
+    nnz = data.col_rows.shape[0]
+    cells = jnp.arange(nnz, dtype=data.col_indptr.dtype)
+    cols = jnp.searchsorted(data.col_indptr, cells, side="right", method="scan_unrolled") - 1
+    return data.col_rows, cols.astype(jnp.int32), data.col_counts
+
+
+def _gather(table, ids):
+    # Padding ids point one past the end: clamp them (their count is 0, so the value is unused).
+    return table[jnp.minimum(ids, table.shape[0] - 1)]
+
+
+def _add_by_sorted_ids(acc, values, ids, ordered: bool):
+    """``acc[ids] += values`` for non-decreasing ids (ids ≥ len(acc) are dropped)."""
+    if ordered:
+        return sorted_segment_sum(values, ids, acc.shape[0], out=acc)
+    return acc.at[ids].add(values, mode="drop", indices_are_sorted=True)
+
+
+def _column_pass(col_acc, data: DyadicArrays, chunk_cells: int, cell_values):
+    """``col_acc[j] += Σ_i cell_values(rows, cols, counts)`` over the CSC cells, in a fixed order."""
+    n_rows, n_cols = data.shape
+
+    def body(acc, chunk):
+        rows, cols, counts = chunk
+        return sorted_segment_sum(cell_values(rows, cols, counts), cols, n_cols, out=acc), None
+
+    col_acc, _ = jax.lax.scan(body, col_acc, _cell_chunks(*_csc_cells(data), chunk_cells, n_rows, n_cols))
+    return col_acc
+
+
 def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells, eval_factors, eval_needed):
     n_rows, n_classes = A.shape
     n_cols = B.shape[0]
     floor = _floor(A.dtype)
-    nnz = data.rows.shape[0]
-    n_chunks = max(1, -(-nnz // chunk_cells))
-    size = -(-nnz // n_chunks)
-    pad = n_chunks * size - nnz
-    # Padding cells have count 0 and point at row/col 0: they contribute nothing.
-    rows = jnp.pad(data.rows, (0, pad)).reshape(n_chunks, size)
-    cols = jnp.pad(data.cols, (0, pad)).reshape(n_chunks, size)
-    counts = jnp.pad(data.counts, (0, pad)).reshape(n_chunks, size)
+    ordered = not scatter_is_ordered()
+
+    def ratios(rows, cols, counts):
+        a_cells, b_cells = _gather(A, rows), _gather(B, cols)
+        z = jnp.maximum(jnp.einsum("nk,nk->n", a_cells, b_cells, precision="highest"), floor)
+        return a_cells, b_cells, z, counts / z
 
     def body(carry, chunk):
         row_acc, col_acc, log_norm, eval_log_norm = carry
         chunk_rows, chunk_cols, chunk_counts = chunk
-        a_cells = A[chunk_rows]
-        b_cells = B[chunk_cols]
-        z = jnp.maximum(jnp.einsum("nk,nk->n", a_cells, b_cells), floor)
-        ratio = chunk_counts / z
+        a_cells, b_cells, z, ratio = ratios(chunk_rows, chunk_cols, chunk_counts)
         chunk_log_norm = jnp.sum(jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0))
         log_norm = log_norm + chunk_log_norm
         if eval_factors is not None:
             A_eval, B_eval = eval_factors
-            z_eval = jnp.maximum(jnp.einsum("nk,nk->n", A_eval[chunk_rows], B_eval[chunk_cols]), floor)
+            z_eval = jnp.maximum(jnp.einsum("nk,nk->n", _gather(A_eval, chunk_rows), _gather(B_eval, chunk_cols),
+                                            precision="highest"), floor)
             chunk_eval = jnp.sum(jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z_eval), 0.0))
             eval_log_norm = eval_log_norm + jnp.where(eval_needed, chunk_eval, chunk_log_norm)
         if want_rows:
-            row_acc = row_acc + jax.ops.segment_sum(
-                ratio[:, None] * b_cells, chunk_rows, n_rows, indices_are_sorted=True
-            )
-        if want_cols:
-            col_acc = col_acc + jax.ops.segment_sum(ratio[:, None] * a_cells, chunk_cols, n_cols)
+            row_acc = _add_by_sorted_ids(row_acc, ratio[:, None] * b_cells, chunk_rows, ordered)
+        if want_cols and not ordered:
+            col_acc = col_acc.at[chunk_cols].add(ratio[:, None] * a_cells, mode="drop")
         return (row_acc, col_acc, log_norm, eval_log_norm), None
 
     init = (
@@ -129,7 +175,14 @@ def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells,
         jnp.zeros((), A.dtype),
         jnp.zeros((), A.dtype),
     )
-    (row_acc, col_acc, log_norm, eval_log_norm), _ = jax.lax.scan(body, init, (rows, cols, counts))
+    chunks = _cell_chunks(data.rows, data.cols, data.counts, chunk_cells, n_rows, n_cols)
+    (row_acc, col_acc, log_norm, eval_log_norm), _ = jax.lax.scan(body, init, chunks)
+    if want_cols and ordered:
+        def column_values(rows, cols, counts):
+            a_cells, _, _, ratio = ratios(rows, cols, counts)
+            return ratio[:, None] * a_cells
+
+        col_acc = _column_pass(col_acc, data, chunk_cells, column_values)
     return CellStats(
         row_stats=A * row_acc if want_rows else None,
         col_stats=B * col_acc if want_cols else None,
@@ -260,27 +313,24 @@ def cell_log_norm(A: Any, B: Any, data: DyadicArrays, *, backend: str = "auto",
 # statistics; :func:`row_cell_stats` provides them. Both have the same two implementations.
 
 
-def _padded_chunks(data: DyadicArrays, chunk_cells: int):
-    """Cells as (n_chunks, size) arrays; padding cells have count 0 and indices 0."""
-    nnz = data.rows.shape[0]
-    n_chunks = max(1, -(-nnz // chunk_cells))
-    size = -(-nnz // n_chunks)
-    pad = n_chunks * size - nnz
-    return tuple(jnp.pad(array, (0, pad)).reshape(n_chunks, size) for array in (data.rows, data.cols, data.counts))
-
-
 def _xla_count_matmul(dense, data: DyadicArrays, transpose: bool, chunk_cells: int):
     n_rows, n_cols = data.shape
     n_out = n_cols if transpose else n_rows
+    ordered = not scatter_is_ordered()
+    # nᵀ G sums over the cells of each column: over the CSC copy, ids sorted, when the order matters.
+    cells = _csc_cells(data) if transpose and ordered else (data.rows, data.cols, data.counts)
 
     def body(out, chunk):
         chunk_rows, chunk_cols, chunk_counts = chunk
         source, target = (chunk_rows, chunk_cols) if transpose else (chunk_cols, chunk_rows)
         # where(): padding cells (count 0) must not turn an infinite entry of ``dense`` into NaN.
-        weighted = jnp.where(chunk_counts[:, None] > 0, chunk_counts[:, None] * dense[source], 0.0)
-        return out + jax.ops.segment_sum(weighted, target, n_out, indices_are_sorted=not transpose), None
+        weighted = jnp.where(chunk_counts[:, None] > 0, chunk_counts[:, None] * _gather(dense, source), 0.0)
+        if transpose and not ordered:
+            return out.at[target].add(weighted, mode="drop"), None
+        return _add_by_sorted_ids(out, weighted, target, ordered), None
 
-    out, _ = jax.lax.scan(body, jnp.zeros((n_out, dense.shape[1]), dense.dtype), _padded_chunks(data, chunk_cells))
+    out, _ = jax.lax.scan(body, jnp.zeros((n_out, dense.shape[1]), dense.dtype),
+                          _cell_chunks(*cells, chunk_cells, n_rows, n_cols))
     return out
 
 
@@ -350,23 +400,27 @@ def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_c
     n_rows, n_classes = A.shape
     n_cols = B.shape[0]
     floor = _floor(A.dtype)
+    ordered = not scatter_is_ordered()
+
+    def ratios(rows, cols, counts):
+        a_cells, b_cells = _gather(A, rows), _gather(B, cols)
+        z = jnp.maximum(jnp.einsum("nk,nk->n", a_cells, b_cells, precision="highest"), floor)
+        return a_cells, b_cells, z, counts / z
+
+    def column_values(rows, cols, counts):
+        a_cells, _, _, ratio = ratios(rows, cols, counts)
+        return (_gather(row_weights, rows) * ratio)[:, None] * a_cells
 
     def body(carry, chunk):
         row_acc, col_acc, log_acc = carry
         chunk_rows, chunk_cols, chunk_counts = chunk
-        a_cells = A[chunk_rows]
-        b_cells = B[chunk_cols]
-        z = jnp.maximum(jnp.einsum("nk,nk->n", a_cells, b_cells), floor)
-        ratio = chunk_counts / z
-        log_acc = log_acc + jax.ops.segment_sum(
-            jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0), chunk_rows, n_rows, indices_are_sorted=True
-        )
+        a_cells, b_cells, z, ratio = ratios(chunk_rows, chunk_cols, chunk_counts)
+        log_acc = _add_by_sorted_ids(log_acc, jnp.where(chunk_counts > 0, chunk_counts * jnp.log(z), 0.0),
+                                     chunk_rows, ordered)
         if want_rows:
-            row_acc = row_acc + jax.ops.segment_sum(ratio[:, None] * b_cells, chunk_rows, n_rows,
-                                                    indices_are_sorted=True)
-        if want_cols:
-            weighted = (row_weights[chunk_rows] * ratio)[:, None] * a_cells
-            col_acc = col_acc + jax.ops.segment_sum(weighted, chunk_cols, n_cols)
+            row_acc = _add_by_sorted_ids(row_acc, ratio[:, None] * b_cells, chunk_rows, ordered)
+        if want_cols and not ordered:
+            col_acc = col_acc.at[chunk_cols].add(column_values(chunk_rows, chunk_cols, chunk_counts), mode="drop")
         return (row_acc, col_acc, log_acc), None
 
     init = (
@@ -374,7 +428,10 @@ def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_c
         jnp.zeros((n_cols, n_classes), A.dtype) if want_cols else jnp.zeros((0,), A.dtype),
         jnp.zeros((n_rows,), A.dtype),
     )
-    (row_acc, col_acc, log_acc), _ = jax.lax.scan(body, init, _padded_chunks(data, chunk_cells))
+    chunks = _cell_chunks(data.rows, data.cols, data.counts, chunk_cells, n_rows, n_cols)
+    (row_acc, col_acc, log_acc), _ = jax.lax.scan(body, init, chunks)
+    if want_cols and ordered:
+        col_acc = _column_pass(col_acc, data, chunk_cells, column_values)
     return RowCellStats(
         row_stats=A * row_acc if want_rows else None,
         col_stats=B * col_acc if want_cols else None,

@@ -58,6 +58,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from inference.segments import segment_sum
+
 __all__ = [
     "UNIFORM_SHARE",
     "SideModel",
@@ -318,7 +320,7 @@ def split_merge_move(
     active = (counts > 0) & movable
     n_clusters = jnp.sum(active).astype(jnp.int32)
     stats = jax.tree_util.tree_map(
-        lambda leaf: jax.ops.segment_sum(leaf, assignments, num_segments=n_slots), point_stats)
+        lambda leaf: segment_sum(leaf, assignments, num_segments=n_slots), point_stats)
     if gains is None:
         gains = merge_gains(model.log_marginal, stats, counts, log_alpha, movable)
     pairs_now = _upper(gains)
@@ -402,7 +404,7 @@ def split_merge_move(
     moved = jnp.where(is_split, (in_play | (index == j)) & ~on_side_i, assignments == label_i)
     target = jnp.where(is_split, new_slot, label_j)
     assignments = jnp.where(accepted & moved, target, assignments)
-    counts = jax.ops.segment_sum(jnp.ones((n_points,), counts.dtype), assignments, num_segments=n_slots)
+    counts = segment_sum(jnp.ones((n_points,), counts.dtype), assignments, num_segments=n_slots)
     # The gains of the new partition: an accepted split puts A's row in C's slot and B's in the
     # new one; an accepted merge empties i's slot and gives j's the merged cluster's row.
     row_merged = against(merged_stats, size_both, valid=active & (slots != label_i) & (slots != label_j))
@@ -453,7 +455,7 @@ def split_merge_moves(
     model = family_side_model(family, data)
     log_alpha = jnp.log(alpha).astype(data.dtype)
 
-    stats = jax.tree_util.tree_map(lambda leaf: jax.ops.segment_sum(leaf, assignments, num_segments=counts.shape[0]),
+    stats = jax.tree_util.tree_map(lambda leaf: segment_sum(leaf, assignments, num_segments=counts.shape[0]),
                                    model.point_stats)
 
     def move(carry, move_index):

@@ -131,6 +131,7 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior
+from inference.segments import segment_sum
 from inference.neal import GibbsState, _finish_step, _keep_partition_on_overflow
 from inference.neal import init as _neal_init
 from inference.split_merge import SplitMergeMoves, no_moves
@@ -199,7 +200,7 @@ def _take(tree: Any, index: jax.Array) -> Any:
 
 def _segment_sum_tree(tree: Any, segments: jax.Array, n_segments: int) -> Any:
     return jax.tree_util.tree_map(
-        lambda leaf: jax.ops.segment_sum(leaf, segments, num_segments=n_segments), tree
+        lambda leaf: segment_sum(leaf, segments, num_segments=n_segments), tree
     )
 
 
@@ -250,7 +251,7 @@ def _restricted_gibbs(
     key_weights, key_ranks, key_labels = jax.random.split(rng_key, 3)
     active = counts > 0
     exponentials = jax.random.exponential(key_weights, (n_points,), dtype)
-    log_weights = jnp.log(jax.ops.segment_sum(exponentials, assignments, num_segments=n_slots))
+    log_weights = jnp.log(segment_sum(exponentials, assignments, num_segments=n_slots))
     _, rank = _random_ranks(key_ranks, n_points)
     keeper_rank = jax.ops.segment_min(rank, assignments, num_segments=n_slots)
     is_keeper = keeper_rank[assignments] == rank
@@ -338,7 +339,7 @@ def _plan_blocks(
     high_in = jax.ops.segment_max(lead_rank, target, num_segments=n_slots + 1)[:n_slots]
     safe_target = jnp.minimum(target, n_slots - 1)
     target_rank = lead_rank[safe_target]
-    n_above = jax.ops.segment_sum(
+    n_above = segment_sum(
         (has_link & (lead_rank > target_rank)).astype(jnp.int32), target, num_segments=n_slots + 1
     )[:n_slots]
     target_free = has_link & ~has_link[safe_target]
@@ -432,7 +433,7 @@ def _subcluster_sides(
         segment = jnp.where(in_block, 2 * block + side, 2 * n_slots)
         sub_stats = _take(_segment_sum_tree(point_stats, segment, segments), jnp.arange(2 * n_slots))
         exponentials = jax.random.exponential(key_weights, (n_points,), dtype)
-        sums = jax.ops.segment_sum(exponentials, segment, num_segments=segments)[:-1].reshape(n_slots, 2)
+        sums = segment_sum(exponentials, segment, num_segments=segments)[:-1].reshape(n_slots, 2)
         log_gamma = jnp.logaddexp(log_base[iteration], jnp.log(sums))  # log Gamma(N_h + α/2)
         log_weights = log_gamma - jax.nn.logsumexp(log_gamma, axis=1, keepdims=True)
         sub_params = family.sample_posterior(key_params, sub_stats)  # row 2 k + h: side h of block k
@@ -514,7 +515,7 @@ def _log_proposal_probability(
     :func:`_subcluster_sides` (Jain & Neal 2004's q(split | launch)). ``counted`` marks the
     points of blocks other than their leaders."""
     log_prob = jax.nn.log_sigmoid(jnp.where(other, log_odds_other, -log_odds_other))
-    return jax.ops.segment_sum(jnp.where(counted, log_prob, 0.0), block, num_segments=n_slots + 1)[:n_slots]
+    return segment_sum(jnp.where(counted, log_prob, 0.0), block, num_segments=n_slots + 1)[:n_slots]
 
 
 def _move_pass(
@@ -561,7 +562,7 @@ def _move_pass(
     other = jnp.where(merge_here, division, proposed_other)
     segment = jnp.where(in_block, 2 * block + other, 2 * n_slots)
     side_stats = _take(_segment_sum_tree(point_stats, segment, 2 * n_slots + 1), jnp.arange(2 * n_slots))
-    side_counts = jax.ops.segment_sum(jnp.ones((n_points,), dtype), segment,
+    side_counts = segment_sum(jnp.ones((n_points,), dtype), segment,
                                       num_segments=2 * n_slots + 1)[:-1].reshape(n_slots, 2)
     n_a, n_o = side_counts[:, 0], side_counts[:, 1]
     # Q: probability that the linking side's link (∝ its predictive) lands in the other side.

@@ -21,3 +21,25 @@ def x64():
         yield
     finally:
         jax.config.update("jax_enable_x64", previous)
+
+
+# ---------------------------------------------------------------------------- numba off the CPU
+# The numba kernels are CPU custom calls; on a GPU or TPU backend every model refuses
+# backend="numba" (tested by the refusal tests, which run everywhere). Tests that exercise the
+# kernels themselves, marked ``numba`` or parametrized with backend="numba", skip there.
+def _uses_numba(item) -> bool:
+    if item.get_closest_marker("numba") is not None:
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(isinstance(value, str) and value == "numba" for value in params.values()) or any(
+        isinstance(value, tuple) and "numba" in value for value in params.values())
+
+
+def pytest_collection_modifyitems(config, items):
+    backend = jax.default_backend()
+    if backend == "cpu":
+        return
+    skip = pytest.mark.skip(reason=f"exercises the CPU-only numba kernels; JAX runs on {backend!r}")
+    for item in items:
+        if _uses_numba(item):
+            item.add_marker(skip)

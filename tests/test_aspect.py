@@ -106,6 +106,7 @@ def test_alternating_em_is_kl_nmf_step_for_step(x64):
         np.testing.assert_allclose(np.asarray(current.col_given_class), (H / H.sum(1, keepdims=True)).T, rtol=1e-7)
 
 
+@pytest.mark.numba
 def test_simultaneous_em_is_simultaneous_kl_nmf_update(x64):
     rng = np.random.default_rng(1)
     counts = rng.poisson(2.0, size=(10, 9)).astype(float) + np.eye(10, 9)
@@ -121,6 +122,7 @@ def test_simultaneous_em_is_simultaneous_kl_nmf_update(x64):
     np.testing.assert_allclose(np.asarray(new.col_given_class), (H_new / H_new.sum(1, keepdims=True)).T, rtol=1e-9)
 
 
+@pytest.mark.numba
 def test_backends_agree_on_a_tempered_step():
     rng = np.random.default_rng(2)
     data = CoOccurrence.from_dense(rng.poisson(0.7, size=(40, 60)) + (rng.random((40, 60)) < 0.02))

@@ -124,6 +124,7 @@ def test_a_model_sized_by_its_number_of_leaves():
 
 # ----------------------------------------------------------------------------- kernel = program
 @pytest.mark.parametrize("tree", [Tree.complete(1, 3), Tree.complete(2, 2), IRREGULAR])
+@pytest.mark.numba
 def test_kernel_log_likelihood_equals_enumerated_program(x64, tree):
     rng = np.random.default_rng(tree.n_nodes)
     counts = rng.poisson(1.0, size=(5, 6))
@@ -151,6 +152,7 @@ def test_kernel_log_likelihood_equals_enumerated_program(x64, tree):
 @settings(max_examples=6, deadline=None)
 @given(st.sampled_from([Tree.complete(1, 3), IRREGULAR]), st.floats(0.3, 3.0),
        st.integers(0, 2**31 - 1))
+@pytest.mark.numba
 def test_em_log_likelihood_never_decreases_at_beta_one(tree, rate, seed):
     rng = np.random.default_rng(seed)
     data = CoOccurrence.from_dense(rng.poisson(rate, size=(9, 8)) + 1)  # one shape: one compilation per tree
@@ -244,6 +246,7 @@ def test_fitted_clusters_recover_clusters_simulated_from_the_program():
     assert adjusted_rand_score(truth, np.asarray(result.params.assignments())) > 0.95
 
 
+@pytest.mark.numba
 def test_backends_agree_on_a_tempered_step():
     rng = np.random.default_rng(2)
     data = CoOccurrence.from_dense(rng.poisson(0.7, size=(40, 60)) + (rng.random((40, 60)) < 0.02))
@@ -280,6 +283,7 @@ def test_empty_rows_long_rows_and_the_predictive_distribution():
 
 
 # ----------------------------------------------------------------------------- growth by annealing
+@pytest.mark.numba
 def test_annealing_splits_two_groups_and_leaves_homogeneous_data_alone():
     tree = Tree.complete(1, 2)
     data, truth = _simulate(tree, np.array([0.5, 0.5]), n_rows=40, n_cols=30, n_tokens=60, seed=3, concentration=0.3)
@@ -308,6 +312,7 @@ def test_annealing_splits_two_groups_and_leaves_homogeneous_data_alone():
     assert isinstance(figure, matplotlib.figure.Figure)
 
 
+@pytest.mark.numba
 def test_annealing_with_validation_keeps_the_best_level():
     rng = np.random.default_rng(5)
     data = CoOccurrence.from_dense(rng.poisson(2.0, size=(12, 10)) + 1)

@@ -109,10 +109,12 @@ def test_incremental_em_bound_never_decreases(x64, backend):
         assert result.history["bound"][-1] <= float(exact) + 1e-9
 
 
+@pytest.mark.numba
 def test_numba_and_xla_passes_agree():
     _check_numba_and_xla_passes_agree()
 
 
+@pytest.mark.numba
 def test_numba_pass_of_float32_parameters_on_float64_data(x64):
     # The custom call reads every float argument in the parameters' dtype: the float64 cell
     # weights must be cast, not reinterpreted.
@@ -131,6 +133,7 @@ def _check_numba_and_xla_passes_agree():
     np.testing.assert_allclose(float(info_xla.objective), float(info_fast.objective), rtol=1e-5)
 
 
+@pytest.mark.numba
 def test_restarts_are_independent_and_the_best_is_kept():
     data = load_florentine_families()
     model = LatentClassRelational(2, backend="numba")
@@ -150,6 +153,7 @@ def test_restarts_are_independent_and_the_best_is_kept():
     assert not np.allclose(np.asarray(starts[0]), np.asarray(starts[1]))
 
 
+@pytest.mark.numba
 def test_recovers_planted_blocks_simulated_from_the_program():
     rng = np.random.default_rng(7)
     sizes, n_classes = (60, 45), (3, 2)
@@ -183,6 +187,7 @@ def test_tempered_em_driver_runs_passes_at_beta():
     assert np.isfinite(result.log_likelihood(data))
 
 
+@pytest.mark.numba
 def test_held_out_prediction_hides_the_cell_and_its_mirror():
     data = load_florentine_families()
     loss = leave_one_out_log_loss(LatentClassRelational(2, backend="numba"), data, key=jax.random.key(0),

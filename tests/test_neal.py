@@ -382,10 +382,12 @@ def check_numba_and_xla_give_the_same_chain(variant, family=None):
 
 
 @pytest.mark.parametrize("variant", ["auxiliary-reuse", "auxiliary"])
+@pytest.mark.numba
 def test_numba_and_xla_give_the_same_chain(variant):
     check_numba_and_xla_give_the_same_chain(variant)
 
 
+@pytest.mark.numba
 def test_numba_and_xla_give_the_same_chain_without_dot_form():
     """A family without the dot-product form: the numba ReUse loop reads the XLA-computed
     point x row log-likelihood table instead of scoring points itself."""
@@ -394,12 +396,14 @@ def test_numba_and_xla_give_the_same_chain_without_dot_form():
 
 
 @pytest.mark.slow
+@pytest.mark.numba
 def test_numba_and_xla_give_the_same_chain_conjugate():
     check_numba_and_xla_give_the_same_chain("conjugate")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", list(BACKEND_VARIANTS))
+@pytest.mark.numba
 def test_numba_and_xla_give_the_same_chain_unbatched(variant):
     runs = _two_backend_chains(THREE_GROUPS, normal_gamma(2, kappa=0.2), variant, alphas=[3.0], max_clusters=24,
                                n_sweeps=8, batched=False)

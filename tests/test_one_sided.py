@@ -174,6 +174,7 @@ def test_tempering_multiplies_the_counts_of_the_cluster_posterior(x64):
     np.testing.assert_allclose(np.asarray(new.feature_given_class), q / q.sum(0), rtol=1e-10)
 
 
+@pytest.mark.numba
 def test_backends_agree_on_a_tempered_step():
     rng = np.random.default_rng(2)
     data = CoOccurrence.from_dense(rng.poisson(0.7, size=(40, 60)) + (rng.random((40, 60)) < 0.02))

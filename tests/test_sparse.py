@@ -37,6 +37,7 @@ def test_chunked_xla_path_equals_dense_reference(x64, chunk_cells):
     np.testing.assert_allclose(float(stats.log_norm), log_norm, rtol=1e-12)
 
 
+@pytest.mark.numba
 def test_numba_path_equals_xla_path_with_evaluation_factors(x64):
     counts, A, B = _problem(seed=1)
     A_eval, B_eval = A**0.5, B**1.5
@@ -52,6 +53,7 @@ def test_numba_path_equals_xla_path_with_evaluation_factors(x64):
 
 
 @pytest.mark.parametrize("want_rows, want_cols", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.numba
 def test_numba_path_equals_dense_reference_for_each_statistic(x64, want_rows, want_cols):
     counts, A, B = _problem(seed=4, shape=(37, 29), n_classes=7)
     counts[:, 2] = 0  # an empty column
@@ -66,6 +68,7 @@ def test_numba_path_equals_dense_reference_for_each_statistic(x64, want_rows, wa
     np.testing.assert_allclose(float(stats.log_norm), log_norm, rtol=1e-12)
 
 
+@pytest.mark.numba
 def test_float32_numba_path_on_many_cells_and_classes():
     # Long rows and columns (the prefetch runs ahead of the cell being scored) and K = 64.
     rng = np.random.default_rng(6)
@@ -80,6 +83,7 @@ def test_float32_numba_path_on_many_cells_and_classes():
     np.testing.assert_allclose(float(stats.log_norm), log_norm, rtol=1e-6)
 
 
+@pytest.mark.numba
 def test_padding_changes_nothing(x64):
     counts, A, B = _problem(seed=2)
     data = CoOccurrence.from_dense(counts)
@@ -92,6 +96,7 @@ def test_padding_changes_nothing(x64):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
 
 
+@pytest.mark.numba
 def test_vmapped_numba_path_matches_each_call():
     counts, A, B = _problem(seed=3)
     arrays = CoOccurrence.from_dense(counts).to_arrays()
@@ -101,6 +106,7 @@ def test_vmapped_numba_path_matches_each_call():
     np.testing.assert_allclose(np.asarray(batched), np.asarray(single), rtol=1e-6)
 
 
+@pytest.mark.numba
 def test_numba_path_refuses_64_bit_cell_pointers(x64):
     counts, A, B = _problem(seed=7)
     arrays = CoOccurrence.from_dense(counts).to_arrays()
@@ -111,6 +117,7 @@ def test_numba_path_refuses_64_bit_cell_pointers(x64):
     np.testing.assert_allclose(float(xla.log_norm), _dense_reference(counts, A, B)[2], rtol=1e-12)
 
 
+@pytest.mark.numba
 def test_custom_call_with_the_wrong_arguments_is_an_xla_error_not_a_crash():
     from inference._numba_cells import target
 

@@ -242,6 +242,7 @@ def test_scdp1_xla_sweep_matches_enumerated_posterior(x64):
 
 
 @pytest.mark.parametrize("model", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.numba
 def test_numba_and_xla_sweeps_give_the_same_chain(x64, model):
     rng = np.random.default_rng(1)
     train, test = rng.normal(size=(12, 2)), 1.5 * rng.normal(size=(9, 2))
@@ -268,6 +269,7 @@ def test_numba_and_xla_sweeps_give_the_same_chain(x64, model):
 
 
 @pytest.mark.slow
+@pytest.mark.numba
 def test_numba_sweep_runs_vmapped_chains_like_single_ones():
     rng = np.random.default_rng(2)
     train, test = rng.normal(size=(10, 2)), rng.normal(size=(6, 2))
@@ -283,6 +285,7 @@ def test_numba_sweep_runs_vmapped_chains_like_single_ones():
         assert np.array_equal(batched.types[chain], single.types)
 
 
+@pytest.mark.numba
 def test_overflow_bits_name_the_capacity_and_only_that_capacity_grows():
     rng = np.random.default_rng(5)
     train, test = rng.normal(size=(12, 2)), 4.0 * rng.normal(size=(10, 2))

@@ -98,6 +98,7 @@ def test_objective_is_exact_with_one_cluster_per_side(x64):
     np.testing.assert_allclose(float(_objective(model, params, arrays)), independent, rtol=1e-12)
 
 
+@pytest.mark.numba
 def test_em_step_follows_equations_9_and_10(x64):
     rng = np.random.default_rng(5)
     counts = rng.poisson(1.5, size=(6, 5)).astype(float)
@@ -202,6 +203,7 @@ def test_empty_rows_long_rows_and_predictive_distribution():
     np.testing.assert_allclose(float(_heldout(model, result.params, model.prepare(heldout))), expected, rtol=1e-5)
 
 
+@pytest.mark.numba
 def test_backends_agree_on_a_tempered_step():
     rng = np.random.default_rng(2)
     data = CoOccurrence.from_dense(rng.poisson(0.7, size=(40, 60)) + (rng.random((40, 60)) < 0.02))
