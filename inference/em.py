@@ -63,7 +63,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_int, check_key, check_real
+from zoo._validation import check_int, check_key, check_model, check_params_like, check_real
 from zoo.data import CoOccurrence
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
@@ -529,6 +529,8 @@ def tempered_em(
     -------
     EMResult
     """
+    model = check_model("model", model, ("prepare", "init_params", "em_step", "heldout_log_lik"),
+                        "zoo.dyadic.Aspect(n_classes=16)")
     n_restarts = check_int("n_restarts", n_restarts, minimum=1)
     segment = check_int("segment", segment, minimum=1)
     if time_budget is not None:
@@ -550,8 +552,11 @@ def tempered_em(
     if valid is not None and isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
+    prepared = model.prepare(data)
+    if init is not None:  # against the shapes of the model's own start (traced, not run)
+        check_params_like("init", init, jax.eval_shape(model.init_params, key, prepared))
     init_dtype = _init_dtype(init) if init is not None else None
-    train_arrays = _in_dtype(model.prepare(data), init_dtype, data)
+    train_arrays = _in_dtype(prepared, init_dtype, data)
     valid_total = jnp.asarray(_observation_count(valid, model) if valid is not None else 1.0, jnp.result_type(float))
     keys = jax.random.split(key, n_restarts)
     if init is None:

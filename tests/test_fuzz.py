@@ -696,6 +696,65 @@ def test_io_and_report(case):
     rejects(call, name, "result")
 
 
+# ----------------------------------------------------------------------------- models and starting points
+SAVED_RESULT = EMResult(model=ASPECT, params=ASPECT_PARAMS, beta=1.0, history={"log_lik": np.arange(3.0)},
+                        restart_scores=np.array([1.0]), best_restart=0, n_iter=3, converged=False, best_iteration=2,
+                        _shape=(4, 3))
+NOT_MODELS = st.one_of(
+    st.text(max_size=8), st.integers(), st.floats(), st.none(),
+    st.sampled_from([Aspect, LatentClassRelational, GaussianMixture, AspectEstimator(2), GaussianMixtureEstimator(2),
+                     np.ones(3), {"n_classes": 2}, [ASPECT], (ASPECT,), object(), tempered_em, ASPECT_PARAMS]),
+)
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(st.sampled_from(["tempered_em", "leave_one_out_log_loss", "cross_validated_log_loss"]), NOT_MODELS)
+def test_not_a_model(entry_point, model):
+    call = {
+        "tempered_em": lambda: tempered_em(model, TRAIN, key=KEY, max_iter=2),
+        "leave_one_out_log_loss": lambda: leave_one_out_log_loss(model, RELATIONAL, key=KEY),
+        "cross_validated_log_loss": lambda: cross_validated_log_loss(model, RELATIONAL, key=KEY),
+    }[entry_point]
+    rejects(call, "model")
+
+
+def _aspect_params(n_classes: int, n_rows: int, n_cols: int) -> AspectParams:
+    return AspectParams(jnp.full((n_classes,), 1.0 / n_classes), jnp.full((n_rows, n_classes), 1.0 / n_rows),
+                        jnp.full((n_cols, n_classes), 1.0 / n_cols))
+
+
+def _poisoned(spec: tuple[int, int, float]) -> AspectParams:
+    field, position, value = spec
+    leaf = np.array(ASPECT_PARAMS[field])
+    leaf.flat[position % leaf.size] = value
+    return ASPECT_PARAMS._replace(**{ASPECT_PARAMS._fields[field]: leaf})
+
+
+BAD_STARTS = st.one_of(
+    st.text(max_size=8), st.integers(), st.floats(),
+    st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 5)).filter(lambda sizes: sizes != (2, 4, 3)).map(
+        lambda sizes: _aspect_params(*sizes)),
+    st.tuples(st.integers(0, 2), st.integers(0, 11), NON_FINITE).map(_poisoned),
+    st.integers(0, 2).flatmap(lambda field: st.sampled_from([
+        np.zeros(np.shape(ASPECT_PARAMS[field]), int), np.full(np.shape(ASPECT_PARAMS[field]), "0.5"),
+        None, "0.5", np.ones(np.shape(ASPECT_PARAMS[field]), complex)]).map(
+        lambda leaf: ASPECT_PARAMS._replace(**{ASPECT_PARAMS._fields[field]: leaf}))),
+    st.sampled_from([
+        "random", b"random", np.ones(3), np.ones((4, 2)), {"class_prior": np.ones(2)}, ASPECT_PARAMS._asdict(),
+        [ASPECT_PARAMS], tuple(ASPECT_PARAMS), AspectParams, Aspect, ASPECT, SAVED_RESULT,
+        GaussianMixture(2).init_params(KEY, np.ones((4, 3))),
+    ]),
+)
+
+
+@counted(200)
+@settings(FUZZ, max_examples=200)
+@given(BAD_STARTS)
+def test_bad_starting_parameters(init):
+    rejects(lambda: tempered_em(ASPECT, DATA, key=KEY, init=init, max_iter=2), "init")
+
+
 # ----------------------------------------------------------------------------- damaged files
 def _members(archive: bytes) -> dict[str, bytes]:
     with zipfile.ZipFile(io.BytesIO(archive)) as opened:
@@ -733,9 +792,6 @@ def _with_member(archive: bytes, name: str, values: Any) -> bytes:
     return _zipped(members)
 
 
-SAVED_RESULT = EMResult(model=ASPECT, params=ASPECT_PARAMS, beta=1.0, history={"log_lik": np.arange(3.0)},
-                        restart_scores=np.array([1.0]), best_restart=0, n_iter=3, converged=False, best_iteration=2,
-                        _shape=(4, 3))
 RESULT_BYTES = save_result(READER_DIR / "saved.npz", SAVED_RESULT).read_bytes()
 CHAIN_STATE = {"labels": jnp.zeros((2, 3), jnp.int32), "weights": jnp.ones((2, 3))}
 CHECKPOINT_BYTES = save_checkpoint(READER_DIR / "saved-chains.npz", ChainResult(

@@ -20,6 +20,8 @@ __all__ = [
     "check_fractions",
     "check_choice",
     "check_key",
+    "check_model",
+    "check_params_like",
 ]
 
 
@@ -212,3 +214,65 @@ def check_key(name: str, value: Any) -> Any:
                              f"pass one of them (e.g. {name}[0])")
         raise ValueError(f"{name}: expected {KEY_EXPECTED}, got a uint32 array of shape {shape}")
     return value
+
+
+def check_model(name: str, value: Any, methods: tuple[str, ...], example: str) -> Any:
+    """Return ``value`` if it is a model object with callable ``methods``, else raise ``TypeError``.
+
+    The messages say what was passed instead: the class rather than an instance, a
+    scikit-learn-style estimator rather than the model it wraps, or some other object.
+    """
+    if isinstance(value, type):
+        raise TypeError(f"{name}: expected a model instance, got the class {value.__name__} itself; "
+                        f"create one, e.g. {example}")
+    missing = [method for method in methods if not callable(getattr(value, method, None))]
+    if missing:
+        if callable(getattr(value, "fit", None)) and callable(getattr(value, "get_params", None)):
+            raise TypeError(f"{name}: got the scikit-learn-style estimator {type(value).__name__}; call its fit(X), "
+                            f"or pass a model such as {example}")
+        raise TypeError(f"{name}: expected a model (e.g. {example}), got {type(value).__name__} {value!r:.60}, "
+                        f"which has no {', '.join(missing)}")
+    return value
+
+
+def check_params_like(name: str, value: Any, template: Any) -> Any:
+    """Check starting parameters against ``template``, the model's own parameters for this data.
+
+    ``template`` may be abstract (``jax.eval_shape`` of the model's ``init_params``): only its
+    structure, shapes and dtypes are read. ``value`` must have the same structure (the same
+    NamedTuple type or dict keys), and every leaf must be an array of finite floats of the
+    template's shape. Raises ``TypeError``/``ValueError`` naming ``name`` and the field.
+    """
+    import jax
+
+    if value is None or isinstance(value, (str, bytes, type, numbers.Number)):
+        got = f"the class {value.__name__}" if isinstance(value, type) else f"{type(value).__name__} {value!r:.40}"
+        raise TypeError(f"{name}: expected starting parameters {_describe(template)}, got {got}")
+    if hasattr(value, "params") and hasattr(value, "history"):  # an EMResult
+        raise TypeError(f"{name}: got a fit result ({type(value).__name__}); pass its parameters, result.params")
+    template_leaves, template_def = jax.tree_util.tree_flatten_with_path(template)
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(value)
+    if treedef != jax.tree_util.tree_structure(template):
+        raise TypeError(f"{name}: expected {_describe(template)}, got {_describe(value)}")
+    for (path, leaf), (_, expected) in zip(leaves, template_leaves):
+        field = name + jax.tree_util.keystr(path)
+        if isinstance(leaf, (str, bytes)) or leaf is None:
+            raise TypeError(f"{field}: expected an array of floats, got {type(leaf).__name__}")
+        array = np.asarray(leaf)
+        if not np.issubdtype(array.dtype, np.floating):
+            raise TypeError(f"{field}: expected floating-point values, got dtype {array.dtype}")
+        if array.shape != tuple(expected.shape):
+            raise ValueError(f"{field}: expected shape {tuple(expected.shape)} for this model and data, "
+                             f"got {array.shape}")
+        if not np.isfinite(array).all():
+            raise ValueError(f"{field}: contains NaN or infinite values")
+    return value
+
+
+def _describe(params: Any) -> str:
+    """A short description of a parameter container: its type and fields (or keys)."""
+    if hasattr(params, "_fields"):
+        return f"{type(params).__name__}({', '.join(params._fields)})"
+    if isinstance(params, dict):
+        return f"dict with keys {sorted(map(str, params))}"
+    return type(params).__name__

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from zoo._validation import check_int, check_key, check_real
+from zoo._validation import check_int, check_key, check_model, check_real
 from zoo.data import as_numpy_rng
 from zoo.relational.data import RelationalData
 
@@ -121,6 +121,7 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     rng : seed or Generator — which cells are drawn
     **options : passed to ``model.predict_held_out`` (e.g. ``n_restarts``, ``n_sweeps``)
     """
+    model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
     key = check_key("key", key)
     base = check_real("base", base, low=1.0, low_open=True)
     index = _relation_index(data, relation)
@@ -137,6 +138,7 @@ def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, rela
 
     The mean is over all scored cells; the standard error is over the folds' mean losses.
     """
+    model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
     key = check_key("key", key)
     base = check_real("base", base, low=1.0, low_open=True)
     index = _relation_index(data, relation)
