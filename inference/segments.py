@@ -9,11 +9,15 @@ cost of the aspect model's E-step (measured on an H100, 2026-11-24), so the kern
 themselves with the functions here:
 
 * :func:`sorted_segment_sum` — ids sorted (the cells of a CSR or CSC matrix, the points of a
-  cluster after a sort): blocks of ``block`` consecutive values are scanned within the block
-  (Hillis–Steele, ``log2(block)`` shifted adds), the blocks are chained by an associative scan
-  over block tails, and each segment's total is written once, at its last element. Every step is
-  elementwise or a fixed tree, so the result depends on the shapes alone. Work is O(n log block)
-  and no (n × num_segments) temporary is made.
+  cluster after a sort): within blocks of ``block`` consecutive values, each value's segment
+  prefix sum is one masked reduction over the block; the blocks are chained by an associative
+  scan over their last segments; each segment's total is written once, at its last element. Every
+  step is elementwise, a fixed-size reduction or a fixed tree, so the result depends on the shapes
+  alone. Work is O(n · block), memory traffic O(n), and no (n × num_segments) temporary is made.
+
+  Measured on one H100 (JAX 0.11.2, 2026-11-25), the aspect model's XLA E-step at K = 64 with
+  these sums takes 1.46 / 14.9 / 146 ms at 1e6 / 1e7 / 1e8 non-zeros (log-log slope 1.00), against
+  1.36 / 11.4 / 108 ms with atomic scatter-adds: 1.07–1.36x for bits that repeat.
 * :func:`segment_sum` — any ids: on the CPU backend ``jax.ops.segment_sum`` (already repeatable
   there and fastest), elsewhere a stable sort by id and :func:`sorted_segment_sum`.
 
@@ -30,7 +34,7 @@ import jax.numpy as jnp
 __all__ = ["sorted_segment_sum", "segment_sum", "scatter_is_ordered", "DEFAULT_BLOCK"]
 
 #: Values scanned together within a block (a power of two).
-DEFAULT_BLOCK = 32
+DEFAULT_BLOCK = 16
 
 
 def scatter_is_ordered() -> bool:
@@ -44,6 +48,17 @@ def _chain(left, right):
     a_right, x_right = right
     a_right_b = a_right.reshape(a_right.shape + (1,) * (x_right.ndim - a_right.ndim))
     return a_left * a_right, x_right + jnp.where(a_right_b, x_left, 0.0)
+
+
+def _prefix_within_blocks(sums, ids):
+    # One reduction over u of mask[b, t, u] · values[b, u]: XLA fuses the mask into the reduce, so
+    # the values are read once and written once, at ``block`` times the adds. (On an H100 this beat
+    # log2(block) shifted adds, Hillis–Steele, by 1.2–1.4x at block 16; block 32 was 7x slower.)
+    block = ids.shape[1]
+    position = jnp.arange(block)
+    mask = (ids[:, :, None] == ids[:, None, :]) & (position[:, None] >= position[None, :])[None]
+    mask = mask.reshape(mask.shape + (1,) * (sums.ndim - 2))
+    return jnp.sum(jnp.where(mask, sums[:, None], 0.0), axis=2)
 
 
 def sorted_segment_sum(values: Any, segment_ids: Any, num_segments: int, *, block: int = DEFAULT_BLOCK,
@@ -85,15 +100,9 @@ def sorted_segment_sum(values: Any, segment_ids: Any, num_segments: int, *, bloc
     sums = jnp.concatenate([values, jnp.zeros((pad,) + trailing, values.dtype)]).reshape((n_blocks, block) + trailing)
     expand = (slice(None), slice(None)) + (None,) * len(trailing)
 
-    # 1. Within each block, inclusive segmented scan (Hillis–Steele): after the step of distance d,
-    #    sums[b, t] holds the values of its segment among the last 2d positions up to t.
-    #    Ids are sorted, so ids[t - d] == ids[t] means t - d .. t are all one segment.
-    distance = 1
-    while distance < block:
-        same = (ids[:, distance:] == ids[:, :-distance])[expand]
-        sums = jnp.concatenate(
-            [sums[:, :distance], sums[:, distance:] + jnp.where(same, sums[:, :-distance], 0.0)], axis=1)
-        distance *= 2
+    # 1. Within each block, inclusive segmented prefix sums:
+    #    sums[b, t] = Σ_{u ≤ t, ids[b, u] = ids[b, t]} values[b, u]   (ids sorted: u .. t is one segment)
+    sums = _prefix_within_blocks(sums, ids)
 
     # 2. Across blocks: carry[b] = total of block b's last segment from its start to the end of b.
     #    It continues carry[b - 1] when block b - 1 ends in the same segment.
