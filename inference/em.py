@@ -63,7 +63,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_int, check_key, check_model, check_params_like, check_real
+from zoo._validation import check_int, check_key, check_model, check_params_like, check_real, renamed
 from zoo.data import CoOccurrence
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
@@ -553,6 +553,7 @@ def tempered_em(
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
     prepared = model.prepare(data)
+    valid_prepared = renamed("valid", model.prepare, valid) if valid is not None else None  # errors name valid
     if init is not None:  # against the shapes of the model's own start (traced, not run)
         check_params_like("init", init, jax.eval_shape(model.init_params, key, prepared))
     init_dtype = _init_dtype(init) if init is not None else None
@@ -566,7 +567,7 @@ def tempered_em(
     states = _initial_states(starts, schedule=schedule, segment=segment)
     recorder = _HistoryRecorder(n_restarts)
     if mesh is None:
-        valid_arrays = _in_dtype(model.prepare(valid), init_dtype, valid) if valid is not None else None
+        valid_arrays = _in_dtype(valid_prepared, init_dtype, valid) if valid is not None else None
         advance = partial(_advance, model=model, schedule=schedule, tol=tol)
     else:
         n_shards = mesh.devices.size

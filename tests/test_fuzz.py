@@ -10,6 +10,7 @@ file takes seconds. Gaps found in modules owned by others are kept as strict xfa
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import math
@@ -46,11 +47,12 @@ from zoo.dirichlet.families import normal_gamma
 from zoo.dirichlet.mixture import DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
 from zoo.relational.data import Domain, RelationalData, Relation
-from zoo.relational.evaluation import cross_validated_log_loss, leave_one_out_log_loss
+from zoo.relational.evaluation import cross_validated_log_loss, fold_cases, held_out_cases, leave_one_out_log_loss
 from zoo.relational.infinite import InfiniteRelational
 from zoo.relational.latent_class import LatentClassRelational
 from zoo.report import write_report
-from zoo.sklearn import AspectEstimator, GaussianMixtureEstimator, jax_key, make_schedule
+from zoo.sklearn import (AspectEstimator, ClusterAbstractionEstimator, DPMixtureEstimator, GaussianMixtureEstimator,
+                         OneSidedEstimator, TwoSidedEstimator, jax_key, make_schedule)
 
 CASES = {"count": 0}
 #: Cases each fuzz test is known to run (derandomised, so the numbers are stable); each test checks
@@ -755,6 +757,86 @@ def test_bad_starting_parameters(init):
     rejects(lambda: tempered_em(ASPECT, DATA, key=KEY, init=init, max_iter=2), "init")
 
 
+# ----------------------------------------------------------------------------- types
+RELATIONAL = RelationalData.from_adjacency((np.arange(16).reshape(4, 4) % 3 == 0).astype(int))
+POINTS = np.array([[0.0, 1.0], [0.5, 1.5], [4.0, 5.0], [4.5, 5.5]])
+ESTIMATORS = [AspectEstimator(2), GaussianMixtureEstimator(2), OneSidedEstimator(2), TwoSidedEstimator(2, n_col_classes=2),
+              ClusterAbstractionEstimator(depth=1), DPMixtureEstimator()]
+def _poison_object_array(position: int, value: Any) -> np.ndarray:
+    """The counts as an object array (as pandas gives) with one entry that is not a real number."""
+    values = X_COUNTS.astype(object)
+    values[np.unravel_index(position, values.shape)] = value
+    return values
+
+
+NOT_REAL_NUMBERS = st.one_of(
+    st.sampled_from(["datetime64[s]", "datetime64[D]", "timedelta64[ms]", "complex64", "complex128", "U4", "S4"]).map(
+        lambda dtype: X_COUNTS.astype(dtype)),
+    st.tuples(st.integers(0, 11), st.sampled_from([None, "1", b"1", 1 + 1j, datetime.date(2020, 1, 1), [1.0], True,
+                                                   {"count": 1}])).map(lambda spec: _poison_object_array(*spec)),
+)
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(st.sampled_from(range(len(ESTIMATORS))), NOT_REAL_NUMBERS)
+def test_estimators_refuse_values_that_are_not_real_numbers(which, X):
+    rejects(lambda: ESTIMATORS[which].fit(X), "X")
+
+
+MISSING_LABELS = st.tuples(st.integers(0, 3), st.sampled_from([None, math.nan, np.nan, float("nan")]),
+                           st.sampled_from([[0, 1, 0, 1], ["a", "b", "a", "b"], [0.5, 1.5, 0.5, 1.5]])).map(
+    lambda spec: [spec[1] if index == spec[0] else label for index, label in enumerate(spec[2])])
+
+
+@counted(50)
+@settings(FUZZ, max_examples=60)
+@given(st.one_of(MISSING_LABELS, st.sampled_from([[[0], [1], [0], [1]], np.zeros((4, 1)), [],
+                                                  "abcd", None, np.array([1 + 1j] * 4), [{}, {}, {}, {}]])))
+def test_supervised_training_labels(labels):
+    rejects(lambda: SupervisedDP().fit(POINTS, labels, POINTS, key=KEY, n_sweeps=2), "train_labels")
+
+
+@counted(50)
+@settings(FUZZ, max_examples=50)
+@given(MISSING_LABELS, st.booleans())
+def test_metric_labels_with_missing_entries(labels, first):
+    arguments = (labels, [0, 1, 0, 1]) if first else ([0, 1, 0, 1], labels)
+    rejects(lambda: metrics.adjusted_rand_index(*arguments), "labels_true" if first else "labels_pred")
+
+
+BAD_RELATIONS = st.one_of(st.integers().filter(lambda index: index != 0), st.text(max_size=4).filter(lambda name: name != "r"),
+                          st.floats(), st.sampled_from([None, True, [0], (0,), b"r", np.array([0])]))
+RELATION_CALLS = {
+    "leave_one_out_log_loss": lambda relation: leave_one_out_log_loss(LatentClassRelational(2), RELATIONAL, key=KEY,
+                                                                      relation=relation),
+    "cross_validated_log_loss": lambda relation: cross_validated_log_loss(LatentClassRelational(2), RELATIONAL,
+                                                                          key=KEY, relation=relation),
+    "held_out_cases": lambda relation: held_out_cases(RELATIONAL, relation=relation),
+    "fold_cases": lambda relation: fold_cases(RELATIONAL, relation=relation),
+    "LatentClassRelational.predict_held_out": lambda relation: LatentClassRelational(2).predict_held_out(
+        RELATIONAL, np.array([[0]]), key=KEY, relation=relation),
+    "InfiniteRelational.predict_held_out": lambda relation: InfiniteRelational().predict_held_out(
+        RELATIONAL, np.array([[0]]), key=KEY, relation=relation, n_sweeps=2),
+}
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(st.sampled_from(sorted(RELATION_CALLS)), BAD_RELATIONS)
+def test_relation_index(entry_point, relation):
+    rejects(lambda: RELATION_CALLS[entry_point](relation), "relation")
+
+
+@counted(27)
+@settings(FUZZ, max_examples=40)
+@given(st.sampled_from([DATA.to_dense(), np.ones((4, 3)), [[1, 2, 3]], "valid", 3, RELATIONAL, sp.csr_matrix(np.ones((4, 3))),
+                        CoOccurrence.from_dense(np.ones((2, 2))), CoOccurrence.from_dense(np.ones((3, 4)))]),
+       st.sampled_from([None, TemperedEM(), FixedBeta(1.0)]))
+def test_validation_data(valid, schedule):
+    rejects(lambda: tempered_em(ASPECT, TRAIN, key=KEY, valid=valid, schedule=schedule, max_iter=2), "valid")
+
+
 # ----------------------------------------------------------------------------- damaged files
 def _members(archive: bytes) -> dict[str, bytes]:
     with zipfile.ZipFile(io.BytesIO(archive)) as opened:
@@ -949,8 +1031,6 @@ def test_a_constant_feature_gets_an_absolute_variance_floor():
 
 
 # ----------------------------------------------------------------------------- PRNG keys
-RELATIONAL = RelationalData.from_adjacency((np.arange(16).reshape(4, 4) % 3 == 0).astype(int))
-POINTS = np.array([[0.0, 1.0], [0.5, 1.5], [4.0, 5.0], [4.5, 5.5]])
 #: Every public entry point that takes randomness, called with ``key`` (named as it is there).
 KEY_ENTRY_POINTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "tempered_em": ("key", lambda key: tempered_em(ASPECT, TRAIN, key=key, max_iter=2)),

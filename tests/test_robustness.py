@@ -18,6 +18,8 @@ import pytest
 from inference.em import _DeferredInterrupt, tempered_em
 from inference.schedules import FixedBeta
 from zoo.data import CoOccurrence
+from zoo.dirichlet.families import normal_gamma
+from zoo.dirichlet.mixture import DPMixture
 from zoo.dyadic.aspect import Aspect, AspectParams
 from zoo.dyadic.cluster_abstraction import ClusterAbstraction
 from zoo.dyadic.one_sided import OneSided
@@ -142,3 +144,11 @@ def test_a_second_ctrl_c_abandons_the_fit():
             while True:
                 pass
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_half_precision_points_are_sampled_in_the_working_precision():
+    # float16 points once reached the chains' scan as float16 next to working-precision data.
+    points = np.random.default_rng(0).normal(size=(6, 2)).astype(np.float16)
+    model = DPMixture(normal_gamma(2), max_clusters=4, algorithm="collapsed", n_split_merge=0)
+    fit = model.fit(points, jax.random.key(0), n_chains=1, n_warmup=0, n_draws=2, draws_per_call=2, progress=False)
+    assert fit.result.samples["assignments"].shape == (1, 2, 6)

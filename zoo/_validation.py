@@ -22,6 +22,10 @@ __all__ = [
     "check_key",
     "check_model",
     "check_params_like",
+    "check_number_dtype",
+    "as_label_codes",
+    "check_relation",
+    "renamed",
 ]
 
 
@@ -276,3 +280,98 @@ def _describe(params: Any) -> str:
     if isinstance(params, dict):
         return f"dict with keys {sorted(map(str, params))}"
     return type(params).__name__
+
+
+def check_number_dtype(name: str, value: Any) -> None:
+    """Refuse arrays (or sparse matrices, or nested lists) whose values are not real numbers.
+
+    Dates and durations (``datetime64``/``timedelta64``, which NumPy would turn into integers),
+    complex numbers, text, raw bytes and object arrays holding anything but real numbers raise
+    ``TypeError`` naming ``name``. Real numbers of any width, booleans, and object arrays of real
+    numbers (as pandas gives) pass; ragged or otherwise unreadable input is left to the caller.
+    """
+    dtype = getattr(value, "dtype", None)
+    if dtype is None and isinstance(value, (list, tuple)):
+        try:
+            value = np.asarray(value)
+        except ValueError:  # ragged
+            return
+        dtype = value.dtype
+    if dtype is None or not isinstance(dtype, np.dtype):
+        return
+    kinds = {"M": "dates", "m": "durations", "c": "complex numbers", "U": "text", "S": "bytes", "V": "raw records"}
+    if dtype.kind in kinds:
+        raise TypeError(f"{name}: expected real numbers, got {kinds[dtype.kind]} (dtype {dtype})")
+    if dtype.kind == "O":
+        values = getattr(value, "data", value) if hasattr(value, "tocsr") else value
+        flat = np.asarray(values, dtype=object).ravel()
+        wrong = [item for item in flat
+                 if isinstance(item, (bool, np.bool_)) or not isinstance(item, (numbers.Real, np.number))]
+        if wrong:
+            raise TypeError(f"{name}: expected real numbers, got {type(wrong[0]).__name__} {wrong[0]!r:.40} "
+                            "in an object array")
+
+
+def as_label_codes(name: str, labels: Any) -> np.ndarray:
+    """Integer codes 0..K-1 of a 1-D sequence of labels, in the labels' sorted order.
+
+    Labels are numbers or strings of one kind; ``None`` and NaN (missing labels), labels that
+    cannot be ordered against each other (mixed numbers and strings), more dimensions and empty
+    input raise ``ValueError``/``TypeError`` naming ``name``.
+    """
+    if labels is None or isinstance(labels, (str, bytes)):
+        raise TypeError(f"{name}: expected a 1-D sequence of labels, got {type(labels).__name__}")
+    if isinstance(labels, (list, tuple)):  # item by item: NumPy would turn [nan, "a"] into the strings "nan", "a"
+        items = list(labels)
+        array = np.empty(len(items), dtype=object)
+        try:
+            array[:] = items
+        except ValueError as error:  # nested sequences
+            raise ValueError(f"{name}: expected 1 dimension, got nested sequences ({error})") from None
+        if any(isinstance(item, (list, tuple, np.ndarray)) for item in items):
+            raise ValueError(f"{name}: expected 1 dimension, got nested sequences")
+    else:
+        array = np.asarray(labels)
+    if array.ndim != 1:
+        raise ValueError(f"{name}: expected 1 dimension, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name}: is empty")
+    if array.dtype.kind not in "biufUSO":
+        raise TypeError(f"{name}: expected numbers or strings as labels, got dtype {array.dtype}")
+    if array.dtype.kind == "O":
+        missing = np.array([item is None or (isinstance(item, (float, np.floating)) and item != item) for item in array])
+    elif array.dtype.kind == "f":
+        missing = np.isnan(array)
+    else:
+        missing = np.zeros(array.shape, bool)
+    if missing.any():
+        raise ValueError(f"{name}: label {int(np.flatnonzero(missing)[0])} is missing (None or NaN)")
+    try:
+        _, codes = np.unique(array, return_inverse=True)
+    except TypeError as error:
+        raise TypeError(f"{name}: labels of different kinds cannot be ordered ({error})") from None
+    return codes.reshape(-1).astype(np.int64)
+
+
+def check_relation(name: str, value: Any, relation_names: tuple[str, ...]) -> int:
+    """The index of a relation given by position (0 .. R-1) or by name, else raise naming ``name``."""
+    if isinstance(value, str):
+        if value not in relation_names:
+            raise ValueError(f"{name}: no relation {value!r} (relations: {', '.join(map(repr, relation_names))})")
+        return relation_names.index(value)
+    return check_int(name, value, minimum=0, maximum=len(relation_names) - 1)
+
+
+def renamed(name: str, check: Any, value: Any) -> Any:
+    """``check(value)`` for an argument that ``check`` calls ``data``: its errors name ``name``.
+
+    A model's ``prepare(data)`` validates whatever it is given as ``data``; the held-out data of
+    a fit goes through the same ``prepare``, and its errors should name ``valid``.
+    """
+    try:
+        return check(value)
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        if message.startswith("data"):
+            raise type(error)(name + message[len("data"):]) from None
+        raise

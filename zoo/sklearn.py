@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.em import EMResult, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_choice, check_int, check_key, check_real
+from zoo._validation import check_choice, check_int, check_key, check_number_dtype, check_real
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction
@@ -204,6 +204,7 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             X = X.to_sparse()
         if _text_dtype(X):
             raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
+        check_number_dtype("X", X)
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
         except ValueError as error:
@@ -875,6 +876,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
     def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
         if _text_dtype(X):
             raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
+        check_number_dtype("X", X)
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
         except ValueError as error:

@@ -367,6 +367,7 @@ class DPMixture:
         """
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
+        array = array.astype(jnp.result_type(float))  # the chains' working precision (float16 data too)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         rng_key = check_key("rng_key", rng_key)
         key_init, key_labels, key_chains = jax.random.split(rng_key, 3)

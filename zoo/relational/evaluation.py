@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from zoo._validation import check_int, check_key, check_model, check_real
+from zoo._validation import check_int, check_key, check_model, check_real, check_relation
 from zoo.data import as_numpy_rng
 from zoo.relational.data import RelationalData
 
@@ -51,9 +51,7 @@ class LogLoss(NamedTuple):
 def _relation_index(data: RelationalData, relation: int | str) -> int:
     if not isinstance(data, RelationalData):
         raise TypeError(f"data: expected a zoo.relational.RelationalData, got {type(data).__name__}")
-    if isinstance(relation, str):
-        return data.relation_index(relation)
-    return check_int("relation", relation, minimum=0, maximum=len(data.relations) - 1)
+    return check_relation("relation", relation, tuple(cells.name for cells in data.relations))
 
 
 def _scorable(data: RelationalData, relation: int) -> np.ndarray:

@@ -52,7 +52,7 @@ from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, p
                                 ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
-from zoo._validation import check_choice, check_int, check_key, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 from zoo.relational.latent_class import flat_cells
 
@@ -899,6 +899,7 @@ class InfiniteRelational:
         self.check_data(data)
         arrays = data.to_arrays()
         schema = data.schema
+        relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)
         case_arrays = arrays._replace(weights=_case_weights(arrays, hidden, relation))
         cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]

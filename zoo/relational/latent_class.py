@@ -64,7 +64,7 @@ from numba import njit
 from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                 ret_buffer, write_element)
 from inference.sparse import resolve_backend
-from zoo._validation import check_choice, check_int, check_key, check_real
+from zoo._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 
 __all__ = [
@@ -973,6 +973,7 @@ class LatentClassRelational:
         key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
+        relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)
         weights = _case_weights(arrays, hidden, relation)
         case_arrays = arrays._replace(weights=weights)

@@ -17,7 +17,7 @@ from inference import diagnostics
 from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
-from zoo._validation import as_index_array, check_choice, check_int, check_key, check_real
+from zoo._validation import as_index_array, as_label_codes, check_choice, check_int, check_key, check_real
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
@@ -258,9 +258,9 @@ class SupervisedDP:
         SupervisedDPFit
         """
         array = _check_distances("distances", distances)
-        labels = np.asarray(train_labels)
+        labels = as_label_codes("train_labels", train_labels)
         n_points = array.shape[1]
-        if labels.ndim != 1 or not 1 <= labels.shape[0] < n_points:
+        if not 1 <= labels.shape[0] < n_points:
             raise ValueError(
                 f"train_labels: expected between 1 and {n_points - 1} labels (the first rows of distances), "
                 f"got shape {labels.shape}"

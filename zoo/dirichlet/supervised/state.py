@@ -13,7 +13,7 @@ import numpy as np
 
 from inference.chains import CapacityError
 from inference.concentration import GammaPrior
-from zoo._validation import as_float_array, as_index_array, check_int, check_real
+from zoo._validation import as_float_array, as_index_array, as_label_codes, check_int, check_real
 
 __all__ = ["MODELS", "SupervisedData", "SupervisedState", "SupervisedInfo", "init", "record_supervised"]
 
@@ -191,13 +191,12 @@ def _check_problem(
         raise ValueError(
             f"test_features: expected {train.shape[1]} features like train_features, got {test.shape[1]}"
         )
-    labels = np.asarray(train_labels)
-    if labels.ndim != 1 or labels.shape[0] != train.shape[0]:
+    codes = as_label_codes("train_labels", train_labels)
+    if codes.shape[0] != train.shape[0]:
         raise ValueError(
-            f"train_labels: expected one label per training point ({train.shape[0]}), got shape {labels.shape}"
+            f"train_labels: expected one label per training point ({train.shape[0]}), got shape {codes.shape}"
         )
-    _, codes = np.unique(labels, return_inverse=True)
-    return train, codes.astype(np.int64), test
+    return train, codes, test
 
 
 def init(
