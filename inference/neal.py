@@ -235,9 +235,9 @@ def _draw_index(logits: jax.Array, top: jax.Array, uniform: jax.Array, upper: ja
     cumulative sums below the threshold, counted with a second product (cheaper on CPU than a
     reduction).
     """
-    cumulative = jnp.exp(logits - top) @ upper
+    cumulative = jnp.matmul(jnp.exp(logits - top), upper, precision="highest")
     below = (cumulative < uniform * cumulative[-1]).astype(logits.dtype)
-    return (below @ jnp.ones_like(below)).astype(jnp.int32)
+    return jnp.matmul(below, jnp.ones_like(below), precision="highest").astype(jnp.int32)
 
 
 def _upper_ones(size: int, dtype) -> jax.Array:

@@ -139,7 +139,7 @@ def _co_clustering_counts_chunked(draws, weights, n_labels):
         chunk_draws, chunk_weights = chunk
         one_hot = jax.nn.one_hot(chunk_draws, n_labels, dtype=jnp.float32)  # (chunk, N, K)
         weighted = one_hot * chunk_weights[:, None, None]
-        return total + jnp.einsum("cnk,cmk->nm", weighted, one_hot), None
+        return total + jnp.einsum("cnk,cmk->nm", weighted, one_hot, precision="highest"), None
 
     total = jnp.zeros((n_points, n_points), jnp.float32)
     return jax.lax.scan(add_chunk, total, (draws, weights))[0]
@@ -207,7 +207,7 @@ def _size_and_mass_chunked(draws, co_counts, n_labels):
             same = chunk_draws[:, :, None] == chunk_draws[:, None, :]  # (chunk, N, N)
             return carry, (same.sum(axis=2), jnp.where(same, co_counts, 0.0).sum(axis=2))
         one_hot = jax.nn.one_hot(chunk_draws, n_labels, dtype=co_counts.dtype)  # (chunk, N, K)
-        per_label = jnp.einsum("nm,cmk->cnk", co_counts, one_hot)  # Σ_{j labelled k} C_nj
+        per_label = jnp.einsum("nm,cmk->cnk", co_counts, one_hot, precision="highest")  # Σ_{j labelled k} C_nj
         own = jnp.maximum(chunk_draws, 0)
         masses = jnp.take_along_axis(per_label, own[..., None], axis=2)[..., 0]
         sizes = jnp.take_along_axis(one_hot.sum(axis=1), own, axis=1)

@@ -221,7 +221,7 @@ def _log_lik_matrix(family: ComponentFamily, params: Any, features: jax.Array) -
     """log F(x_i | θ_k) for every point and slot, (N, K_max)."""
     cache = jax.vmap(family.component_cache)(params)
     if family.likelihood_cache is not None:
-        return features @ cache.T
+        return jnp.matmul(features, cache.T, precision="highest")
     return jax.vmap(lambda point: jax.vmap(lambda row: family.cached_log_likelihood(row, point))(cache))(features)
 
 

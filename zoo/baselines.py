@@ -374,8 +374,8 @@ def binary_partition(
 def _xing_objective(log_weights, similar_sq, dissimilar_sq, trade_off):
     # Xing et al. (2003) diagonal case: Σ_S ||x_i - x_j||²_A - C log Σ_D ||x_i - x_j||_A, A = diag(w).
     weights = jnp.exp(log_weights)
-    similar = jnp.sum(similar_sq @ weights)
-    dissimilar = jnp.sum(jnp.sqrt(dissimilar_sq @ weights + 1e-12))
+    similar = jnp.sum(jnp.matmul(similar_sq, weights, precision="highest"))
+    dissimilar = jnp.sum(jnp.sqrt(jnp.matmul(dissimilar_sq, weights, precision="highest") + 1e-12))
     return similar / similar_sq.shape[0] - trade_off * jnp.log(dissimilar / dissimilar_sq.shape[0])
 
 

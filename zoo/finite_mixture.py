@@ -124,8 +124,8 @@ class GaussianMixture:
         responsibilities = jax.nn.softmax(log_weights + beta * log_density, axis=1)  # tempered E-step
         mass = responsibilities.sum(axis=0)
         safe_mass = jnp.where(mass > 0, mass, 1.0)
-        locs = (responsibilities.T @ points) / safe_mass[:, None]
-        second = (responsibilities.T @ points**2) / safe_mass[:, None]
+        locs = jnp.matmul(responsibilities.T, points, precision="highest") / safe_mass[:, None]
+        second = jnp.matmul(responsibilities.T, points**2, precision="highest") / safe_mass[:, None]
         spread = jnp.var(points, axis=0)
         # A constant feature has no spread to scale the floor by: its floor is absolute.
         floor = self.variance_floor * jnp.where(spread > 0, spread, 1.0)

@@ -277,7 +277,7 @@ class ComponentFamily(NamedTuple):
         """log F(x | φ) from ``component_cache(φ)`` and ``prepare_point(x)``; exact."""
         if self.likelihood_cache is None:
             return self.log_likelihood(cache, prepared)
-        return jnp.dot(cache, prepared)
+        return jnp.dot(cache, prepared, precision="highest")
 
     def predictive_terms(self, stats: Any) -> Any:
         """Per-cluster terms for :meth:`cached_log_predictive` (the statistics by default)."""
@@ -778,7 +778,7 @@ def _bb_predictive_cache(prior: _BetaPrior, stats: BernoulliStats) -> jax.Array:
 
 def _bb_log_predictive_from_cache(cache: jax.Array, x: jax.Array) -> jax.Array:
     n_features = x.shape[-1]
-    return jnp.dot(cache[:n_features], x) + cache[n_features]
+    return jnp.dot(cache[:n_features], x, precision="highest") + cache[n_features]
 
 
 def _bb_draw(rng_key: jax.Array, a: jax.Array, b: jax.Array, shape: tuple[int, ...]) -> BernoulliParams:

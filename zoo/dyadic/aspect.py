@@ -230,8 +230,8 @@ class Aspect:
         """Σ_ik n_ik (log s_i + log t_k) = Σ_i n_i log s_i + Σ_k n_k log t_k: undoes the per-row
         normalisation of the factors. It needs only the margins, which every block of a sharded
         fit holds whole, so it is added once, after the sums over cells are reduced."""
-        return (jnp.dot(arrays.row_sums.astype(log_rows.dtype), log_rows)
-                + jnp.dot(arrays.col_sums.astype(log_cols.dtype), log_cols))
+        return (jnp.dot(arrays.row_sums.astype(log_rows.dtype), log_rows, precision="highest")
+                + jnp.dot(arrays.col_sums.astype(log_cols.dtype), log_cols, precision="highest"))
 
     def heldout_log_lik(self, params: AspectParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i), P(y|x) = Σ_c P(c|x) P(y|c) (H99 §2.4)."""

@@ -282,7 +282,8 @@ class TwoSided:
         col_classes = _random_partition(key_cols, n_cols, self.n_col_classes)
         row_posterior = jax.nn.one_hot(row_classes, self.n_row_classes, dtype=dtype)
         col_posterior = jax.nn.one_hot(col_classes, self.n_col_classes, dtype=dtype)
-        association = self._association(row_posterior.T @ count_matmul(col_posterior, arrays, backend=self.backend))
+        association = self._association(jnp.matmul(row_posterior.T, count_matmul(col_posterior, arrays, backend=self.backend),
+                                                    precision="highest"))
         return TwoSidedParams(
             row_class_prior=jnp.full((self.n_row_classes,), 1.0 / self.n_row_classes, dtype),
             col_class_prior=jnp.full((self.n_col_classes,), 1.0 / self.n_col_classes, dtype),
@@ -300,7 +301,7 @@ class TwoSided:
     # ---------------------------------------------------------------- the objective
     def _objective(self, params: TwoSidedParams, row_col_counts: Any, arrays: DyadicArrays) -> Any:
         # row_col_counts = n γ^y, (n_rows, K_y); the pair counts L π = γ^xᵀ n γ^y (H99 eq. 9).
-        pair_counts = params.row_posterior.T @ row_col_counts
+        pair_counts = jnp.matmul(params.row_posterior.T, row_col_counts, precision="highest")
         log_ratio = _safe_log(_association_ratio(self._association(pair_counts)))
         return (
             jnp.sum(jnp.where(pair_counts > 0, pair_counts * log_ratio, 0.0))
@@ -337,21 +338,21 @@ class TwoSided:
         # Σ_k n_ik γ^y_kμ
         row_col_counts = _reduce(reduce, count_matmul(params.col_posterior, arrays, backend=self.backend))
         objective = self._objective(params, row_col_counts, arrays)
-        log_ratio = _safe_log(_association_ratio(self._association(params.row_posterior.T @ row_col_counts)))
+        log_ratio = _safe_log(_association_ratio(self._association(jnp.matmul(params.row_posterior.T, row_col_counts, precision="highest"))))
         # Row posteriors (H99 eq. 10): log P(ν) + β Σ_k n_ik Σ_μ γ^y_kμ log c_νμ.
         row_posterior = jax.nn.softmax(
-            _log_prior(params.row_class_prior) + beta * (row_col_counts @ log_ratio.T), axis=1
+            _log_prior(params.row_class_prior) + beta * jnp.matmul(row_col_counts, log_ratio.T, precision="highest"), axis=1
         )
         row_class_prior = _with_pseudo_counts(row_posterior.sum(axis=0), self.prior_count)
         # π from the new row posteriors (eq. 9), then the column posteriors with it.
-        log_ratio = _safe_log(_association_ratio(self._association(row_posterior.T @ row_col_counts)))
+        log_ratio = _safe_log(_association_ratio(self._association(jnp.matmul(row_posterior.T, row_col_counts, precision="highest"))))
         col_row_counts = _reduce(reduce, count_matmul(row_posterior, arrays, transpose=True,
                                                       backend=self.backend))  # Σ_i n_ik γ^x_iν
         col_posterior = jax.nn.softmax(
-            _log_prior(params.col_class_prior) + beta * (col_row_counts @ log_ratio), axis=1
+            _log_prior(params.col_class_prior) + beta * jnp.matmul(col_row_counts, log_ratio, precision="highest"), axis=1
         )
         col_class_prior = _with_pseudo_counts(col_posterior.sum(axis=0), self.prior_count)
-        association = self._association(col_row_counts.T @ col_posterior)
+        association = self._association(jnp.matmul(col_row_counts.T, col_posterior, precision="highest"))
         return TwoSidedParams(
             row_class_prior=row_class_prior,
             col_class_prior=col_class_prior,
@@ -376,7 +377,7 @@ class TwoSided:
         joint = params.col_marginal[:, None] * params.col_posterior
         totals = joint.sum(axis=0, keepdims=True)
         col_given_class = jnp.where(totals > 0, joint / jnp.where(totals > 0, totals, 1.0), 0.0)
-        return params.row_posterior @ col_given_row_class, col_given_class
+        return jnp.matmul(params.row_posterior, col_given_row_class, precision="highest"), col_given_class
 
     def heldout_log_lik(self, params: TwoSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
