@@ -85,6 +85,9 @@ def resolve_backend(backend: str) -> str:
         return "numba" if (jax.default_backend() == "cpu" and _numba_available()) else "xla"
     if backend == "numba" and not _numba_available():
         raise ValueError("backend: 'numba' requested but numba is not installed")
+    if backend == "numba" and jax.default_backend() != "cpu":
+        raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
+                         f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
     return backend
 
 

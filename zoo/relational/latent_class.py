@@ -63,6 +63,7 @@ from numba import njit
 
 from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                 ret_buffer, write_element)
+from inference.segments import segment_sum
 from inference.sparse import resolve_backend
 from zoo._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -208,12 +209,12 @@ def sufficient_statistics(responsibilities: tuple, arrays: RelationalArrays, sch
         value_weights = _one_hot(arrays.values[relation], schema.n_values[relation], dtype) * weights[:, None]
         first = responsibilities[domains[0]][cells[:, 0]]
         if len(domains) == 1:
-            relation_counts.append(first.T @ value_weights)
+            relation_counts.append(jnp.matmul(first.T, value_weights, precision="highest"))
         else:
             second = responsibilities[domains[1]][cells[:, 1]]
             # One (g_1 × n) @ (n × g_2|r|) product: faster on CPU than a three-operand einsum.
             pairs = (second[:, :, None] * value_weights[:, None, :]).reshape(cells.shape[0], -1)
-            relation_counts.append((first.T @ pairs).reshape(first.shape[1], second.shape[1], -1))
+            relation_counts.append(jnp.matmul(first.T, pairs, precision="highest").reshape(first.shape[1], second.shape[1], -1))
     return LRMStats(class_counts, tuple(relation_counts))
 
 
@@ -272,16 +273,16 @@ def _blanket_message(relation: int, position: int, individual: Any, responsibili
         return value_weights.sum(axis=0)
     other = 1 - position
     co_parents = responsibilities[domains[other]][arrays.entries[relation][cells, other]]
-    return co_parents.T @ value_weights
+    return jnp.matmul(co_parents.T, value_weights, precision="highest")
 
 
 def _message_score(log_probs: Any, message: Any, position: int, arity: int) -> Any:
     """Σ_{o,u} M[o, u] log θ[g at ``position``, o, u] for every class g of the individual."""
     if arity == 1:
-        return log_probs @ message
+        return jnp.matmul(log_probs, message, precision="highest")
     if position == 0:
-        return jnp.einsum("gou,ou->g", log_probs, message)
-    return jnp.einsum("ogu,ou->g", log_probs, message)
+        return jnp.einsum("gou,ou->g", log_probs, message, precision="highest")
+    return jnp.einsum("ogu,ou->g", log_probs, message, precision="highest")
 
 
 def _message_counts(delta: Any, message: Any, position: int, arity: int) -> Any:
@@ -608,13 +609,13 @@ def _domain_scores(domain: int, responsibilities: tuple, relation_probs: tuple, 
         log_probs = _safe_log(relation_probs[relation])
         value_weights = _one_hot(arrays.values[relation], schema.n_values[relation], weights.dtype) * weights[:, None]
         if len(domains) == 1:
-            per_cell = value_weights @ log_probs.T
+            per_cell = jnp.matmul(value_weights, log_probs.T, precision="highest")
         else:
             co_parents = responsibilities[domains[1 - position]][cells[:, 1 - position]]
             own_first = log_probs if position == 0 else jnp.swapaxes(log_probs, 0, 1)  # (g, o, u)
             pairs = (co_parents[:, :, None] * value_weights[:, None, :]).reshape(cells.shape[0], -1)
-            per_cell = pairs @ own_first.reshape(own_first.shape[0], -1).T
-        scores = scores + jax.ops.segment_sum(per_cell, cells[:, position], num_segments=scores.shape[0])
+            per_cell = jnp.matmul(pairs, own_first.reshape(own_first.shape[0], -1).T, precision="highest")
+        scores = scores + segment_sum(per_cell, cells[:, position], num_segments=scores.shape[0])
     return scores
 
 
@@ -750,9 +751,9 @@ def predict_proba(params: LRMParams, relation: int, cells: Any, schema: Relation
     probs = params.relation_probs[relation]
     first = params.responsibilities[domains[0]][cells[:, 0]]
     if len(domains) == 1:
-        return first @ probs
+        return jnp.matmul(first, probs, precision="highest")
     second = params.responsibilities[domains[1]][cells[:, 1]]
-    return jnp.einsum("ng,nh,ghu->nu", first, second, probs)
+    return jnp.einsum("ng,nh,ghu->nu", first, second, probs, precision="highest")
 
 
 def _heldout_log_lik(params: LRMParams, arrays: RelationalArrays, schema: RelationalSchema) -> Any:
