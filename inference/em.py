@@ -63,7 +63,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import check_int, check_key, check_model, check_params_like, check_real, renamed
+from zoo._validation import (check_int, check_key, check_memory, check_model, check_params_like, check_real,
+                             renamed, tree_nbytes)
 from zoo.data import CoOccurrence
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
@@ -554,8 +555,11 @@ def tempered_em(
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
     prepared = model.prepare(data)
     valid_prepared = renamed("valid", model.prepare, valid) if valid is not None else None  # errors name valid
-    if init is not None:  # against the shapes of the model's own start (traced, not run)
-        check_params_like("init", init, jax.eval_shape(model.init_params, key, prepared))
+    start = jax.eval_shape(model.init_params, key, prepared)  # the shapes of a start: traced, not run
+    # The loop holds the parameters, the kept best, the new iterate and their statistics per restart.
+    check_memory("model", 4 * n_restarts * tree_nbytes(start), f"fitting {model!r} with n_restarts={n_restarts}")
+    if init is not None:  # against the shapes of the model's own start
+        check_params_like("init", init, start)
     init_dtype = _init_dtype(init) if init is not None else None
     train_arrays = _in_dtype(prepared, init_dtype, data)
     valid_total = jnp.asarray(_observation_count(valid, model) if valid is not None else 1.0, jnp.result_type(float))

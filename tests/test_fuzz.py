@@ -40,7 +40,7 @@ from zoo import baselines, metrics
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 from zoo.dyadic.aspect import Aspect, AspectParams
-from zoo.dyadic.cluster_abstraction import anneal_tree
+from zoo.dyadic.cluster_abstraction import ClusterAbstraction, anneal_tree
 from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
 from zoo.dirichlet.families import normal_gamma
@@ -835,6 +835,42 @@ def test_relation_index(entry_point, relation):
        st.sampled_from([None, TemperedEM(), FixedBeta(1.0)]))
 def test_validation_data(valid, schedule):
     rejects(lambda: tempered_em(ASPECT, TRAIN, key=KEY, valid=valid, schedule=schedule, max_iter=2), "valid")
+
+
+# ----------------------------------------------------------------------------- sizes that cannot fit
+#: Sizes whose estimated memory exceeds that of any machine (terabytes and more), so that the
+#: cases are refused wherever the tests run, before anything is allocated.
+HUGE = st.integers(10**12, 10**15)
+SIZE_CALLS = st.one_of(
+    HUGE.map(lambda size: ("model", lambda: tempered_em(Aspect(size), DATA, key=KEY, max_iter=2))),
+    HUGE.map(lambda size: ("model", lambda: tempered_em(ASPECT, DATA, key=KEY, n_restarts=size, max_iter=2))),
+    st.integers(40, 200).map(lambda depth: ("depth", lambda: ClusterAbstraction(depth=depth))),
+    st.tuples(st.integers(3, 10), st.integers(10**5, 10**9)).map(
+        lambda shape: ("depth", lambda: ClusterAbstraction(depth=shape[0], branching=shape[1]))),
+    HUGE.map(lambda size: ("n_leaves", lambda: ClusterAbstraction(n_leaves=size))),
+    st.integers(10**7, 10**12).map(lambda size: ("n_classes", lambda: LatentClassRelational(size).fit(RELATIONAL, key=KEY))),
+    st.integers(10**7, 10**12).map(lambda size: ("n_classes", lambda: LatentClassRelational(size).predict_held_out(
+        RELATIONAL, np.array([[0]]), key=KEY))),
+    st.integers(10**11, 10**14).map(lambda size: ("max_clusters", lambda: DPMixture(
+        normal_gamma(2), max_clusters=size, algorithm="collapsed", n_split_merge=0).fit(POINTS, KEY, progress=False))),
+)
+
+
+@counted(150)
+@settings(FUZZ, max_examples=150)
+@given(SIZE_CALLS)
+def test_sizes_that_cannot_fit(case):
+    name, call = case
+    rejects(call, name)
+
+
+def test_the_memory_limit_can_be_set(monkeypatch):
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", "100")  # bytes: less than the smallest fit needs
+    rejects(lambda: tempered_em(ASPECT, DATA, key=KEY, max_iter=2), "model")
+    rejects(lambda: ClusterAbstraction(depth=3), "depth")
+    for value in ("lots", "-1", "0", "nan"):
+        monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", value)
+        rejects(lambda: ClusterAbstraction(depth=3), "LATENTZOO_MEMORY_LIMIT")
 
 
 # ----------------------------------------------------------------------------- damaged files

@@ -8,6 +8,7 @@ a user sees ``counts: contains NaN`` rather than a traceback from inside a jitte
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,9 @@ __all__ = [
     "as_label_codes",
     "check_relation",
     "renamed",
+    "memory_limit",
+    "check_memory",
+    "tree_nbytes",
 ]
 
 
@@ -375,3 +379,64 @@ def renamed(name: str, check: Any, value: Any) -> Any:
         if message.startswith("data"):
             raise type(error)(name + message[len("data"):]) from None
         raise
+
+
+MEMORY_LIMIT_VARIABLE = "LATENTZOO_MEMORY_LIMIT"
+
+
+def memory_limit(*, device: bool = True) -> int:
+    """Bytes a computation may hold: ``$LATENTZOO_MEMORY_LIMIT`` when set, else what there is.
+
+    With ``device=True`` that is the memory of JAX's first device when it reports one (GPU,
+    TPU), else the host's physical memory; with ``device=False`` (Python-side structures) the
+    host's physical memory.
+    """
+    return _memory_limit(device)[0]
+
+
+def _memory_limit(device: bool) -> tuple[int, str]:
+    """(bytes, where they are) for :func:`memory_limit`."""
+    override = os.environ.get(MEMORY_LIMIT_VARIABLE)
+    if override:
+        try:
+            limit = float(override)
+        except ValueError:
+            raise ValueError(f"{MEMORY_LIMIT_VARIABLE}: expected a number of bytes, got {override!r}") from None
+        if not limit > 0 or not np.isfinite(limit):
+            raise ValueError(f"{MEMORY_LIMIT_VARIABLE}: expected a positive number of bytes, got {override!r}")
+        return int(limit), f"${MEMORY_LIMIT_VARIABLE}"
+    if device:
+        import jax
+
+        first = jax.devices()[0]
+        stats = first.memory_stats() or {}
+        if stats.get("bytes_limit"):
+            return int(stats["bytes_limit"]), f"{first.platform.upper()} memory"
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "host memory"
+
+
+def _in_bytes(n_bytes: float) -> str:
+    units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    power = min(max(int(n_bytes).bit_length() - 1, 0) // 10, len(units) - 1)
+    return f"{n_bytes / 2 ** (10 * power):.3g} {units[power]}"
+
+
+def check_memory(name: str, n_bytes: float, what: str, *, device: bool = True) -> None:
+    """Refuse, naming ``name``, a computation estimated to need more than :func:`memory_limit`.
+
+    ``n_bytes`` is an estimate made from shapes alone, before anything is allocated, so that an
+    impossible size is an error with the figure rather than an abort, a hang or swapping.
+    """
+    limit, where = _memory_limit(device)
+    if n_bytes > limit:
+        raise ValueError(f"{name}: {what} needs about {_in_bytes(n_bytes)}, more than the {_in_bytes(limit)} of "
+                         f"{where} (${MEMORY_LIMIT_VARIABLE} sets another limit)")
+
+
+def tree_nbytes(tree: Any) -> int:
+    """Bytes of the arrays of a pytree from their shapes and dtypes (abstract ones from
+    ``jax.eval_shape`` too), computed with Python integers so that no size overflows."""
+    import jax
+
+    return sum(int(np.prod(leaf.shape, dtype=object)) * np.dtype(leaf.dtype).itemsize
+               for leaf in jax.tree_util.tree_leaves(tree))

@@ -37,7 +37,7 @@ from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from zoo._validation import as_index_array, check_choice, check_int, check_key, check_real
+from zoo._validation import as_index_array, check_choice, check_int, check_key, check_memory, check_real, tree_nbytes
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 
@@ -274,7 +274,8 @@ class DPMixture:
         self.alpha_prior = alpha_prior
         self.algorithm = check_choice("algorithm", algorithm, ALGORITHMS + ("subcluster",))
         self.n_auxiliary = check_int("n_auxiliary", n_auxiliary, minimum=1)
-        self.max_clusters = check_int("max_clusters", max_clusters, minimum=1)
+        self.max_clusters = check_int("max_clusters", max_clusters, minimum=1,
+                                      maximum=np.iinfo(np.int32).max)  # cluster labels are int32
         self.on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
         self.reuse_auxiliary = reuse_auxiliary
         if n_split_merge is None:
@@ -381,6 +382,11 @@ class DPMixture:
             make_state = subcluster.init
         else:
             make_state = partial(init_state, algorithm=self.algorithm)
+        chain_state = jax.eval_shape(lambda key: make_state(key, array, self.family, max_clusters=self.max_clusters,
+                                                            alpha=self.alpha, assignments=labels[0]), key_init)
+        # The chains' states are built one by one, stacked, and stepped into new states: about 3 copies.
+        check_memory("max_clusters", 3 * n_chains * tree_nbytes(chain_state),
+                     f"{n_chains} chain(s) with max_clusters={self.max_clusters}")
         states = stack_states(
             [
                 make_state(

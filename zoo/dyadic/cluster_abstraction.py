@@ -58,7 +58,7 @@ from numpyro import handlers
 from numpyro.ops.indexing import Vindex
 
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
-from zoo._validation import check_choice, check_int, check_key, check_real
+from zoo._validation import check_choice, check_int, check_key, check_memory, check_real
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
 
@@ -75,6 +75,10 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- the tree
+#: Host bytes per tree node, roughly: the parent tuple and its ints, the paths and per-node arrays.
+TREE_BYTES_PER_NODE = 200
+
+
 @dataclass(frozen=True)
 class Tree:
     """A rooted tree given by the parent of every node; node 0 is the root.
@@ -113,6 +117,9 @@ class Tree:
         """The complete tree with ``branching ** depth`` leaves, nodes numbered level by level."""
         depth = check_int("depth", depth, minimum=1)
         branching = check_int("branching", branching, minimum=2)
+        n_nodes = (branching ** (depth + 1) - 1) // (branching - 1)
+        check_memory("depth", TREE_BYTES_PER_NODE * n_nodes, f"a tree of depth {depth} and branching {branching} "
+                     f"({n_nodes} nodes)", device=False)
         parents = [-1]
         level = [0]
         for _ in range(depth):
@@ -140,6 +147,9 @@ class Tree:
         if (n_leaves - 1) % (branching - 1):
             raise ValueError(f"n_leaves: a tree whose nodes have {branching} children has 1 + m·{branching - 1} "
                              f"leaves, not {n_leaves}")
+        n_nodes = 1 + branching * (n_leaves - 1) // (branching - 1)
+        check_memory("n_leaves", TREE_BYTES_PER_NODE * n_nodes, f"a tree of {n_leaves} leaves ({n_nodes} nodes)",
+                     device=False)
         parents = [-1]
         queue = [0]  # leaves in the order they are split: breadth first
         leaves = 1

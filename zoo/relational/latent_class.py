@@ -65,7 +65,8 @@ from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, p
                                 ret_buffer, write_element)
 from inference.segments import segment_sum
 from inference.sparse import resolve_backend
-from zoo._validation import check_choice, check_int, check_key, check_real, check_relation
+from zoo._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
+                             tree_nbytes)
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 
 __all__ = [
@@ -889,6 +890,13 @@ class LatentClassRelational:
         self.check_data(data)
         return BoundLatentClassRelational(self.n_classes, self.prior_count, self.backend, data.schema, update)
 
+    def _check_memory(self, key: Any, arrays: RelationalArrays, schema: RelationalSchema, n_fits: int) -> None:
+        """Refuse class counts whose fits cannot fit in memory (from the start's shapes, traced)."""
+        start = jax.eval_shape(partial(_init_params, schema=schema, n_classes=self.classes_for(schema),
+                                       prior_count=float(self.prior_count)), key, arrays)
+        # Each fit holds the parameters, the new iterate and their statistics (about 4 copies).
+        check_memory("n_classes", 4 * n_fits * tree_nbytes(start), f"{n_fits} fit(s) of {self!r}")
+
     # ---------------------------------------------------------------- fitting
     def fit(
         self,
@@ -928,6 +936,7 @@ class LatentClassRelational:
         arrays, flat = self.prepare(data)
         schema = data.schema
         n_classes = self.classes_for(schema)
+        self._check_memory(key, arrays, schema, n_restarts)
         dtype = arrays.weights[0].dtype
         keys = jax.random.split(key, n_restarts)
         states = _fit_restarts(keys, arrays, flat, jnp.asarray(beta, dtype), jnp.asarray(tol, dtype),
@@ -976,6 +985,7 @@ class LatentClassRelational:
         schema = data.schema
         relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)
+        self._check_memory(key, arrays, schema, n_restarts * hidden.shape[0])
         weights = _case_weights(arrays, hidden, relation)
         case_arrays = arrays._replace(weights=weights)
         n_cases = hidden.shape[0]
