@@ -60,3 +60,12 @@ def test_bench_dp_mixing_digits_helpers():
     report = bench.digits_report(run)
     assert report["draws"] == 200 and np.isclose(report["sweep_ms"], 20.0)
     assert 200 < report["ess_lj"] * 2.0 < 800  # 400 independent draws kept, sampled in the last 2 s
+
+
+def test_bench_estep_order_quick(capsys):
+    bench = _load("bench_estep_order")
+    assert bench.main(["--nnz", "500", "2000", "--classes", "4"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.strip().replace(",", "").split(" ")[0].isdigit()]
+    assert len(rows) == 2 and all(row[2] == "True" for row in rows)  # the fixed order repeats its bits
+    assert sum(line.startswith("SUMMARY ") for line in out.splitlines()) == 2
