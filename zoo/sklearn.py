@@ -42,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.em import EMResult, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
+from inference.segments import segment_sum
 from zoo._validation import check_choice, check_int, check_key, check_number_dtype, check_real
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.aspect import Aspect
@@ -785,7 +786,7 @@ def _predictive_log_weights(family: Any, train: Any, labels: Any, points: Any, l
     point_stats = jax.vmap(family.point_stats)(train)
     # Segment K receives no point: its statistics are those of an empty (new) cluster.
     cluster_stats = jax.tree_util.tree_map(
-        lambda leaf: jax.ops.segment_sum(leaf, labels, num_segments=n_clusters + 1), point_stats)
+        lambda leaf: segment_sum(leaf, labels, num_segments=n_clusters + 1), point_stats)
     sizes = jnp.bincount(labels, length=n_clusters + 1).astype(train.dtype)
     log_prior = jnp.where(jnp.arange(n_clusters + 1) < n_clusters, jnp.log(jnp.maximum(sizes, 1.0)), log_alpha)
 

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from inference.segments import segment_sum
 from zoo.dirichlet.families import sample_log_gamma
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -53,7 +54,7 @@ def _sum_by_slot(values: jax.Array, slots: jax.Array, n_slots: int) -> jax.Array
     A scatter-add: its cost is O(N D) whatever the capacity, where a one-hot product costs
     O(N × n_slots × D) (at 10 chains, N = 1270, D = 64, 261 slots: 0.25 ms against 8 ms on CPU).
     """
-    return jax.ops.segment_sum(values, slots, n_slots)
+    return segment_sum(values, slots, n_slots)
 
 
 def _sample_means(rng_key, features, clusters, point_precisions, n_slots, prior_variance):

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from inference.segments import segment_sum
 from inference.split_merge import SideModel, count_move, merge_gains, no_moves, split_merge_move
 from zoo.dirichlet.supervised.conditionals import _active_variance_total, _LOG_2PI
 from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
@@ -174,7 +175,7 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
     movable = jnp.arange(counts.shape[0]) >= n_train_clusters
     model = _side_model(config, features, context, carry.means, counts)
     stats = jax.tree_util.tree_map(
-        lambda leaf: jax.ops.segment_sum(leaf, carry.clusters, num_segments=counts.shape[0]), model.point_stats)
+        lambda leaf: segment_sum(leaf, carry.clusters, num_segments=counts.shape[0]), model.point_stats)
 
     def move(state, move_index):
         carry, gains, moves = state
