@@ -837,6 +837,38 @@ def test_validation_data(valid, schedule):
     rejects(lambda: tempered_em(ASPECT, TRAIN, key=KEY, valid=valid, schedule=schedule, max_iter=2), "valid")
 
 
+# ----------------------------------------------------------------------------- complex numbers
+#: (constructor, argument) pairs of real or integer settings; a complex number with a zero
+#: imaginary part converts to float silently, so each must be refused by type.
+NUMERIC_SETTINGS = [
+    (FixedBeta, "beta"), (FixedBeta, "min_improvement"), (TemperedEM, "eta"), (TemperedEM, "beta_min"),
+    (TemperedEM, "min_improvement"), (DeterministicAnnealing, "beta_start"), (DeterministicAnnealing, "growth"),
+    (Aspect, "n_classes"), (Aspect, "prior_count"), (GaussianMixture, "n_classes"), (GaussianMixture, "variance_floor"),
+    (LatentClassRelational, "n_classes"), (LatentClassRelational, "prior_count"), (InfiniteRelational, "concentration"),
+    (InfiniteRelational, "hyper"), (InfiniteRelational, "max_clusters"), (SupervisedDP, "model"),
+    (SupervisedDP, "alpha"), (SupervisedDP, "prior_variance"), (SupervisedDP, "precision_rate"),
+    (ClusterAbstraction, "depth"), (ClusterAbstraction, "prior_count"),
+]
+COMPLEX = st.one_of(st.complex_numbers(allow_nan=False, allow_infinity=False, max_magnitude=10),
+                    st.sampled_from([1 + 0j, np.complex64(1), np.complex128(0.5), np.array(1 + 0j)]))
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(st.sampled_from(NUMERIC_SETTINGS), COMPLEX)
+def test_complex_numbers_as_settings(setting, value):
+    constructor, name = setting
+    defaults = {Aspect: {"n_classes": 2}, GaussianMixture: {"n_classes": 2}}.get(constructor, {})
+    rejects(lambda: constructor(**{**defaults, name: value}), name)
+
+
+@counted(60)
+@settings(FUZZ, max_examples=60)
+@given(st.sampled_from(["n_restarts", "max_iter", "tol", "segment", "time_budget"]), COMPLEX)
+def test_complex_numbers_as_fit_settings(name, value):
+    rejects(lambda: tempered_em(**{**EM_VALID, name: value}), name)
+
+
 # ----------------------------------------------------------------------------- sizes that cannot fit
 #: Sizes whose estimated memory exceeds that of any machine (terabytes and more), so that the
 #: cases are refused wherever the tests run, before anything is allocated.

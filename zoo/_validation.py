@@ -147,6 +147,8 @@ def check_real(
     """Return ``value`` as a finite ``float`` in the given interval, else raise naming ``name``."""
     if isinstance(value, bool) or isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name}: expected a real number, got {type(value).__name__} {value!r}")
+    if isinstance(value, (complex, np.complexfloating)) or np.iscomplexobj(value):  # float() would drop 0j silently
+        raise TypeError(f"{name}: expected a real number, got the complex number {value!r}")
     try:
         if np.ndim(value) != 0:
             raise TypeError(f"{name}: expected a scalar, got shape {np.shape(value)}")

@@ -192,7 +192,7 @@ def build_kernel(
         ``step(rng_key, state, data) -> (SupervisedState, SupervisedInfo)``; jit it or pass it
         to :func:`inference.chains.sample_chains`.
     """
-    if model not in MODELS or isinstance(model, bool):
+    if check_int("model", model) not in MODELS:  # an integer: 1 + 0j or 2.7 are not model numbers
         raise ValueError(f"model: must be one of 1, 2, 3, got {model!r}")
     if not isinstance(share_clusters, (bool, np.bool_)):
         raise TypeError(f"share_clusters: expected a bool, got {type(share_clusters).__name__}")
