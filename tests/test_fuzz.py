@@ -876,7 +876,7 @@ HUGE = st.integers(10**12, 10**15)
 SIZE_CALLS = st.one_of(
     HUGE.map(lambda size: ("model", lambda: tempered_em(Aspect(size), DATA, key=KEY, max_iter=2))),
     HUGE.map(lambda size: ("model", lambda: tempered_em(ASPECT, DATA, key=KEY, n_restarts=size, max_iter=2))),
-    st.integers(40, 200).map(lambda depth: ("depth", lambda: ClusterAbstraction(depth=depth))),
+    st.integers(40, 10**30).map(lambda depth: ("depth", lambda: ClusterAbstraction(depth=depth))),
     st.tuples(st.integers(3, 10), st.integers(10**5, 10**9)).map(
         lambda shape: ("depth", lambda: ClusterAbstraction(depth=shape[0], branching=shape[1]))),
     HUGE.map(lambda size: ("n_leaves", lambda: ClusterAbstraction(n_leaves=size))),

@@ -45,6 +45,7 @@ M-step, prediction, growth by annealing, and rendering of a fitted tree.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, Sequence
@@ -117,6 +118,8 @@ class Tree:
         """The complete tree with ``branching ** depth`` leaves, nodes numbered level by level."""
         depth = check_int("depth", depth, minimum=1)
         branching = check_int("branching", branching, minimum=2)
+        if depth * math.log2(branching) >= 64:  # branching ** depth itself would take long to compute
+            raise ValueError(f"depth: a tree of depth {depth} and branching {branching} has more than 2^64 leaves")
         n_nodes = (branching ** (depth + 1) - 1) // (branching - 1)
         check_memory("depth", TREE_BYTES_PER_NODE * n_nodes, f"a tree of depth {depth} and branching {branching} "
                      f"({n_nodes} nodes)", device=False)
