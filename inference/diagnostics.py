@@ -313,6 +313,7 @@ def mixing_table(
         draws, ``ddof=1``), ``ess_bulk``, ``ess_tail``, ``r_hat`` and ``status``. ``attrs`` holds
         ``n_chains``, ``n_draws``, ``rhat_max``, ``ess_min`` and ``chain_constants`` (for each
         quantity with a chain that never moves: per chain, its constant value or None), which
+        and ``log_joint_by_chain`` (each chain's mean ``log_joint``, or None), which
         :func:`mixing_verdict` reads.
 
     Raises
@@ -382,9 +383,30 @@ def mixing_table(
     table = pd.DataFrame.from_dict(rows, orient="index",
                                    columns=["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "status"])
     table = table.astype({column: np.float64 for column in ("mean", "sd", "ess_bulk", "ess_tail", "r_hat")})
+    log_joint_by_chain = None
+    if "log_joint" in dataset.data_vars and n_chains > 1 and n_draws:
+        by_chain = np.asarray(dataset["log_joint"].transpose("chain", "draw").values, np.float64).mean(axis=1)
+        if np.isfinite(by_chain).all():
+            log_joint_by_chain = [float(value) for value in by_chain]
     table.attrs.update(n_chains=n_chains, n_draws=n_draws, rhat_max=float(rhat_max), ess_min=float(ess_min),
-                       chain_constants=chain_constants)
+                       chain_constants=chain_constants, log_joint_by_chain=log_joint_by_chain)
     return table
+
+
+def _separate_modes(table: pd.DataFrame) -> str:
+    """A sentence on chains whose mean log joint differ by more than their own spread, or ''."""
+    by_chain = table.attrs.get("log_joint_by_chain")
+    if not by_chain or "log_joint" not in table.index or table.loc["log_joint", "status"] in _PASSING:
+        return ""
+    by_chain = np.asarray(by_chain)
+    gap = float(by_chain.max() - by_chain.min())
+    spread = float(table.loc["log_joint", "sd"]) if np.isfinite(table.loc["log_joint", "sd"]) else 0.0
+    if gap < 10.0 or gap < spread:
+        return ""
+    best = int(np.argmax(by_chain))
+    return (f" The chains sit in separate modes: mean log joint by chain "
+            f"{', '.join(f'{value:.0f}' for value in by_chain)}; chain {best} is {gap:.0f} nats above the lowest, "
+            "so the others have not found its mode.")
 
 
 def _check_table(table: Any) -> pd.DataFrame:
@@ -439,7 +461,9 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         ``"Chains mix: R-hat <= 1.01 and bulk and tail ESS >= 400 for n_clusters, log_joint
         (alpha is constant)."`` when every quantity is ``"ok"`` or ``"constant"``; else e.g.
         ``"Chains do NOT mix: n_clusters (chains disagree: values by chain 9, 10, 11, 10),
-        log_joint (not mixing: R-hat 1.35, bulk ESS 23). Run longer, ..."``, or ``"Mixing cannot
+        log_joint (not mixing: R-hat 1.35, bulk ESS 23). The chains sit in separate modes: ...
+        Run longer, ..."`` (the sentence on modes when the chains' mean log joints differ by more
+        than 10 nats and than the pooled standard deviation), or ``"Mixing cannot
         be judged: ..."`` when the only problems are too few draws or non-finite values. With a
         single chain the sentence speaks of the chain and of split R-hat.
 
@@ -471,9 +495,11 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
     if any(status in _NOT_MIXING for status in statuses):
-        advice = ("Run longer or use split-merge moves, and check with several chains from dispersed starts."
-                  if single else "Run longer, use split-merge moves or more chains from dispersed starts.")
-        return f"{subject} {'does' if single else 'do'} NOT mix: {problems}. {advice}"
+        advice = ("Run longer, with more split-merge moves per sweep or the sub-cluster sampler, and check with "
+                  "several chains from dispersed starts." if single else
+                  "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains "
+                  "from dispersed starts.")
+        return f"{subject} {'does' if single else 'do'} NOT mix: {problems}.{_separate_modes(table)} {advice}"
     return f"Mixing cannot be judged: {problems}."
 
 

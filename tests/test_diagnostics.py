@@ -248,3 +248,14 @@ def test_dp_mixture_fit_summary_warns_and_mixing_does_not():
     assert summary.equals(table)
     assert list(_no_mixing_warning(DPMixtureFit(result).summary)["status"]) == ["ok", "constant", "ok"]
 
+
+
+def test_chains_in_separate_modes_are_named_with_the_best_chain():
+    # Four chains that each mix within their own mode, one mode 500 nats above the others.
+    offsets = np.array([-2000.0, -1500.0, -2000.0, -2000.0])[:, None]
+    table = mixing_table(_dataset(log_joint=offsets + RNG.normal(size=(4, 400))))
+    verdict = mixing_verdict(table)
+    assert "The chains sit in separate modes: mean log joint by chain -2000, -1500, -2000, -2000" in verdict
+    assert "chain 1 is 500 nats above the lowest" in verdict
+    # One mode: no sentence about modes.
+    assert "separate modes" not in mixing_verdict(mixing_table(_dataset(log_joint=IID - 2000.0)))

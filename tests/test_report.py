@@ -146,7 +146,7 @@ def test_chains_report_says_whether_chains_mix():
     stuck = report_html(_iid_chains(n_clusters=disagree, log_joint=drift))
     assert '<p class="verdict not-mixing">Chains do NOT mix: n_clusters (chains disagree: values by chain ' \
            "9, 10, 11, 10), log_joint (not mixing: R-hat " in stuck
-    assert "Run longer, use split-merge moves or more chains from dispersed starts." in stuck
+    assert "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains" in stuck
     assert "<td>chains disagree</td>" in stuck and "<td>inf</td>" in stuck and "<td>NaN</td>" not in stuck
     one = report_html(_iid_chains(n_chains=1, n_draws=1000))
     assert '<p class="verdict mixing">The chain mixes: split R-hat &lt;= 1.01' in one
