@@ -498,7 +498,9 @@ def tempered_em(
         Validation counts (same rows and columns). Required by :class:`TemperedEM`; with it the
         kept parameters are those with the lowest validation perplexity.
     schedule : FixedBeta, TemperedEM or DeterministicAnnealing
-        Default: ``TemperedEM()`` when ``valid`` is given, else ``FixedBeta(1.0)``.
+        Default: with ``valid``, the model's ``default_schedule()`` if it has one (the one-sided and
+        cluster-abstraction models: ``DeterministicAnnealing(0.01, 1.5, 25)``), else ``TemperedEM()``;
+        without ``valid``, ``FixedBeta(1.0)``.
     n_restarts : int
         Independent random initialisations, run in parallel with ``vmap``; the best is kept.
     max_iter : int
@@ -539,7 +541,10 @@ def tempered_em(
     max_iter = check_int("max_iter", max_iter, minimum=1)
     tol = check_real("tol", tol, low=0.0)
     if schedule is None:
-        schedule = TemperedEM() if valid is not None else FixedBeta(1.0)
+        # With validation data each model may name the schedule that wins for it (H99 §4 tempers
+        # the aspect model down from β = 1; the one-sided and CAM models gain from annealing up).
+        default = getattr(model, "default_schedule", None)
+        schedule = FixedBeta(1.0) if valid is None else (default() if callable(default) else TemperedEM())
     if not isinstance(schedule, (FixedBeta, TemperedEM, DeterministicAnnealing)):
         raise TypeError(f"schedule: expected FixedBeta, TemperedEM or DeterministicAnnealing, got {schedule!r}")
     if schedule.needs_validation and valid is None:
