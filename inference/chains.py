@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from inference.em import device_mesh
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
-from zoo._validation import check_choice, check_int, check_key, check_real
+from inference._validation import check_choice, check_int, check_key, check_real
 
 __all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
 

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln, polygamma
 
-from zoo._validation import as_index_array, check_int, check_key, check_real
+from inference._validation import as_index_array, check_int, check_key, check_real
 
 __all__ = [
     "GammaPrior",

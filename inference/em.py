@@ -1,4 +1,4 @@
-"""Tempered EM driver: the whole fit in one ``jit``, restarts ``vmap``ped, history recorded.
+"""Tempered EM driver: the whole fit in one ``jit``, restarts ``vmap``-ped, history recorded.
 
 A model fitted by this driver provides (see :class:`EMModel`):
 
@@ -12,7 +12,7 @@ A model fitted by this driver provides (see :class:`EMModel`):
   of the per-observation log-likelihood l in the perplexity P = exp(-l) (H99 §5).
 
 :func:`tempered_em` runs the schedule's state machine in a ``lax.while_loop`` inside one jitted
-function; several random restarts are ``vmap``ped and the best kept (lowest validation perplexity,
+function; several random restarts are ``vmap``-ped and the best kept (lowest validation perplexity,
 or highest training log-likelihood without validation data). Data are arguments of the jitted
 function, so fits of equal shapes never recompile.
 
@@ -63,9 +63,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo._validation import (check_int, check_key, check_memory, check_model, check_params_like, check_real,
+from inference._validation import (check_int, check_key, check_memory, check_model, check_params_like, check_real,
                              renamed, tree_nbytes)
-from zoo.data import CoOccurrence
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
 
@@ -210,8 +209,9 @@ def _in_dtype(arrays: Any, dtype: Any, data: Any) -> Any:
     """
     if dtype is None or arrays is None:
         return arrays
-    if isinstance(data, CoOccurrence):
-        data._check_range(dtype)
+    check_range = getattr(data, "_check_range", None)  # a zoo.data.CoOccurrence checks its counts fit
+    if callable(check_range):
+        check_range(dtype)
 
     def cast(leaf):
         leaf_dtype = getattr(leaf, "dtype", None)
@@ -555,7 +555,7 @@ def tempered_em(
     mesh = device_mesh(devices)
     if mesh is not None and not hasattr(model, "prepare_sharded"):
         raise ValueError(f"devices: {type(model).__name__} does not support data-parallel fitting")
-    if valid is not None and isinstance(data, CoOccurrence) and getattr(valid, "shape", None) != data.shape:
+    if valid is not None and hasattr(data, "to_arrays") and getattr(valid, "shape", None) != data.shape:
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
     prepared = model.prepare(data)

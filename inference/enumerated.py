@@ -46,7 +46,7 @@ from numpyro.contrib.funsor import config_enumerate, enum, log_density
 from numpyro.distributions.transforms import biject_to
 from numpyro.primitives import Messenger
 
-from zoo._validation import check_int, check_real
+from inference._validation import check_int, check_real
 
 __all__ = ["enumerated_log_likelihood", "EnumeratedEM", "ProgramData", "ShardedProgramArgs", "inspect_program"]
 

@@ -71,8 +71,8 @@ from inference.concentration import GammaPrior, escobar_west_update
 from inference.segments import segment_sum
 from inference.sparse import resolve_backend
 from inference.split_merge import split_merge_moves
-from zoo._validation import as_index_array, check_choice, check_int, check_real
-from zoo.dirichlet.families import ComponentFamily
+from inference._validation import as_index_array, check_choice, check_int, check_real
+from inference.components import ComponentFamily
 
 __all__ = [
     "ALGORITHMS",

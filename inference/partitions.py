@@ -11,8 +11,7 @@ cluster analysis: point estimation and credible balls", Bayesian Analysis 13(2);
 * ``loss="vi"`` — the variation of information. Its exact expectation needs every draw; WG18
   propose minimising instead the lower bound that Jensen's inequality gives from the
   co-clustering matrix alone, and so does this module:
-  E[VI(c, ĉ)] >= (1/N) Σ_i [log Σ_j 1(ĉ_j = ĉ_i) + log Σ_j p_ij
-                                - 2 log Σ_j 1(ĉ_j = ĉ_i) p_ij]
+  E[VI(c, ĉ)] >= (1/N) Σ_i [log Σ_j 1(ĉ_j = ĉ_i) + log Σ_j p_ij - 2 log Σ_j 1(ĉ_j = ĉ_i) p_ij]
   (natural logarithms here; WG18 use log base 2, which rescales it and leaves the minimiser
   unchanged). :func:`expected_variation_of_information` evaluates the exact expectation over the
   draws for any candidate, to report it next to the bound.
@@ -36,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.segments import segment_sum
-from zoo._validation import as_float_array, check_choice
+from inference._validation import as_float_array, check_choice
 
 __all__ = [
     "co_clustering",

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from zoo._validation import check_int, check_real
+from inference._validation import check_int, check_real
 
 __all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing"]
 

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from inference.segments import scatter_is_ordered, sorted_segment_sum
-from zoo.data import DyadicArrays
+from inference.cells import DyadicArrays
 
 __all__ = [
     "CellStats", "cell_stats", "cell_log_norm", "resolve_backend", "DEFAULT_CHUNK_CELLS",

@@ -15,6 +15,7 @@ One step of :func:`build_kernel`:
     draws; every point's label is drawn from p(z_i = k) ∝ π_k F(x_i | θ_k) over the existing
     clusters, all points at once. The normaliser (π_new's Gamma(α) included) cancels in this
     conditional, so only the Gamma(N_k) variables are drawn, each as a sum of N_k Exp(1).
+
 (d) **Sub-cluster splits** (CF13 §4). Each cluster's two sub-clusters are grown by CF13's
     sub-cluster Gibbs iterations — sub-weights (π̄_l, π̄_r) ~ Dir(N_l + α/2, N_r + α/2),
     sub-parameters θ̄ from their posteriors, every point's sub-label ∝ π̄_h F(x_i | θ̄_h), all
@@ -26,6 +27,7 @@ One step of :func:`build_kernel`:
     f the marginal likelihood (``family.log_marginal``), over the probability q of the drawn
     split, times the probability of the auxiliary "links" described below; a merge of two
     clusters whose union the same sub-clusters would split uses the reciprocal.
+
 (d') **Merges** (CF13 §4, merge moves whose reverse is a random split): two clusters are merged
     with CF13's ratio
 
@@ -34,6 +36,7 @@ One step of :func:`build_kernel`:
 
     the second line being the probability that a split drawing labels from a Dir(α/2, α/2)
     Pólya urn gives back the two clusters (both labellings), again times the links' probability.
+
 (e) α by the Escobar–West update when ``alpha_prior`` is given; the cluster parameters are redrawn
     from their posteriors given the new partition.
 
@@ -135,8 +138,8 @@ from inference.segments import segment_sum
 from inference.neal import GibbsState, _finish_step, _keep_partition_on_overflow
 from inference.neal import init as _neal_init
 from inference.split_merge import SplitMergeMoves, no_moves
-from zoo._validation import check_int
-from zoo.dirichlet.families import ComponentFamily, sample_log_gamma
+from inference._validation import check_int
+from inference.components import ComponentFamily, sample_log_gamma
 
 __all__ = [
     "LINK_PROBABILITY",

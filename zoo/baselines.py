@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from zoo._validation import as_float_array, check_int, check_key, check_real
+from inference._validation import as_float_array, check_int, check_key, check_real
 from zoo.metrics import clustering_scores
 
 __all__ = [

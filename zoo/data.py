@@ -12,12 +12,13 @@ original counts; a row-level split holds out whole rows for fold-in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from zoo._validation import as_float_array, as_index_array, check_fractions, check_int
+from inference._validation import as_float_array, as_index_array, check_fractions, check_int
+from inference.cells import DyadicArrays
 
 __all__ = ["CoOccurrence", "DyadicArrays", "as_numpy_rng"]
 
@@ -43,49 +44,6 @@ def as_numpy_rng(rng: Any, name: str = "rng") -> np.random.Generator:
         key_data = jax.random.key_data(rng) if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key) else rng
         return np.random.default_rng(np.asarray(key_data, dtype=np.uint32).ravel().tolist())
     raise TypeError(f"{name}: expected an int seed, a numpy Generator or a JAX key, got {type(rng).__name__}")
-
-
-class DyadicArrays(NamedTuple):
-    """Device-side view of co-occurrence counts: the cells in CSR order, and again in CSC order.
-
-    Attributes
-    ----------
-    rows, cols : int32 arrays, shape (nnz,)
-        Row and column index of each non-zero cell.
-    counts : float array, shape (nnz,)
-        n(x_i, y_k) of each cell.
-    indptr : int array, shape (n_rows + 1,)
-        CSR row pointer: cells of row i are ``indptr[i]:indptr[i + 1]``.
-    row_sums : float array, shape (n_rows,)
-        n(x_i) = Σ_k n(x_i, y_k); its length fixes n_rows statically.
-    col_sums : float array, shape (n_cols,)
-        n(y_k) = Σ_i n(x_i, y_k); its length fixes n_cols statically.
-    col_indptr : int array, shape (n_cols + 1,)
-        CSC column pointer: the same cells sorted by column (stably, so by row within a column)
-        are ``col_rows[col_indptr[k]:col_indptr[k + 1]]`` with counts ``col_counts[...]``.
-    col_rows : int32 array, shape (nnz,)
-        Row index of each cell in CSC order.
-    col_counts : float array, shape (nnz,)
-        n(x_i, y_k) of each cell in CSC order.
-
-    The CSC copy lets a kernel sum over the cells of a column without scattering: the numba
-    E-step computes column statistics column by column, as it computes row statistics row by row.
-    """
-
-    rows: Any
-    cols: Any
-    counts: Any
-    indptr: Any
-    row_sums: Any
-    col_sums: Any
-    col_indptr: Any
-    col_rows: Any
-    col_counts: Any
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(n_rows, n_cols), known statically from the array shapes."""
-        return (self.row_sums.shape[0], self.col_sums.shape[0])
 
 
 def _index_dtype(pointer: np.ndarray) -> Any:

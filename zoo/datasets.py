@@ -23,7 +23,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from zoo._validation import check_int
+from inference._validation import check_int
 from zoo.data import CoOccurrence
 
 __all__ = [

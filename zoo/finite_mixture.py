@@ -19,7 +19,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from zoo._validation import as_float_array, check_int, check_real
+from inference._validation import as_float_array, check_int, check_real
 
 __all__ = ["GaussianMixture", "GaussianMixtureParams", "gaussian_mixture_program", "Features"]
 

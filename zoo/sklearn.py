@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from inference.em import EMResult, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from inference.segments import segment_sum
-from zoo._validation import check_choice, check_int, check_key, check_number_dtype, check_real
+from inference._validation import check_choice, check_int, check_key, check_number_dtype, check_real
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction
@@ -803,7 +803,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
     ``n_chains`` chains) and keeps the posterior point-estimate partition as ``labels_``. New points
     are scored with the Chinese-restaurant predictive given that partition (DM05 §3): cluster k
     with weight n_k p(x | points of k), a new cluster with weight α p(x). ``transform`` gives
-    these probabilities, shape (n_samples, n_clusters_ + 1), the last column being a new
+    these probabilities, shape (n_samples, ``n_clusters_`` + 1), the last column being a new
     cluster; ``score`` the mean log predictive density. The number of classes is not fixed: it is
     inferred. Features should be standardised for the default Normal–Gamma prior (mean 0, unit
     scales), e.g. with ``StandardScaler`` in a pipeline.

@@ -37,7 +37,8 @@ from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from zoo._validation import as_index_array, check_choice, check_int, check_key, check_memory, check_real, tree_nbytes
+from inference._validation import (as_index_array, check_choice, check_int, check_key, check_memory, check_real,
+                                   tree_nbytes)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 

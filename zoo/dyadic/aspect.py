@@ -31,7 +31,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference.sparse import cell_stats, resolve_backend
-from zoo._validation import check_choice, check_int, check_real
+from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, heldout_evaluation
 

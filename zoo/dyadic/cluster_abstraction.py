@@ -60,7 +60,7 @@ from numpyro.ops.indexing import Vindex
 
 from inference.schedules import DeterministicAnnealing
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
-from zoo._validation import check_choice, check_int, check_key, check_memory, check_real
+from inference._validation import check_choice, check_int, check_key, check_memory, check_real
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
 

@@ -41,7 +41,7 @@ from numpyro import handlers
 
 from inference.schedules import DeterministicAnnealing
 from inference.sparse import count_matmul
-from zoo._validation import check_choice, check_int, check_real
+from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
 

@@ -50,7 +50,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference.sparse import count_matmul
-from zoo._validation import check_choice, check_int, check_real
+from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
 

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from zoo._validation import as_float_array, as_index_array, check_choice, check_int, check_real
+from inference._validation import as_float_array, as_index_array, check_choice, check_int, check_real
 
 __all__ = [
     "Domain",

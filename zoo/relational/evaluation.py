@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from zoo._validation import check_int, check_key, check_model, check_real, check_relation
+from inference._validation import check_int, check_key, check_model, check_real, check_relation
 from zoo.data import as_numpy_rng
 from zoo.relational.data import RelationalData
 

@@ -52,7 +52,7 @@ from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, p
                                 ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.sparse import resolve_backend
-from zoo._validation import check_choice, check_int, check_key, check_real, check_relation
+from inference._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 from zoo.relational.latent_class import flat_cells
 

@@ -65,7 +65,7 @@ from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, p
                                 ret_buffer, write_element)
 from inference.segments import segment_sum
 from inference.sparse import resolve_backend
-from zoo._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
+from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
                              tree_nbytes)
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from zoo._validation import as_float_array, check_int
+from inference._validation import as_float_array, check_int
 
 __all__ = ["embed_distances"]
 

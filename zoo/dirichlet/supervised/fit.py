@@ -17,7 +17,7 @@ from inference import diagnostics
 from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
-from zoo._validation import as_index_array, as_label_codes, check_choice, check_int, check_key, check_real
+from inference._validation import as_index_array, as_label_codes, check_choice, check_int, check_key, check_real
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState

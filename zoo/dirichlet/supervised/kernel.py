@@ -14,7 +14,7 @@ import numpy as np
 
 from inference.concentration import escobar_west_multi_group_update, GammaPrior
 from inference.sparse import resolve_backend
-from zoo._validation import check_int, check_real
+from inference._validation import check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.supervised.conditionals import (
     _gibbs_means_conditioned, _log_joint, _metropolis_precisions_conditioned, _sample_means, _sample_precisions,

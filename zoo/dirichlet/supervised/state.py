@@ -13,7 +13,7 @@ import numpy as np
 
 from inference.chains import CapacityError
 from inference.concentration import GammaPrior
-from zoo._validation import as_float_array, as_index_array, as_label_codes, check_int, check_real
+from inference._validation import as_float_array, as_index_array, as_label_codes, check_int, check_real
 
 __all__ = ["MODELS", "SupervisedData", "SupervisedState", "SupervisedInfo", "init", "record_supervised"]
 
