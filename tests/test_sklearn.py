@@ -230,6 +230,12 @@ def test_bad_hyperparameters_are_named(params, message):
         AspectEstimator(**params).fit(COUNTS)
 
 
+def test_two_sided_estimator_names_its_own_argument():
+    # TwoSided calls the row clusters n_row_classes; the estimator's argument is n_classes.
+    with pytest.raises(ValueError, match="^n_classes: must be >= 1"):
+        TwoSidedEstimator(n_classes=0).fit(COUNTS)
+
+
 def test_tempered_split_needs_tokens_on_both_sides():
     with pytest.raises(ValueError, match="^valid_fraction:"):
         AspectEstimator(n_classes=1, schedule="tempered", valid_fraction=0.01, random_state=0).fit([[1.0, 0.0]])

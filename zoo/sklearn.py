@@ -638,6 +638,8 @@ class TwoSidedEstimator(ClusterMixin, EMEstimator):
         _init_count_estimator(self, locals())
 
     def _check_model_params(self) -> None:
+        # The estimator's own name for the row clusters, not TwoSided's n_row_classes.
+        check_int("n_classes", self.n_classes, minimum=1)
         self._build_model()
 
     def _build_model(self) -> TwoSided:
