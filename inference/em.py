@@ -555,7 +555,9 @@ def tempered_em(
     mesh = device_mesh(devices)
     if mesh is not None and not hasattr(model, "prepare_sharded"):
         raise ValueError(f"devices: {type(model).__name__} does not support data-parallel fitting")
-    if valid is not None and hasattr(data, "to_arrays") and getattr(valid, "shape", None) != data.shape:
+    # Co-occurrence containers (to_arrays and a shape; not relational data) must share one shape.
+    if (valid is not None and hasattr(data, "to_arrays") and hasattr(data, "shape")
+            and getattr(valid, "shape", None) != data.shape):
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
     prepared = model.prepare(data)
