@@ -410,7 +410,7 @@ def _memory_limit(device: bool) -> tuple[int, str]:
     if device:
         import jax
 
-        first = jax.devices()[0]
+        first = jax.local_devices()[0]  # jax.devices()[0] may belong to another process
         stats = first.memory_stats() or {}
         if stats.get("bytes_limit"):
             return int(stats["bytes_limit"]), f"{first.platform.upper()} memory"
