@@ -44,12 +44,20 @@ cluster), start every process with the same script and data and call, in each::
     result = tempered_em(model, data, key=jax.random.key(0), devices=jax.devices())
 
 ``jax.devices()`` then lists the devices of all processes; each process holds the blocks of its
-own devices, the ``psum`` runs across hosts, and every process gets the same result. Gibbs
-chains spread over devices the same way (:func:`inference.chains.sample_chains`, ``devices=``).
+own devices, the ``psum`` runs across hosts, and every process gets the same result. So that no
+process reads the whole data, pass ``process_local=True`` and, in each process, only its part
+(e.g. a ``CoOccurrence`` of its rows with the global shape): the model's
+``prepare_sharded(data, n_local_blocks, process_local=True)`` cuts it into the blocks of this
+process's devices, agreeing with the other processes on the margins and the padded block length
+(:mod:`inference.processes`), and the blocks of all processes make the global arrays. The
+models above (the dyadic ones) accept it. A process that dies makes the others' next ``psum``
+fail with a ``RuntimeError`` that says so. Gibbs chains spread over devices the same way
+(:func:`inference.chains.sample_chains`, ``devices=``).
 """
 
 from __future__ import annotations
 
+import inspect
 import signal
 import threading
 import time
@@ -62,6 +70,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named, process_sum,
+                                 replicate)
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from inference._validation import (check_int, check_key, check_memory, check_model, check_params_like, check_real,
                              renamed, tree_nbytes)
@@ -480,6 +490,7 @@ def tempered_em(
     tol: float = 1e-6,
     init: Any = None,
     devices: Any = None,
+    process_local: bool = False,
     time_budget: float | None = None,
     progress: bool = False,
     segment: int = 25,
@@ -516,7 +527,15 @@ def tempered_em(
         E-step statistics are summed across devices with ``psum``. An int takes the first that
         many of ``jax.devices()``. The iterates equal those of the single-device fit up to
         floating-point rounding. Across hosts, call ``jax.distributed.initialize()`` first and
-        pass ``jax.devices()`` (every process runs the same call on the same data file).
+        pass ``jax.devices()`` (every process runs the same call, on the same data or, with
+        ``process_local``, on its own part of it).
+    process_local : bool
+        With ``devices`` spanning several processes: ``data`` (and ``valid``) hold only this
+        process's part of the cells, with the global shape, and the blocks of all processes
+        together are the data set (the model's ``prepare_sharded`` takes ``process_local=True``).
+        No process sees another's cells; every process gets the same result, that of the whole
+        data. A random start that reads the data (one-sided, two-sided, CAM) is drawn from
+        process 0's part and sent to the others; ``init=`` fixes it instead.
     time_budget : float, optional
         Seconds after which the fit stops at the end of the current segment and returns what
         it has (``result.stopped_by == "time_budget"``).
@@ -555,6 +574,12 @@ def tempered_em(
     mesh = device_mesh(devices)
     if mesh is not None and not hasattr(model, "prepare_sharded"):
         raise ValueError(f"devices: {type(model).__name__} does not support data-parallel fitting")
+    if not isinstance(process_local, (bool, np.bool_)):
+        raise TypeError(f"process_local: expected a bool, got {process_local!r}")
+    if process_local and mesh is None:
+        raise ValueError("process_local: needs devices= (e.g. jax.devices() after jax.distributed.initialize())")
+    if process_local and "process_local" not in inspect.signature(model.prepare_sharded).parameters:
+        raise ValueError(f"process_local: {type(model).__name__} cannot be fitted from per-process parts of the data")
     # Co-occurrence containers (to_arrays and a shape; not relational data) must share one shape.
     if (valid is not None and hasattr(data, "to_arrays") and hasattr(data, "shape")
             and getattr(valid, "shape", None) != data.shape):
@@ -569,10 +594,15 @@ def tempered_em(
         check_params_like("init", init, start)
     init_dtype = _init_dtype(init) if init is not None else None
     train_arrays = _in_dtype(prepared, init_dtype, data)
-    valid_total = jnp.asarray(_observation_count(valid, model) if valid is not None else 1.0, jnp.result_type(float))
+    valid_count = _observation_count(valid, model) if valid is not None else 1.0
+    if process_local and valid is not None:
+        valid_count = float(process_sum(valid_count))
+    valid_total = jnp.asarray(valid_count, jnp.result_type(float))
     keys = jax.random.split(key, n_restarts)
     if init is None:
         starts = _initial_params(keys, train_arrays, model=model)
+        if process_local:  # a start drawn from process 0's part, the same everywhere
+            starts = broadcast_from_first(starts)
     else:
         starts = jax.tree_util.tree_map(lambda leaf: _in_dtype(jnp.asarray(leaf), init_dtype, None)[None], init)
     states = _initial_states(starts, schedule=schedule, segment=segment)
@@ -583,17 +613,28 @@ def tempered_em(
     else:
         n_shards = mesh.devices.size
         # Lay the blocks out on their devices once (not at every segment); across hosts this
-        # makes the global arrays from the same host data on every process.
-        blocks, replicated = NamedSharding(mesh, P(SHARD_AXIS)), NamedSharding(mesh, P())
-        train_arrays = jax.device_put(_in_dtype(model.prepare_sharded(data, n_shards), init_dtype, data), blocks)
-        valid_arrays = (jax.device_put(_in_dtype(model.prepare_sharded(valid, n_shards), init_dtype, valid), blocks)
-                        if valid is not None else None)
-        states, valid_total = jax.device_put((states, valid_total), replicated)
+        # makes the global arrays from the same host data on every process, or, process_local,
+        # from each process's own blocks.
+        blocks = NamedSharding(mesh, P(SHARD_AXIS))
+        if process_local:
+            n_local = local_block_count(mesh)
+            lay_out = lambda part: global_blocks(  # noqa: E731
+                _in_dtype(model.prepare_sharded(part, n_local, process_local=True), init_dtype, part), mesh, SHARD_AXIS)
+        else:
+            lay_out = lambda part: jax.device_put(  # noqa: E731
+                _in_dtype(model.prepare_sharded(part, n_shards), init_dtype, part), blocks)
+        train_arrays = lay_out(data)
+        valid_arrays = lay_out(valid) if valid is not None else None
+        states, valid_total = replicate((states, valid_total), mesh)
         advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
-    states, stopped_by = _run_segments(
-        lambda states, stop_at: advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32)),
-        states, max_iter=max_iter, segment=segment, time_budget=time_budget, progress=progress, record=recorder,
-    )
+
+    def run(states, stop_at):
+        return advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32))
+
+    n_processes = 1 if mesh is None else len({device.process_index for device in mesh.devices.flat})
+    with lost_peers_named(n_processes):  # a process that dies breaks the others' next psum: say so
+        states, stopped_by = _run_segments(run, states, max_iter=max_iter, segment=segment, time_budget=time_budget,
+                                           progress=progress, record=recorder)
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
     if valid is not None:

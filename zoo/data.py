@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from inference._validation import as_float_array, as_index_array, check_fractions, check_int
 from inference.cells import DyadicArrays
+from inference.processes import process_max, process_sum
 
 __all__ = ["CoOccurrence", "DyadicArrays", "as_numpy_rng"]
 
@@ -65,6 +66,14 @@ def _bucket(size: int) -> int:
         return 64
     step = 1 << (int(np.log2(size)) - 3)
     return -(-size // step) * step
+
+
+def _check_total(total: float, float_dtype: Any) -> None:
+    """Refuse a total count that (times the few hundred a log-likelihood adds) would overflow ``float_dtype``."""
+    limit = float(np.finfo(float_dtype).max) / 1e4
+    if total > limit:
+        raise ValueError(f"counts: total {total:.3g} overflows {np.dtype(float_dtype).name} arithmetic "
+                         f"(limit {limit:.3g}); rescale the counts or enable float64 (jax_enable_x64)")
 
 
 def _names(name: str, names: Sequence[Any] | None, size: int) -> tuple | None:
@@ -276,10 +285,7 @@ class CoOccurrence:
 
     def _check_range(self, float_dtype: Any) -> None:
         """Counts whose total (times the few hundred a log-likelihood adds) would overflow ``float_dtype``."""
-        limit = float(np.finfo(float_dtype).max) / 1e4
-        if self.total > limit:
-            raise ValueError(f"counts: total {self.total:.3g} overflows {np.dtype(float_dtype).name} arithmetic "
-                             f"(limit {limit:.3g}); rescale the counts or enable float64 (jax_enable_x64)")
+        _check_total(self.total, float_dtype)
 
     def to_arrays(self, dtype: Any = None, *, pad: bool = True) -> DyadicArrays:
         """Device arrays for the kernels, in CSR (row-sorted) order.
@@ -318,7 +324,7 @@ class CoOccurrence:
             col_counts=jnp.asarray(col_counts, dtype=float_dtype),
         )
 
-    def to_sharded_arrays(self, n_shards: int, dtype: Any = None) -> DyadicArrays:
+    def to_sharded_arrays(self, n_shards: int, dtype: Any = None, *, process_local: bool = False) -> DyadicArrays:
         """Device arrays split into ``n_shards`` blocks of cells for data-parallel EM.
 
         Rows are cut into contiguous ranges holding about equal numbers of cells; each block
@@ -326,19 +332,30 @@ class CoOccurrence:
         with zero counts to a common length, so every leaf gets a leading axis of size
         ``n_shards``. ``row_sums`` and ``col_sums`` are the global sums, repeated per block.
         Sums over cells computed block by block and added up equal those of :meth:`to_arrays`.
+
+        With ``process_local=True`` (a fit whose devices span several ``jax.distributed``
+        processes) these counts are this process's part of the data, with the global shape, and
+        the ``n_shards`` blocks are this process's: the margins are summed over processes and
+        the blocks padded to the longest of any process (:mod:`inference.processes`), so the
+        blocks of all processes together are those of one data set. Every process must call it.
         """
         import jax.numpy as jnp
 
         n_shards = check_int("n_shards", n_shards, minimum=1)
         float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
-        self._check_range(float_dtype)
         full_indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
         targets = np.linspace(0, self.nnz, n_shards + 1)
         cuts = np.searchsorted(full_indptr, targets).astype(np.int64)
         cuts[0], cuts[-1] = 0, self.n_rows
         cuts = np.maximum.accumulate(cuts)
         starts, stops = full_indptr[cuts[:-1]], full_indptr[cuts[1:]]
-        length = _bucket(int((stops - starts).max()))
+        longest = int((stops - starts).max())
+        row_sums, col_sums, total = self.row_sums, self.col_sums, self.total
+        if process_local:
+            row_sums, col_sums, total = process_sum((row_sums, col_sums, total))
+            longest = process_max(longest)
+        _check_total(float(total), float_dtype)
+        length = _bucket(longest)
         blocks = {name: [] for name in ("rows", "cols", "counts", "indptr", "col_indptr", "col_rows", "col_counts")}
         for start, stop in zip(starts, stops):
             extra = length - (stop - start)
@@ -356,8 +373,8 @@ class CoOccurrence:
             cols=jnp.asarray(np.stack(blocks["cols"]), jnp.int32),
             counts=jnp.asarray(np.stack(blocks["counts"]), float_dtype),
             indptr=jnp.asarray(np.stack(blocks["indptr"]), jnp.int32),
-            row_sums=jnp.asarray(repeat(self.row_sums), float_dtype),
-            col_sums=jnp.asarray(repeat(self.col_sums), float_dtype),
+            row_sums=jnp.asarray(repeat(row_sums), float_dtype),
+            col_sums=jnp.asarray(repeat(col_sums), float_dtype),
             col_indptr=jnp.asarray(np.stack(blocks["col_indptr"]), jnp.int32),
             col_rows=jnp.asarray(np.stack(blocks["col_rows"]), jnp.int32),
             col_counts=jnp.asarray(np.stack(blocks["col_counts"]), float_dtype),

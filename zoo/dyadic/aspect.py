@@ -190,11 +190,15 @@ class Aspect:
             raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
         return data.to_arrays()
 
-    def prepare_sharded(self, data: CoOccurrence, n_shards: int) -> DyadicArrays:
-        """Like :meth:`prepare`, split into ``n_shards`` blocks of cells (leading axis)."""
+    def prepare_sharded(self, data: CoOccurrence, n_shards: int, *, process_local: bool = False) -> DyadicArrays:
+        """Like :meth:`prepare`, split into ``n_shards`` blocks of cells (leading axis).
+
+        ``process_local``: ``data`` is this process's part of the cells (any part; with the
+        global shape) and the blocks are this process's (:meth:`CoOccurrence.to_sharded_arrays`).
+        """
         if not isinstance(data, CoOccurrence):
             raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
-        return data.to_sharded_arrays(n_shards)
+        return data.to_sharded_arrays(n_shards, process_local=process_local)
 
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> AspectParams:
         """Random start: P(c) uniform, P(x|c) and P(y|c) uniform(0.5, 1.5) noise, normalised."""

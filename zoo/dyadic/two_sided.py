@@ -262,15 +262,17 @@ class TwoSided:
             raise ValueError(f"n_col_classes: {self.n_col_classes} clusters for only {data.n_cols} columns")
         return data.to_arrays()
 
-    def prepare_sharded(self, data: CoOccurrence, n_shards: int) -> DyadicArrays:
+    def prepare_sharded(self, data: CoOccurrence, n_shards: int, *, process_local: bool = False) -> DyadicArrays:
         """Like :meth:`prepare`, split into ``n_shards`` blocks of cells (leading axis).
 
         The E-step couples rows and columns only through the two sums over cells n γ^y and
         nᵀ γ^x; those are computed block by block and added up (``reduce``), everything else is
         the same on every device.
+        ``process_local``: ``data`` is this process's part of the cells (any part) and the blocks
+        are this process's (:meth:`CoOccurrence.to_sharded_arrays`).
         """
         self.prepare(data)
-        return data.to_sharded_arrays(n_shards)
+        return data.to_sharded_arrays(n_shards, process_local=process_local)
 
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> TwoSidedParams:
         """Random start: a random hard partition of each side (soft random posteriors collapse to
