@@ -1,0 +1,147 @@
+"""EM across processes: ``jax.distributed`` on localhost with gloo collectives, one CPU device each.
+
+Every process passes only its own rows (a ``CoOccurrence`` of them with the global shape) to
+``tempered_em(..., devices=jax.devices(), process_local=True)``; each must get the fit of the
+whole data in one process (same tolerance as the 8-device tests of ``test_sharding.py``). Then
+they start a second fit during which the last process dies: the others must fail with an error
+that says so within a time limit, not hang. The 2-process run takes about 40 s on 2 cores; the
+4-process one is marked slow.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from inference.em import tempered_em
+from inference.schedules import FixedBeta
+from zoo.data import CoOccurrence
+from zoo.dyadic.aspect import Aspect
+
+HEARTBEAT_S = 10  # jax.distributed's timeout for a silent process (default 100 s)
+
+WORKER = textwrap.dedent(
+    """
+    import json, os, sys, threading, time
+    process_id, n_processes, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=n_processes,
+                               process_id=process_id, heartbeat_timeout_seconds=int(sys.argv[5]))
+    import numpy as np
+    sys.path.insert(0, os.getcwd())
+    from tests.test_processes import own_rows, problem
+    from inference.em import tempered_em
+    from zoo.dyadic.aspect import Aspect
+
+    train, valid, options = problem()
+    own_train, own_valid = (own_rows(part, process_id, n_processes) for part in (train, valid))
+    fit = tempered_em(Aspect(4), own_train, valid=own_valid, key=jax.random.key(3), devices=jax.devices(),
+                      process_local=True, **options)
+    np.savez(os.path.join(out, f"fit-{process_id}.npz"), n_iter=fit.n_iter, beta=fit.beta,
+             **fit.params._asdict(), **{"history_" + name: values for name, values in fit.history.items()})
+
+    # A second fit, the same but endless, until the last process dies in it.
+    if process_id == n_processes - 1:
+        def die():
+            with open(os.path.join(out, "died"), "w") as file:
+                json.dump(time.time(), file)
+            os._exit(7)
+        threading.Timer(2.0, die).start()
+    tempered_em(Aspect(4), own_train, valid=own_valid, key=jax.random.key(3), devices=jax.devices(),
+                process_local=True, **dict(options, max_iter=10**6))  # compiled already: it iterates at once
+    """
+)
+
+
+def problem():
+    """60 × 80 Poisson counts (one empty row) split into training and validation tokens, and the fit's options."""
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(0.5, size=(60, 80))
+    counts[7] = 0
+    train, valid = CoOccurrence.from_dense(counts).split_tokens([0.85, 0.15], rng=1)
+    return train, valid, dict(schedule=FixedBeta(0.9), n_restarts=2, max_iter=12, tol=0.0)
+
+
+def own_rows(data: CoOccurrence, process_id: int, n_processes: int) -> CoOccurrence:
+    """The cells of process ``process_id`` 's contiguous range of rows, with the global shape."""
+    bounds = np.linspace(0, data.n_rows, n_processes + 1).astype(int)
+    keep = (data.rows >= bounds[process_id]) & (data.rows < bounds[process_id + 1])
+    return CoOccurrence(data.rows[keep], data.cols[keep], data.counts[keep], data.shape)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _launch(n_processes: int, out, timeout: float) -> dict:
+    """Start the workers; wait for all of them (killing any left after ``timeout``)."""
+    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment["JAX_PLATFORMS"] = "cpu"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    port = _free_port()
+    logs = [open(out / f"log-{index}.txt", "w+") for index in range(n_processes)]
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(index), str(n_processes), str(port), str(out),
+                                 str(HEARTBEAT_S)], cwd=root, env=environment, stdout=log, stderr=log)
+               for index, log in enumerate(logs)]
+    deadline = time.time() + timeout
+    ended = [None] * n_processes
+    while any(end is None for end in ended) and time.time() < deadline:
+        for index, worker in enumerate(workers):
+            if ended[index] is None and worker.poll() is not None:
+                ended[index] = time.time()
+        time.sleep(0.1)
+    for worker in workers:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    texts = []
+    for log in logs:
+        log.seek(0)
+        texts.append(log.read())
+        log.close()
+    died = json.loads((out / "died").read_text()) if (out / "died").exists() else None
+    return {"codes": [worker.returncode for worker in workers], "ended": ended, "died": died, "logs": texts}
+
+
+def _check(run: dict, out, n_processes: int) -> None:
+    for index in range(n_processes):
+        assert (out / f"fit-{index}.npz").exists(), run["logs"][index][-3000:]
+    train, valid, options = problem()
+    whole = tempered_em(Aspect(4), train, valid=valid, key=jax.random.key(3), **options)
+    for index in range(n_processes):
+        fit = np.load(out / f"fit-{index}.npz")
+        assert int(fit["n_iter"]) == whole.n_iter > 1
+        np.testing.assert_allclose(fit["history_log_lik"], whole.history["log_lik"], rtol=1e-10)
+        np.testing.assert_allclose(fit["history_valid_perplexity"], whole.history["valid_perplexity"], atol=1e-9)
+        for name, value in whole.params._asdict().items():
+            np.testing.assert_allclose(fit[name], np.asarray(value), atol=1e-9, err_msg=name)
+
+    # The last process died in the second fit; every other one failed soon after, saying why.
+    assert run["died"] is not None and run["codes"][-1] == 7
+    for index in range(n_processes - 1):
+        assert run["codes"][index] not in (0, None), run["logs"][index][-3000:]
+        assert run["ended"][index] - run["died"] < 3 * HEARTBEAT_S
+        assert ("another process died" in run["logs"][index]
+                or "another task died" in run["logs"][index]), run["logs"][index][-3000:]
+
+
+def test_two_processes_fit_their_rows_as_one_process_fits_the_whole(tmp_path, x64):
+    run = _launch(2, tmp_path, timeout=150)
+    _check(run, tmp_path, 2)
+
+
+@pytest.mark.slow
+def test_four_processes_fit_their_rows_as_one_process_fits_the_whole(tmp_path, x64):
+    run = _launch(4, tmp_path, timeout=400)
+    _check(run, tmp_path, 4)
