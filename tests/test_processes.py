@@ -145,3 +145,14 @@ def test_two_processes_fit_their_rows_as_one_process_fits_the_whole(tmp_path, x6
 def test_four_processes_fit_their_rows_as_one_process_fits_the_whole(tmp_path, x64):
     run = _launch(4, tmp_path, timeout=400)
     _check(run, tmp_path, 4)
+
+
+def test_process_local_in_one_process_is_the_plain_fit_and_needs_devices(x64):
+    train, valid, options = problem()
+    plain = tempered_em(Aspect(4), train, valid=valid, key=jax.random.key(3), **options)
+    local = tempered_em(Aspect(4), train, valid=valid, key=jax.random.key(3), devices=1, process_local=True, **options)
+    np.testing.assert_allclose(local.history["log_lik"], plain.history["log_lik"], rtol=1e-12)
+    with pytest.raises(ValueError, match="^process_local: needs devices"):
+        tempered_em(Aspect(4), train, key=jax.random.key(3), process_local=True)
+    with pytest.raises(TypeError, match="^process_local"):
+        tempered_em(Aspect(4), train, key=jax.random.key(3), devices=1, process_local="yes")
