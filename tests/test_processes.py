@@ -156,3 +156,33 @@ def test_process_local_in_one_process_is_the_plain_fit_and_needs_devices(x64):
         tempered_em(Aspect(4), train, key=jax.random.key(3), process_local=True)
     with pytest.raises(TypeError, match="^process_local"):
         tempered_em(Aspect(4), train, key=jax.random.key(3), devices=1, process_local="yes")
+
+
+def test_command_line_fit_over_two_processes_reading_their_own_files(tmp_path):
+    """``python -m zoo fit ... --processes 2`` on per-process MatrixMarket files equals the one-process fit."""
+    import scipy.io
+    import scipy.sparse as sp
+
+    from zoo.cli import main
+
+    train, _, _ = problem()
+    whole = train.to_sparse()
+    bounds = np.linspace(0, whole.shape[0], 3).astype(int)
+    for index in range(2):
+        part = sp.lil_matrix(whole.shape)
+        part[bounds[index]:bounds[index + 1]] = whole[bounds[index]:bounds[index + 1]]
+        scipy.io.mmwrite(tmp_path / f"part-{index}.mtx", sp.csr_matrix(part))
+    scipy.io.mmwrite(tmp_path / "whole.mtx", whole)
+    options = ["--classes", "3", "--schedule", "em", "--max-iter", "8", "--quiet"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    done = subprocess.run([sys.executable, "-m", "zoo", "fit", "aspect", str(tmp_path / "part-{process}.mtx"),
+                           "--processes", "2", "--out", str(tmp_path / "several"), *options],
+                          cwd=root, env=environment, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "in process 0 of 2" in done.stdout
+    assert main(["fit", "aspect", str(tmp_path / "whole.mtx"), "--out", str(tmp_path / "one"), *options]) == 0
+    several, one = (np.load(tmp_path / name / "result.npz", allow_pickle=True) for name in ("several", "one"))
+    assert several["history/log_lik"].shape == (8,)
+    np.testing.assert_allclose(several["history/log_lik"], one["history/log_lik"], rtol=1e-5)
+    np.testing.assert_allclose(several["params/col_given_class"], one["params/col_given_class"], atol=1e-5)

@@ -7,6 +7,7 @@
     python -m zoo fit MODEL DATAFILE [--classes K] [--schedule tempered|em|annealing]
                       [--valid-fraction 0.1] [--restarts N] [--max-iter N] [--seed S]
                       [--out DIR] [--format mtx|ldac|csv]
+                      [--processes N [--process-id I --coordinator HOST:PORT]]
     python -m zoo demo [--classes K] [--seed S]
 
 ``fit`` reads MatrixMarket (``.mtx``), LDA-C (``.ldac``, ``.lda-c``, ``.dat``) or CSV edge lists
@@ -15,12 +16,29 @@
 (:func:`zoo.io.save_result`) and ``report.html`` (:func:`zoo.report.write_report`) to ``--out``.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
+
+Several processes (``--processes N``, the count-data models): each process fits the rows it
+holds and the processes add up their statistics (:func:`inference.em.tempered_em` with
+``process_local=True`` over ``jax.distributed``); process 0 writes the outputs. On one machine
+``--processes N`` alone starts the N processes on 127.0.0.1 (CPU, gloo collectives). On several
+machines start one process per machine yourself, each with ``--processes N --process-id I
+--coordinator HOST:PORT`` (HOST: the machine of process 0, PORT: a free port there)::
+
+    python -m zoo fit aspect part-{process}.mtx --processes 4 --process-id 2 --coordinator node0:12345
+
+A ``{process}`` in DATAFILE is replaced by the process id: each process then reads only its own
+file, a MatrixMarket file with the global shape in its header and its own cells (a part of the
+rows for the one-sided and CAM models; any part for the aspect and two-sided models). Without it
+every process reads DATAFILE and keeps its contiguous range of rows. Each process holds out its
+own validation tokens (seed + process id).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -92,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--target", default="target", help="CSV column of the column objects (default 'target')")
     fit.add_argument("--weight", default=None, help="CSV column of the counts (default: each line counts 1)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    fit.add_argument("--processes", type=int, default=1,
+                     help="fit with N processes, each holding its rows (default 1); alone: N on this machine")
+    fit.add_argument("--process-id", type=int, default=None,
+                     help="with --processes and --coordinator: this process's id, 0 to N-1 (one per machine)")
+    fit.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 (jax.distributed's coordinator)")
     return parser
 
 
@@ -107,23 +130,92 @@ def _list_models(stream: Any) -> None:
                  "(python -m zoo describe MODEL)\n")
 
 
+def _launch_processes(arguments: argparse.Namespace, argv: list[str]) -> int:
+    """Start ``--processes`` copies of this command on 127.0.0.1 (one CPU device each, gloo); wait for all.
+
+    If one fails the others fail too (their next sum across processes breaks); the exit status is
+    the first non-zero one.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    workers = [subprocess.Popen([sys.executable, "-m", "zoo", *argv, "--process-id", str(index),
+                                 "--coordinator", f"127.0.0.1:{port}"], env=environment)
+               for index in range(arguments.processes)]
+    codes = [worker.wait() for worker in workers]
+    return next((code for code in codes if code), 0)
+
+
+def _own_part(arguments: argparse.Namespace) -> tuple[Any, str]:
+    """This process's data (``{process}`` in DATAFILE: its own file; else its range of rows) and its file name."""
+    import jax
+
+    from zoo.data import CoOccurrence
+
+    datafile = arguments.datafile.replace("{process}", str(arguments.process_id))
+    data = read_data(datafile, arguments.format, source=arguments.source, target=arguments.target,
+                     weight=arguments.weight)
+    if datafile == arguments.datafile:
+        bounds = np.linspace(0, data.n_rows, jax.process_count() + 1).astype(int)
+        keep = (data.rows >= bounds[arguments.process_id]) & (data.rows < bounds[arguments.process_id + 1])
+        data = CoOccurrence(data.rows[keep], data.cols[keep], data.counts[keep], data.shape, data.row_names,
+                            data.col_names)
+    return data, datafile
+
+
+def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[Any, Any]:
+    """One of ``--processes``: join the others, fit this process's part with ``process_local=True``."""
+    import jax
+
+    from inference.em import tempered_em
+    from zoo.data import as_numpy_rng
+
+    if not estimator._count_data:
+        raise ValueError(f"--processes: {arguments.model} is fitted in one process (it takes features, not counts)")
+    if arguments.coordinator is None or not 0 <= arguments.process_id < arguments.processes:
+        raise ValueError("--process-id: expected 0 to --processes - 1, with --coordinator HOST:PORT")
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # the CPU's; GPUs and TPUs bring their own
+    jax.distributed.initialize(coordinator_address=arguments.coordinator, num_processes=arguments.processes,
+                               process_id=arguments.process_id)
+    data, _ = _own_part(arguments)
+    schedule, key = estimator._check_params()
+    key_split, key_fit = jax.random.split(key)
+    train, valid = data, None
+    if schedule.needs_validation:
+        rng = as_numpy_rng(arguments.seed + arguments.process_id)
+        train, valid = data.split_tokens([1.0 - arguments.valid_fraction, arguments.valid_fraction], rng=rng)
+        if train is None or valid is None:
+            raise ValueError(f"--valid-fraction: process {arguments.process_id}'s tokens left an empty part")
+    result = tempered_em(estimator._build_model(), train, key=key_fit, valid=valid, schedule=schedule,
+                         n_restarts=arguments.restarts, max_iter=arguments.max_iter, tol=estimator.tol,
+                         progress=estimator.progress and arguments.process_id == 0, devices=jax.devices(),
+                         process_local=True)
+    return data, result
+
+
 def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     from zoo.io import save_result
     from zoo.report import write_report
     from zoo.sklearn import ESTIMATORS, make_schedule
 
     start = time.perf_counter()
-    data = read_data(arguments.datafile, arguments.format, source=arguments.source, target=arguments.target,
-                     weight=arguments.weight)
     estimator_type = ESTIMATORS[arguments.model]
     estimator = estimator_type(
         **estimator_type._classes_argument(arguments.classes),
         schedule=arguments.schedule, valid_fraction=arguments.valid_fraction, n_restarts=arguments.restarts,
         max_iter=arguments.max_iter, random_state=arguments.seed, progress=not arguments.quiet,
     )
-    matrix = data.to_sparse()
-    estimator.fit(matrix if estimator._count_data else matrix.toarray())
-    result = estimator.result_
+    if arguments.processes > 1:
+        data, result = _fit_in_processes(arguments, estimator)
+        if arguments.process_id != 0:  # every process has the result; process 0 writes it
+            return
+    else:
+        data = read_data(arguments.datafile, arguments.format, source=arguments.source, target=arguments.target,
+                         weight=arguments.weight)
+        matrix = data.to_sparse()
+        estimator.fit(matrix if estimator._count_data else matrix.toarray())
+        result = estimator.result_
     settings = {
         "command": "python -m zoo " + " ".join(argv),
         "model name": arguments.model,
@@ -134,6 +226,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         "restarts": arguments.restarts,
         "max iter": arguments.max_iter,
         "seed": arguments.seed,
+        "processes": arguments.processes,
     }
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +234,8 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     report_path = write_report(out / "report.html", result, title=f"{arguments.model} on {Path(arguments.datafile).name}",
                                settings=settings)
     seconds = time.perf_counter() - start
-    stream.write(f"{arguments.model}: {data!r}\n")
+    held = f" in process 0 of {arguments.processes}" if arguments.processes > 1 else ""
+    stream.write(f"{arguments.model}: {data!r}{held}\n")
     perplexities = result.history["valid_perplexity"]
     quality = (f"best validation perplexity {float(np.nanmin(perplexities)):.4g}" if np.isfinite(perplexities).any()
                else f"final training log-likelihood {float(result.history['log_lik'][-1]):.6g}")
@@ -173,6 +267,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         sys.stdout.write(f"{card}\n")
         return 0
+    if arguments.processes < 1:
+        sys.stderr.write(f"python -m zoo fit: error: --processes: expected at least 1, got {arguments.processes}\n")
+        return 1
+    if arguments.processes > 1 and arguments.process_id is None:
+        if arguments.coordinator is not None:
+            sys.stderr.write("python -m zoo fit: error: --coordinator: needs --process-id (one process per machine)\n")
+            return 1
+        return _launch_processes(arguments, argv)
     try:
         _fit(arguments, argv, sys.stdout)
     except (ValueError, TypeError, FileNotFoundError) as error:
