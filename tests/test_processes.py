@@ -5,7 +5,9 @@ Every process passes only its own rows (a ``CoOccurrence`` of them with the glob
 whole data in one process (same tolerance as the 8-device tests of ``test_sharding.py``). Then
 they start a second fit during which the last process dies: the others must fail with an error
 that says so within a time limit, not hang. The 2-process run takes about 40 s on 2 cores; the
-4-process one is marked slow.
+4-process one is marked slow, and so is the check of the one-sided, two-sided and CAM models
+(from a start given to every process). ``python -m zoo fit ... --processes 2`` on per-process
+MatrixMarket files gives the one-process fit of the whole file.
 """
 
 import json
@@ -186,3 +188,63 @@ def test_command_line_fit_over_two_processes_reading_their_own_files(tmp_path):
     assert several["history/log_lik"].shape == (8,)
     np.testing.assert_allclose(several["history/log_lik"], one["history/log_lik"], rtol=1e-5)
     np.testing.assert_allclose(several["params/col_given_class"], one["params/col_given_class"], atol=1e-5)
+
+
+OTHER_MODELS_WORKER = textwrap.dedent(
+    """
+    import os, sys
+    process_id, n_processes, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=n_processes,
+                               process_id=process_id)
+    import numpy as np
+    sys.path.insert(0, os.getcwd())
+    from tests.test_processes import OTHER_MODELS, own_rows, problem
+    from inference.em import tempered_em
+
+    train, valid, options = problem()
+    for name, model in OTHER_MODELS.items():
+        # Their random starts read the data: the same start (drawn here from the whole data) on every side.
+        start = model.init_params(jax.random.key(5), model.prepare(train))
+        own_train, own_valid = (own_rows(part, process_id, n_processes) for part in (train, valid))
+        fit = tempered_em(model, own_train, valid=own_valid, key=jax.random.key(3), devices=jax.devices(),
+                          process_local=True, init=start, **dict(options, n_restarts=1))
+        np.savez(os.path.join(out, f"{name}-{process_id}.npz"), n_iter=fit.n_iter, log_lik=fit.history["log_lik"],
+                 *jax.tree_util.tree_leaves(fit.params))
+    """
+)
+
+
+def _other_models():
+    from zoo.dyadic.cluster_abstraction import ClusterAbstraction
+    from zoo.dyadic.one_sided import OneSided
+    from zoo.dyadic.two_sided import TwoSided
+
+    return {"scm": TwoSided(3, 4), "acm-rows": OneSided(3), "cam": ClusterAbstraction(depth=2)}
+
+
+OTHER_MODELS = _other_models()
+
+
+@pytest.mark.slow
+def test_two_processes_fit_the_other_dyadic_models_as_one_process(tmp_path, x64):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment["JAX_PLATFORMS"] = "cpu"
+    port = str(_free_port())
+    workers = [subprocess.Popen([sys.executable, "-c", OTHER_MODELS_WORKER, str(index), "2", port, str(tmp_path)],
+                                cwd=root, env=environment, stderr=subprocess.PIPE, text=True) for index in range(2)]
+    errors = [worker.communicate(timeout=400)[1] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0], errors[0][-3000:] + errors[1][-3000:]
+    train, valid, options = problem()
+    for name, model in OTHER_MODELS.items():
+        start = model.init_params(jax.random.key(5), model.prepare(train))
+        whole = tempered_em(model, train, valid=valid, key=jax.random.key(3), init=start, **dict(options, n_restarts=1))
+        for index in range(2):
+            fit = np.load(tmp_path / f"{name}-{index}.npz")
+            assert int(fit["n_iter"]) == whole.n_iter > 1, name
+            np.testing.assert_allclose(fit["log_lik"], whole.history["log_lik"], rtol=1e-10, err_msg=name)
+            for position, value in enumerate(jax.tree_util.tree_leaves(whole.params)):
+                np.testing.assert_allclose(fit[f"arr_{position}"], np.asarray(value), atol=1e-9, err_msg=name)
