@@ -135,8 +135,9 @@ from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior
 from inference.segments import segment_sum
-from inference.neal import GibbsState, _finish_step, _keep_partition_on_overflow
+from inference.neal import GibbsState
 from inference.neal import init as _neal_init
+from inference.neal._kernel import _finish_step, _keep_partition_on_overflow
 from inference.split_merge import SplitMergeMoves, no_moves
 from inference._validation import check_int
 from inference.components import ComponentFamily, sample_log_gamma
