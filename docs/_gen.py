@@ -146,7 +146,8 @@ def write_api_pages(docs: Path) -> None:
 
     An object gets its own page under the module that defines it; a package that re-exports it
     links to that page. Objects of private modules (``inference._numba_cells``) that a public
-    module re-exports are documented under the first public module that lists them.
+    module re-exports, and data no public module defines (``inference.neal.ALGORITHMS``, defined
+    in ``inference.neal._state``), are documented under the first public module that lists them.
     """
     folder = _fresh(docs / "api")
     modules = _public_modules()
@@ -161,9 +162,8 @@ def write_api_pages(docs: Path) -> None:
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
             owner = getattr(obj, "__module__", "") or ""
-            if id(obj) not in home and owner.split(".")[0] in PACKAGES and any(
-                part.startswith("_") for part in owner.split(".")
-            ):
+            private = owner.split(".")[0] in PACKAGES and any(part.startswith("_") for part in owner.split("."))
+            if id(obj) not in home and (private or _kind(obj) == "data"):
                 home[id(obj)] = f"{modname}.{name}"
 
     for modname in modules:
