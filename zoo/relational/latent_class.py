@@ -45,6 +45,8 @@ The file reads top to bottom: the NumPyro program, the parameters, the sufficien
 the M-step, the free energy, the incremental E-step (one pass = a ``lax.scan`` over the
 individuals of each domain), the fit (passes in a ``lax.while_loop``, restarts ``vmap``ped, all
 inside one ``jit``), prediction of held-out cells and the exact log-likelihood by enumeration.
+The numba twin of the incremental pass (its loop and the flat list of cells it reads) is in
+``zoo/relational/_latent_class_numba.py``; :func:`iem_pass` calls it as an XLA custom call.
 Relations of arity 1 and 2 are supported; observed self-pairs r(a, a) are not.
 """
 
@@ -59,14 +61,13 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from numba import njit
 
-from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
-                                ret_buffer, write_element)
+from inference._xla_ffi import register_handler
 from inference.segments import segment_sum
 from inference.sparse import resolve_backend
 from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
                              tree_nbytes)
+from zoo.relational._latent_class_numba import _IEM_HANDLERS, FlatCells, flat_cells
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
 
 __all__ = [
@@ -338,185 +339,7 @@ def _domain_pass(domain: int, carry: tuple, arrays: RelationalArrays, beta: Any,
 
 
 # ----------------------------------------------------------------------------- the same pass, compiled by numba
-class FlatCells(NamedTuple):
-    """All relations' cells in one list, for the numba pass (arity 1 gets a virtual second argument).
-
-    Individuals are numbered globally, domain after domain; index ``n_individuals`` is a virtual
-    individual with one class whose q is 1, the second argument of unary relations.
-
-    Attributes
-    ----------
-    first, second : int32 (n_cells,) — global individual of each argument
-    values, relation : int32 (n_cells,)
-    item_start : int32 (n_individuals + 1,) — CSR pointer into the items of every individual
-    item_cell, item_position : int32 (n_items,) — the cell and the argument position of each item
-    """
-
-    first: Any
-    second: Any
-    values: Any
-    relation: Any
-    item_start: Any
-    item_cell: Any
-    item_position: Any
-
-
-def flat_cells(data: RelationalData) -> FlatCells:
-    """Build :class:`FlatCells` from validated data (host side)."""
-    schema = data.schema
-    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
-    virtual = int(offsets[-1])
-    first, second, values, relation_ids = [], [], [], []
-    for index, (relation, domains) in enumerate(zip(data.relations, schema.relation_domains)):
-        first.append(relation.entries[:, 0] + offsets[domains[0]])
-        second.append(relation.entries[:, 1] + offsets[domains[1]] if len(domains) == 2
-                      else np.full(relation.n_observed, virtual))
-        values.append(relation.values)
-        relation_ids.append(np.full(relation.n_observed, index))
-    first, second = np.concatenate(first), np.concatenate(second)
-    owners = np.concatenate([first, second])
-    positions = np.repeat([0, 1], first.shape[0])
-    cells = np.tile(np.arange(first.shape[0]), 2)
-    real = owners < virtual
-    owners, positions, cells = owners[real], positions[real], cells[real]
-    order = np.argsort(owners, kind="stable")
-    start = np.concatenate([[0], np.cumsum(np.bincount(owners, minlength=virtual))])
-    as32 = lambda array: jnp.asarray(np.asarray(array, np.int32))  # noqa: E731
-    return FlatCells(as32(first), as32(second), as32(np.concatenate(values)), as32(np.concatenate(relation_ids)),
-                     as32(start), as32(cells[order]), as32(positions[order]))
-
-
-@njit(cache=True, nogil=True)
-def _normalise_log(counts, prior_count, n_values, out_log):
-    total = 0.0
-    for value in range(n_values):
-        total += max(counts[value], 0.0) + prior_count
-    for value in range(n_values):
-        mass = max(counts[value], 0.0) + prior_count
-        probability = mass / total if total > 0 else 1.0 / n_values
-        out_log[value] = np.log(max(probability, 1e-300))
-
-@njit(cache=True, nogil=True)
-def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
-             relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
-             relation_n_values, relation_classes):
-    # q: (n_individuals + 1, G); class_counts, log_pi: (D, G); counts, log_theta: (R, G, G, V)
-    n_relations, n_max, _, n_values_max = counts.shape
-    message = np.zeros((n_relations, 2, n_max, n_values_max))
-    touched = np.zeros((n_relations, 2), np.bool_)
-    score = np.zeros(n_max)
-    for individual in range(item_start.shape[0] - 1):
-        domain = domain_of[individual]
-        n_own = n_classes[domain]
-        message[:] = 0.0
-        touched[:] = False
-        for item in range(item_start[individual], item_start[individual + 1]):
-            cell = item_cell[item]
-            weight = weights[cell]
-            position = item_position[item]
-            r = relation[cell]
-            touched[r, position] = True
-            if weight == 0.0:
-                continue
-            other = second[cell] if position == 0 else first[cell]
-            value = values[cell]
-            for o in range(n_max):
-                message[r, position, o, value] += weight * q[other, o]
-        # CP eq. 4 (mean-field form), likelihood tempered by β.
-        for g in range(n_own):
-            total = 0.0
-            for r in range(n_relations):
-                for position in range(2):
-                    if not touched[r, position]:
-                        continue
-                    for o in range(n_max):
-                        for value in range(relation_n_values[r]):
-                            m = message[r, position, o, value]
-                            if m != 0.0:
-                                if position == 0:
-                                    total += m * log_theta[r, g, o, value]
-                                else:
-                                    total += m * log_theta[r, o, g, value]
-            score[g] = log_pi[domain, g] + beta * total
-        largest = score[0]
-        for g in range(1, n_own):
-            largest = max(largest, score[g])
-        norm = 0.0
-        for g in range(n_own):
-            score[g] = np.exp(score[g] - largest)
-            norm += score[g]
-        # Incremental statistics and M-step (CP eqs. 5-6).
-        for g in range(n_own):
-            new = score[g] / norm
-            delta = new - q[individual, g]
-            q[individual, g] = new
-            class_counts[domain, g] += delta
-            for r in range(n_relations):
-                for o in range(n_max):
-                    for value in range(relation_n_values[r]):
-                        if touched[r, 0]:
-                            counts[r, g, o, value] += delta * message[r, 0, o, value]
-                        if touched[r, 1]:
-                            counts[r, o, g, value] += delta * message[r, 1, o, value]
-        _normalise_log(class_counts[domain], prior_count, n_own, log_pi[domain])
-        for r in range(n_relations):
-            if touched[r, 0] or touched[r, 1]:
-                for g in range(relation_classes[r, 0]):
-                    for o in range(relation_classes[r, 1]):
-                        _normalise_log(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
-    return q
-
-
-# The pass runs as an XLA custom call (inference._xla_ffi): XLA hands the handler its buffers and
-# the numba loop runs without Python. Under vmap (restarts, held-out cases) every argument gets the
-# same leading axes, of size 1 where it is shared; the fits run one after the other in float64.
-# Arguments: q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights (the model's
-# float dtype); first, second, values, relation, item_start, item_cell, item_position, domain_of,
-# n_classes, relation_n_values, relation_classes (int32). Result: q.
-_IEM_ARGS = 19
-
-
-@njit(inline="always")
-def _iem_call(frame, real):
-    done, code = prologue(frame, _IEM_ARGS, 1)
-    if done:
-        return code
-    result_shape, n_lead, n_fits = batch_layout(frame, 2)
-    out = buffer_flat(ret_buffer(frame, 0), real)
-    for fit in range(n_fits):
-        q, q_dims = batch_element(frame, 0, result_shape, n_lead, fit, real)
-        class_counts, class_dims = batch_element(frame, 1, result_shape, n_lead, fit, real)
-        counts, count_dims = batch_element(frame, 2, result_shape, n_lead, fit, real)
-        log_theta, _ = batch_element(frame, 3, result_shape, n_lead, fit, real)
-        log_pi, _ = batch_element(frame, 4, result_shape, n_lead, fit, real)
-        beta, _ = batch_element(frame, 5, result_shape, n_lead, fit, real)
-        prior_count, _ = batch_element(frame, 6, result_shape, n_lead, fit, real)
-        weights, _ = batch_element(frame, 7, result_shape, n_lead, fit, real)
-        integers = [batch_element(frame, index, result_shape, n_lead, fit, I32)[0] for index in range(8, 18)]
-        relation_classes, _ = batch_element(frame, 18, result_shape, n_lead, fit, I32)
-        q_fit = q.astype(np.float64).reshape((q_dims[0], q_dims[1]))
-        count_shape = (count_dims[0], count_dims[1], count_dims[2], count_dims[3])
-        _iem_scan(q_fit, class_counts.astype(np.float64).reshape((class_dims[0], class_dims[1])),
-                  counts.astype(np.float64).reshape(count_shape), log_theta.astype(np.float64).reshape(count_shape),
-                  log_pi.astype(np.float64).reshape((class_dims[0], class_dims[1])), np.float64(beta[0]),
-                  np.float64(prior_count[0]), integers[0], integers[1], integers[2], integers[3],
-                  weights.astype(np.float64), integers[4], integers[5], integers[6], integers[7], integers[8],
-                  integers[9], relation_classes.reshape((relation_classes.shape[0] // 2, 2)))
-        write_element(out, fit, q_fit.reshape(-1))
-    return 0
-
-
-def _iem_pass_f32(frame):
-    return _iem_call(frame, np.float32(0))
-
-
-def _iem_pass_f64(frame):
-    return _iem_call(frame, np.float64(0))
-
-
-_IEM_HANDLERS = {"float32": _iem_pass_f32, "float64": _iem_pass_f64}
-
-
+# The loop and its cell list (FlatCells) live in zoo.relational._latent_class_numba; this is the call.
 def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
     return jnp.pad(array, [(0, target - size) for size, target in zip(array.shape, shape)])
 
