@@ -423,7 +423,8 @@ def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_c
         if want_rows:
             row_acc = _add_by_sorted_ids(row_acc, ratio[:, None] * b_cells, chunk_rows, ordered)
         if want_cols and not ordered:
-            col_acc = col_acc.at[chunk_cols].add(column_values(chunk_rows, chunk_cols, chunk_counts), mode="drop")
+            weighted = (_gather(row_weights, chunk_rows) * ratio)[:, None] * a_cells
+            col_acc = col_acc.at[chunk_cols].add(weighted, mode="drop")
         return (row_acc, col_acc, log_acc), None
 
     init = (
