@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from inference._validation import check_key
+
 __all__ = ["ComponentFamily", "sample_log_gamma", "add_stats", "subtract_stats"]
 
 
@@ -50,6 +52,7 @@ def sample_log_gamma(
     jax.Array
         Log-Gamma draws, shape ``broadcast(shape, concentration.shape)``.
     """
+    rng_key = check_key("rng_key", rng_key)  # one key (traced ones too), before any JAX code
     dtype = jnp.result_type(float)
     if isinstance(concentration, (int, float)) and float(concentration) == 1.0:
         return jnp.log(jax.random.exponential(rng_key, shape, dtype=dtype))

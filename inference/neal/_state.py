@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from inference._validation import as_index_array, check_choice, check_int, check_real
+from inference._validation import as_index_array, check_choice, check_int, check_key, check_real
 from inference.components import ComponentFamily
 from inference.neal._slots import _take_row
 from inference.segments import segment_sum
@@ -227,6 +227,7 @@ def init(
     ValueError
         If an argument is invalid (the message starts with its name).
     """
+    rng_key = check_key("rng_key", rng_key)
     family = _check_family(family)
     algorithm = _check_algorithm(family, algorithm)
     max_clusters = check_int("max_clusters", max_clusters, minimum=1)

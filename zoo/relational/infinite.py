@@ -210,6 +210,7 @@ def log_joint(state: IRMState, schema: RelationalSchema) -> Any:
 def init(rng_key: Any, arrays: RelationalArrays, schema: RelationalSchema, capacities: tuple[int, ...], *,
          concentration: float, hyper: float, init_clusters: int) -> IRMState:
     """A random start: every individual in one of the first ``init_clusters`` slots, uniformly."""
+    rng_key = check_key("rng_key", rng_key)  # one key (traced ones too), before any JAX code
     keys = jax.random.split(rng_key, len(schema.domain_sizes))
     dtype = arrays.weights[0].dtype
     assignments = tuple(
