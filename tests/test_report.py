@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 from inference.diagnostics import mixing_table, mixing_verdict
-from inference.em import tempered_em
+from inference.em import EMResult, tempered_em
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
-from zoo.report import MAX_HEATMAP_SIDE, history_figure, parameter_figures, report_html, write_report
+from zoo.dyadic.one_sided import OneSided
+from zoo.report import (MAX_HEATMAP_SIDE, class_profiles, history_figure, parameter_figures, report_html, top_labels,
+                         write_report)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -46,9 +48,19 @@ def test_em_report_shows_history_parameters_and_summary(tmp_path, tempered_resul
     _assert_self_contained(document)
     assert "<h1>Aspect &lt;test&gt;</h1>" in document  # the title is escaped
     images = _images(document)
-    assert len(images) == 1 + 3  # the history and one picture per parameter array
-    for heading in ("Fit", "Restarts", "History", "Parameters"):
+    assert len(images) == 1  # the history; the parameters are the class cards, not heat maps
+    for heading in ("Fit", "Restarts", "History", "Aspects"):
         assert f"<h2>{heading}</h2>" in document
+    assert "<h2>Parameters</h2>" not in document and "largest" not in document
+    # one card per class, by decreasing prior, the columns named by index as the data have no labels
+    priors = np.asarray(tempered_result.params.class_prior)
+    assert re.findall(r'<div class="class-card" data-class="(\d)">', document) == [
+        str(index) for index in np.argsort(-priors, kind="stable")]
+    for index, prior in enumerate(priors):
+        assert f'data-class="{index}"><h3>class {index} <span class="prior">P(c) = {prior:.3f}</span>' in document
+    top_column = int(np.argmax(tempered_result.params.col_given_class[:, 0]))
+    assert re.search(rf'data-class="0">.*?<td>column {top_column}</td>', document)
+    assert "rows, P(x|c)" not in document  # unlabelled rows are not listed
     assert f"{tempered_result.beta:.4g}" in document
     assert f"<td>{tempered_result.stopped_by}</td>" in document
     assert f"{np.nanmin(tempered_result.history['valid_perplexity']):.6g}" in document
@@ -175,3 +187,156 @@ def test_reports_leave_pyplot_alone(tmp_path, tempered_result):
     write_report(tmp_path / "b.html", _chains())
     if "matplotlib.pyplot" in sys.modules:
         assert sys.modules["matplotlib.pyplot"].get_fignums() == before
+
+
+# ----------------------------------------------------------------------------- classes and their labels
+FRUIT = ("apple", "pear", "plum", "fig", "kiwi", "lime")
+SCIENCE = ("gene", "cell", "protein", "enzyme", "virus", "tissue")
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """30 documents of fruit words and 30 of science words (rows 0-29 and 30-59), over 12 filler words."""
+    rng = np.random.default_rng(3)
+    words = FRUIT + SCIENCE + tuple(f"filler{index}" for index in range(12))
+    counts = rng.poisson(0.2, size=(60, len(words)))
+    counts[:30, :6] += rng.poisson(3.0, size=(30, 6))
+    counts[30:, 6:12] += rng.poisson(3.0, size=(30, 6))
+    return CoOccurrence.from_dense(counts, row_names=[f"doc{index}" for index in range(60)], col_names=words)
+
+
+def _cards(document: str) -> dict[int, str]:
+    return {int(index): card for index, card in
+            re.findall(r'<div class="class-card" data-class="(\d+)">(.*?)</div>', document, flags=re.S)}
+
+
+def _listed(card: str, heading: str) -> list[str]:
+    table = re.search(rf"<caption>{re.escape(html.escape(heading))}</caption>(.*?)</table>", card, flags=re.S)
+    return re.findall(r"<tr><td>([^<]*)</td>", table.group(1))
+
+
+def _planted_topic(labels) -> set:
+    """Which planted vocabulary the 6 first labels are, or the labels themselves if neither."""
+    first = set(labels[:6])
+    return {"fruit"} if first == set(FRUIT) else {"science"} if first == set(SCIENCE) else first
+
+
+def test_aspect_report_lists_the_planted_words_of_each_class(planted):
+    result = tempered_em(Aspect(2, backend="xla"), planted, key=jax.random.key(0), max_iter=100)
+    document = report_html(result, data=planted)
+    cards = _cards(document)
+    assert len(cards) == 2
+    topics = [_planted_topic(_listed(card, "columns, P(y|c)")) for card in cards.values()]
+    assert sorted(map(tuple, topics)) == [("fruit",), ("science",)]
+    for index, card in cards.items():
+        words = _listed(card, "columns, P(y|c)")
+        assert len(words) == 10  # N_TOP_LABELS, then the fillers
+        documents = {int(name[3:]) for name in _listed(card, "rows, P(x|c)")}  # the rows are labelled too
+        fruit = _planted_topic(words) == {"fruit"}
+        assert documents <= (set(range(30)) if fruit else set(range(30, 60)))
+        column = np.asarray(result.params.col_given_class)[:, index]
+        assert f"<td>{words[0]}</td><td class=\"p\">{column.max():.3f}</td>" in card
+    # the profile behind the cards: words by decreasing P(y|c), and the same with labels given directly
+    (group,) = class_profiles(result, col_names=planted.col_names)
+    top = group.classes[0].top[0]
+    assert np.all(np.diff(top.probabilities) <= 0) and len(group.classes[0].top) == 1  # rows unlabelled
+    assert report_html(result, col_names=planted.col_names).count("<td>apple</td>") == 1
+
+
+@pytest.mark.parametrize("side", ["rows", "cols"])
+def test_one_sided_report_lists_features_and_members_of_each_cluster(planted, side):
+    result = tempered_em(OneSided(2, side=side, backend="xla"), planted, key=jax.random.key(1), max_iter=100)
+    cards = _cards(report_html(result, data=planted))
+    assert len(cards) == 2
+    for card in cards.values():
+        if side == "rows":  # documents clustered: the words are the features, the documents the members
+            words, members = _listed(card, "columns, P(y|c)"), _listed(card, "members, P(x|c)")
+            fruit = _planted_topic(words) == {"fruit"}
+            assert _planted_topic(words) in ({"fruit"}, {"science"})
+            assert {int(name[3:]) for name in members} <= (set(range(30)) if fruit else set(range(30, 60)))
+            assert re.search(r"P\(c\) = 0\.5\d\d, 30 members|P\(c\) = 0\.4\d\d, 30 members", card)
+        else:  # words clustered: the documents are the features, the words the members
+            documents, words = _listed(card, "rows, P(x|c)"), _listed(card, "members, P(y|c)")
+            planted_words = {"apple", "gene"} & set(words[:6])
+            assert len(planted_words) == 1
+            fruit = planted_words == {"apple"}
+            assert {int(name[3:]) for name in documents} <= (set(range(30)) if fruit else set(range(30, 60)))
+
+
+def test_two_sided_profiles_follow_the_association():
+    from zoo.dyadic.two_sided import TwoSided, TwoSidedParams
+
+    # rows 0-1 in row cluster 0, row 2 in 1; columns 0 and 2 in column cluster 0, column 1 in 1;
+    # row cluster 0 goes with column cluster 1 and row cluster 1 with column cluster 0
+    params = TwoSidedParams(
+        row_class_prior=np.array([0.6, 0.4]), col_class_prior=np.array([0.3, 0.7]),
+        association=np.array([[0.1, 0.5], [0.3, 0.1]]),
+        row_posterior=np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]]),
+        col_posterior=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]),
+        row_marginal=np.array([0.5, 0.3, 0.2]), col_marginal=np.array([0.25, 0.5, 0.25]),
+    )
+    result = EMResult(model=TwoSided(2, 2), params=params, beta=1.0, history={}, restart_scores=np.array([0.0]),
+                      best_restart=0, n_iter=0, converged=True, best_iteration=0)
+    rows, cols = class_profiles(result, row_names=["a", "b", "c"], col_names=["x", "y", "z"])
+    assert [profile.title for profile in rows.classes] == ["row cluster 0", "row cluster 1"]
+    assert [profile.title for profile in cols.classes] == ["column cluster 1", "column cluster 0"]  # by prior
+    members, columns = rows.classes[0].top
+    assert members.labels == ("a", "b") and rows.classes[0].n_members == 2
+    np.testing.assert_allclose(members.probabilities, [0.5, 0.27] / np.float64(0.77))
+    # P(y|ν=0) = (1/6) P(y|μ=0) + (5/6) P(y|μ=1), with P(y|μ=0) = (x: 1/2, z: 1/2) and P(y|μ=1) = (y: 1)
+    assert columns.labels == ("y", "x", "z")
+    np.testing.assert_allclose(columns.probabilities, [5 / 6, 1 / 12, 1 / 12])
+    document = report_html(result, col_names=["x", "y", "z"])
+    assert "<h2>Row clusters</h2>" in document and "<h2>Column clusters</h2>" in document
+    assert "<td>row 0</td>" in document  # unlabelled rows are named by their index
+    # the association as a table: π_νμ and c_νμ = π_νμ / (π^x_ν π^y_μ); no heat map is drawn
+    assert "<h2>Association of the row and column clusters</h2>" in document
+    assert f"0.500 ({0.5 / (0.6 * 0.6):.2f})</td>" in document
+    assert not _images(document)[1:]
+
+
+def test_class_labels_are_checked(planted, tempered_result):
+    with pytest.raises(ValueError, match="^row_names: 60 labels for the 25 rows of the fitted model"):
+        report_html(tempered_result, data=planted)
+    with pytest.raises(ValueError, match="^col_names: 24 labels for the 70 columns of the fitted model"):
+        report_html(tempered_result, col_names=planted.col_names)
+    with pytest.raises(ValueError, match="^row_names: 2 labels for the 25"):
+        report_html(tempered_result, row_names=["a", "b"])
+    with pytest.raises(TypeError, match="^data:"):
+        report_html(tempered_result, data=np.ones((25, 70)))
+    with pytest.raises(TypeError, match="^col_names:"):
+        report_html(tempered_result, col_names="abc")
+    assert top_labels([0.2, 0.0, 0.5], ["a", "b", "c"], n_top=5).labels == ("c", "a")
+
+
+def test_estimator_fitted_on_a_data_frame_labels_the_columns(tempered_result):
+    from zoo.sklearn import AspectEstimator
+
+    estimator = AspectEstimator(n_classes=3)
+    estimator.result_ = tempered_result
+    estimator.feature_names_in_ = np.array([f"word{index}" for index in range(70)], dtype=object)
+    top = int(np.argmax(tempered_result.params.col_given_class[:, 0]))
+    assert re.search(rf'data-class="0">.*?<td>word{top}</td>', report_html(estimator), flags=re.S)
+
+
+def test_figures_come_in_pairs_and_a_lone_one_spans_the_row():
+    from zoo.dyadic.cluster_abstraction import ClusterAbstraction
+
+    counts = np.random.default_rng(4).poisson(1.0, size=(12, 10))
+    result = tempered_em(ClusterAbstraction(depth=2, backend="xla"), CoOccurrence.from_dense(counts),
+                         key=jax.random.key(0), max_iter=3)
+    document = report_html(result)
+    parameters = document[document.index("<h2>Parameters</h2>"):]
+    figures = re.findall(r'<figure( class="wide")?><img alt="([^"]+)" src="data:image/png;base64,([^"]+)"',
+                         parameters)
+    # 5 arrays, none summarised: the vectors paired, then the matrices
+    assert [name for _, name, _ in figures] == ["cluster_prior", "row_marginal", "col_given_node", "level_weights",
+                                                "cluster_posterior"]
+    sizes = [struct.unpack(">II", base64.b64decode(data)[16:24]) for _, _, data in figures]
+    assert [bool(wide) for wide, _, _ in figures] == [False] * 4 + [True]
+    assert [width for width, _ in sizes] == [6 * 90] * 4 + [12 * 90]  # the lone last one is twice as wide
+    assert sizes[0][1] == sizes[1][1] == 2 * 90  # two bar charts
+    assert sizes[2][1] == sizes[3][1] == round((1 + 0.12 * 10) * 90)  # drawn at the height of the taller
+    # the history shares its row with the fit table
+    assert re.search(r'<div class="row"><div><h2>Fit</h2>.*?</div><div><h2>History</h2><figure><img', document,
+                     flags=re.S)

@@ -4,8 +4,17 @@
 
 * an :class:`inference.em.EMResult` (or a fitted estimator of :mod:`zoo.sklearn`, whose
   ``result_`` is used): a summary table (model, β, iterations, how the fit stopped, restart
-  scores), the EM history — training log-likelihood, validation perplexity and β per iteration,
-  the kept iteration marked — and a picture of every parameter array;
+  scores) beside the EM history — training log-likelihood, validation perplexity and β per
+  iteration, the kept iteration marked. The aspect, one-sided and two-sided models are then shown
+  as Hofmann, Puzicha and Jordan (1999, H99) show them in their Fig. 1: one card per latent class
+  with its prior and its most probable column labels (words) and their probabilities, computed
+  by :func:`class_profiles` from the parameters and the labels of the data (``data``'s
+  ``row_names`` / ``col_names``, or ``row_names`` / ``col_names`` given directly, or the
+  ``feature_names_in_`` of an estimator fitted on a ``pandas.DataFrame``; without labels the
+  cards name rows and columns by their indices); the two-sided model's association π_νμ is a
+  table. Parameter arrays that nothing summarises (the cluster-abstraction and Gaussian-mixture
+  parameters, for example) are drawn as bars (vectors) and heat maps (matrices, at most
+  :data:`MAX_HEATMAP_SIDE` rows and columns);
 * an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`,
   or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator``):
   R-hat, ESS and mixing status of the label-invariant quantities (every scalar-per-draw variable
@@ -13,11 +22,14 @@
   computed verdict on whether the chains mix (:func:`inference.diagnostics.mixing_table` and
   :func:`inference.diagnostics.mixing_verdict`), trace and rank plots of those that vary, and
   the posterior co-clustering heat map (:func:`inference.partitions.co_clustering`)
-  of the cluster assignments, rows ordered by average linkage so that clusters show as blocks.
+  of the cluster assignments, rows ordered by average linkage so that clusters show as blocks,
+  beside the posterior of the number of clusters.
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas (pyplot is never
 touched, so nothing is shown and no backend is changed) and embedded as base64 PNG, so the file
-needs nothing else to open.
+needs nothing else to open. The page is laid out on a two-column grid: figures come in pairs, and a
+figure without a partner is drawn twice as wide and spans the row, so no figure stands beside an
+empty half of the page.
 """
 
 from __future__ import annotations
@@ -29,28 +41,65 @@ import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from inference.em import EMResult
+from zoo.data import CoOccurrence
+from zoo.dyadic.aspect import AspectParams
+from zoo.dyadic.one_sided import OneSidedParams
+from zoo.dyadic.two_sided import TwoSidedParams
 
-__all__ = ["write_report", "report_html", "history_figure", "parameter_figures", "chains_sections"]
+__all__ = [
+    "write_report",
+    "report_html",
+    "history_figure",
+    "parameter_figures",
+    "chains_sections",
+    "class_profiles",
+    "top_labels",
+    "TopLabels",
+    "ClassProfile",
+    "ProfileGroup",
+    "MAX_HEATMAP_SIDE",
+    "MAX_CO_CLUSTERING_POINTS",
+    "N_TOP_LABELS",
+]
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: .2em; }
 table { border-collapse: collapse; margin: .5em 0 1em; } td, th { border: 1px solid #ccc; padding: .25em .6em; }
+td { overflow-wrap: anywhere; }
 th { background: #f3f3f3; text-align: left; } img { max-width: 100%; } .note { color: #666; font-size: .9em; }
 .verdict { font-weight: 600; padding: .5em .8em; border-left: 5px solid; }
 .verdict.mixing { color: #1b5e20; background: #e8f5e9; border-color: #2e7d32; }
 .verdict.not-mixing { color: #8e1b1b; background: #fdecea; border-color: #c62828; }
+.row { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 1em 2em; align-items: start; }
+.row > * { min-width: 0; } .row > .wide { grid-column: 1 / -1; }
+figure { margin: 0 0 1em; } figure img { display: block; width: 100%; height: auto; }
+figcaption { color: #666; font-size: .9em; }
+.classes { display: grid; grid-template-columns: repeat(auto-fit, minmax(230px, 1fr)); gap: .8em; margin-bottom: 1.5em; }
+.class-card { border: 1px solid #ccc; border-radius: 4px; padding: .3em .7em; }
+.class-card h3 { font-size: 1em; margin: .3em 0; } .class-card .prior { font-weight: normal; color: #444; }
+table.top { width: 100%; margin: .2em 0 .6em; font-size: .9em; }
+table.top caption { text-align: left; color: #666; font-size: .9em; }
+table.top td { border: none; padding: .05em .3em; }
+table.top td.p { text-align: right; font-variant-numeric: tabular-nums; width: 3.5em; }
+table.top td.bar { width: 30%; } table.top td.bar span { display: block; height: .7em; background: #4c72b0; }
+@media (max-width: 760px) { .row { grid-template-columns: minmax(0, 1fr); } }
 """
 
 #: Largest number of rows (or columns) of a parameter array drawn as a heat map.
 MAX_HEATMAP_SIDE = 60
 #: Largest number of points whose co-clustering matrix is drawn.
 MAX_CO_CLUSTERING_POINTS = 1500
+#: Labels listed per class and side in the class cards (H99 Fig. 1 lists 10 words per aspect).
+N_TOP_LABELS = 10
+#: Widths (inches) of a figure in one column of the page grid and of one that spans the row.
+_HALF_WIDTH, _FULL_WIDTH = 6.0, 12.0
+_DPI = 90
 
 
 def _new_figure(width: float, height: float):
@@ -64,9 +113,20 @@ def _new_figure(width: float, height: float):
 
 def _image(figure: Any, alt: str) -> str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
+    figure.savefig(buffer, format="png", dpi=_DPI)
     encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
+
+
+def _figure(figure: Any, alt: str, caption: str = "", *, wide: bool = False) -> str:
+    """One grid cell: the embedded figure and its caption (HTML, not escaped)."""
+    caption = f"<figcaption>{caption}</figcaption>" if caption else ""
+    wide_class = ' class="wide"' if wide else ""
+    return f"<figure{wide_class}>{_image(figure, alt)}{caption}</figure>"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return '<div class="row">' + "".join(cells) + "</div>"
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
@@ -77,11 +137,11 @@ def _table(rows: list[tuple[str, Any]]) -> str:
 
 
 # ----------------------------------------------------------------------------- EM results
-def history_figure(result: EMResult) -> Any:
+def history_figure(result: EMResult, *, width: float = _HALF_WIDTH) -> Any:
     """Figure with the training log-likelihood, validation perplexity and β per iteration.
 
     The iteration whose parameters were kept (``result.best_iteration``) is marked by a dashed
-    line. Returns a ``matplotlib.figure.Figure``.
+    line. Returns a ``matplotlib.figure.Figure`` ``width`` inches wide.
     """
     if not isinstance(result, EMResult):
         raise TypeError(f"result: expected an inference.em.EMResult, got {type(result).__name__}")
@@ -90,7 +150,7 @@ def history_figure(result: EMResult) -> Any:
               ("beta", "β")]
     panels = [(name, label) for name, label in panels
               if name in history and np.isfinite(np.asarray(history[name], np.float64)).any()]
-    figure = _new_figure(6.5, 1.9 * max(len(panels), 1))
+    figure = _new_figure(width, 1.9 * max(len(panels), 1))
     axes = figure.subplots(max(len(panels), 1), 1, sharex=True, squeeze=False)[:, 0]
     for axis, (name, label) in zip(axes, panels):
         values = np.asarray(history[name], np.float64)
@@ -116,45 +176,321 @@ def _heatmap_view(values: np.ndarray) -> tuple[np.ndarray, str]:
     return values, note.strip(" ;")
 
 
-def parameter_figures(params: Any) -> list[tuple[str, Any]]:
-    """(name, Figure) for every parameter array: bars for vectors, heat maps for matrices.
-
-    Arrays with more than two axes are shown averaged over their leading axes.
-    """
+def _parameter_items(params: Any) -> list[tuple[str, Any]]:
     if hasattr(params, "_fields"):
-        items = [(name, getattr(params, name)) for name in params._fields]
-    elif isinstance(params, dict):
-        items = list(params.items())
+        return [(name, getattr(params, name)) for name in params._fields]
+    if isinstance(params, dict):
+        return list(params.items())
+    raise TypeError(f"params: expected a NamedTuple or dict of arrays, got {type(params).__name__}")
+
+
+def _parameter_height(leaf: Any) -> float:
+    """Natural height (inches) of a parameter's picture: 2 for bars, 1 + 0.12 per row for heat maps."""
+    shape = np.shape(leaf)
+    return 2.0 if len(shape) <= 1 else min(1.0 + 0.12 * min(shape[-2], MAX_HEATMAP_SIDE), 7.0)
+
+
+def _parameter_figure(name: str, leaf: Any, width: float, height: float | None = None) -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    values = np.asarray(leaf, np.float64)
+    caption = f"{name}, shape {values.shape}"
+    figure = _new_figure(width, _parameter_height(values) if height is None else height)
+    axis = figure.subplots()
+    if values.ndim > 2:
+        values = values.reshape((-1,) + values.shape[-2:]).mean(axis=0)
+        caption += ", averaged over the leading axes"
+    if values.ndim <= 1:
+        values = np.atleast_1d(values)
+        axis.bar(np.arange(values.shape[0]), values)
+        axis.set_xlabel("index")
     else:
-        raise TypeError(f"params: expected a NamedTuple or dict of arrays, got {type(params).__name__}")
-    figures = []
-    for name, leaf in items:
-        values = np.asarray(leaf, np.float64)
-        if values.size == 0:
-            continue
-        caption = f"{name}, shape {values.shape}"
-        if values.ndim > 2:
-            values = values.reshape((-1,) + values.shape[-2:]).mean(axis=0)
-            caption += ", averaged over the leading axes"
-        if values.ndim <= 1:
-            values = np.atleast_1d(values)
-            figure = _new_figure(6.0, 2.0)
-            axis = figure.subplots()
-            axis.bar(np.arange(values.shape[0]), values)
-            axis.set_xlabel("index")
-        else:
-            values, note = _heatmap_view(values)
-            caption += f" ({note})" if note else ""
-            figure = _new_figure(6.0, min(1.0 + 0.12 * values.shape[0], 7.0))
-            axis = figure.subplots()
-            image = axis.imshow(values, aspect="auto", interpolation="nearest", cmap="viridis")
-            figure.colorbar(image, ax=axis)
-        axis.set_title(caption, fontsize=9)
-        figures.append((name, figure))
-    return figures
+        values, note = _heatmap_view(values)
+        caption += f" ({note})" if note else ""
+        image = axis.imshow(values, aspect="auto", interpolation="nearest", cmap="viridis")
+        figure.colorbar(image, ax=axis)
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_title(caption, fontsize=9)
+    return figure
 
 
-def _em_sections(result: EMResult, settings: dict[str, Any] | None) -> list[str]:
+def parameter_figures(params: Any, *, width: float = _HALF_WIDTH) -> list[tuple[str, Any]]:
+    """(name, Figure) for every non-empty parameter array: bars for vectors, heat maps for matrices.
+
+    Arrays with more than two axes are shown averaged over their leading axes; matrices with more
+    than :data:`MAX_HEATMAP_SIDE` rows (columns) show the rows (columns) with the largest totals.
+    """
+    return [(name, _parameter_figure(name, leaf, width)) for name, leaf in _parameter_items(params)
+            if np.size(leaf)]
+
+
+# ----------------------------------------------------------------------------- classes and their labels
+class TopLabels(NamedTuple):
+    """The most probable objects of one side of the data under one class, most probable first.
+
+    Attributes
+    ----------
+    heading : str — what is listed, e.g. ``"columns, P(y|c)"``
+    labels : tuple of str — the objects' labels (their indices where the data have none)
+    probabilities : (n,) ndarray — their probabilities, decreasing; n ≤ the number asked for, as
+        objects of probability 0 are not listed
+    """
+
+    heading: str
+    labels: tuple
+    probabilities: np.ndarray
+
+
+class ClassProfile(NamedTuple):
+    """One latent class as H99 Fig. 1 lists it: its prior and its most probable labels.
+
+    Attributes
+    ----------
+    title : str — e.g. ``"class 2"``, ``"row cluster 1"``
+    index : int — the class's index in the parameter arrays
+    prior : float — its prior probability
+    n_members : int or None — for clustering models, the objects (with counts) whose most probable
+        cluster it is; None for the aspect model, whose classes belong to tokens, not objects
+    top : tuple of TopLabels
+    """
+
+    title: str
+    index: int
+    prior: float
+    n_members: int | None
+    top: tuple
+
+
+class ProfileGroup(NamedTuple):
+    """The classes of one kind (the aspects, the row clusters, ...), by decreasing prior.
+
+    Attributes
+    ----------
+    title : str — the section heading
+    note : str — how the probabilities are computed (plain text)
+    prior_symbol : str — e.g. ``"P(c)"``
+    classes : tuple of ClassProfile
+    """
+
+    title: str
+    note: str
+    prior_symbol: str
+    classes: tuple
+
+
+#: Parameter fields that :func:`class_profiles` summarises, by parameter type: the report draws no
+#: picture of them.
+_PROFILED_FIELDS = {
+    AspectParams: ("class_prior", "row_given_class", "col_given_class"),
+    OneSidedParams: ("class_prior", "feature_given_class", "object_marginal", "cluster_posterior"),
+    TwoSidedParams: ("row_class_prior", "col_class_prior", "association", "row_posterior", "col_posterior",
+                     "row_marginal", "col_marginal"),
+}
+
+
+def _label_tuple(name: str, names: Any, size: int) -> tuple | None:
+    """The labels as strings, checked against the fitted model's number of rows or columns."""
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{name}: expected a sequence of labels, got a single string")
+    names = tuple(str(label) for label in names)
+    if len(names) != size:
+        side = "rows" if name.startswith("row") else "columns"
+        raise ValueError(f"{name}: {len(names)} labels for the {size} {side} of the fitted model")
+    return names
+
+
+def top_labels(probabilities: Any, names: Sequence[Any] | None = None, *, n_top: int = N_TOP_LABELS,
+               heading: str = "", fallback: str = "item") -> TopLabels:
+    """The ``n_top`` most probable entries of a distribution, with their labels.
+
+    Parameters
+    ----------
+    probabilities : (n,) array — e.g. one column of P(y|c)
+    names : sequence of n labels, optional — without it, entry i is labelled ``f"{fallback} {i}"``
+    n_top : int — at most this many entries; those of probability 0 are left out
+    heading : str — stored as ``TopLabels.heading``
+    fallback : str — the word before the index of an unlabelled entry
+
+    Examples
+    --------
+    >>> top_labels([0.1, 0.6, 0.0, 0.3], ["a", "b", "c", "d"], n_top=3).labels
+    ('b', 'd', 'a')
+    >>> top_labels([0.5, 0.0, 0.5], fallback="column").labels
+    ('column 0', 'column 2')
+    """
+    values = np.asarray(probabilities, np.float64).reshape(-1)
+    if names is not None and len(names) != values.shape[0]:
+        raise ValueError(f"names: {len(names)} labels for {values.shape[0]} probabilities")
+    order = np.argsort(-values, kind="stable")[:n_top]
+    order = order[values[order] > 0]
+    labels = tuple(str(names[i]) if names is not None else f"{fallback} {i}" for i in order)
+    return TopLabels(heading, labels, values[order])
+
+
+def _normalised_columns(matrix: np.ndarray) -> np.ndarray:
+    totals = matrix.sum(axis=0, keepdims=True)
+    return np.divide(matrix, totals, out=np.zeros_like(matrix), where=totals > 0)
+
+
+def _members(marginal: np.ndarray, posterior: np.ndarray) -> np.ndarray:
+    """P(object | cluster) ∝ P(object) P{c(object) = cluster}, shape (n_objects, K)."""
+    return _normalised_columns(marginal[:, None] * posterior)
+
+
+def _member_counts(marginal: np.ndarray, posterior: np.ndarray) -> np.ndarray:
+    """Objects with counts whose most probable cluster is each cluster, shape (K,)."""
+    return np.bincount(posterior[marginal > 0].argmax(axis=1), minlength=posterior.shape[1])
+
+
+def _group(title: str, note: str, prior_symbol: str, name: str, prior: np.ndarray,
+           lists: Sequence[tuple[str, np.ndarray, tuple | None, str]], n_top: int,
+           counts: np.ndarray | None = None) -> ProfileGroup:
+    """Cards by decreasing prior; ``lists`` holds (heading, (n, K) probabilities, labels, fallback)."""
+    classes = []
+    for index in np.argsort(-prior, kind="stable"):
+        top = tuple(top_labels(matrix[:, index], labels, n_top=n_top, heading=heading, fallback=fallback)
+                    for heading, matrix, labels, fallback in lists)
+        classes.append(ClassProfile(f"{name} {index}", int(index), float(prior[index]),
+                                    None if counts is None else int(counts[index]), top))
+    return ProfileGroup(title, note, prior_symbol, tuple(classes))
+
+
+def class_profiles(result: EMResult, *, row_names: Sequence[Any] | None = None,
+                   col_names: Sequence[Any] | None = None, n_top: int = N_TOP_LABELS) -> list[ProfileGroup]:
+    """Each latent class's prior and most probable row and column labels (H99 Fig. 1).
+
+    * Aspect model (H99 eq. 2): per class c, P(c) and the columns of largest P(y|c); with
+      ``row_names`` also the rows of largest P(x|c).
+    * One-sided clustering (H99 eqs. 5–7): per cluster, P(c), the features (the other side) of
+      largest P(y|c), and the members of largest P(x|c) ∝ P(x) P{c(x) = c}.
+    * Two-sided clustering (H99 eqs. 8–10): per row cluster ν, P(ν), its members by
+      P(x|ν) ∝ P(x) P{c(x) = ν} and the columns it predicts, P(y|ν) = Σ_μ (π_νμ / π^x_ν) P(y|μ);
+      the same for the column clusters.
+
+    Parameters
+    ----------
+    result : EMResult — a fit of any model; models other than these three give ``[]``
+    row_names, col_names : sequences of labels, optional — the data's ``row_names`` and
+        ``col_names``; without them objects are named by their index (``"row 3"``, ``"column 7"``)
+    n_top : int — labels listed per class and side
+
+    Returns
+    -------
+    list of ProfileGroup: one for the aspect and one-sided models, two (rows, columns) for the
+    two-sided model.
+    """
+    if not isinstance(result, EMResult):
+        raise TypeError(f"result: expected an inference.em.EMResult, got {type(result).__name__}")
+    params = result.params
+    if isinstance(params, AspectParams):
+        row_given_class = np.asarray(params.row_given_class, np.float64)
+        col_given_class = np.asarray(params.col_given_class, np.float64)
+        row_names = _label_tuple("row_names", row_names, row_given_class.shape[0])
+        col_names = _label_tuple("col_names", col_names, col_given_class.shape[0])
+        lists = [("columns, P(y|c)", col_given_class, col_names, "column")]
+        if row_names is not None:
+            lists.append(("rows, P(x|c)", row_given_class, row_names, "row"))
+        note = ("Each latent class (aspect) c with its prior P(c) and the columns y it makes most probable, "
+                "P(y|c)" + (", and the rows x, P(x|c)" if row_names is not None else "")
+                + " (H99 eq. 2, shown as in H99 Fig. 1).")
+        return [_group("Aspects", note, "P(c)", "class", np.asarray(params.class_prior, np.float64), lists, n_top)]
+    if isinstance(params, OneSidedParams):
+        by_rows = getattr(result.model, "side", "rows") == "rows"
+        posterior = np.asarray(params.cluster_posterior, np.float64)
+        marginal = np.asarray(params.object_marginal, np.float64)
+        features = np.asarray(params.feature_given_class, np.float64)
+        sizes = (posterior.shape[0], features.shape[0]) if by_rows else (features.shape[0], posterior.shape[0])
+        row_names = _label_tuple("row_names", row_names, sizes[0])
+        col_names = _label_tuple("col_names", col_names, sizes[1])
+        objects, other = ("rows", "columns") if by_rows else ("columns", "rows")
+        lists = [
+            (f"{other}, P({'y' if by_rows else 'x'}|c)", features, col_names if by_rows else row_names, other[:-1]),
+            (f"members, P({'x' if by_rows else 'y'}|c)", _members(marginal, posterior),
+             row_names if by_rows else col_names, objects[:-1]),
+        ]
+        note = (f"Each cluster c of the {objects} with its prior P(c), the {other} it makes most probable and its "
+                f"members, weighted by P(object) P{{c(object) = c}} (H99 eqs. 5–7). 'members' counts the "
+                f"{objects} whose most probable cluster it is.")
+        return [_group(f"Clusters of the {objects}", note, "P(c)", "cluster", np.asarray(params.class_prior, np.float64),
+                       lists, n_top, _member_counts(marginal, posterior))]
+    if isinstance(params, TwoSidedParams):
+        row_posterior = np.asarray(params.row_posterior, np.float64)
+        col_posterior = np.asarray(params.col_posterior, np.float64)
+        row_marginal = np.asarray(params.row_marginal, np.float64)
+        col_marginal = np.asarray(params.col_marginal, np.float64)
+        association = np.asarray(params.association, np.float64)
+        row_names = _label_tuple("row_names", row_names, row_posterior.shape[0])
+        col_names = _label_tuple("col_names", col_names, col_posterior.shape[0])
+        rows_given_cluster = _members(row_marginal, row_posterior)
+        cols_given_cluster = _members(col_marginal, col_posterior)
+        # P(y|ν) = Σ_μ P(μ|ν) P(y|μ) with P(μ|ν) = π_νμ / π^x_ν (H99 eq. 9), and symmetrically
+        cols_given_row_cluster = cols_given_cluster @ _normalised_columns(association.T)
+        rows_given_col_cluster = rows_given_cluster @ _normalised_columns(association)
+        note = ("Each row cluster ν with its prior P(ν), its members by P(x|ν) ∝ P(x) P{c(x) = ν}, and the "
+                "columns it predicts, P(y|ν) = Σ_μ (π_νμ / π^x_ν) P(y|μ) (H99 eqs. 8–10); the column clusters "
+                "likewise. 'members' counts the objects whose most probable cluster it is.")
+        return [
+            _group("Row clusters", note, "P(ν)", "row cluster", np.asarray(params.row_class_prior, np.float64),
+                   [("members, P(x|ν)", rows_given_cluster, row_names, "row"),
+                    ("columns, P(y|ν)", cols_given_row_cluster, col_names, "column")],
+                   n_top, _member_counts(row_marginal, row_posterior)),
+            _group("Column clusters", "", "P(μ)", "column cluster", np.asarray(params.col_class_prior, np.float64),
+                   [("members, P(y|μ)", cols_given_cluster, col_names, "column"),
+                    ("rows, P(x|μ)", rows_given_col_cluster, row_names, "row")],
+                   n_top, _member_counts(col_marginal, col_posterior)),
+        ]
+    return []
+
+
+def _profiles_html(groups: list[ProfileGroup]) -> str:
+    sections = []
+    for group in groups:
+        cards = []
+        for profile in group.classes:
+            members = "" if profile.n_members is None else f", {profile.n_members} members"
+            tables = []
+            for top in profile.top:
+                largest = float(top.probabilities[0]) if top.probabilities.size else 1.0
+                rows = "".join(
+                    f'<tr><td>{html.escape(label)}</td><td class="p">{probability:.3f}</td>'
+                    f'<td class="bar"><span style="width: {100.0 * probability / largest:.0f}%"></span></td></tr>'
+                    for label, probability in zip(top.labels, top.probabilities)
+                )
+                tables.append(f'<table class="top"><caption>{html.escape(top.heading)}</caption>{rows}</table>')
+            cards.append(
+                f'<div class="class-card" data-class="{profile.index}"><h3>{html.escape(profile.title)} '
+                f'<span class="prior">{html.escape(group.prior_symbol)} = {profile.prior:.3f}{members}</span></h3>'
+                + "".join(tables) + "</div>"
+            )
+        note = f'<p class="note">{html.escape(group.note)}</p>' if group.note else ""
+        sections.append(f"<h2>{html.escape(group.title)}</h2>{note}" + '<div class="classes">' + "".join(cards)
+                        + "</div>")
+    return "\n".join(sections)
+
+
+def _association_html(params: TwoSidedParams) -> str:
+    """The two-sided model's π_νμ and c_νμ = π_νμ / (π^x_ν π^y_μ) as a shaded table (H99 eq. 9)."""
+    association = np.asarray(params.association, np.float64)
+    ratio = np.asarray(params.association_ratio(), np.float64)
+    largest = association.max() if association.size and association.max() > 0 else 1.0
+    header = "".join(f"<th>column cluster {index}</th>" for index in range(association.shape[1]))
+    body = "".join(
+        f"<tr><th>row cluster {row}</th>" + "".join(
+            f'<td style="background: rgba(76, 114, 176, {0.6 * association[row, col] / largest:.2f})">'
+            f"{association[row, col]:.3f} ({ratio[row, col]:.2f})</td>" for col in range(association.shape[1]))
+        + "</tr>" for row in range(association.shape[0])
+    )
+    return ("<h2>Association of the row and column clusters</h2>"
+            f'<table class="association"><tr><th></th>{header}</tr>{body}</table>'
+            '<p class="note">Each cell: π_νμ, the share of the tokens between row cluster ν and column cluster μ, '
+            "and in brackets c_νμ = π_νμ / (π^x_ν π^y_μ), above 1 where the two clusters co-occur more often "
+            "than independent clusters would (H99 eq. 9).</p>")
+
+
+def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: Any, col_names: Any) -> list[str]:
     history = result.history
     log_lik = np.asarray(history.get("log_lik", []), np.float64)
     perplexity = np.asarray(history.get("valid_perplexity", []), np.float64)
@@ -172,16 +508,36 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None) -> list[str]
     if perplexity.size and np.isfinite(perplexity).any():
         rows.append(("best validation perplexity", f"{np.nanmin(perplexity):.6g}"))
     rows.extend((str(name), value) for name, value in (settings or {}).items())
-    sections = ["<h2>Fit</h2>" + _table(rows)]
     scores = np.atleast_1d(np.asarray(result.restart_scores, np.float64))
     restart_rows = "".join(f"<tr><td>{index}</td><td>{score:.6g}</td></tr>" for index, score in enumerate(scores))
-    sections.append("<h2>Restarts</h2><table><tr><th>restart</th><th>score</th></tr>" + restart_rows + "</table>"
-                    '<p class="note">Validation perplexity (lower is better) with validation data, '
-                    "else the final training log-likelihood (higher is better).</p>")
-    sections.append("<h2>History</h2>" + _image(history_figure(result), "EM history")
-                    + '<p class="note">Dashed line: the iteration whose parameters were kept.</p>')
-    pictures = "".join(_image(figure, name) for name, figure in parameter_figures(result.params))
-    sections.append("<h2>Parameters</h2>" + pictures)
+    summary = ("<div><h2>Fit</h2>" + _table(rows)
+               + "<h2>Restarts</h2><table><tr><th>restart</th><th>score</th></tr>" + restart_rows + "</table>"
+               '<p class="note">Validation perplexity (lower is better) with validation data, '
+               "else the final training log-likelihood (higher is better).</p></div>")
+    history_cell = ("<div><h2>History</h2>"
+                    + _figure(history_figure(result), "EM history", "Dashed line: the iteration whose parameters "
+                              "were kept.") + "</div>")
+    sections = [_row([summary, history_cell])]
+    groups = class_profiles(result, row_names=row_names, col_names=col_names)
+    if groups:
+        sections.append(_profiles_html(groups))
+    if isinstance(result.params, TwoSidedParams):
+        sections.append(_association_html(result.params))
+    profiled = _PROFILED_FIELDS.get(type(result.params), ())
+    remaining = [(name, leaf) for name, leaf in _parameter_items(result.params)
+                 if name not in profiled and np.size(leaf)]
+    if remaining:
+        # vectors (bars) first, then matrices: figures pair with their own kind, a pair is drawn at one
+        # height, and a last figure without a partner is drawn twice as wide across the row
+        remaining.sort(key=lambda item: np.ndim(item[1]) > 1)
+        cells = []
+        for start in range(0, len(remaining), 2):
+            pair = remaining[start:start + 2]
+            height = max(_parameter_height(leaf) for _, leaf in pair)
+            width = _HALF_WIDTH if len(pair) == 2 else _FULL_WIDTH
+            cells.extend(_figure(_parameter_figure(name, leaf, width, height), name, wide=len(pair) == 1)
+                         for name, leaf in pair)
+        sections.append("<h2>Parameters</h2>" + _row(cells))
     return sections
 
 
@@ -234,6 +590,7 @@ def chains_sections(idata: Any) -> list[str]:
     out of the trace and rank plots, as are quantities with non-finite draws.
     """
     import arviz as az
+    from matplotlib.ticker import MaxNLocator
 
     from inference.diagnostics import mixing_table, mixing_verdict
     from inference.partitions import co_clustering
@@ -266,17 +623,17 @@ def chains_sections(idata: Any) -> list[str]:
     if names:
         with warnings.catch_warnings():  # ArviZ's own use of a deprecated matplotlib helper
             warnings.simplefilter("ignore", category=DeprecationWarning)
-            trace = _new_figure(9.0, 2.0 * len(names))
+            trace = _new_figure(_FULL_WIDTH, 2.0 * len(names))
             axes = trace.subplots(len(names), 2, squeeze=False)
             az.plot_trace(view, var_names=names, axes=axes, show=False)
-            sections.append("<h2>Trace plots</h2>" + _image(trace, "trace plots"))
+            sections.append("<h2>Trace plots</h2>" + _figure(trace, "trace plots"))
             if view.posterior.sizes.get("chain", 1) > 1:
-                rank = _new_figure(4.0 * len(names), 2.6)
+                rank = _new_figure(_FULL_WIDTH, 2.6)
                 rank_axes = rank.subplots(1, len(names), squeeze=False)[0]
                 az.plot_rank(view, var_names=names, ax=rank_axes, show=False)
-                sections.append("<h2>Rank plots</h2>" + _image(rank, "rank plots")
-                                + '<p class="note">One histogram per chain of the ranks of its draws among '
-                                "all chains' draws; the verdict above is computed from R-hat and ESS.</p>")
+                sections.append("<h2>Rank plots</h2>" + _figure(
+                    rank, "rank plots", "One histogram per chain of the ranks of its draws among all chains' "
+                    "draws; the verdict above is computed from R-hat and ESS."))
     assignments = _assignments(idata)
     if assignments is not None:
         n_points = assignments.shape[-1]
@@ -284,23 +641,39 @@ def chains_sections(idata: Any) -> list[str]:
             sections.append(f"<h2>Co-clustering</h2><p>{n_points} points: the matrix is not drawn "
                             f"(limit {MAX_CO_CLUSTERING_POINTS}).</p>")
         else:
-            matrix = co_clustering(np.asarray(assignments.values).reshape(-1, n_points))
+            draws = np.asarray(assignments.values).reshape(-1, n_points)
+            matrix = co_clustering(draws)
             order = _block_order(matrix)
-            figure = _new_figure(5.5, 4.8)
-            axis = figure.subplots()
-            image = axis.imshow(matrix[np.ix_(order, order)], vmin=0.0, vmax=1.0, cmap="Greys",
-                                interpolation="nearest")
-            figure.colorbar(image, ax=axis, label="P(c_i = c_j)")
-            axis.set_title(f"posterior co-clustering of {n_points} points (average-linkage order)", fontsize=9)
-            sections.append("<h2>Co-clustering</h2>" + _image(figure, "co-clustering heat map"))
+            figure = _new_figure(_FULL_WIDTH, 5.0)
+            heat_axis, count_axis = figure.subplots(1, 2, width_ratios=[1.25, 1.0])
+            image = heat_axis.imshow(matrix[np.ix_(order, order)], vmin=0.0, vmax=1.0, cmap="Greys",
+                                     interpolation="nearest")
+            figure.colorbar(image, ax=heat_axis, label="P(c_i = c_j)")
+            heat_axis.set_title(f"posterior co-clustering of {n_points} points (average-linkage order)",
+                                fontsize=9)
+            sorted_draws = np.sort(draws, axis=1)
+            n_clusters = 1 + np.count_nonzero(np.diff(sorted_draws, axis=1), axis=1)
+            values, counts = np.unique(n_clusters, return_counts=True)
+            count_axis.bar(values, counts / n_clusters.size, width=0.8)
+            count_axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+            count_axis.set_xlabel("number of clusters")
+            count_axis.set_ylabel("posterior probability")
+            count_axis.set_title(f"number of clusters in the {n_clusters.size} draws of all chains", fontsize=9)
+            sections.append("<h2>Co-clustering</h2>" + _figure(figure, "co-clustering heat map"))
     return sections
 
 
 # ----------------------------------------------------------------------------- the report
-def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, Any] | None = None) -> str:
+def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, Any] | None = None,
+                data: CoOccurrence | None = None, row_names: Sequence[Any] | None = None,
+                col_names: Sequence[Any] | None = None) -> str:
     """The report of ``fitted`` as one HTML string (see :func:`write_report`)."""
     import arviz as az
 
+    if data is not None and not isinstance(data, CoOccurrence):
+        raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+    if col_names is None and getattr(fitted, "feature_names_in_", None) is not None:  # fitted on a DataFrame
+        col_names = list(fitted.feature_names_in_)
     if hasattr(fitted, "result_") and isinstance(getattr(fitted, "result_"), EMResult):
         fitted = fitted.result_
     if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator
@@ -310,7 +683,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if isinstance(fitted, EMResult):
-        sections = _em_sections(fitted, settings)
+        sections = _em_sections(fitted, settings, row_names if row_names is not None else getattr(data, "row_names", None),
+                                col_names if col_names is not None else getattr(data, "col_names", None))
         default_title = f"EM fit: {type(fitted.model).__name__}"
     elif isinstance(fitted, az.InferenceData):
         sections = chains_sections(fitted)
@@ -328,6 +702,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{heading}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{heading}</h1><p class=\"note\">latentzoo report, {stamp}</p>"
         + "\n".join(sections)
@@ -336,7 +711,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
 
 
 def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = None,
-                 settings: dict[str, Any] | None = None) -> Path:
+                 settings: dict[str, Any] | None = None, data: CoOccurrence | None = None,
+                 row_names: Sequence[Any] | None = None, col_names: Sequence[Any] | None = None) -> Path:
     """Write a self-contained HTML report of an EM fit or of Gibbs chains.
 
     Parameters
@@ -347,14 +723,33 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     title : str, optional
     settings : dict, optional
         Extra name/value rows for the summary table (e.g. the command line's options).
+    data : zoo.data.CoOccurrence, optional
+        The fitted data (or any data of the same shape): its ``row_names`` and ``col_names`` label
+        the classes' most probable rows and columns (see :func:`class_profiles`).
+    row_names, col_names : sequence, optional
+        Labels of the rows and columns, taking precedence over ``data``'s. Without any labels
+        (nor an estimator's ``feature_names_in_`` for the columns) objects are named by index.
 
     Returns
     -------
     pathlib.Path of the written file.
+
+    Examples
+    --------
+    >>> import jax, tempfile
+    >>> from inference.em import tempered_em
+    >>> from zoo.dyadic.aspect import Aspect
+    >>> data = CoOccurrence.from_dense([[4, 3, 0, 0], [5, 2, 0, 1], [0, 0, 6, 3], [0, 1, 4, 5]],
+    ...                                col_names=["apple", "pear", "gene", "cell"])
+    >>> result = tempered_em(Aspect(2), data, key=jax.random.key(0), max_iter=100)
+    >>> path = write_report(Path(tempfile.mkdtemp()) / "aspect.html", result, data=data)
+    >>> "apple" in path.read_text(encoding="utf-8")
+    True
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
-    document = report_html(fitted, title=title, settings=settings)
+    document = report_html(fitted, title=title, settings=settings, data=data, row_names=row_names,
+                           col_names=col_names)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(document, encoding="utf-8")
