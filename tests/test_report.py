@@ -307,6 +307,8 @@ def test_class_labels_are_checked(planted, tempered_result):
     with pytest.raises(TypeError, match="^col_names:"):
         report_html(tempered_result, col_names="abc")
     assert top_labels([0.2, 0.0, 0.5], ["a", "b", "c"], n_top=5).labels == ("c", "a")
+    with pytest.raises(ValueError, match="^n_top"):
+        class_profiles(tempered_result, n_top=0)
 
 
 def test_estimator_fitted_on_a_data_frame_labels_the_columns(tempered_result):

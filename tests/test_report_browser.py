@@ -23,8 +23,8 @@ from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import ClusterAbstraction
 from zoo.report import write_report
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed "
-                                                             "(pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError,
+                               reason="the playwright package is not installed (pip install playwright)")
 
 pytestmark = pytest.mark.browser
 

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from inference._validation import check_int
 from inference.em import EMResult
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import AspectParams
@@ -384,6 +385,7 @@ def class_profiles(result: EMResult, *, row_names: Sequence[Any] | None = None,
     """
     if not isinstance(result, EMResult):
         raise TypeError(f"result: expected an inference.em.EMResult, got {type(result).__name__}")
+    n_top = check_int("n_top", n_top, minimum=1)
     params = result.params
     if isinstance(params, AspectParams):
         row_given_class = np.asarray(params.row_given_class, np.float64)
