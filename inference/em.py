@@ -11,6 +11,20 @@ A model fitted by this driver provides (see :class:`EMModel`):
 * ``heldout_log_lik(params, arrays) -> scalar`` — Σ n log P(y|x) of held-out counts, the numerator
   of the per-observation log-likelihood l in the perplexity P = exp(-l) (H99 §5).
 
+A model may declare ``probability_axes``, a dict from the fields of its parameters that are
+distributions to the axis they sum to 1 along (None: the whole array); ``init=`` is then
+refused, naming ``init`` and the field, when such a field holds negative or unnormalised values
+(:func:`inference._validation.check_distributions`), before any JAX code runs.
+
+A model whose predictions can be 0 also provides ``heldout_log_lik_and_zeros(params, arrays) ->
+(log_lik, n_zero)``: Σ n log P(y|x) over the held-out tokens of positive probability and the
+number of tokens of probability 0 (the dyadic models). The validation perplexity of the fit is
+then not set by a hidden floor: with tokens of probability 0 it is inf (unless ``floor=`` scores
+them at an explicit floor), and iterates, β levels and restarts are compared by the pair (tokens of
+probability 0, perplexity of the others) in lexicographic order (:func:`inference.schedules.beats`),
+so a fit whose every iterate has such tokens still keeps the one with the fewest, then the lowest
+perplexity of the rest. ``prior_count > 0`` (MAP-EM) makes every prediction positive.
+
 :func:`tempered_em` runs the schedule's state machine in a ``lax.while_loop`` inside one jitted
 function; several random restarts are ``vmap``-ped and the best kept (lowest validation perplexity,
 or highest training log-likelihood without validation data). Data are arguments of the jitted
@@ -72,9 +86,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named, process_sum,
                                  replicate)
-from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from inference._validation import (check_int, check_key, check_memory, check_model, check_params_like, check_real,
-                             renamed, tree_nbytes)
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
+from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
+                                   check_params_like, check_real, renamed, tree_nbytes)
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
 
@@ -99,11 +113,13 @@ class FitState(NamedTuple):
     schedule: Any
     previous_log_lik: Any
     best_params: Any
-    best_score: Any
+    best_score: Any  # validation perplexity of the tokens of positive probability (or -iteration)
+    best_zero: Any  # validation tokens of probability 0 of the kept iterate
     best_beta: Any
     best_iteration: Any
     log_lik: Any  # (segment,) history of the current segment, at iteration % segment
     valid_perplexity: Any  # (segment,) history, idem
+    valid_zero_tokens: Any  # (segment,) history, idem
     beta: Any  # (segment,) history, idem
     done: Any
 
@@ -137,16 +153,41 @@ def _initial_state(params, *, schedule, segment):
         previous_log_lik=jnp.asarray(-jnp.inf, dtype),
         best_params=params,
         best_score=jnp.asarray(jnp.inf, dtype),
+        best_zero=jnp.asarray(jnp.inf, dtype),
         best_beta=jnp.asarray(schedule.initial_beta, dtype),
         best_iteration=jnp.asarray(-1, jnp.int32),
         log_lik=nan_history,
         valid_perplexity=nan_history,
+        valid_zero_tokens=nan_history,
         beta=nan_history,
         done=jnp.asarray(False),
     )
 
 
-def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, tol, reduce=None):
+def _validation_scores(model, params, valid, valid_total, *, floor, dtype, extra):
+    """(reported perplexity, tokens of probability 0, compared count, compared perplexity) of ``valid``.
+
+    The reported perplexity is inf when tokens have probability 0 and ``floor`` is None, and the
+    comparison is by (their count, the perplexity of the others); with ``floor`` they are scored
+    at it and the comparison is by that perplexity alone (count 0). Models without
+    ``heldout_log_lik_and_zeros`` report no tokens of probability 0.
+    """
+    if hasattr(model, "heldout_log_lik_and_zeros"):
+        log_lik, n_zero = model.heldout_log_lik_and_zeros(params, valid, **extra)
+    else:
+        log_lik, n_zero = model.heldout_log_lik(params, valid, **extra), 0.0
+    n_zero = jnp.asarray(n_zero, dtype)
+    if floor is not None:
+        scored = perplexity(log_lik + n_zero * jnp.log(jnp.asarray(floor, dtype)), valid_total).astype(dtype)
+        scored = jnp.where(jnp.isfinite(scored), scored, jnp.inf)
+        return scored, n_zero, jnp.zeros_like(n_zero), scored
+    positive = valid_total - n_zero
+    rest = jnp.where(positive > 0, perplexity(log_lik, jnp.where(positive > 0, positive, 1.0)), jnp.inf).astype(dtype)
+    rest = jnp.where(jnp.isfinite(rest), rest, jnp.inf)
+    return jnp.where(n_zero > 0, jnp.inf, rest), n_zero, n_zero, rest
+
+
+def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, tol, floor=None, reduce=None):
     """Run EM iterations from ``state`` until ``stop_at`` iterations, convergence or the schedule stops."""
     dtype = state.log_lik.dtype
     has_valid = valid is not None
@@ -162,17 +203,15 @@ def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, 
         change = jnp.abs(log_lik - state.previous_log_lik)
         converged = (state.iteration > 0) & (change <= tol * jnp.abs(log_lik))
         if has_valid:
-            valid_log_lik = model.heldout_log_lik(new_params, valid, **extra)
-            valid_perp = perplexity(valid_log_lik, valid_total).astype(dtype)
-            valid_perp = jnp.where(jnp.isfinite(valid_perp), valid_perp, jnp.inf)
-            score = valid_perp
+            valid_perp, history_zero, valid_zero, score = _validation_scores(
+                model, new_params, valid, valid_total, floor=floor, dtype=dtype, extra=extra)
+            schedule_state, _, stop = schedule.update(state.schedule, score, converged, valid_zero)
         else:
-            valid_perp = jnp.asarray(jnp.nan, dtype)
+            valid_perp = history_zero = jnp.asarray(jnp.nan, dtype)
+            valid_zero = jnp.asarray(0.0, dtype)
             score = jnp.asarray(-state.iteration, dtype)  # without validation the latest is best
-        schedule_state, _, stop = schedule.update(
-            state.schedule, valid_perp if has_valid else jnp.asarray(jnp.inf, dtype), converged
-        )
-        better = score < state.best_score
+            schedule_state, _, stop = schedule.update(state.schedule, jnp.asarray(jnp.inf, dtype), converged)
+        better = beats(valid_zero, score, state.best_zero, state.best_score)
         keep = partial(jnp.where, better)
         index = state.iteration
         slot = index % state.log_lik.shape[0]  # place in the segment's history
@@ -191,10 +230,12 @@ def _advance_one(state, train, valid, valid_total, stop_at, *, model, schedule, 
             previous_log_lik=previous_log_lik,
             best_params=best_params,
             best_score=keep(score, state.best_score),
+            best_zero=keep(valid_zero, state.best_zero),
             best_beta=keep(beta, state.best_beta),
             best_iteration=keep(index, state.best_iteration),
             log_lik=state.log_lik.at[slot].set(log_lik),
             valid_perplexity=state.valid_perplexity.at[slot].set(valid_perp),
+            valid_zero_tokens=state.valid_zero_tokens.at[slot].set(history_zero),
             beta=state.beta.at[slot].set(beta),
             done=stop,
         )
@@ -254,7 +295,7 @@ class _HistoryRecorder:
     the slots of the iterations a segment ran are all its own.
     """
 
-    names = ("log_lik", "valid_perplexity", "beta")
+    names = ("log_lik", "valid_perplexity", "valid_zero_tokens", "beta")
 
     def __init__(self, n_restarts: int) -> None:
         self.iterations = np.zeros(n_restarts, np.int64)
@@ -275,18 +316,18 @@ class _HistoryRecorder:
                 for name in self.names}
 
 
-def _advance_restarts(states, train, valid, valid_total, stop_at, *, model, schedule, tol, reduce=None):
-    advance = partial(_advance_one, model=model, schedule=schedule, tol=tol, reduce=reduce)
+def _advance_restarts(states, train, valid, valid_total, stop_at, *, model, schedule, tol, floor=None, reduce=None):
+    advance = partial(_advance_one, model=model, schedule=schedule, tol=tol, floor=floor, reduce=reduce)
     return jax.vmap(advance, in_axes=(0, None, None, None, None))(states, train, valid, valid_total, stop_at)
 
 
-_advance = jax.jit(_advance_restarts, static_argnames=("model", "schedule", "tol"), donate_argnums=0)
+_advance = jax.jit(_advance_restarts, static_argnames=("model", "schedule", "tol", "floor"), donate_argnums=0)
 
 SHARD_AXIS = "shards"
 
 
 @lru_cache(maxsize=32)
-def _sharded_advance(model, schedule, tol, mesh, has_valid):
+def _sharded_advance(model, schedule, tol, mesh, has_valid, floor=None):
     """:func:`_advance_restarts` wrapped in ``shard_map``: cells split over devices, statistics psummed.
 
     Every device runs the same while-loop on its block of cells; sums over cells are added with
@@ -298,7 +339,7 @@ def _sharded_advance(model, schedule, tol, mesh, has_valid):
 
     def run(states, train, valid, valid_total, stop_at):
         return _advance_restarts(states, block(train), block(valid) if has_valid else None, valid_total, stop_at,
-                                 model=model, schedule=schedule, tol=tol, reduce=reduce)
+                                 model=model, schedule=schedule, tol=tol, floor=floor, reduce=reduce)
 
     sharded = jax.shard_map(
         run, mesh=mesh,
@@ -320,9 +361,13 @@ class EMResult:
     beta : float — inverse temperature at which the kept parameters were produced
     history : dict of numpy arrays over iterations of the kept restart: ``log_lik`` (training
         log-likelihood at β = 1 at each E-step), ``valid_perplexity`` (of the parameters each
-        iteration produced; NaN without validation data) and ``beta``
-    restart_scores : (n_restarts,) array — validation perplexity (lower is better) or final
-        training log-likelihood (higher is better) of every restart
+        iteration produced; inf when validation tokens have probability 0 and no ``floor=`` was
+        set; NaN without validation data), ``valid_zero_tokens`` (validation tokens of
+        probability 0; NaN without validation data) and ``beta``
+    restart_scores : (n_restarts,) array — validation perplexity (lower is better; inf for a
+        restart whose kept iterate gives validation tokens probability 0, the restarts then being
+        ranked by their count and the perplexity of the other tokens) or final training
+        log-likelihood (higher is better) of every restart
     best_restart : int
     n_iter : int — iterations run by the kept restart
     converged : bool — whether the kept restart stopped before ``max_iter``
@@ -494,6 +539,7 @@ def tempered_em(
     time_budget: float | None = None,
     progress: bool = False,
     segment: int = 25,
+    floor: float | None = None,
 ) -> EMResult:
     """Fit ``model`` to ``data`` by tempered EM.
 
@@ -522,6 +568,16 @@ def tempered_em(
         Starting parameters (the model's params type) used instead of a random start; then
         ``n_restarts`` must be 1. Their floating dtype is the working precision of the fit: the
         data's arrays are cast to it (float32 parameters are fitted in float32 under x64 too).
+        Resuming: a fit at fixed β without ``valid`` (``schedule=FixedBeta(b)``) stopped by Ctrl-C,
+        ``time_budget`` or ``max_iter`` continues bit-identically with ``init=result.params``,
+        ``schedule=FixedBeta(result.beta)`` and the iterations left as ``max_iter``: its whole
+        state is the last iterate, which is what it keeps (the first resumed iteration cannot
+        declare convergence, so with ``tol > 0`` it may run one iteration more). Fits with
+        ``valid`` or a schedule that moves β (``TemperedEM``, ``DeterministicAnnealing``) cannot be
+        resumed exactly: their state also holds the schedule's level, counters and best validation
+        score, the best parameters so far (kept instead of the last iterate, and the start of each
+        TemperedEM level) and the previous log-likelihood, which :class:`EMResult` does not keep;
+        from ``init=result.params`` they start the schedule over.
     devices : int or sequence of jax devices, optional
         Data-parallel EM: the cells are split into one block per device (``shard_map``) and the
         E-step statistics are summed across devices with ``psum``. An int takes the first that
@@ -546,6 +602,12 @@ def tempered_em(
         the time budget and acts on Ctrl-C: the first one returns the iterations finished by the
         end of the current segment (``result.stopped_by == "interrupted"``) instead of losing
         them; a second one abandons the fit with ``KeyboardInterrupt``.
+    floor : float in (0, 1), optional
+        Score validation tokens of probability 0 at max(P(y|x), ``floor``) in the fit's validation
+        perplexity. Without it such tokens make the validation perplexity inf (the history counts
+        them in ``valid_zero_tokens``) and the fit compares iterates, β levels and restarts by
+        (tokens of probability 0, perplexity of the others); see the module docstring. Fitting
+        with ``prior_count > 0`` (MAP-EM) leaves no such tokens.
 
     Returns
     -------
@@ -559,6 +621,10 @@ def tempered_em(
         time_budget = check_real("time_budget", time_budget, low=0.0, low_open=True)
     max_iter = check_int("max_iter", max_iter, minimum=1)
     tol = check_real("tol", tol, low=0.0)
+    if floor is not None:
+        floor = check_real("floor", floor, low=0.0, high=1.0, low_open=True, high_open=True)
+        if valid is None:
+            raise ValueError("floor: scores validation tokens of probability 0; it needs valid=")
     if schedule is None:
         # With validation data each model may name the schedule that wins for it (H99 §4 tempers
         # the aspect model down from β = 1; the one-sided and CAM models gain from annealing up).
@@ -592,6 +658,9 @@ def tempered_em(
     check_memory("model", 4 * n_restarts * tree_nbytes(start), f"fitting {model!r} with n_restarts={n_restarts}")
     if init is not None:  # against the shapes of the model's own start
         check_params_like("init", init, start)
+        probability_axes = getattr(model, "probability_axes", None)  # the fields that are distributions
+        if probability_axes:
+            check_distributions("init", init, probability_axes)
     init_dtype = _init_dtype(init) if init is not None else None
     train_arrays = _in_dtype(prepared, init_dtype, data)
     valid_count = _observation_count(valid, model) if valid is not None else 1.0
@@ -609,7 +678,7 @@ def tempered_em(
     recorder = _HistoryRecorder(n_restarts)
     if mesh is None:
         valid_arrays = _in_dtype(valid_prepared, init_dtype, valid) if valid is not None else None
-        advance = partial(_advance, model=model, schedule=schedule, tol=tol)
+        advance = partial(_advance, model=model, schedule=schedule, tol=tol, floor=floor)
     else:
         n_shards = mesh.devices.size
         # Lay the blocks out on their devices once (not at every segment); across hosts this
@@ -626,7 +695,7 @@ def tempered_em(
         train_arrays = lay_out(data)
         valid_arrays = lay_out(valid) if valid is not None else None
         states, valid_total = replicate((states, valid_total), mesh)
-        advance = _sharded_advance(model, schedule, tol, mesh, valid is not None)
+        advance = _sharded_advance(model, schedule, tol, mesh, valid is not None, floor)
 
     def run(states, stop_at):
         return advance(states, train_arrays, valid_arrays, valid_total, jnp.asarray(stop_at, jnp.int32))
@@ -638,8 +707,9 @@ def tempered_em(
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
     if valid is not None:
-        restart_scores = np.asarray(states.best_score)
-        best = int(np.argmin(restart_scores))
+        zeros, scores = np.asarray(states.best_zero), np.asarray(states.best_score)
+        best = int(np.lexsort((scores, zeros))[0])  # fewest tokens of probability 0, then lowest perplexity
+        restart_scores = np.where(zeros > 0, np.inf, scores)
     else:
         restart_scores = np.array([history[-1] if history.size else np.nan
                                    for history in (recorder.history(r)["log_lik"] for r in range(n_restarts))])

@@ -6,7 +6,14 @@ EM iteration, the β of the next iteration and whether to stop. Schedules are sm
 objects with two pure, jit-traceable methods:
 
 ``init(dtype) -> ScheduleState`` and
-``update(state, valid_perplexity, converged) -> (state, beta_next, stop)``.
+``update(state, valid_perplexity, converged, valid_zero=0) -> (state, beta_next, stop)``.
+
+Validation is judged by the pair (``valid_zero``, ``valid_perplexity``) in lexicographic order:
+``valid_zero`` counts the validation tokens of probability 0 (a maximum-likelihood fit can
+predict some held-out tokens with P(y|x) = 0, and then the true perplexity is inf for every
+iterate) and ``valid_perplexity`` is the perplexity of the others. Fewer tokens of probability 0
+is better; at equal counts the lower perplexity is. Without tokens of probability 0 this is the
+plain comparison of perplexities.
 
 Three schedules are provided:
 
@@ -27,7 +34,7 @@ import jax.numpy as jnp
 
 from inference._validation import check_int, check_real
 
-__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing", "anneal_up"]
+__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing", "anneal_up", "beats"]
 
 
 class ScheduleState(NamedTuple):
@@ -38,6 +45,8 @@ class ScheduleState(NamedTuple):
     beta : scalar, current inverse temperature
     stage_best : scalar, best validation perplexity seen at the current β
     previous_stage_best : scalar, best validation perplexity of the previous β level
+    stage_best_zero : scalar, validation tokens of probability 0 of ``stage_best``
+    previous_stage_best_zero : scalar, idem of ``previous_stage_best``
     stall : int scalar, iterations at the current β without improvement
     from_best : bool scalar, the next iteration starts from the best parameters so far instead of
         the latest ones (set by :class:`TemperedEM` when it lowers β; the driver reads it)
@@ -48,6 +57,8 @@ class ScheduleState(NamedTuple):
     previous_stage_best: Any
     stall: Any
     from_best: Any
+    stage_best_zero: Any
+    previous_stage_best_zero: Any
 
 
 def _state(beta: float, dtype: Any) -> ScheduleState:
@@ -57,7 +68,24 @@ def _state(beta: float, dtype: Any) -> ScheduleState:
         previous_stage_best=jnp.asarray(jnp.inf, dtype),
         stall=jnp.asarray(0, jnp.int32),
         from_best=jnp.asarray(False),
+        stage_best_zero=jnp.asarray(jnp.inf, dtype),
+        previous_stage_best_zero=jnp.asarray(jnp.inf, dtype),
     )
+
+
+def beats(zero: Any, perplexity: Any, best_zero: Any, best_perplexity: Any, margin: Any = 0.0) -> Any:
+    """Whether validation (``zero``, ``perplexity``) beats (``best_zero``, ``best_perplexity``).
+
+    Lexicographic: fewer tokens of probability 0 wins; at equal counts a perplexity lower by the
+    relative ``margin``. Infinite perplexities compare as they should (inf never beats inf).
+    """
+    return (zero < best_zero) | ((zero == best_zero) & (perplexity < best_perplexity * (1.0 - margin)))
+
+
+def _best_of(zero: Any, perplexity: Any, best_zero: Any, best_perplexity: Any) -> tuple[Any, Any]:
+    """The lexicographically smaller of two (zero count, perplexity) pairs."""
+    better = beats(zero, perplexity, best_zero, best_perplexity)
+    return jnp.where(better, zero, best_zero), jnp.where(better, perplexity, best_perplexity)
 
 
 @dataclass(frozen=True)
@@ -90,10 +118,11 @@ class FixedBeta:
     def init(self, dtype: Any) -> ScheduleState:
         return _state(self.beta, dtype)
 
-    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any):
-        improved = valid_perplexity < state.stage_best * (1.0 - self.min_improvement)
+    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any, valid_zero: Any = 0):
+        improved = beats(valid_zero, valid_perplexity, state.stage_best_zero, state.stage_best, self.min_improvement)
         stall = jnp.where(improved, 0, state.stall + 1)
-        state = state._replace(stage_best=jnp.minimum(state.stage_best, valid_perplexity), stall=stall)
+        best_zero, best = _best_of(valid_zero, valid_perplexity, state.stage_best_zero, state.stage_best)
+        state = state._replace(stage_best=best, stage_best_zero=best_zero, stall=stall)
         stop = converged
         if self.early_stopping:
             stop = stop | (stall >= self.patience)
@@ -153,15 +182,16 @@ class TemperedEM:
     def init(self, dtype: Any) -> ScheduleState:
         return _state(1.0, dtype)
 
-    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any):
-        improved = valid_perplexity < state.stage_best * (1.0 - self.min_improvement)
-        stage_best = jnp.minimum(state.stage_best, valid_perplexity)
+    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any, valid_zero: Any = 0):
+        improved = beats(valid_zero, valid_perplexity, state.stage_best_zero, state.stage_best, self.min_improvement)
+        stage_best_zero, stage_best = _best_of(valid_zero, valid_perplexity, state.stage_best_zero, state.stage_best)
         stall = jnp.where(improved, 0, state.stall + 1)
         # The level is finished when it stops improving (or EM converged at this β).
         level_done = (stall >= self.patience) | converged
         # ``previous_stage_best`` is the best of all higher levels: a level is only followed by
         # another when it beat them.
-        level_helped = stage_best < state.previous_stage_best * (1.0 - self.min_improvement)
+        level_helped = beats(stage_best_zero, stage_best, state.previous_stage_best_zero, state.previous_stage_best,
+                             self.min_improvement)
         next_beta = state.beta * self.eta
         stop = level_done & ((~level_helped) | (next_beta < self.beta_min))
         lower = level_done & ~stop
@@ -171,6 +201,9 @@ class TemperedEM:
             previous_stage_best=jnp.where(lower, stage_best, state.previous_stage_best),
             stall=jnp.where(lower, 0, stall),
             from_best=lower,
+            stage_best_zero=jnp.where(lower, jnp.inf, stage_best_zero).astype(stage_best.dtype),
+            previous_stage_best_zero=jnp.where(lower, stage_best_zero,
+                                               state.previous_stage_best_zero).astype(stage_best.dtype),
         )
         return new_state, new_state.beta, stop
 
@@ -203,16 +236,18 @@ class DeterministicAnnealing:
     def init(self, dtype: Any) -> ScheduleState:
         return _state(self.beta_start, dtype)
 
-    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any):
+    def update(self, state: ScheduleState, valid_perplexity: Any, converged: Any, valid_zero: Any = 0):
         stall = state.stall + 1
         level_done = converged | (stall >= self.max_iter_per_level)
         at_one = state.beta >= 1.0
         stop = level_done & at_one
         raise_beta = level_done & ~at_one
         beta = jnp.where(raise_beta, jnp.minimum(1.0, state.beta * self.growth), state.beta)
+        best_zero, best = _best_of(valid_zero, valid_perplexity, state.stage_best_zero, state.stage_best)
         new_state = state._replace(
             beta=beta.astype(state.beta.dtype),
-            stage_best=jnp.minimum(state.stage_best, valid_perplexity),
+            stage_best=best,
+            stage_best_zero=best_zero,
             stall=jnp.where(raise_beta, 0, stall),
         )
         return new_state, new_state.beta, stop

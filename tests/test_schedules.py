@@ -1,5 +1,7 @@
 """Schedule state machines, driven by hand-made validation curves."""
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +12,8 @@ from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo.data import CoOccurrence
 from zoo.datasets import load_reuters
 from zoo.dyadic.aspect import Aspect
+from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.predictive import ZeroProbabilityWarning
 
 
 def _drive(schedule, perplexities, converged=None):
@@ -81,6 +85,89 @@ def test_annealed_fit_ends_at_beta_one_with_finite_history():
                          max_iter=300)
     assert result.history["beta"][0] == pytest.approx(0.3) and result.history["beta"][-1] == 1.0
     assert result.stopped_by == "converged" and np.all(np.isfinite(result.history["log_lik"]))
+
+
+def test_schedules_compare_tokens_of_probability_zero_before_perplexity():
+    """Validation is judged by (tokens of probability 0, perplexity of the others): inf values
+    from a fit whose iterates all have such tokens still order the iterates and β levels."""
+    schedule = TemperedEM(eta=0.5, patience=1, min_improvement=0.0)
+    state = schedule.init(jnp.float32)
+    betas = []
+    # β = 1: 5 zero tokens, then 3 (better despite the higher perplexity), then 3 at 90 (better),
+    # then 4 (worse) -> β = 0.5, whose 2 zero tokens beat the β = 1 level, then a stall -> β = 0.25;
+    # its best, 2 zero tokens at 95, does not beat (2, 80) -> stop.
+    curve = [(5, 100), (3, 120), (3, 90), (4, 50), (2, 80), (2, 85), (2, 95), (2, 96)]
+    stops = []
+    for zero, perplexity in curve:
+        state, beta, stop = schedule.update(state, jnp.float32(perplexity), jnp.asarray(False), jnp.float32(zero))
+        betas.append(float(beta))
+        stops.append(bool(stop))
+    assert betas == [1.0, 1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.25]
+    assert stops == [False] * 7 + [True]
+    assert float(state.previous_stage_best_zero) == 2 and float(state.previous_stage_best) == 80
+
+
+def _crossing_blocks():
+    """Two blocks of rows with disjoint words; the validation tokens cross the blocks once each
+    (probability 0 once one-sided EM has separated the blocks) and use a word never seen in
+    training (probability 0 at every iterate of maximum-likelihood EM)."""
+    rng = np.random.default_rng(0)
+    block = np.zeros((40, 61))
+    block[:20, :30] = 1
+    block[20:, 30:60] = 1
+    train = CoOccurrence.from_dense(rng.poisson(1.5 * block))
+    valid_counts = rng.poisson(0.4 * block)
+    valid_counts[0, 45] = 2
+    valid_counts[25, 3] = 1
+    always = valid_counts.copy()
+    always[3, 60] = 1  # column 60 has no training token
+    return train, CoOccurrence.from_dense(valid_counts), CoOccurrence.from_dense(always)
+
+
+@pytest.mark.parametrize("schedule", [FixedBeta(1.0), TemperedEM(patience=3), DeterministicAnnealing(0.2, 1.5, 10)])
+def test_fit_counts_validation_tokens_of_probability_zero_instead_of_flooring_them(schedule):
+    train, valid, _ = _crossing_blocks()
+    fit = partial(tempered_em, OneSided(2), train, key=jax.random.key(0), valid=valid, schedule=schedule,
+                  max_iter=100)
+    result = fit()
+    history = result.history
+    zeros = history["valid_zero_tokens"]
+    assert zeros.max() == 3 and zeros[result.best_iteration] == 0  # the iterate before the blocks separate
+    np.testing.assert_array_equal(np.isinf(history["valid_perplexity"]), zeros > 0)
+    assert np.isfinite(result.restart_scores).all()
+    assert result.model.heldout_evaluation(result.params, valid).n_zero_tokens == 0
+    # An explicit floor scores them instead (as EMResult.perplexity(floor=) does), with the same count.
+    floored = fit(floor=1e-30)
+    np.testing.assert_array_equal(floored.history["valid_zero_tokens"], zeros)
+    assert np.isfinite(floored.history["valid_perplexity"]).all()
+    separated = int(np.argmax(zeros > 0))
+    with pytest.warns(ZeroProbabilityWarning):
+        at_floor = tempered_em(OneSided(2), train, key=jax.random.key(0), schedule=FixedBeta(1.0),
+                               max_iter=separated + 1, tol=0.0).perplexity(valid, floor=1e-30)
+    if isinstance(schedule, FixedBeta):
+        np.testing.assert_allclose(floored.history["valid_perplexity"][separated], at_floor, rtol=1e-4)
+
+
+def test_fit_whose_every_iterate_has_tokens_of_probability_zero_keeps_the_fewest_then_the_lowest_perplexity():
+    train, _, valid = _crossing_blocks()
+    counted = tempered_em(OneSided(2), train, key=jax.random.key(0), valid=valid, schedule=FixedBeta(1.0),
+                          max_iter=100)
+    floored = tempered_em(OneSided(2), train, key=jax.random.key(0), valid=valid, schedule=FixedBeta(1.0),
+                          max_iter=100, floor=1e-30)
+    zeros = counted.history["valid_zero_tokens"]
+    assert zeros.min() == 1 and np.isinf(counted.history["valid_perplexity"]).all()
+    assert counted.restart_scores[0] == np.inf
+    # The same iterate as the floored comparison: the count is fixed before the blocks separate.
+    assert counted.best_iteration == floored.best_iteration == int(np.argmin(floored.history["valid_perplexity"]))
+    assert zeros[counted.best_iteration] == 1
+
+
+def test_a_floor_needs_validation_data_and_lies_in_the_unit_interval():
+    train, valid, _ = _crossing_blocks()
+    with pytest.raises(ValueError, match="^floor"):
+        tempered_em(OneSided(2), train, key=jax.random.key(0), floor=1e-30)
+    with pytest.raises(ValueError, match="^floor"):
+        tempered_em(OneSided(2), train, key=jax.random.key(0), valid=valid, floor=1.5)
 
 
 @pytest.mark.parametrize(

@@ -77,9 +77,9 @@ def run_demo(n_classes: int = 32, seed: int = 0, n_restarts: int = 2) -> dict[st
           f"   driven towards probability 0. At the last iteration {n_zero:.0f} of the {valid.total:.0f} validation "
           f"tokens\n   ({n_zero / valid.total:.1%}) have P(word | story) = 0 and {n_tiny:.0f} have P < 1e-6.")
     if n_zero > 0:
-        print("   log 0 = -inf, so the true perplexity is infinite; the fit's history shows a finite "
-              f"{plain_final:.3g}\n   only because the fitting kernel floors P at 1e-30 "
-              "(result.perplexity(valid) refuses that floor:\n   it warns and returns inf).")
+        print("   log 0 = -inf, so the perplexity is infinite: the fit's history records inf from the first iteration\n"
+              "   with such tokens (history['valid_zero_tokens'] counts them), and result.perplexity(valid) warns and\n"
+              "   returns inf unless floor= is set.")
     print("   This is overfitting; the cures are early stopping (keep the best iteration) or tempering (H99 §4).")
 
     schedule = TemperedEM()

@@ -33,7 +33,7 @@ import numpyro.distributions as dist
 from inference.sparse import cell_stats, resolve_backend
 from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
-from zoo.dyadic.predictive import HeldOut, heldout_evaluation
+from zoo.dyadic.predictive import HeldOut, heldout_evaluation, split_zero_cells
 
 __all__ = ["Aspect", "AspectParams"]
 
@@ -243,6 +243,16 @@ class Aspect:
         B, log_cols = _row_max_normalise(params.col_given_class)
         stats = cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=self.backend)
         return _reduce(reduce, stats.log_norm) + self._scale_correction(arrays, log_rows, log_cols)
+
+    def heldout_log_lik_and_zeros(self, params: AspectParams, arrays: DyadicArrays,
+                                  reduce: Any = None) -> tuple[Any, Any]:
+        """(Σ n log P(y|x) over held-out tokens of positive probability, tokens of probability 0):
+        the validation score of the EM driver (:func:`zoo.dyadic.predictive.split_zero_cells`).
+        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped."""
+        log_lik = self.heldout_log_lik(params, arrays, reduce)
+        if self.prior_count > 0:
+            return log_lik, jnp.zeros((), log_lik.dtype)
+        return split_zero_cells(log_lik, params.class_given_row(), params.col_given_class, arrays, reduce=reduce)
 
     # ---------------------------------------------------------------- E-step + M-step
     def em_step(self, params: AspectParams, arrays: DyadicArrays, beta: Any,

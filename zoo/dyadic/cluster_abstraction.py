@@ -62,7 +62,7 @@ from inference.schedules import anneal_up
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
 from inference._validation import check_choice, check_int, check_key, check_memory, check_real
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
-from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
+from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
 __all__ = [
     "Tree",
@@ -560,6 +560,16 @@ class ClusterAbstraction:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
         row_factors, col_factors = self.predictive_factors(params)
         return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+
+    def heldout_log_lik_and_zeros(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None) -> tuple[Any, Any]:
+        """(Σ n log P(y|x) over held-out tokens of positive probability, tokens of probability 0):
+        the validation score of the EM driver (:func:`zoo.dyadic.predictive.split_zero_cells`).
+        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped."""
+        row_factors, col_factors = self.predictive_factors(params)
+        log_lik = _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+        if self.prior_count > 0:
+            return log_lik, jnp.zeros((), log_lik.dtype)
+        return split_zero_cells(log_lik, row_factors, col_factors, arrays, reduce=reduce)
 
     def heldout_evaluation(self, params: CAMParams, data: CoOccurrence, *, floor: float | None = None) -> HeldOut:
         """Σ n log P(y|x) of held-out ``data`` in float64, tokens of probability 0 counted

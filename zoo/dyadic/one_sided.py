@@ -43,7 +43,7 @@ from inference.schedules import anneal_up
 from inference.sparse import count_matmul
 from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
-from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
+from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
 __all__ = ["OneSided", "OneSidedParams", "one_sided_program", "padded_tokens"]
 
@@ -373,6 +373,19 @@ class OneSided:
         if self.side == "cols":  # the prepared arrays are transposed: rows are the Y objects
             row_factors, col_factors = col_factors, row_factors
         return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+
+    def heldout_log_lik_and_zeros(self, params: OneSidedParams, arrays: DyadicArrays,
+                                  reduce: Any = None) -> tuple[Any, Any]:
+        """(Σ n log P(y|x) over held-out tokens of positive probability, tokens of probability 0):
+        the validation score of the EM driver (:func:`zoo.dyadic.predictive.split_zero_cells`).
+        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped."""
+        row_factors, col_factors = self.predictive_factors(params)
+        if self.side == "cols":  # the prepared arrays are transposed: rows are the Y objects
+            row_factors, col_factors = col_factors, row_factors
+        log_lik = _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+        if self.prior_count > 0:
+            return log_lik, jnp.zeros((), log_lik.dtype)
+        return split_zero_cells(log_lik, row_factors, col_factors, arrays, reduce=reduce)
 
     def heldout_evaluation(self, params: OneSidedParams, data: CoOccurrence, *,
                            floor: float | None = None) -> HeldOut:

@@ -18,12 +18,14 @@ log-likelihood l in the perplexity P = exp(-l) (H99 §5).
 Held-out tokens of probability 0. A maximum-likelihood fit can give a held-out token P(y|x) = 0
 (a word never seen in training, or one-sided clusters whose posteriors are hard and whose P(y|c)
 has zeros); its log-probability is -inf, and so is the held-out log-likelihood. The kernels
-(:func:`conditional_log_lik`, used by the EM driver to choose iterates on validation data) floor
-such cells at 1e-30 (float32) to keep the comparison between iterates finite. The evaluation for
-users, :func:`heldout_evaluation` and :func:`perplexity` (and ``EMResult.perplexity``), does not
-hide them: it counts them, warns, and returns an infinite perplexity unless the caller sets an
-explicit ``floor=``. Fitting with ``prior_count > 0`` (MAP-EM, pseudo-counts in the M-step) makes
-every P(y|x) positive.
+(:func:`conditional_log_lik`) floor such cells at 1e-30 (float32) to keep their sums finite;
+:func:`split_zero_cells` takes them back out and counts them, which is what the models'
+``heldout_log_lik_and_zeros`` gives the EM driver: its validation perplexity is inf with such tokens
+(unless ``tempered_em(..., floor=)``), and it compares iterates by (tokens of probability 0,
+perplexity of the others). The evaluation for users, :func:`heldout_evaluation` and
+:func:`perplexity` (and ``EMResult.perplexity``), does not hide them either: it counts them, warns,
+and returns an infinite perplexity unless the caller sets an explicit ``floor=``. Fitting with
+``prior_count > 0`` (MAP-EM, pseudo-counts in the M-step) makes every P(y|x) positive.
 """
 
 from __future__ import annotations
@@ -32,14 +34,15 @@ import math
 import warnings
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference.sparse import row_cell_stats
+from inference.sparse import _floor, row_cell_stats
 from zoo.data import CoOccurrence, DyadicArrays
 
-__all__ = ["row_max_normalise", "conditional_log_lik", "predictive_factors", "predictive_matrix", "perplexity",
-           "HeldOut", "heldout_evaluation", "ZeroProbabilityWarning"]
+__all__ = ["row_max_normalise", "conditional_log_lik", "split_zero_cells", "predictive_factors", "predictive_matrix",
+           "perplexity", "HeldOut", "heldout_evaluation", "heldout_from_factors", "ZeroProbabilityWarning"]
 
 
 def row_max_normalise(factors: Any) -> tuple[Any, Any]:
@@ -74,6 +77,59 @@ def conditional_log_lik(row_factors: Any, col_factors: Any, arrays: DyadicArrays
     B, log_cols = row_max_normalise(jnp.asarray(col_factors, dtype))
     stats = row_cell_stats(A, B, arrays, want_rows=False, want_cols=False, backend=backend)
     return jnp.sum(stats.row_log_norm) + jnp.sum(arrays.counts * (log_rows[arrays.rows] + log_cols[arrays.cols]))
+
+
+def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: DyadicArrays, *,
+                     reduce: Any = None, chunk_cells: int = 1 << 16) -> tuple[Any, Any]:
+    """Take the cells of probability 0 out of a kernel's Σ n log P(y|x) and count their tokens.
+
+    The kernels (:func:`conditional_log_lik`, the aspect model's) score a cell whose normalised
+    product z = (R_i / max R_i)·(C_k / max C_k) is below the floor of :mod:`inference.sparse`
+    (1e-30 in float32, 1e-300 in float64) as n (log floor + log max R_i + log max C_k). This pass
+    finds those cells (probability 0 in the working precision), subtracts what the kernel added for
+    them and returns (Σ n log P(y|x) over the tokens of positive probability, their number of
+    tokens). ``log_lik`` is the kernel's sum over all blocks of cells (already reduced); ``reduce``
+    adds up this block's corrections across blocks (data-parallel EM). Without such cells the first
+    result is ``log_lik`` itself, bit for bit.
+
+    Parameters
+    ----------
+    log_lik : scalar — the kernel's Σ n log max(P(y|x), floor) for ``arrays``
+    row_factors : (n_rows, C) array — R
+    col_factors : (n_cols, C) array — C
+    arrays : DyadicArrays — the scored cells (padding cells have count 0)
+
+    Returns
+    -------
+    (log_lik over tokens of positive probability, tokens of probability 0), scalars
+    """
+    dtype = arrays.counts.dtype
+    A, log_rows = row_max_normalise(jnp.asarray(row_factors, dtype))
+    B, log_cols = row_max_normalise(jnp.asarray(col_factors, dtype))
+    floor = _floor(dtype)
+    nnz = arrays.rows.shape[0]
+    n_chunks = max(1, -(-nnz // chunk_cells))
+    size = -(-nnz // n_chunks)
+    pad = n_chunks * size - nnz
+    cells = tuple(jnp.pad(array, (0, pad)).reshape(n_chunks, size)
+                  for array in (arrays.rows, arrays.cols, arrays.counts))
+
+    def body(carry, chunk):
+        n_zero, floored = carry
+        rows, cols, counts = chunk
+        rows = jnp.minimum(rows, A.shape[0] - 1)  # padding ids may point past the end; their count is 0
+        cols = jnp.minimum(cols, B.shape[0] - 1)
+        z = jnp.sum(A[rows] * B[cols], axis=1)  # elementwise: XLA's batched dot is slower on the CPU
+        zero = (z < floor) & (counts > 0)
+        n_zero = n_zero + jnp.sum(jnp.where(zero, counts, 0.0))
+        floored = floored + jnp.sum(jnp.where(zero, counts * (jnp.log(floor) + log_rows[rows] + log_cols[cols]), 0.0))
+        return (n_zero, floored), None
+
+    zero = jnp.zeros((), dtype)
+    (n_zero, floored), _ = jax.lax.scan(body, (zero, zero), cells)
+    if reduce is not None:
+        n_zero, floored = reduce((n_zero, floored))
+    return log_lik - floored, n_zero
 
 
 def predictive_factors(model: Any, params: Any) -> tuple[Any, Any]:
@@ -157,6 +213,19 @@ def heldout_evaluation(model: Any, params: Any, data: CoOccurrence, *, floor: fl
         raise ValueError(
             f"data: shape {data.shape} differs from the fitted shape {(row_factors.shape[0], col_factors.shape[0])}"
         )
+    return heldout_from_factors(row_factors, col_factors, data, floor=floor, warn=warn,
+                                model_name=type(model).__name__, stacklevel=4)
+
+
+def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence, *, floor: float | None = None,
+                         warn: bool = True, model_name: str = "model", stacklevel: int = 3) -> HeldOut:
+    """:func:`heldout_evaluation` from the predictive factors: P(y_k|x_i) = Σ_c R_ic C_kc.
+
+    For predictions that are not a model's own parameters, e.g. rows folded in
+    (:mod:`zoo.sklearn`). ``row_factors`` is (n_rows, C), ``col_factors`` (n_cols, C), in the
+    orientation of ``data``; ``model_name`` names the model in the warning.
+    """
+    floor = _check_floor(floor)
     row_factors = np.asarray(row_factors, np.float64)
     col_factors = np.asarray(col_factors, np.float64)
     log_lik, n_zero = 0.0, 0.0
@@ -180,8 +249,8 @@ def heldout_evaluation(model: Any, params: Any, data: CoOccurrence, *, floor: fl
                 "the held-out log-likelihood is -inf and the perplexity inf; pass floor= to score them at an "
                 "explicit floor")
         warnings.warn(f"{n_zero:g} of {data.total:g} held-out tokens ({share:.3%}) have probability 0 under "
-                      f"the fitted {type(model).__name__}: {what}, or fit with prior_count > 0 (MAP-EM) so that "
-                      "no prediction is 0", ZeroProbabilityWarning, stacklevel=3)
+                      f"the fitted {model_name}: {what}, or fit with prior_count > 0 (MAP-EM) so that "
+                      "no prediction is 0", ZeroProbabilityWarning, stacklevel=stacklevel)
     return HeldOut(log_lik=log_lik, n_tokens=float(data.total), n_zero_tokens=n_zero, floor=floor)
 
 

@@ -52,7 +52,7 @@ import numpyro.distributions as dist
 from inference.sparse import count_matmul
 from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
-from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation
+from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
 __all__ = ["TwoSided", "TwoSidedParams", "two_sided_program", "exact_log_likelihood"]
 
@@ -385,6 +385,16 @@ class TwoSided:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""
         row_factors, col_factors = self.predictive_factors(params)
         return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+
+    def heldout_log_lik_and_zeros(self, params: TwoSidedParams, arrays: DyadicArrays, reduce: Any = None) -> tuple[Any, Any]:
+        """(Σ n log P(y|x) over held-out tokens of positive probability, tokens of probability 0):
+        the validation score of the EM driver (:func:`zoo.dyadic.predictive.split_zero_cells`).
+        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped."""
+        row_factors, col_factors = self.predictive_factors(params)
+        log_lik = _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
+        if self.prior_count > 0:
+            return log_lik, jnp.zeros((), log_lik.dtype)
+        return split_zero_cells(log_lik, row_factors, col_factors, arrays, reduce=reduce)
 
     def heldout_evaluation(self, params: TwoSidedParams, data: CoOccurrence, *,
                            floor: float | None = None) -> HeldOut:
