@@ -330,6 +330,35 @@ def test_annealing_with_validation_keeps_the_best_level():
     np.testing.assert_allclose(last.history["valid_perplexity"], perplexities, rtol=1e-6)
 
 
+@pytest.mark.numba
+def test_annealing_counts_validation_tokens_of_probability_zero_and_map_em_removes_them():
+    rng = np.random.default_rng(5)
+    train_counts = rng.poisson(2.0, size=(12, 10)) + 1
+    train_counts[:, 9] = 0  # a word never seen in training: probability 0 under maximum likelihood
+    train = CoOccurrence.from_dense(train_counts)
+    valid_counts = rng.poisson(0.5, size=(12, 10))
+    valid_counts[:, 9] = 0
+    valid_counts[:3, 9] = 1
+    valid = CoOccurrence.from_dense(valid_counts)
+    options = dict(key=jax.random.key(1), valid=valid, max_leaves=2, beta_start=0.5, beta_growth=2.0,
+                   backend="numba", max_iter_per_level=50)
+    ml = anneal_tree(train, **options)
+    assert (ml.history["valid_zero_tokens"] == 3).all() and np.isinf(ml.history["valid_perplexity"]).all()
+    assert ml.model.prior_count == 0.0
+    smoothed = anneal_tree(train, prior_count=0.5, **options)
+    assert smoothed.model.prior_count == 0.5
+    assert (smoothed.history["valid_zero_tokens"] == 0).all() and np.isfinite(smoothed.history["valid_perplexity"]).all()
+    best = int(np.argmin(smoothed.history["valid_perplexity"].to_numpy()))
+    assert smoothed.beta == smoothed.history["beta"].iloc[best]
+    # The kept parameters are MAP-EM's: the unseen word has positive probability, and the recorded
+    # perplexity is the float64 evaluation's.
+    evaluation = smoothed.model.heldout_evaluation(smoothed.params, valid)
+    assert evaluation.n_zero_tokens == 0
+    np.testing.assert_allclose(evaluation.perplexity, smoothed.history["valid_perplexity"].iloc[best], rtol=1e-4)
+    with pytest.raises(ValueError, match="^prior_count"):
+        anneal_tree(train, key=jax.random.key(0), max_leaves=2, prior_count=-1.0)
+
+
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     "call, argument",

@@ -681,7 +681,8 @@ class GrownTree:
     params : CAMParams kept (the level of lowest validation perplexity, or the last level)
     beta : float — inverse temperature of the kept parameters
     history : pandas.DataFrame, one row per β level: ``beta``, ``n_leaves``, ``log_lik``
-        (training, β = 1 objective), ``valid_perplexity``, ``n_tried``, ``n_split``, ``n_iter``
+        (training, β = 1 objective), ``valid_perplexity`` (inf with validation tokens of
+        probability 0), ``valid_zero_tokens``, ``n_tried``, ``n_split``, ``n_iter``
     """
 
     model: ClusterAbstraction
@@ -709,6 +710,7 @@ def anneal_tree(
     tol: float = 1e-6,
     keep: str = "best",
     backend: str = "auto",
+    prior_count: float = 0.0,
 ) -> GrownTree:
     """Grow a CAM tree by deterministic annealing (H99 §3 footnote 2, Rose et al. 1990).
 
@@ -731,7 +733,10 @@ def anneal_tree(
     max_leaves : int
         Upper bound on the number of clusters (≥ 1, at most the number of rows).
     valid : CoOccurrence, optional
-        Held-out counts (same shape); their perplexity is recorded at every β level.
+        Held-out counts (same shape); their perplexity is recorded at every β level: inf when
+        some of their tokens have probability 0 (counted in the history's ``valid_zero_tokens``),
+        and levels are compared by (tokens of probability 0, perplexity of the others), as in
+        :func:`inference.em.tempered_em`.
     beta_start, beta_growth, beta_stop : float
         The annealing schedule, 0 < beta_start ≤ beta_stop ≤ 1 and beta_growth > 1.
     perturbation : float
@@ -747,6 +752,9 @@ def anneal_tree(
         ``valid`` is given) or the tree reached at ``beta_stop`` ("last", always without
         ``valid``).
     backend : {"auto", "xla", "numba"}
+    prior_count : float ≥ 0
+        MAP-EM pseudo-counts of every model on the path (:class:`ClusterAbstraction`): with
+        c > 0 no prediction P(y|x) is 0. Default 0: H99's EM.
 
     Returns
     -------
@@ -766,6 +774,7 @@ def anneal_tree(
     split_threshold = check_real("split_threshold", split_threshold, low=0.0, high=1.0, low_open=True, high_open=True)
     max_iter_per_level = check_int("max_iter_per_level", max_iter_per_level, minimum=1)
     tol = check_real("tol", tol, low=0.0)
+    prior_count = check_real("prior_count", prior_count, low=0.0)
     check_choice("keep", keep, ("best", "last"))
     check_choice("backend", backend, ("auto", "xla", "numba"))
     if valid is not None:
@@ -780,7 +789,7 @@ def anneal_tree(
     arrays = data.to_arrays()
     valid_arrays = valid.to_arrays() if valid is not None else None
     dtype = arrays.counts.dtype
-    model = ClusterAbstraction(tree=Tree.single(), backend=backend)
+    model = ClusterAbstraction(tree=Tree.single(), backend=backend, prior_count=prior_count)
     params = model.init_params(key_init, arrays)
     tol_array = jnp.asarray(tol, dtype)
 
@@ -802,7 +811,7 @@ def anneal_tree(
             candidates = [model.tree.leaves[i] for i in np.argsort(-masses, kind="stable")[:room]]
             n_tried = len(candidates)
             trial_tree, trial_params, pairs = _split_params(model.tree, params, candidates, generator, perturbation)
-            trial_model = ClusterAbstraction(tree=trial_tree, backend=backend)
+            trial_model = ClusterAbstraction(tree=trial_tree, backend=backend, prior_count=prior_count)
             trial_params, trial_iter, _ = run(trial_model, trial_params, beta)
             n_iter += trial_iter
             kept = [leaf for leaf, pair in zip(candidates, pairs)
@@ -810,18 +819,20 @@ def anneal_tree(
             n_split = len(kept)
             if kept:
                 new_tree, params, _ = _split_params(model.tree, params, kept, generator, perturbation)
-                model = ClusterAbstraction(tree=new_tree, backend=backend)
+                model = ClusterAbstraction(tree=new_tree, backend=backend, prior_count=prior_count)
                 params, extra_iter, log_lik = run(model, params, beta)
                 n_iter += extra_iter
-        valid_perplexity = float("nan")
+        valid_perplexity = n_zero = float("nan")
         if valid_arrays is not None:
-            heldout = float(model.heldout_log_lik(params, valid_arrays))
-            valid_perplexity = float(np.exp(-heldout / valid.total))
-            if best is None or valid_perplexity < best[0]:
-                best = (valid_perplexity, model, params, beta)
+            # Tokens of probability 0 counted, not floored; levels compared by (count, the others' perplexity).
+            heldout, n_zero = (float(value) for value in model.heldout_log_lik_and_zeros(params, valid_arrays))
+            rest = float(np.exp(-heldout / (valid.total - n_zero))) if valid.total > n_zero else math.inf
+            valid_perplexity = math.inf if n_zero > 0 else rest
+            if best is None or (n_zero, rest) < best[0]:
+                best = ((n_zero, rest), model, params, beta)
         records.append({"beta": beta, "n_leaves": model.n_classes, "log_lik": log_lik,
-                        "valid_perplexity": valid_perplexity, "n_tried": n_tried, "n_split": n_split,
-                        "n_iter": n_iter})
+                        "valid_perplexity": valid_perplexity, "valid_zero_tokens": n_zero, "n_tried": n_tried,
+                        "n_split": n_split, "n_iter": n_iter})
         if beta >= beta_stop:
             break
         beta = min(beta_stop, beta * beta_growth)
