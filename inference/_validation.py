@@ -23,6 +23,7 @@ __all__ = [
     "check_key",
     "check_model",
     "check_params_like",
+    "check_distributions",
     "check_number_dtype",
     "as_label_codes",
     "check_relation",
@@ -277,6 +278,37 @@ def check_params_like(name: str, value: Any, template: Any) -> Any:
         if not np.isfinite(array).all():
             raise ValueError(f"{field}: contains NaN or infinite values")
     return value
+
+
+def check_distributions(name: str, params: Any, axes: dict[str, int | None]) -> Any:
+    """Check that the probability tables of ``params`` are distributions, naming ``name`` and the field.
+
+    ``axes`` maps a field of ``params`` (a NamedTuple or dict) to the axis its values sum to 1
+    along, or to None when the whole array sums to 1; every array under that field (a tuple of
+    arrays too) must hold non-negative values that sum to 1 within rounding (the larger of 1e-6
+    and the dtype's epsilon times the number of terms). Reads NumPy copies only: no JAX code.
+    """
+    import jax
+
+    for field, axis in axes.items():
+        value = params[field] if isinstance(params, dict) else getattr(params, field)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
+            label = f"{name}.{field}{jax.tree_util.keystr(path)}"
+            array = np.asarray(leaf)
+            if array.size == 0:
+                continue
+            if (array < 0).any():
+                raise ValueError(f"{label}: expected probabilities, got a negative value ({array.min():.3g})")
+            sums = array.sum() if axis is None else array.sum(axis=axis)
+            n_terms = array.size if axis is None else array.shape[axis]
+            eps = np.finfo(array.dtype).eps if np.issubdtype(array.dtype, np.floating) else 0.0
+            tolerance = max(1e-6, float(eps) * n_terms)
+            worst = float(np.max(np.abs(sums - 1.0)))
+            if worst > tolerance:
+                where = "in all" if axis is None else f"along axis {axis}"
+                raise ValueError(f"{label}: expected probabilities that sum to 1 {where}, found a sum of "
+                                 f"{float(np.ravel(sums)[np.argmax(np.abs(np.ravel(sums) - 1.0))]):.6g}")
+    return params
 
 
 def _describe(params: Any) -> str:
