@@ -212,6 +212,22 @@ class TemperedEM:
 class DeterministicAnnealing:
     """β rising geometrically from ``beta_start`` to 1, EM run to convergence at each level.
 
+    Collapse below the critical β. At a low β the E-step's posteriors are nearly flat, and a model
+    whose classes differ only through the data (the aspect model) converges to all classes equal:
+    the unigram. That point is a fixed point of EM at every β (the classes get identical
+    statistics), so raising β does not separate them again: the level converges in one iteration
+    and the fit reaches β = 1 still at the unigram. Measured on Reuters (80/10/10 token split,
+    seed 0), aspect model K = 8, key 0 (2026-11-25): ``DeterministicAnnealing(0.01, 1.5, 25)`` stops
+    after 15 iterations with the classes equal to 3e-8 and test perplexity 2,539 (unigram 2,516);
+    ``beta_start`` 0.1, 0.2, 0.3 and 0.5 collapse the same way (2,539 to 2,537), and plain EM from the
+    collapsed parameters does not move. ``TemperedEM()``, the aspect model's default, starts at β = 1
+    from a random start and never passes through this regime: β = 0.73, test perplexity 1,627.
+    Ending levels sooner when validation stalls would not help (the levels already end after one
+    iteration); what separates the classes is a perturbation of collapsed copies at each level
+    (Rose et al. 1990), which needs the model: :func:`zoo.dyadic.cluster_abstraction.anneal_tree`
+    does it for the CAM. The one-sided and CAM models, whose cluster posteriors keep the rows
+    apart, gain from annealing up (:func:`anneal_up`); for the aspect model use :class:`TemperedEM`.
+
     Parameters
     ----------
     beta_start : float in (0, 1]
