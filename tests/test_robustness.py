@@ -9,6 +9,7 @@ fits are float32 ones under x64 too (``LATENTZOO_X64=1``).
 import os
 import signal
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +26,8 @@ from zoo.dyadic.aspect import Aspect, AspectParams
 from zoo.dyadic.cluster_abstraction import ClusterAbstraction
 from zoo.dyadic.one_sided import OneSided
 from zoo.dyadic.two_sided import TwoSided
+from zoo.relational.infinite import InfiniteRelational
+from zoo.relational.latent_class import LatentClassRelational
 
 
 def long_rows() -> CoOccurrence:
@@ -183,3 +186,140 @@ def test_half_precision_points_are_sampled_in_the_working_precision():
     model = DPMixture(normal_gamma(2), max_clusters=4, algorithm="collapsed", n_split_merge=0)
     fit = model.fit(points, jax.random.key(0), n_chains=1, n_warmup=0, n_draws=2, draws_per_call=2, progress=False)
     assert fit.result.samples["assignments"].shape == (1, 2, 6)
+
+
+# ----------------------------------------------------------------------------- Ctrl-C in the relational models
+def _interrupt_on_call(monkeypatch, module, name, n_calls):
+    """Make ``module.name`` send SIGINT to this process once its ``n_calls``-th call has returned."""
+    calls = []
+    original = getattr(module, name)
+
+    def call_then_interrupt(*args, **kwargs):
+        output = original(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == n_calls:
+            os.kill(os.getpid(), signal.SIGINT)
+        return output
+
+    monkeypatch.setattr(module, name, call_then_interrupt)
+
+
+def _sigint_after(seconds):
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_during_a_latent_class_fit_returns_the_finished_passes(monkeypatch):
+    # One pass per call, tol=0. First a SIGINT sent as the third call returns (it also compiles
+    # the fit); then calls made slow (0.1 s before each) and a SIGINT from a timer at 0.25 s,
+    # while the third call is under way: a fit converges within a few hundred passes of about a
+    # millisecond, so only slow calls leave room for an interrupt that comes from outside.
+    from zoo.relational import latent_class
+    from zoo.relational.data import load_karate_club
+
+    data = load_karate_club()
+    model = LatentClassRelational(2)
+    options = dict(key=jax.random.key(0), n_restarts=2, max_passes=1000, tol=0.0, passes_per_call=1)
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, latent_class, "_advance_restarts", 3)
+        result = model.fit(data, **options)
+    assert result.stopped_by == "interrupted" and result.n_passes == 3
+    advance = latent_class._advance_restarts
+
+    def slow_advance(*args, **kwargs):
+        time.sleep(0.1)
+        return advance(*args, **kwargs)
+
+    monkeypatch.setattr(latent_class, "_advance_restarts", slow_advance)
+    timer = _sigint_after(0.25)
+    try:
+        result = model.fit(data, **options)
+    finally:
+        timer.cancel()
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert result.stopped_by == "interrupted" and 0 < result.n_passes < 10, (result.stopped_by, result.n_passes)
+    assert not result.converged
+    for values in result.history.values():
+        assert values.shape == (result.n_passes,) and np.isfinite(values).all()
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree_util.tree_leaves(result.params))
+    # The passes kept are those an uninterrupted fit runs first.
+    full = model.fit(data, **{**options, "max_passes": result.n_passes})
+    assert full.stopped_by == "max_passes"
+    np.testing.assert_array_equal(full.history["objective"], result.history["objective"])
+    for kept, uninterrupted in zip(jax.tree_util.tree_leaves(result.params), jax.tree_util.tree_leaves(full.params)):
+        np.testing.assert_array_equal(np.asarray(kept), np.asarray(uninterrupted))
+
+
+def test_latent_class_fits_do_not_depend_on_passes_per_call():
+    from zoo.relational.data import load_karate_club
+
+    data = load_karate_club()
+    fits = [LatentClassRelational(2).fit(data, key=jax.random.key(1), n_restarts=2, max_passes=12, tol=0.0,
+                                         passes_per_call=calls) for calls in (5, 12)]
+    for first, second in zip(jax.tree_util.tree_leaves(fits[0].params), jax.tree_util.tree_leaves(fits[1].params)):
+        np.testing.assert_array_equal(np.asarray(first), np.asarray(second))
+    np.testing.assert_array_equal(fits[0].history["bound"], fits[1].history["bound"])
+
+
+def test_ctrl_c_during_irm_sampling_returns_the_finished_sweeps(monkeypatch):
+    from zoo.relational import infinite
+    from zoo.relational.data import load_florentine_families
+
+    data = load_florentine_families()
+    model = InfiniteRelational()
+    options = dict(key=jax.random.key(0), n_chains=2, n_sweeps=100_000, n_warmup=2, sweeps_per_call=1)
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, infinite, "_advance_chains", 5)
+        result = model.sample(data, **options)
+    assert not result.completed
+    assert result.log_joint.shape == (2, 3) and result.warmup_log_joint.shape == (2, 2)
+    assert result.assignments["families"].shape == (2, 3, data.schema.domain_sizes[0])
+    timer = _sigint_after(0.5)
+    try:
+        interrupted = model.sample(data, **options)
+    finally:
+        timer.cancel()
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert not interrupted.completed and 0 < interrupted.log_joint.shape[1] < options["n_sweeps"]
+    assert np.isfinite(interrupted.log_joint).all()
+    # The draws kept are those of an uninterrupted run of as many sweeps.
+    n_run = options["n_warmup"] + interrupted.log_joint.shape[1]
+    full = model.sample(data, **{**options, "n_sweeps": n_run, "sweeps_per_call": 50})
+    assert full.completed
+    np.testing.assert_array_equal(full.log_joint, interrupted.log_joint)
+    np.testing.assert_array_equal(full.assignments["families"], interrupted.assignments["families"])
+
+
+def test_irm_draws_do_not_depend_on_sweeps_per_call():
+    from zoo.relational.data import load_florentine_families
+
+    data = load_florentine_families()
+    runs = [InfiniteRelational().sample(data, key=jax.random.key(3), n_chains=2, n_sweeps=12, n_warmup=4,
+                                        sweeps_per_call=calls) for calls in (5, 12)]
+    assert all(run.completed for run in runs)
+    np.testing.assert_array_equal(runs[0].log_joint, runs[1].log_joint)
+    np.testing.assert_array_equal(runs[0].warmup_log_joint, runs[1].warmup_log_joint)
+    np.testing.assert_array_equal(runs[0].assignments["families"], runs[1].assignments["families"])
+    np.testing.assert_array_equal(runs[0].hyper["marriage"], runs[1].hyper["marriage"])
+
+
+def test_em_resumed_after_ctrl_c_is_bit_identical_to_an_uninterrupted_fit(monkeypatch):
+    # At fixed β without validation data the fit's whole state is its last iterate, which the
+    # interrupted result keeps: init=result.params continues it exactly (inference.em.tempered_em).
+    data = CoOccurrence.from_dense(np.random.default_rng(0).poisson(0.5, size=(200, 300)))
+    options = dict(schedule=FixedBeta(1.0), tol=0.0, segment=1)
+    model = Aspect(8, backend="xla")
+    uninterrupted = tempered_em(model, data, key=jax.random.key(0), max_iter=12, **options)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, em, "_advance", 5)
+        interrupted = tempered_em(model, data, key=jax.random.key(0), max_iter=12, **options)
+    assert interrupted.stopped_by == "interrupted" and interrupted.n_iter == 5
+    resumed = tempered_em(model, data, key=jax.random.key(1), init=interrupted.params,
+                          max_iter=12 - interrupted.n_iter, **{**options, "schedule": FixedBeta(interrupted.beta)})
+    for kept, uninterrupted_leaf in zip(resumed.params, uninterrupted.params):
+        np.testing.assert_array_equal(np.asarray(kept), np.asarray(uninterrupted_leaf))
+    np.testing.assert_array_equal(np.concatenate([interrupted.history["log_lik"], resumed.history["log_lik"]]),
+                                  uninterrupted.history["log_lik"])

@@ -51,6 +51,7 @@ from numba import njit
 from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                 ret_buffer, write_element)
 from inference.concentration import GammaPrior, escobar_west_update
+from inference.em import _DeferredInterrupt
 from inference.sparse import resolve_backend
 from inference._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
@@ -671,16 +672,22 @@ class _RunOutput(NamedTuple):
     final: IRMState
 
 
-def _run_chain(rng_key, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup, relation,
-               keep_assignments):
+def _start_chain(rng_key, arrays, hidden_cells, *, schema, capacities, settings, n_sweeps, relation):
+    """The chain's start, an empty predictive sum and the keys of its ``n_sweeps`` sweeps."""
     key_init, key_sweeps = jax.random.split(rng_key)
     state = init(key_init, arrays, schema, capacities, concentration=settings["concentration"],
                  hyper=settings["hyper"], init_clusters=settings["init_clusters"])
+    predictive = jnp.zeros(hidden_cells.shape[:1] + (schema.n_values[relation],), arrays.weights[0].dtype)
+    return state, predictive, jax.random.split(key_sweeps, n_sweeps)
+
+
+def _advance_chain(state, predictive, arrays, flat, hidden_cells, indices, keys, *, schema, capacities, settings,
+                   n_warmup, relation, keep_assignments):
+    """The sweeps numbered ``indices`` (with their ``keys``): new state and predictive sum, per-sweep output."""
     step = build_kernel(schema, capacities, concentration_prior=settings["concentration_prior"],
                         hyper_prior_rate=settings["hyper_prior_rate"],
                         sample_concentration=settings["sample_concentration"],
                         sample_hyper=settings["sample_hyper"], backend=settings["backend"])
-    predictive = jnp.zeros(hidden_cells.shape[:1] + (schema.n_values[relation],), arrays.weights[0].dtype)
 
     def sweep(carry, inputs):
         state, predictive = carry
@@ -691,9 +698,17 @@ def _run_chain(rng_key, arrays, flat, hidden_cells, *, schema, capacities, setti
         out = (info, state.assignments if keep_assignments else ())
         return (state, predictive), out
 
-    keys = jax.random.split(key_sweeps, n_sweeps)
-    (state, predictive), (infos, assignments) = jax.lax.scan(
-        sweep, (state, predictive), (jnp.arange(n_sweeps), keys))
+    return jax.lax.scan(sweep, (state, predictive), (indices, keys))
+
+
+def _run_chain(rng_key, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup, relation,
+               keep_assignments):
+    state, predictive, keys = _start_chain(rng_key, arrays, hidden_cells, schema=schema, capacities=capacities,
+                                           settings=settings, n_sweeps=n_sweeps, relation=relation)
+    (state, predictive), (infos, assignments) = _advance_chain(
+        state, predictive, arrays, flat, hidden_cells, jnp.arange(n_sweeps), keys, schema=schema,
+        capacities=capacities, settings=settings, n_warmup=n_warmup, relation=relation,
+        keep_assignments=keep_assignments)
     return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), state)
 
 
@@ -702,10 +717,49 @@ _BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
 _STATIC = ("schema", "capacities", "settings", "n_sweeps", "n_warmup", "relation", "keep_assignments")
 
 
-@partial(jax.jit, static_argnames=_STATIC)
-def _run_chains(keys, arrays, flat, hidden_cells, **static):
-    run = partial(_run_chain, **static)
-    return jax.vmap(run, in_axes=(0, _SHARED, None, None))(keys, arrays, flat, hidden_cells)
+@partial(jax.jit, static_argnames=("schema", "capacities", "settings", "n_sweeps", "relation"))
+def _start_chains(keys, arrays, hidden_cells, **static):
+    return jax.vmap(partial(_start_chain, **static), in_axes=(0, _SHARED, None))(keys, arrays, hidden_cells)
+
+
+@partial(jax.jit, static_argnames=("schema", "capacities", "settings", "n_warmup", "relation", "keep_assignments"))
+def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, keys, **static):
+    advance = partial(_advance_chain, **static)
+    return jax.vmap(advance, in_axes=(0, 0, _SHARED, None, None, None, 0))(states, predictive, arrays, flat,
+                                                                          hidden_cells, indices, keys)
+
+
+def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
+                         relation, keep_assignments, sweeps_per_call):
+    """Every chain's sweeps in jitted calls of about ``sweeps_per_call`` sweeps, Ctrl-C acted on between calls.
+
+    The sweeps are cut into equal calls (one compilation, two when they do not divide evenly);
+    sweep s of a chain uses the same key as in one call, so the draws do not depend on the cut.
+    Returns the output of the sweeps finished (``info`` and ``assignments`` over them) and whether
+    all ``n_sweeps`` were (False after Ctrl-C, or on overflow: the caller re-runs then).
+    """
+    states, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
+                                                   settings=settings, n_sweeps=n_sweeps, relation=relation)
+    n_calls = -(-n_sweeps // sweeps_per_call)
+    per_call = -(-n_sweeps // n_calls)
+    static = dict(schema=schema, capacities=capacities, settings=settings, n_warmup=n_warmup, relation=relation,
+                  keep_assignments=keep_assignments)
+    chunks = []
+    completed = True
+    with _DeferredInterrupt() as interrupt:
+        for first in range(0, n_sweeps, per_call):
+            indices = jnp.arange(first, min(first + per_call, n_sweeps))
+            (states, predictive), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,
+                                                          sweep_keys[:, first: first + per_call], **static)
+            chunks.append(jax.device_get(chunk))
+            if np.any(np.asarray(states.overflow)):
+                completed = False
+                break
+            if interrupt.requested and first + per_call < n_sweeps:
+                completed = False
+                break
+    infos, assignments = jax.tree_util.tree_map(lambda *parts: np.concatenate(parts, axis=1), *chunks)
+    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), completed
 
 
 @partial(jax.jit, static_argnames=_STATIC)
@@ -817,24 +871,27 @@ class InfiniteRelational:
         return tuple(min(size, self.max_clusters * scale) for size in schema.domain_sizes)
 
     def _run(self, runner, keys, data, arrays, hidden_cells, schema, **kwargs):
-        """Run, doubling the capacity and repeating with the same keys while any chain overflows."""
+        """Run, doubling the capacity and repeating with the same keys while any chain overflows.
+
+        ``runner`` returns (output, whether every sweep ran).
+        """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
         scale = 1
         while True:
             capacities = self._capacities(schema, scale)
-            output = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
-                            settings=settings, **kwargs)
+            output, completed = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
+                                       settings=settings, **kwargs)
             overflowed = bool(np.any(np.asarray(output.final.overflow)))
             if not overflowed:
-                return output, capacities, scale
+                return output, capacities, completed
             if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                 raise RuntimeError("overflow reported with every capacity at its domain size")
             scale *= 2
 
     def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
-               n_warmup: int | None = None, keep_assignments: bool = True) -> "IRMResult":
-        """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``ped, one ``jit``).
+               n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50) -> "IRMResult":
+        """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``ped, in jitted calls of sweeps).
 
         Parameters
         ----------
@@ -843,6 +900,10 @@ class InfiniteRelational:
         n_chains, n_sweeps : int
         n_warmup : int, optional — sweeps discarded as warm-up (default half)
         keep_assignments : bool — keep every kept draw's partitions (for co-clustering and ARI)
+        sweeps_per_call : int — at most this many sweeps per jitted call (the draws do not depend
+            on it). Between calls Ctrl-C is acted on: the first one returns the sweeps finished by
+            the end of the current call (``result.completed`` is False); a second one abandons
+            the run with ``KeyboardInterrupt``.
 
         Returns
         -------
@@ -852,16 +913,19 @@ class InfiniteRelational:
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
+        sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
         key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
         schema = data.schema
         keys = jax.random.split(key, n_chains)
         hidden_cells = arrays.entries[0][:1]
-        output, capacities, _ = self._run(_run_chains, keys, data, arrays, hidden_cells, schema, n_sweeps=n_sweeps,
-                                          n_warmup=n_warmup, relation=0, keep_assignments=keep_assignments)
+        output, capacities, completed = self._run(
+            _run_chains_in_calls, keys, data, arrays, hidden_cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
+            relation=0, keep_assignments=keep_assignments, sweeps_per_call=sweeps_per_call)
         output = jax.device_get(output)
-        kept = slice(n_warmup, n_sweeps)
+        n_run = output.info.log_joint.shape[1]  # fewer than n_sweeps after Ctrl-C
+        kept = slice(min(n_warmup, n_run), n_run)
         return IRMResult(
             schema=schema,
             capacities=capacities,
@@ -874,6 +938,7 @@ class InfiniteRelational:
             warmup_log_joint=np.asarray(output.info.log_joint[:, :n_warmup]),
             assignments=({name: np.asarray(output.assignments[d][:, kept])
                           for d, name in enumerate(schema.domain_names)} if keep_assignments else None),
+            completed=completed,
             _arrays=arrays,
         )
 
@@ -905,8 +970,9 @@ class InfiniteRelational:
         case_arrays = arrays._replace(weights=_case_weights(arrays, hidden, relation))
         cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]
         keys = jax.random.split(key, (hidden.shape[0], n_chains))
-        output, _, _ = self._run(_run_cases, keys, data, case_arrays, cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
-                                 relation=relation, keep_assignments=False)
+        output, _, _ = self._run(lambda *args, **kwargs: (_run_cases(*args, **kwargs), True), keys, data, case_arrays,
+                                 cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup, relation=relation,
+                                 keep_assignments=False)
         probs = np.array(output.predictive).mean(axis=1)
         probs[hidden < 0] = np.nan
         return probs
@@ -925,6 +991,8 @@ class IRMResult:
     log_joint : (chain, draw)
     warmup_log_joint : (chain, n_warmup)
     assignments : dict domain name → (chain, draw, n_D) int, or None
+    completed : bool — False when Ctrl-C stopped the run: the arrays hold the sweeps finished
+        (no draws at all when it came during warm-up)
     """
 
     schema: RelationalSchema
@@ -935,6 +1003,7 @@ class IRMResult:
     log_joint: np.ndarray
     warmup_log_joint: np.ndarray
     assignments: dict | None
+    completed: bool = True
     _arrays: Any = field(default=None, repr=False)
 
     def to_inference_data(self):

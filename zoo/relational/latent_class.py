@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +63,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference._xla_ffi import register_handler
+from inference.em import _DeferredInterrupt
 from inference.segments import segment_sum
 from inference.sparse import resolve_backend
 from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
@@ -509,15 +510,20 @@ class _FitState(NamedTuple):
     done: Any
 
 
-def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
+def _start_one(rng_key, arrays, prior_count, *, schema, n_classes, max_passes):
+    """A random start and empty (max_passes,) histories."""
     params = _init_params(rng_key, arrays, schema=schema, n_classes=n_classes, prior_count=prior_count)
     dtype = arrays.weights[0].dtype
     history = jnp.full((max_passes,), jnp.nan, dtype)
-    state = _FitState(params, jnp.asarray(0, jnp.int32), jnp.asarray(-jnp.inf, dtype), history, history,
-                      jnp.asarray(False))
+    return _FitState(params, jnp.asarray(0, jnp.int32), jnp.asarray(-jnp.inf, dtype), history, history,
+                     jnp.asarray(False))
+
+
+def _advance_one(state, arrays, flat, beta, tol, prior_count, stop_at, *, schema, backend):
+    """Passes from ``state`` until ``stop_at`` passes in all or convergence."""
 
     def keep_going(state):
-        return (state.n_passes < max_passes) & ~state.done
+        return (state.n_passes < stop_at) & ~state.done
 
     def one_pass(state):
         params, info = iem_pass(state.params, arrays, beta, schema=schema, prior_count=prior_count, flat=flat,
@@ -531,6 +537,11 @@ def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes
     return jax.lax.while_loop(keep_going, one_pass, state)
 
 
+def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
+    state = _start_one(rng_key, arrays, prior_count, schema=schema, n_classes=n_classes, max_passes=max_passes)
+    return _advance_one(state, arrays, flat, beta, tol, prior_count, max_passes, schema=schema, backend=backend)
+
+
 _ARRAYS_SHARED = RelationalArrays(entries=None, values=None, weights=None, blankets=None)
 _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
 
@@ -538,11 +549,38 @@ _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blanket
 _STATIC = ("schema", "n_classes", "max_passes", "backend")
 
 
-@partial(jax.jit, static_argnames=_STATIC)
-def _fit_restarts(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
-    fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend)
-    return jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None, None))(keys, arrays, flat, beta, tol,
-                                                                             prior_count)
+@partial(jax.jit, static_argnames=("schema", "n_classes", "max_passes"))
+def _start_restarts(keys, arrays, prior_count, *, schema, n_classes, max_passes):
+    start = partial(_start_one, schema=schema, n_classes=n_classes, max_passes=max_passes)
+    return jax.vmap(start, in_axes=(0, _ARRAYS_SHARED, None))(keys, arrays, prior_count)
+
+
+@partial(jax.jit, static_argnames=("schema", "backend"))
+def _advance_restarts(states, arrays, flat, beta, tol, prior_count, stop_at, *, schema, backend):
+    advance = partial(_advance_one, schema=schema, backend=backend)
+    return jax.vmap(advance, in_axes=(0, _ARRAYS_SHARED, None, None, None, None, None))(
+        states, arrays, flat, beta, tol, prior_count, stop_at)
+
+
+def _run_passes(advance, states, *, max_passes, passes_per_call):
+    """Call ``advance(states, stop_at)`` in calls of ``passes_per_call`` passes; stop on convergence or Ctrl-C.
+
+    Ctrl-C is acted on between calls (:class:`inference.em._DeferredInterrupt`): the states of
+    the last finished call are returned, with ``"interrupted"``; a second Ctrl-C abandons the fit.
+    """
+    stopped_by = "max_passes"
+    stop_at = 0
+    with _DeferredInterrupt() as interrupt:
+        while stop_at < max_passes:
+            stop_at = min(stop_at + passes_per_call, max_passes)
+            states = advance(states, stop_at)
+            if np.asarray(states.done).all():
+                stopped_by = "converged"
+                break
+            if interrupt.requested:
+                stopped_by = "interrupted"
+                break
+    return states, stopped_by
 
 
 @partial(jax.jit, static_argnames=_STATIC)
@@ -653,6 +691,10 @@ class LatentClassRelational:
     prior_count: float = 1.0
     backend: str = "auto"
 
+    #: The fields of :class:`LRMParams` that are distributions, and the axis each sums to 1 along
+    #: (``init=`` of :func:`inference.em.tempered_em` is checked against it).
+    probability_axes: ClassVar[dict] = {"class_weights": -1, "relation_probs": -1, "responsibilities": -1}
+
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, ("auto", "xla", "numba"))
         if isinstance(self.n_classes, dict):
@@ -730,6 +772,7 @@ class LatentClassRelational:
         max_passes: int = 200,
         tol: float = 1e-6,
         beta: float = 1.0,
+        passes_per_call: int = 25,
     ) -> "LRMResult":
         """Fit by incremental EM with random restarts (CP §3 uses 10), keeping the best.
 
@@ -746,6 +789,11 @@ class LatentClassRelational:
             Stop when the objective changes by less than ``tol`` relative.
         beta : float in (0, 1]
             Inverse temperature of the E-step's likelihood term.
+        passes_per_call : int
+            Passes per jitted call (the result does not depend on it). Between calls Ctrl-C is
+            acted on: the first one returns the passes finished by the end of the current call
+            (``result.stopped_by == "interrupted"``); a second one abandons the fit with
+            ``KeyboardInterrupt``.
 
         Returns
         -------
@@ -755,6 +803,7 @@ class LatentClassRelational:
         max_passes = check_int("max_passes", max_passes, minimum=1)
         tol = check_real("tol", tol, low=0.0)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
+        passes_per_call = check_int("passes_per_call", passes_per_call, minimum=1)
         key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
@@ -762,9 +811,16 @@ class LatentClassRelational:
         self._check_memory(key, arrays, schema, n_restarts)
         dtype = arrays.weights[0].dtype
         keys = jax.random.split(key, n_restarts)
-        states = _fit_restarts(keys, arrays, flat, jnp.asarray(beta, dtype), jnp.asarray(tol, dtype),
-                               jnp.asarray(self.prior_count, dtype), schema=schema, n_classes=n_classes,
-                               max_passes=max_passes, backend=resolve_backend(self.backend))
+        beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (beta, tol, self.prior_count))
+        states = _start_restarts(keys, arrays, prior_count, schema=schema, n_classes=n_classes,
+                                 max_passes=max_passes)
+        backend = resolve_backend(self.backend)
+
+        def advance(states, stop_at):
+            return _advance_restarts(states, arrays, flat, beta, tol, prior_count, jnp.asarray(stop_at, jnp.int32),
+                                     schema=schema, backend=backend)
+
+        states, stopped_by = _run_passes(advance, states, max_passes=max_passes, passes_per_call=passes_per_call)
         states = jax.device_get(states)
         n_passes = np.asarray(states.n_passes)
         final = np.asarray(states.objective)[np.arange(n_restarts), np.maximum(n_passes - 1, 0)]
@@ -780,6 +836,7 @@ class LatentClassRelational:
             best_restart=best,
             n_passes=int(n_passes[best]),
             converged=bool(states.done[best]),
+            stopped_by=stopped_by,
         )
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
@@ -930,6 +987,8 @@ class LRMResult:
     restart_scores : (n_restarts,) — final objective of every restart
     best_restart, n_passes : int
     converged : bool
+    stopped_by : str — "converged" (every restart), "max_passes" or "interrupted" (Ctrl-C; the
+        finished passes are kept)
     """
 
     model: Any
@@ -940,6 +999,7 @@ class LRMResult:
     best_restart: int
     n_passes: int
     converged: bool
+    stopped_by: str = "converged"
 
     def classes(self) -> dict[str, np.ndarray]:
         """The most probable class of every individual, by domain name."""
