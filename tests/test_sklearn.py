@@ -7,6 +7,7 @@ estimators, which share all their machinery with the others.
 """
 
 import pickle
+import warnings
 
 import jax
 import numpy as np
@@ -24,6 +25,7 @@ from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.predictive import ZeroProbabilityWarning
 from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn import (
@@ -151,6 +153,58 @@ def test_rows_without_counts_get_the_class_prior(fitted_aspect):
     np.testing.assert_allclose(fitted_aspect.transform(mixed)[39], prior, rtol=1e-6)
     with pytest.raises(ValueError, match="^X: contains no positive counts"):
         fitted_aspect.score(zeros)
+
+
+COUNT_ESTIMATORS = [AspectEstimator(2), OneSidedEstimator(2), TwoSidedEstimator(2, n_col_classes=2),
+                    ClusterAbstractionEstimator(1)]
+
+
+@pytest.mark.parametrize("estimator", COUNT_ESTIMATORS, ids=lambda estimator: type(estimator).__name__)
+def test_score_reports_tokens_of_probability_zero_instead_of_flooring_them(estimator):
+    """A word never seen in training has P(y|x) = 0 under maximum likelihood: score is -inf and
+    perplexity inf, with a warning that counts the tokens, unless floor= is set; MAP-EM removes them."""
+    train = COUNTS.copy()
+    train[:, 0] = 0
+    test = _topic_counts(seed=5, n_rows=10)
+    test[:3, 0] += 2
+    n_zero = float(test[:, 0].sum())
+    settings = dict(max_iter=30, random_state=0, backend="xla")
+    fitted = clone(estimator).set_params(**settings).fit(train)
+    with pytest.warns(ZeroProbabilityWarning, match=f"^{n_zero:g} of {test.sum():g} held-out tokens"):
+        assert fitted.score(test) == -np.inf
+    with pytest.warns(ZeroProbabilityWarning):
+        assert fitted.perplexity(test) == np.inf
+    with pytest.warns(ZeroProbabilityWarning):
+        evaluation = fitted.heldout_evaluation(test)
+    assert evaluation.n_zero_tokens == n_zero and evaluation.n_tokens == test.sum() and evaluation.floor is None
+    # An explicit floor: every token at max(P(y|x), floor), the same fit otherwise.
+    floored = clone(fitted).set_params(floor=1e-12).fit(train)
+    with pytest.warns(ZeroProbabilityWarning, match="scored at floor=1e-12"):
+        floored_score = floored.score(test)
+    rest = test.copy()
+    rest[:, 0] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no token of probability 0 is left
+        rest_log_lik = fitted.heldout_evaluation(rest).log_lik
+    # Folding in ``test`` and ``rest`` gives the same rows: the unseen word carries no information.
+    expected = (rest_log_lik + n_zero * np.log(1e-12)) / test.sum()
+    assert floored_score == pytest.approx(expected, rel=1e-4)
+    # MAP-EM: no prediction is 0, no warning.
+    smoothed = clone(fitted).set_params(prior_count=0.5).fit(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isfinite(smoothed.score(test)) and smoothed.heldout_evaluation(test).n_zero_tokens == 0
+    assert smoothed.result_.model.prior_count == 0.5
+
+
+def test_bad_floor_and_prior_count():
+    with pytest.raises(ValueError, match="^floor"):
+        OneSidedEstimator(2, floor=2.0).fit(COUNTS)
+    with pytest.raises(ValueError, match="^prior_count"):
+        AspectEstimator(2, prior_count=-1.0).fit(COUNTS)
+    with pytest.raises(TypeError, match="^X: .* heldout_evaluation is for counts"):
+        GaussianMixtureEstimator(2, max_iter=5, random_state=0).fit(np.random.default_rng(0).normal(size=(20, 2))) \
+            .heldout_evaluation(np.zeros((2, 2)))
 
 
 def test_tempered_schedule_holds_out_tokens_and_chooses_beta():

@@ -14,6 +14,14 @@ grid searches and cross-validation:
   folded-in P(c|x) (the negative log of the perplexity, H99 §5); for features, the mean log
   density of the points. Higher is better, so model selection by ``GridSearchCV`` works.
 
+Tokens of probability 0 (count data). A maximum-likelihood fit can give a token of X
+P(y|x) = 0; the count estimators do not hide it under a floor, as :func:`zoo.dyadic.predictive.heldout_evaluation`
+does not: ``score`` is then -inf and ``perplexity`` inf, with a
+:class:`zoo.dyadic.predictive.ZeroProbabilityWarning` saying how many tokens, unless the
+hyperparameter ``floor`` scores every token at max(P(y|x), floor) (also in the fit's validation,
+as ``tempered_em(..., floor=)``) or ``prior_count > 0`` fits by MAP-EM so that no prediction is 0.
+``heldout_evaluation(X)`` returns the count with the log-likelihood.
+
 Hyperparameters common to all estimators: ``schedule`` ("em" for β = 1, "tempered" for
 Hofmann's tempered EM with β chosen on an internal validation split of ``valid_fraction`` of the
 tokens (or rows), "annealing" for deterministic annealing, or a schedule object from
@@ -48,6 +56,7 @@ from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction
 from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.predictive import HeldOut, heldout_from_factors
 from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture
 
@@ -136,23 +145,6 @@ def _text_dtype(X: Any) -> bool:
     return getattr(getattr(X, "dtype", None), "kind", "") in ("U", "S")
 
 
-def _mean_conditional_log_lik(row_factors: np.ndarray, col_factors: np.ndarray, counts: sp.csr_matrix) -> float:
-    """Σ_ik n_ik log Σ_c R_ic C_kc / Σ_ik n_ik in float64, over the non-zero cells (H99 §5).
-
-    A cell predicted with probability 0 contributes n log(tiny): huge but finite.
-    """
-    coo = counts.tocoo()
-    total = float(coo.data.sum())
-    log_lik = 0.0
-    tiny = np.finfo(np.float64).tiny
-    chunk = 1 << 16
-    for start in range(0, coo.nnz, chunk):
-        rows, cols = coo.row[start:start + chunk], coo.col[start:start + chunk]
-        probabilities = np.einsum("nc,nc->n", row_factors[rows], col_factors[cols])
-        log_lik += float(np.sum(coo.data[start:start + chunk] * np.log(np.maximum(probabilities, tiny))))
-    return log_lik / total
-
-
 class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of the EM estimators (not used directly).
 
@@ -188,6 +180,10 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     def _check_params(self) -> tuple[Any, Any]:
         """Validate every hyperparameter before any computation; returns (schedule, key)."""
         self._check_model_params()
+        if self._count_data:
+            check_real("prior_count", self.prior_count, low=0.0)
+            if self.floor is not None:
+                check_real("floor", self.floor, low=0.0, high=1.0, low_open=True, high_open=True)
         schedule = make_schedule(self.schedule)
         check_real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
         check_int("n_restarts", self.n_restarts, minimum=1)
@@ -282,9 +278,12 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                 raise ValueError("warm_start: the previous fit has other settings or another data shape; "
                                  "set warm_start=False to start afresh")
             init, n_restarts = self.result_.params, 1
+        # The fit's validation scores tokens of probability 0 as score() does: at ``floor``, or not at all.
+        floor = {"floor": self.floor} if self._count_data and valid is not None and self.floor is not None else {}
         result = tempered_em(
             model, train, key=key_fit, valid=valid, schedule=schedule, n_restarts=n_restarts,
             max_iter=self.max_iter, tol=self.tol, init=init, time_budget=self.time_budget, progress=self.progress,
+            **floor,
         )
         self.result_ = result
         self.n_iter_ = result.n_iter
@@ -327,21 +326,41 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """Mean log-likelihood per observation of X (higher is better).
 
         Counts: Σ n log P(y|x) / Σ n with P(c|x) folded in from X itself, the negative log
-        perplexity of H99 §5. Features: the mean log density of the points.
+        perplexity of H99 §5; -inf when tokens of X have P(y|x) = 0 and ``floor`` is None (a
+        :class:`~zoo.dyadic.predictive.ZeroProbabilityWarning` says how many; see
+        :meth:`heldout_evaluation`). Features: the mean log density of the points.
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         if not self._count_data:
             return self._mean_log_density(self.result_.params, X)
-        if X.count_nonzero() == 0:
-            raise ValueError("X: contains no positive counts to score")
-        posterior = self._posterior_validated(X)
-        row_factors, col_factors = self._predictive_factors(self.result_.params, posterior)
-        return _mean_conditional_log_lik(np.asarray(row_factors, np.float64), np.asarray(col_factors, np.float64), X)
+        evaluation = self._heldout(X)
+        return evaluation.log_lik / evaluation.n_tokens
+
+    def heldout_evaluation(self, X: Any) -> HeldOut:
+        """Σ n log P(y|x) of the counts X (rows folded in), the number of tokens and of tokens of
+        probability 0, in float64 (:func:`zoo.dyadic.predictive.heldout_evaluation`): -inf with
+        such tokens unless the ``floor`` hyperparameter scores every token at max(P(y|x), floor)."""
+        check_is_fitted(self)
+        if not self._count_data:
+            raise TypeError(f"X: {type(self).__name__} scores feature vectors; heldout_evaluation is for counts")
+        return self._heldout(self._validate_X(X, reset=False))
 
     def perplexity(self, X: Any) -> float:
-        """exp(-score(X)): held-out perplexity of count data (H99 §5)."""
+        """exp(-score(X)): held-out perplexity of count data (H99 §5); inf when tokens of X have
+        probability 0 and ``floor`` is None."""
         return float(np.exp(-self.score(X)))
+
+    def _heldout(self, X: sp.csr_matrix) -> HeldOut:
+        if X.count_nonzero() == 0:
+            raise ValueError("X: contains no positive counts to score")
+        row_factors, col_factors = self._heldout_factors(X)
+        return heldout_from_factors(row_factors, col_factors, CoOccurrence.from_sparse(X), floor=self.floor,
+                                    model_name=type(self).__name__, stacklevel=5)
+
+    def _heldout_factors(self, X: sp.csr_matrix) -> tuple[Any, Any]:
+        """(R, C) with P(y_k|x_i) = Σ_c R_ic C_kc for the rows of X folded in."""
+        return self._predictive_factors(self.result_.params, self._posterior_validated(X))
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -373,10 +392,20 @@ _COMMON_DOC = """schedule : {"em", "tempered", "annealing"} or schedule object, 
         Show a progress bar over EM iterations.
 """
 
+_COUNT_DOC = """prior_count : float ≥ 0, default 0
+        MAP-EM pseudo-counts added to every expected count in the M-step (the model's
+        ``prior_count``): with c > 0 no prediction P(y|x) is 0. 0 is maximum-likelihood EM (H99).
+    floor : float in (0, 1), optional
+        Score every token at max(P(y|x), floor) in ``score``, ``perplexity`` and the fit's
+        validation. None (the default): tokens of probability 0 are not hidden (score -inf,
+        perplexity inf, with a warning that counts them).
+"""
+
 
 def _document(estimator: type) -> type:
     """Insert the parameters shared by every estimator into the class docstring."""
-    estimator.__doc__ = estimator.__doc__.replace("COMMON_PARAMETERS\n", _COMMON_DOC + "\n")
+    estimator.__doc__ = (estimator.__doc__.replace("COMMON_PARAMETERS\n", _COMMON_DOC + "\n")
+                         .replace("COUNT_PARAMETERS\n", _COUNT_DOC))
     return estimator
 
 
@@ -396,6 +425,7 @@ class AspectEstimator(EMEstimator):
     fold_in_iter : int, default 50
         EM iterations of the fold-in of new rows.
     backend : {"auto", "xla", "numba"}, default "auto"
+    COUNT_PARAMETERS
     COMMON_PARAMETERS
     Attributes
     ----------
@@ -412,13 +442,15 @@ class AspectEstimator(EMEstimator):
     (4, 2)
     """
 
-    def __init__(self, n_classes=8, *, update="simultaneous", fold_in_iter=50, backend="auto", schedule="em",
-                 valid_fraction=0.1, n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False,
-                 time_budget=None, progress=False):
+    def __init__(self, n_classes=8, *, update="simultaneous", fold_in_iter=50, backend="auto", prior_count=0.0,
+                 floor=None, schedule="em", valid_fraction=0.1, n_restarts=1, max_iter=200, tol=1e-6,
+                 random_state=None, warm_start=False, time_budget=None, progress=False):
         self.n_classes = n_classes
         self.update = update
         self.fold_in_iter = fold_in_iter
         self.backend = backend
+        self.prior_count = prior_count
+        self.floor = floor
         self.schedule = schedule
         self.valid_fraction = valid_fraction
         self.n_restarts = n_restarts
@@ -431,13 +463,13 @@ class AspectEstimator(EMEstimator):
 
     def _check_model_params(self) -> None:
         check_int("fold_in_iter", self.fold_in_iter, minimum=1)
-        Aspect(self.n_classes, update=self.update, backend=self.backend)
+        self._build_model()
 
     def _check_data(self, data: Any, n_samples: int) -> None:
         """The aspect model needs no more rows than classes (aspects are shared by tokens)."""
 
     def _build_model(self) -> Aspect:
-        return Aspect(self.n_classes, update=self.update, backend=self.backend)
+        return Aspect(self.n_classes, update=self.update, backend=self.backend, prior_count=self.prior_count)
 
     def _class_prior(self, params: Any) -> np.ndarray:
         return np.asarray(params.class_prior, np.float64)
@@ -573,6 +605,7 @@ class OneSidedEstimator(ClusterMixin, EMEstimator):
     n_classes : int, default 8
         Number of row clusters K (at most the number of rows).
     backend : {"auto", "xla", "numba"}, default "auto"
+    COUNT_PARAMETERS
     COMMON_PARAMETERS
     Attributes
     ----------
@@ -582,15 +615,16 @@ class OneSidedEstimator(ClusterMixin, EMEstimator):
     n_iter_, beta_, converged_
     """
 
-    def __init__(self, n_classes=8, *, backend="auto", schedule="em", valid_fraction=0.1, n_restarts=1, max_iter=200,
-                 tol=1e-6, random_state=None, warm_start=False, time_budget=None, progress=False):
+    def __init__(self, n_classes=8, *, backend="auto", prior_count=0.0, floor=None, schedule="em", valid_fraction=0.1,
+                 n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False, time_budget=None,
+                 progress=False):
         _init_count_estimator(self, locals())
 
     def _check_model_params(self) -> None:
         self._build_model()
 
     def _build_model(self) -> OneSided:
-        return OneSided(self.n_classes, side="rows", backend=self.backend)
+        return OneSided(self.n_classes, side="rows", backend=self.backend, prior_count=self.prior_count)
 
     def _class_prior(self, params: Any) -> np.ndarray:
         return np.asarray(params.class_prior, np.float64)
@@ -623,6 +657,7 @@ class TwoSidedEstimator(ClusterMixin, EMEstimator):
     n_col_classes : int, optional
         Number of column clusters K_y (default K_x).
     backend : {"auto", "xla", "numba"}, default "auto"
+    COUNT_PARAMETERS
     COMMON_PARAMETERS
     Attributes
     ----------
@@ -632,9 +667,9 @@ class TwoSidedEstimator(ClusterMixin, EMEstimator):
     n_iter_, beta_, converged_
     """
 
-    def __init__(self, n_classes=8, *, n_col_classes=None, backend="auto", schedule="em", valid_fraction=0.1,
-                 n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False, time_budget=None,
-                 progress=False):
+    def __init__(self, n_classes=8, *, n_col_classes=None, backend="auto", prior_count=0.0, floor=None, schedule="em",
+                 valid_fraction=0.1, n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False,
+                 time_budget=None, progress=False):
         _init_count_estimator(self, locals())
 
     def _check_model_params(self) -> None:
@@ -643,7 +678,7 @@ class TwoSidedEstimator(ClusterMixin, EMEstimator):
         self._build_model()
 
     def _build_model(self) -> TwoSided:
-        return TwoSided(self.n_classes, self.n_col_classes, backend=self.backend)
+        return TwoSided(self.n_classes, self.n_col_classes, backend=self.backend, prior_count=self.prior_count)
 
     def _check_data(self, data: Any, n_samples: int) -> None:
         super()._check_data(data, n_samples)
@@ -712,6 +747,7 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
     fold_in_iter : int, default 50
         EM iterations of the fold-in of new rows.
     backend : {"auto", "xla", "numba"}, default "auto"
+    COUNT_PARAMETERS
     COMMON_PARAMETERS
     Attributes
     ----------
@@ -720,9 +756,9 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
     n_iter_, beta_, converged_
     """
 
-    def __init__(self, depth=2, *, branching=2, fold_in_iter=50, backend="auto", schedule="em", valid_fraction=0.1,
-                 n_restarts=1, max_iter=200, tol=1e-6, random_state=None, warm_start=False, time_budget=None,
-                 progress=False):
+    def __init__(self, depth=2, *, branching=2, fold_in_iter=50, backend="auto", prior_count=0.0, floor=None,
+                 schedule="em", valid_fraction=0.1, n_restarts=1, max_iter=200, tol=1e-6, random_state=None,
+                 warm_start=False, time_budget=None, progress=False):
         _init_count_estimator(self, locals())
 
     @classmethod
@@ -739,7 +775,8 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
         self._build_model()
 
     def _build_model(self) -> ClusterAbstraction:
-        return ClusterAbstraction(depth=self.depth, branching=self.branching, backend=self.backend)
+        return ClusterAbstraction(depth=self.depth, branching=self.branching, backend=self.backend,
+                                  prior_count=self.prior_count)
 
     def _n_classes(self) -> int:
         return self._build_model().n_classes
@@ -764,16 +801,11 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
     def _posterior(self, params: CAMParams, data: CoOccurrence, beta: float) -> Any:
         return self._folded(params, data, beta).cluster_posterior
 
-    def score(self, X: Any, y: Any = None) -> float:
-        """Mean Σ n log P(y|x) / Σ n of X, P(y|x) = Σ_ν P(a_ν|x) P(y|a_ν) with X folded in (H99 §3)."""
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        if X.count_nonzero() == 0:
-            raise ValueError("X: contains no positive counts to score")
+    def _heldout_factors(self, X: sp.csr_matrix) -> tuple[Any, Any]:
+        """P(y|x) = Σ_ν P(a_ν|x) P(y|a_ν) with X folded in (H99 §3)."""
         params = self.result_.params
         folded = self._folded(params, CoOccurrence.from_sparse(X), self.result_.beta)
-        row_factors = np.asarray(self.result_.model.node_given_row(folded), np.float64)
-        return _mean_conditional_log_lik(row_factors, np.asarray(params.col_given_node, np.float64), X)
+        return self.result_.model.node_given_row(folded), params.col_given_node
 
 
 # ----------------------------------------------------------------------------- the DP mixture
