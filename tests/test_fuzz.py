@@ -31,8 +31,9 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inference import concentration, partitions
+from inference import concentration, neal, partitions
 from inference.chains import ChainResult, sample_chains
+from inference.components import sample_log_gamma
 from inference.em import EMResult, tempered_em
 from inference.enumerated import EnumeratedEM
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
@@ -48,7 +49,7 @@ from zoo.dirichlet.mixture import DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
 from zoo.relational.data import Domain, RelationalData, Relation
 from zoo.relational.evaluation import cross_validated_log_loss, fold_cases, held_out_cases, leave_one_out_log_loss
-from zoo.relational.infinite import InfiniteRelational
+from zoo.relational.infinite import InfiniteRelational, init as irm_init
 from zoo.relational.latent_class import LatentClassRelational
 from zoo.report import write_report
 from zoo.sklearn import (AspectEstimator, ClusterAbstractionEstimator, DPMixtureEstimator, GaussianMixtureEstimator,
@@ -1011,6 +1012,9 @@ RESULT_ARRAYS = ["params/class_prior.npy", "params/row_given_class.npy", "histor
 @settings(FUZZ, max_examples=200)
 @given(damaged(RESULT_BYTES, RESULT_METADATA, RESULT_ARRAYS, {
     "history/log_lik.npy": [np.zeros((3, 1)), np.array(1.0)], "restart_scores.npy": [np.zeros((1, 1)), np.zeros(0)],
+    # parameters of another shape than the model's for the stored data shape (4, 3)
+    "params/class_prior.npy": [np.full(3, 1 / 3), np.full((2, 1), 0.5), np.array(1.0)],
+    "params/row_given_class.npy": [np.full((5, 2), 0.2), np.full((4, 3), 0.25), np.full((2, 4), 0.5)],
     "metadata.npy": [np.asarray(b"{}"), np.asarray(3.0), np.asarray(["{}"])],
 }))
 def test_damaged_result_files(case):
@@ -1021,7 +1025,8 @@ def test_damaged_result_files(case):
 @counted(150)
 @settings(FUZZ, max_examples=150)
 @given(damaged(CHECKPOINT_BYTES, CHECKPOINT_METADATA, ["state/0.npy", "state/1.npy", "key.npy"], {
-    "state/0.npy": [np.zeros((2, 3)), np.zeros(2, np.int32)], "state/1.npy": [np.zeros((2, 3), np.int32)],
+    "state/0.npy": [np.zeros((2, 3)), np.zeros(2, np.int32), np.zeros((3, 3), np.int32), np.zeros((2, 2), np.int32)],
+    "state/1.npy": [np.zeros((2, 3), np.int32), np.ones((2, 2)), np.ones((1, 3))],
     "key.npy": [np.zeros(2), np.zeros(3, np.uint32), np.zeros((2, 2), np.uint32), np.zeros((), np.uint32)],
 }))
 def test_damaged_chain_checkpoints(case):
@@ -1120,6 +1125,11 @@ KEY_ENTRY_POINTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "anneal_tree": ("key", lambda key: anneal_tree(DATA, key=key, max_leaves=2)),
     "escobar_west_update": ("rng_key", lambda key: concentration.escobar_west_update(key, 1.0, 2, 5, PRIOR)),
     "AspectEstimator.fit": ("random_state", lambda key: AspectEstimator(2, random_state=key).fit(X_COUNTS)),
+    # Kernel-level entry points (called by the drivers above, and by users who build their own).
+    "inference.neal.init": ("rng_key", lambda key: neal.init(key, POINTS, normal_gamma(2), max_clusters=2, alpha=1.0)),
+    "sample_log_gamma": ("rng_key", lambda key: sample_log_gamma(key, 2.0, (3,))),
+    "zoo.relational.infinite.init": ("rng_key", lambda key: irm_init(
+        key, RELATIONAL.to_arrays(), RELATIONAL.schema, (2,), concentration=1.0, hyper=1.0, init_clusters=2)),
 }
 BAD_KEYS = st.one_of(
     st.integers(), st.floats(), st.text(max_size=4), st.booleans(),
@@ -1132,8 +1142,8 @@ BAD_KEYS = st.one_of(
 )
 
 
-@counted(200)
-@settings(FUZZ, max_examples=200)
+@counted(240)
+@settings(FUZZ, max_examples=240)
 @given(st.sampled_from(sorted(KEY_ENTRY_POINTS)), BAD_KEYS)
 def test_prng_keys(entry_point, key):
     name, call = KEY_ENTRY_POINTS[entry_point]
@@ -1146,6 +1156,65 @@ def test_one_key_of_either_kind_is_accepted():
     for key in (jax.random.key(3), jax.random.PRNGKey(3)):
         CASES["count"] += 1
         assert np.isfinite(tempered_em(ASPECT, TRAIN, key=key, max_iter=2).history["log_lik"]).all()
+
+
+# ----------------------------------------------------------------------------- starts of the relational model
+LRM = LatentClassRelational(2, backend="xla")
+LRM_BOUND = LRM.bind(RELATIONAL)
+LRM_START = LRM_BOUND.init_params(KEY, LRM_BOUND.prepare(RELATIONAL))
+
+
+def _lrm_start_with(field: int, change: Callable[[np.ndarray], np.ndarray]) -> Any:
+    part = LRM_START[field]
+    return LRM_START._replace(**{LRM_START._fields[field]: (change(np.array(part[0])),) + tuple(part[1:])})
+
+
+def _poison_entry(values: np.ndarray, position: int, value: float) -> np.ndarray:
+    values = values.copy()
+    values.flat[position % values.size] = value
+    return values
+
+
+BAD_LRM_STARTS = st.tuples(st.integers(0, 2), st.one_of(
+    # a negative probability, the rest of its distribution unchanged
+    st.tuples(st.integers(0, 100), st.floats(-10.0, -1e-3)).map(
+        lambda spec: lambda values: _poison_entry(values, *spec)),
+    # every distribution scaled off 1
+    st.one_of(st.floats(0.0, 0.99), st.floats(1.01, 100.0)).map(lambda scale: lambda values: values * scale),
+    # one entry moved off its distribution's sum
+    st.tuples(st.integers(0, 100), st.floats(0.01, 10.0)).map(
+        lambda spec: lambda values: _poison_entry(values, spec[0], values.flat[spec[0] % values.size] + spec[1])),
+    st.tuples(st.integers(0, 100), NON_FINITE).map(lambda spec: lambda values: _poison_entry(values, *spec)),
+    # another shape: a class more or fewer, an individual more, one axis too many
+    st.sampled_from([lambda values: np.concatenate([values, values[..., :1]], axis=-1) / 2,
+                     lambda values: values[..., :1] / values[..., :1],
+                     lambda values: np.concatenate([values, values[:1]], axis=0),
+                     lambda values: values[None]]),
+)).map(lambda spec: _lrm_start_with(*spec))
+
+
+@counted(120)
+@settings(FUZZ, max_examples=120)
+@given(BAD_LRM_STARTS)
+def test_bad_starts_of_the_latent_class_model(init):
+    rejects(lambda: tempered_em(LRM_BOUND, RELATIONAL, key=KEY, init=init, max_iter=2), "init")
+
+
+def test_a_valid_start_of_the_latent_class_model_is_accepted():
+    CASES["count"] += 1
+    assert tempered_em(LRM_BOUND, RELATIONAL, key=KEY, init=LRM_START, max_iter=2).n_iter == 2
+
+
+@counted(40)
+@settings(FUZZ, max_examples=40)
+@given(st.one_of(
+    ints_below(1).map(lambda value: ("passes_per_call", lambda: LRM.fit(RELATIONAL, key=KEY, passes_per_call=value))),
+    ints_below(1).map(lambda value: ("sweeps_per_call", lambda: InfiniteRelational().sample(
+        RELATIONAL, key=KEY, n_sweeps=2, sweeps_per_call=value))),
+))
+def test_calls_per_segment_of_the_relational_models(case):
+    name, call = case
+    rejects(call, name)
 
 
 def test_at_least_a_thousand_cases():

@@ -5,7 +5,9 @@ arrays under ``params/<field>``, the history under ``history/<name>``, the resta
 JSON document under ``metadata`` with the model's settings, the parameters' type, β, the
 iteration counts, how the fit stopped, the data shape and, optionally, the schedule and any
 settings of the run (e.g. the command line). :func:`load_result` gives back an equal
-``EMResult`` whose methods work, so a notebook can resume::
+``EMResult`` whose methods work (the parameters' fields and shapes are checked against the
+model's own start for data of the stored shape, where the model can give one), so a notebook can
+resume (bit-identically at a fixed β without validation data, see :func:`inference.em.tempered_em`)::
 
     save_result("fit.npz", result, schedule=schedule)
     result = load_result("fit.npz")
@@ -414,6 +416,7 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     shape = _decoded(path, metadata.get("shape"), "shape", ())
     if shape is not None and not isinstance(shape, tuple):
         raise ValueError(f"path: {str(path)!r}: metadata entry 'shape' is {shape!r:.60}, expected the data's shape")
+    _check_params_shapes(path, model, params, shape)
     return EMResult(
         model=model,
         params=params,
@@ -427,6 +430,53 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
         stopped_by=stopped_by,
         _shape=shape,
     )
+
+
+def _stand_in_data(shape: tuple) -> Any:
+    """Data of ``shape`` for the shapes of a model's start: counts on a diagonal band (every row and
+    column has one) for an (n_rows, n_cols) co-occurrence shape, else zeros (small shapes only)."""
+    from zoo.data import CoOccurrence
+
+    if len(shape) == 2 and all(_is_int(size) and size >= 1 for size in shape):
+        cells = np.arange(max(shape))
+        yield CoOccurrence(cells % shape[0], cells % shape[1], np.ones(cells.shape[0]), shape)
+    if all(_is_int(size) and size >= 1 for size in shape) and np.prod(shape, dtype=float) <= 1e6:
+        yield np.zeros(shape)
+
+
+def _params_template(model: Any, shape: Any) -> Any:
+    """The shapes of ``model``'s own start for data of ``shape`` (``jax.eval_shape``; nothing is
+    computed), or None where the model cannot say (no stored shape, data of another kind)."""
+    import jax
+
+    if not isinstance(shape, tuple) or not callable(getattr(model, "init_params", None)):
+        return None
+    for data in _stand_in_data(shape):
+        try:
+            arrays = model.prepare(data)
+            return jax.eval_shape(model.init_params, jax.random.key(0), arrays)
+        except Exception:  # the model takes data of another kind, or needs values to size its start
+            continue
+    return None
+
+
+def _check_params_shapes(path: Path, model: Any, params: Any, shape: Any) -> None:
+    """The stored parameters against the model's own for data of the stored shape: the same
+    fields, each of the same shape, else a ValueError naming ``path``."""
+    import jax
+
+    template = _params_template(model, shape)
+    if template is None:
+        return
+    expected = dict((jax.tree_util.keystr(key), leaf) for key, leaf in jax.tree_util.tree_flatten_with_path(template)[0])
+    stored = dict((jax.tree_util.keystr(key), leaf) for key, leaf in jax.tree_util.tree_flatten_with_path(params)[0])
+    if sorted(expected) != sorted(stored):
+        raise ValueError(f"path: {str(path)!r}: parameters {sorted(stored)} do not match the fields "
+                         f"{sorted(expected)} of {type(model).__name__}")
+    for name, leaf in stored.items():
+        if tuple(np.shape(leaf)) != tuple(expected[name].shape):
+            raise ValueError(f"path: {str(path)!r}: parameter {name.lstrip('.')} has shape {tuple(np.shape(leaf))}, "
+                             f"where {model!r:.80} fitted to data of shape {shape} has {tuple(expected[name].shape)}")
 
 
 def _import_for(path: Path, qualified: Any, trusted_modules: Sequence[str]) -> Any:
@@ -591,6 +641,30 @@ def save_checkpoint(path: str | os.PathLike, result: Any, rng_key: Any, *, model
     return path
 
 
+def _check_state_shapes(path: Path, names: list[str], shapes: list[tuple], like_shapes: list[tuple]) -> None:
+    """The saved state's shapes against each other and ``like``'s, else a ValueError naming ``path``.
+
+    Every leaf has the chains first, as many in all of them. An axis may only be longer than in
+    ``like`` where a capacity grew during the run, and then every axis of that length in ``like``
+    that grew grew to the same length (one capacity, doubled); no axis is shorter.
+    """
+    chains = {shape[0] for shape in shapes if len(shape)}
+    if len(chains) > 1:
+        raise ValueError(f"path: {str(path)!r}: the state leaves hold different numbers of chains "
+                         f"({', '.join(f'{name} {shape}' for name, shape in zip(names, shapes))})")
+    grown: dict[int, tuple[int, str]] = {}
+    for name, shape, like_shape in zip(names, shapes, like_shapes):
+        for axis, (size, like_size) in enumerate(zip(shape[1:], like_shape[1:]), start=1):
+            if size < like_size:
+                raise ValueError(f"path: {str(path)!r}: the state leaf {name} has shape {shape}, shorter on axis "
+                                 f"{axis} than like's {like_shape}")
+            if size > like_size:
+                first = grown.setdefault(like_size, (size, name))
+                if first[0] != size:
+                    raise ValueError(f"path: {str(path)!r}: the state leaf {name} has grown from {like_size} to "
+                                     f"{size} on axis {axis}, where {first[1]} grew from {like_size} to {first[0]}")
+
+
 def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
     """Read a file written by :func:`save_checkpoint`.
 
@@ -600,7 +674,9 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
     like : pytree
         A state of the same kind (e.g. the initial states of the run, from
         :func:`inference.chains.stack_states`): its structure rebuilds the saved state. Shapes
-        may differ (capacity grown during the run); the structure must match.
+        may differ where a capacity grew during the run (every leaf has as many chains, no axis
+        is shorter than ``like``'s, and axes of one length in ``like`` grew to one length); the
+        structure must match.
 
     Returns
     -------
@@ -631,6 +707,7 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
             raise ValueError(f"path: {str(path)!r}: the state leaf {name} holds {values.dtype}, "
                              f"where like holds {template.dtype}")
         leaves.append(jnp.asarray(values))
+    _check_state_shapes(path, names, [np.shape(leaf) for leaf in leaves], [np.shape(leaf) for leaf in like_leaves])
     key_data = _numeric_array(path, arrays, "key")
     if key_data.dtype != np.uint32 or (impl is None and key_data.shape != (2,)):
         raise ValueError(f"path: {str(path)!r}: the key is {key_data.dtype}{list(key_data.shape)}, "
