@@ -1,0 +1,288 @@
+"""scikit-learn estimators of feature vectors: the Gaussian mixture (EM) and the Dirichlet-process
+mixture (Gibbs chains)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from inference.segments import segment_sum
+from inference._validation import check_choice, check_int, check_number_dtype, check_real
+from zoo.finite_mixture import GaussianMixture
+from zoo.sklearn._base import EMEstimator, _check_bool, _document, _text_dtype, jax_key
+
+__all__ = ["GaussianMixtureEstimator", "DPMixtureEstimator", "DP_FAMILIES"]
+
+
+@_document
+class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
+    """Mixture of diagonal Gaussians fitted by tempered EM, as a scikit-learn clusterer.
+
+    Parameters
+    ----------
+    n_classes : int, default 8
+    variance_floor : float, default 1e-6
+        Lower bound on class variances relative to the data's variance.
+    COMMON_PARAMETERS
+    Attributes
+    ----------
+    result_ : EMResult
+    labels_ : (n_samples,) int array — most probable class of each training point
+    weights_, means_, scales_ : fitted mixture weights (K,), means and standard deviations (K, D)
+    n_iter_, beta_, converged_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> points = np.concatenate([np.full((10, 2), -3.0), np.full((10, 2), 3.0)])
+    >>> points += np.random.default_rng(0).normal(size=points.shape) * 0.1
+    >>> estimator = GaussianMixtureEstimator(n_classes=2, random_state=0).fit(points)
+    >>> sorted(np.bincount(estimator.labels_).tolist())
+    [10, 10]
+    """
+
+    _count_data = False
+
+    def __init__(self, n_classes=8, *, variance_floor=1e-6, schedule="em", valid_fraction=0.1, n_restarts=1,
+                 max_iter=200, tol=1e-6, random_state=None, warm_start=False, time_budget=None, progress=False):
+        self.n_classes = n_classes
+        self.variance_floor = variance_floor
+        self.schedule = schedule
+        self.valid_fraction = valid_fraction
+        self.n_restarts = n_restarts
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.time_budget = time_budget
+        self.progress = progress
+
+    def _check_model_params(self) -> None:
+        GaussianMixture(self.n_classes, variance_floor=self.variance_floor)
+
+    def _check_data(self, data: Any, n_samples: int) -> None:
+        """Enough training points for the classes, and no constant feature: the variance floor is
+        relative to each feature's spread, and a feature without spread makes the fit NaN."""
+        super()._check_data(data, n_samples)
+        constant = np.flatnonzero(np.ptp(data, axis=0) == 0)
+        if constant.size:
+            raise ValueError(f"X: feature(s) {constant.tolist()} are constant in the training data; "
+                             "remove them (the variance floor is relative to each feature's spread)")
+
+    def _build_model(self) -> GaussianMixture:
+        return GaussianMixture(self.n_classes, variance_floor=self.variance_floor)
+
+    @staticmethod
+    def _log_joint(params: Any, points: np.ndarray) -> np.ndarray:
+        """log w_c + log N(x_n; μ_c, diag σ_c²), shape (n_points, K), in float64."""
+        locs = np.asarray(params.locs, np.float64)
+        scales = np.asarray(params.scales, np.float64)
+        standardised = (points[:, None, :] - locs[None]) / scales[None]
+        log_density = -0.5 * np.sum(standardised**2 + np.log(2.0 * np.pi * scales[None] ** 2), axis=2)
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(params.weights, np.float64))[None, :] + log_density
+
+    def _posterior(self, params: Any, points: np.ndarray, beta: float) -> np.ndarray:
+        """Responsibilities P(c|x_n) at β = 1."""
+        log_joint = self._log_joint(params, points)
+        log_joint -= log_joint.max(axis=1, keepdims=True)
+        posterior = np.exp(log_joint)
+        return posterior / posterior.sum(axis=1, keepdims=True)
+
+    def _mean_log_density(self, params: Any, points: np.ndarray) -> float:
+        log_joint = self._log_joint(params, points)
+        peak = log_joint.max(axis=1, keepdims=True)
+        return float(np.mean(peak[:, 0] + np.log(np.exp(log_joint - peak).sum(axis=1))))
+
+    def _class_prior(self, params: Any) -> np.ndarray:
+        return np.asarray(params.weights, np.float64)
+
+    @property
+    def weights_(self) -> np.ndarray:
+        check_is_fitted(self)
+        return np.asarray(self.result_.params.weights, np.float64)
+
+    @property
+    def means_(self) -> np.ndarray:
+        check_is_fitted(self)
+        return np.asarray(self.result_.params.locs, np.float64)
+
+    @property
+    def scales_(self) -> np.ndarray:
+        check_is_fitted(self)
+        return np.asarray(self.result_.params.scales, np.float64)
+
+
+# ----------------------------------------------------------------------------- the DP mixture
+#: Component families of :class:`DPMixtureEstimator` (built-in conjugate priors, default settings).
+DP_FAMILIES = ("normal-gamma", "beta-bernoulli")
+
+
+@partial(jax.jit, static_argnames=("family", "n_clusters"))
+def _predictive_log_weights(family: Any, train: Any, labels: Any, points: Any, log_alpha: Any, n_clusters: int) -> Any:
+    """log n_k + log p(x | cluster k) for the K clusters of a partition, and log α + log p(x) for a
+    new cluster (the Chinese-restaurant predictive, DM05 §3), shape (n_points, K + 1)."""
+    point_stats = jax.vmap(family.point_stats)(train)
+    # Segment K receives no point: its statistics are those of an empty (new) cluster.
+    cluster_stats = jax.tree_util.tree_map(
+        lambda leaf: segment_sum(leaf, labels, num_segments=n_clusters + 1), point_stats)
+    sizes = jnp.bincount(labels, length=n_clusters + 1).astype(train.dtype)
+    log_prior = jnp.where(jnp.arange(n_clusters + 1) < n_clusters, jnp.log(jnp.maximum(sizes, 1.0)), log_alpha)
+
+    def per_point(x):
+        return jax.vmap(lambda stats: family.log_predictive(stats, x))(cluster_stats)
+
+    return log_prior[None, :] + jax.vmap(per_point)(points)
+
+
+class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+    """Dirichlet-process mixture (the CDP of DM05) fitted by Gibbs sampling, as a scikit-learn clusterer.
+
+    ``fit`` runs :class:`zoo.dirichlet.mixture.DPMixture` (Neal 2000 Algorithm 8, 2 or 3 on
+    ``n_chains`` chains) and keeps the posterior point-estimate partition as ``labels_``. New points
+    are scored with the Chinese-restaurant predictive given that partition (DM05 §3): cluster k
+    with weight n_k p(x | points of k), a new cluster with weight α p(x). ``transform`` gives
+    these probabilities, shape (n_samples, ``n_clusters_`` + 1), the last column being a new
+    cluster; ``score`` the mean log predictive density. The number of classes is not fixed: it is
+    inferred. Features should be standardised for the default Normal–Gamma prior (mean 0, unit
+    scales), e.g. with ``StandardScaler`` in a pipeline.
+
+    Parameters
+    ----------
+    family : {"normal-gamma", "beta-bernoulli"}, default "normal-gamma"
+        Diagonal Gaussian components (DM05 §5) or independent Bernoulli features.
+    alpha : float, default 1.0
+        Concentration (the initial value when ``alpha_prior`` is given).
+    alpha_prior : (shape, rate) or None, default (1.0, 1.0)
+        Gamma prior on α, resampled every sweep (DM05 App. B); None keeps α fixed.
+    algorithm : {"auxiliary", "conjugate", "collapsed"}, default "collapsed"
+        Neal (2000) Algorithm 8, 2 or 3.
+    n_chains, n_warmup, n_draws : int, default 2, 100, 200
+    max_clusters : int, default 32
+        Initial capacity of the chains (grown when needed).
+    loss : {"vi", "binder"}, default "vi"
+        Loss of the point-estimate partition.
+    random_state : None, int, numpy generator or JAX key
+    progress : bool, default False
+
+    Attributes
+    ----------
+    fit_ : DPMixtureFit — the draws, with ``idata`` (ArviZ) and diagnostics
+    labels_ : (n_samples,) int array — the point-estimate partition of the training points
+    n_clusters_ : int
+    alpha_ : float — posterior mean of α (or the fixed α)
+    """
+
+    def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=2,
+                 n_warmup=100, n_draws=200, max_clusters=32, loss="vi", random_state=None, progress=False):
+        self.family = family
+        self.alpha = alpha
+        self.alpha_prior = alpha_prior
+        self.algorithm = algorithm
+        self.n_chains = n_chains
+        self.n_warmup = n_warmup
+        self.n_draws = n_draws
+        self.max_clusters = max_clusters
+        self.loss = loss
+        self.random_state = random_state
+        self.progress = progress
+
+    def _component_family(self, n_features: int) -> Any:
+        from zoo.dirichlet.families import beta_bernoulli, normal_gamma
+
+        return normal_gamma(n_features) if self.family == "normal-gamma" else beta_bernoulli(n_features)
+
+    def _check_params(self) -> tuple[Any, Any]:
+        from inference.concentration import gamma_prior
+
+        check_choice("family", self.family, DP_FAMILIES)
+        check_real("alpha", self.alpha, low=0.0, low_open=True)
+        prior = None
+        if self.alpha_prior is not None:
+            if not isinstance(self.alpha_prior, (tuple, list)) or len(self.alpha_prior) != 2:
+                raise TypeError(f"alpha_prior: expected (shape, rate) or None, got {self.alpha_prior!r}")
+            try:
+                prior = gamma_prior(*self.alpha_prior)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"alpha_prior: {error}") from None
+        check_choice("algorithm", self.algorithm, ("auxiliary", "conjugate", "collapsed"))
+        for name in ("n_chains", "n_draws", "max_clusters"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("n_warmup", self.n_warmup, minimum=0)
+        check_choice("loss", self.loss, ("vi", "binder"))
+        _check_bool("progress", self.progress)
+        return prior, jax_key(self.random_state)
+
+    def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
+        if _text_dtype(X):
+            raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
+        check_number_dtype("X", X)
+        try:
+            X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
+        except ValueError as error:
+            raise ValueError(f"X: {error}") from None
+        except TypeError as error:
+            raise TypeError(f"X: {error}") from None
+        X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        return self._component_family(X.shape[1]).check_data("X", X)
+
+    def fit(self, X: Any, y: Any = None) -> "DPMixtureEstimator":
+        """Sample the posterior partition of the rows of X; keep the point estimate."""
+        from zoo.dirichlet.mixture import DPMixture
+
+        prior, key = self._check_params()
+        X = self._validate_X(X, reset=True)
+        model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
+                          algorithm=self.algorithm, max_clusters=self.max_clusters)
+        self.fit_ = model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
+                              progress=self.progress)
+        labels = np.asarray(self.fit_.point_estimate(self.loss))
+        _, labels = np.unique(labels, return_inverse=True)  # 0..K-1
+        self.labels_ = labels.astype(np.int64)
+        self.n_clusters_ = int(labels.max()) + 1
+        self.alpha_ = float(np.mean(self.fit_.result.samples["alpha"]))
+        self._train = X
+        self._n_features_out = self.n_clusters_ + 1
+        return self
+
+    def _log_weights(self, X: np.ndarray) -> np.ndarray:
+        family = self._component_family(self._train.shape[1])
+        dtype = jnp.result_type(float)
+        weights = _predictive_log_weights(family, jnp.asarray(self._train, dtype), jnp.asarray(self.labels_),
+                                          jnp.asarray(X, dtype), jnp.log(jnp.asarray(self.alpha_, dtype)),
+                                          self.n_clusters_)
+        # A copy: np.asarray of a float64 JAX array (under x64) is a read-only view, and the
+        # callers normalise the weights in place.
+        return np.array(weights, np.float64)
+
+    def transform(self, X: Any) -> np.ndarray:
+        """P(x joins cluster k | partition), k = 0..K-1, and of a new cluster (last column)."""
+        check_is_fitted(self)
+        weights = self._log_weights(self._validate_X(X, reset=False))
+        weights -= weights.max(axis=1, keepdims=True)
+        probabilities = np.exp(weights)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Most probable cluster of each row of X; ``n_clusters_`` stands for a new cluster."""
+        return np.argmax(self.transform(X), axis=1).astype(np.int64)
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log predictive density log Σ_k w_k p(x | k) / (N + α) of the rows of X."""
+        check_is_fitted(self)
+        weights = self._log_weights(self._validate_X(X, reset=False))
+        peak = weights.max(axis=1, keepdims=True)
+        log_density = peak[:, 0] + np.log(np.exp(weights - peak).sum(axis=1))
+        return float(np.mean(log_density - np.log(self._train.shape[0] + self.alpha_)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
