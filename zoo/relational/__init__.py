@@ -1,4 +1,18 @@
-"""Relational models: latent-class relational models (incremental EM) and the infinite relational model."""
+"""Relational models: latent-class relational models (incremental EM) and the infinite relational model.
+
+The public names are listed below (``__all__``). The package, one idea a file:
+
+* ``data`` — domains, relations, schemas and their device arrays; the UCINET DL reader and the
+  loaders in ``_readers``;
+* ``latent_class`` — the LRM's NumPyro program, the model (fit, held-out prediction, the EM
+  protocol) and its result; its parameters, statistics and M-step in ``_latent_class_state``, its
+  XLA passes in ``_latent_class_passes``, their numba twin in ``_latent_class_numba``, the fit's
+  driver in ``_latent_class_fit``;
+* ``infinite`` — the IRM's program, the model (sampling, held-out prediction) and its result; its
+  state in ``_infinite_state``, the XLA sweep (``build_kernel``) in ``_infinite_kernel``, its numba
+  twin in ``_infinite_numba``, the chains' driver in ``_infinite_chains``;
+* ``evaluation`` — leave-one-out and cross-validated log-loss of either model.
+"""
 
 from zoo.relational.data import (
     Domain,
