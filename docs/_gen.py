@@ -147,7 +147,9 @@ def write_api_pages(docs: Path) -> None:
     An object gets its own page under the module that defines it; a package that re-exports it
     links to that page. Objects of private modules (``inference._numba_cells``) that a public
     module re-exports, and data no public module defines (``inference.neal.ALGORITHMS``, defined
-    in ``inference.neal._state``), are documented under the first public module that lists them.
+    in ``inference.neal._state``), are documented under the most specific public module that
+    lists them (``zoo.dyadic.cluster_abstraction.anneal_tree`` rather than ``zoo.dyadic.anneal_tree``),
+    the first of those if several are equally specific.
     """
     folder = _fresh(docs / "api")
     modules = _public_modules()
@@ -157,6 +159,7 @@ def write_api_pages(docs: Path) -> None:
         for name in getattr(module, "__all__", ()):
             if _defines(module, name):
                 home.setdefault(id(getattr(module, name)), f"{modname}.{name}")
+    listed: dict[int, list[str]] = {}
     for modname in modules:
         module = importlib.import_module(modname)
         for name in getattr(module, "__all__", ()):
@@ -164,7 +167,9 @@ def write_api_pages(docs: Path) -> None:
             owner = getattr(obj, "__module__", "") or ""
             private = owner.split(".")[0] in PACKAGES and any(part.startswith("_") for part in owner.split("."))
             if id(obj) not in home and (private or _kind(obj) == "data"):
-                home[id(obj)] = f"{modname}.{name}"
+                listed.setdefault(id(obj), []).append(f"{modname}.{name}")
+    for key, names in listed.items():  # the most specific module, where the object was before its file was split
+        home[key] = max(names, key=lambda full: full.count("."))
 
     for modname in modules:
         module = importlib.import_module(modname)
