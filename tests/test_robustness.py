@@ -264,7 +264,7 @@ def test_latent_class_fits_do_not_depend_on_passes_per_call():
 
 
 def test_ctrl_c_during_irm_sampling_returns_the_finished_sweeps(monkeypatch):
-    from zoo.relational import infinite
+    from zoo.relational import _infinite_chains
     from zoo.relational.data import load_florentine_families
 
     data = load_florentine_families()
@@ -272,7 +272,7 @@ def test_ctrl_c_during_irm_sampling_returns_the_finished_sweeps(monkeypatch):
     options = dict(key=jax.random.key(0), n_chains=2, n_sweeps=100_000, n_warmup=2, sweeps_per_call=1)
     handler = signal.getsignal(signal.SIGINT)
     with monkeypatch.context() as patched:
-        _interrupt_on_call(patched, infinite, "_advance_chains", 5)
+        _interrupt_on_call(patched, _infinite_chains, "_advance_chains", 5)
         result = model.sample(data, **options)
     assert not result.completed
     assert result.log_joint.shape == (2, 3) and result.warmup_log_joint.shape == (2, 2)

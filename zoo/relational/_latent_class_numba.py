@@ -1,22 +1,26 @@
 """The incremental-EM pass of :mod:`zoo.relational.latent_class`, compiled by numba.
 
-The twin of the XLA pass (:func:`zoo.relational.latent_class._domain_pass`, a ``lax.scan`` per
-domain): the same partial E-steps (CP eq. 4, mean-field form, tempered by β), incremental
-statistics and M-steps (CP eqs. 5–6), visited in the same order, as one loop on the host. Its
-input is every relation's cells in one list (:class:`FlatCells`, built by :func:`flat_cells`);
-the loop runs as an XLA custom call (:mod:`inference._xla_ffi`) registered by
-``latent_class._numba_pass``. tests/test_latent_class.py checks that both give the same fit.
+The twin of the XLA pass (``_domain_pass`` in ``zoo/relational/_latent_class_passes.py``, a
+``lax.scan`` per domain): the same partial E-steps (CP eq. 4, mean-field form, tempered by β),
+incremental statistics and M-steps (CP eqs. 5–6), visited in the same order, as one loop on the
+host. Its input is every relation's cells in one list (:class:`FlatCells`, built by
+:func:`flat_cells`); the loop runs as an XLA custom call (:mod:`inference._xla_ffi`) registered
+and called by :func:`_numba_pass`, at the end of this file. tests/test_latent_class.py checks
+that both give the same fit.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
-from inference._xla_ffi import I32, batch_element, batch_layout, buffer_flat, prologue, ret_buffer, write_element
+from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
+                                ret_buffer, write_element)
+from zoo.relational._latent_class_state import _safe_log
 from zoo.relational.data import RelationalData
 
 
@@ -197,3 +201,40 @@ def _iem_pass_f64(frame):
 
 
 _IEM_HANDLERS = {"float32": _iem_pass_f32, "float64": _iem_pass_f64}
+
+
+# ----------------------------------------------------------------------------- the call from XLA
+# :func:`_numba_pass` runs the loop above as a custom call; ``iem_pass`` calls it (backend="numba").
+def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
+    return jnp.pad(array, [(0, target - size) for size, target in zip(array.shape, shape)])
+
+
+def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, flat, beta, *, schema, prior_count):
+    """All partial E-steps of one pass in a numba loop, run by XLA as a custom call."""
+    n_classes = tuple(resp.shape[1] for resp in responsibilities)
+    n_max = max(n_classes)
+    n_values_max = max(schema.n_values)
+    dtype = responsibilities[0].dtype
+    q = jnp.concatenate([_pad_to(resp, (resp.shape[0], n_max)) for resp in responsibilities]
+                        + [jnp.zeros((1, n_max), dtype).at[0, 0].set(1.0)])
+    class_counts = jnp.stack([_pad_to(counts, (n_max,)) for counts in stats.class_counts])
+    log_pi = jnp.stack([_pad_to(_safe_log(weights), (n_max,)) for weights in class_weights])
+    counts = jnp.stack([_pad_to(c if c.ndim == 3 else c[:, None, :], (n_max, n_max, n_values_max))
+                        for c in stats.relation_counts])
+    log_theta = jnp.stack([_pad_to(_safe_log(p) if p.ndim == 3 else _safe_log(p)[:, None, :],
+                                   (n_max, n_max, n_values_max)) for p in relation_probs])
+    weights = jnp.concatenate([w[:-1] for w in arrays.weights])
+    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int32)
+    relation_classes = np.array([[n_classes[doms[0]], n_classes[doms[1]] if len(doms) == 2 else 1]
+                                 for doms in schema.relation_domains], np.int32)
+    constants = (np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
+
+    name = register_handler(f"latentzoo_iem_pass_{jnp.dtype(dtype).name}", _IEM_HANDLERS[jnp.dtype(dtype).name])
+    # The handler reads every float argument in the responsibilities' dtype (the data may be wider).
+    q = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(q.shape, dtype), vmap_method="expand_dims")(
+        *(array.astype(dtype) for array in (q, class_counts, counts, log_theta, log_pi)),
+        jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights.astype(dtype),
+        flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
+        *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, *constants)))
+    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
+    return tuple(q[offsets[d]: offsets[d + 1], : n_classes[d]] for d in range(len(n_classes)))

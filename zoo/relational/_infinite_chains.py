@@ -1,0 +1,145 @@
+"""Running IRM chains: starts, sweeps in jitted calls, held-out cases, predictive draws.
+
+Chains are ``vmap``ped; each runs the kernel of ``zoo/relational/_infinite_kernel.py`` in a
+``lax.scan`` over its sweeps. :func:`_run_chains_in_calls` cuts the sweeps into jitted calls and
+acts on Ctrl-C between them; :func:`_run_cases` runs the chains of many held-out cases in one
+``jit``. The model that calls them is :class:`zoo.relational.infinite.InfiniteRelational`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from inference.em import _DeferredInterrupt
+from zoo.relational._infinite_kernel import build_kernel
+from zoo.relational._infinite_state import IRMInfo, IRMState, _predictive, block_counts, init
+from zoo.relational.data import RelationalArrays
+
+
+class _RunOutput(NamedTuple):
+    info: IRMInfo
+    assignments: tuple
+    predictive: Any
+    final: IRMState
+
+
+def _start_chain(rng_key, arrays, hidden_cells, *, schema, capacities, settings, n_sweeps, relation):
+    """The chain's start, an empty predictive sum and the keys of its ``n_sweeps`` sweeps."""
+    key_init, key_sweeps = jax.random.split(rng_key)
+    state = init(key_init, arrays, schema, capacities, concentration=settings["concentration"],
+                 hyper=settings["hyper"], init_clusters=settings["init_clusters"])
+    predictive = jnp.zeros(hidden_cells.shape[:1] + (schema.n_values[relation],), arrays.weights[0].dtype)
+    return state, predictive, jax.random.split(key_sweeps, n_sweeps)
+
+
+def _advance_chain(state, predictive, arrays, flat, hidden_cells, indices, keys, *, schema, capacities, settings,
+                   n_warmup, relation, keep_assignments):
+    """The sweeps numbered ``indices`` (with their ``keys``): new state and predictive sum, per-sweep output."""
+    step = build_kernel(schema, capacities, concentration_prior=settings["concentration_prior"],
+                        hyper_prior_rate=settings["hyper_prior_rate"],
+                        sample_concentration=settings["sample_concentration"],
+                        sample_hyper=settings["sample_hyper"], backend=settings["backend"])
+
+    def sweep(carry, inputs):
+        state, predictive = carry
+        index, key = inputs
+        state, info = step(key, state, arrays, flat)
+        kept = index >= n_warmup
+        predictive = predictive + jnp.where(kept, _predictive(state, relation, hidden_cells, schema), 0.0)
+        out = (info, state.assignments if keep_assignments else ())
+        return (state, predictive), out
+
+    return jax.lax.scan(sweep, (state, predictive), (indices, keys))
+
+
+def _run_chain(rng_key, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup, relation,
+               keep_assignments):
+    state, predictive, keys = _start_chain(rng_key, arrays, hidden_cells, schema=schema, capacities=capacities,
+                                           settings=settings, n_sweeps=n_sweeps, relation=relation)
+    (state, predictive), (infos, assignments) = _advance_chain(
+        state, predictive, arrays, flat, hidden_cells, jnp.arange(n_sweeps), keys, schema=schema,
+        capacities=capacities, settings=settings, n_warmup=n_warmup, relation=relation,
+        keep_assignments=keep_assignments)
+    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), state)
+
+
+_SHARED = RelationalArrays(entries=None, values=None, weights=None, blankets=None)
+_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
+_STATIC = ("schema", "capacities", "settings", "n_sweeps", "n_warmup", "relation", "keep_assignments")
+
+
+@partial(jax.jit, static_argnames=("schema", "capacities", "settings", "n_sweeps", "relation"))
+def _start_chains(keys, arrays, hidden_cells, **static):
+    return jax.vmap(partial(_start_chain, **static), in_axes=(0, _SHARED, None))(keys, arrays, hidden_cells)
+
+
+@partial(jax.jit, static_argnames=("schema", "capacities", "settings", "n_warmup", "relation", "keep_assignments"))
+def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, keys, **static):
+    advance = partial(_advance_chain, **static)
+    return jax.vmap(advance, in_axes=(0, 0, _SHARED, None, None, None, 0))(states, predictive, arrays, flat,
+                                                                          hidden_cells, indices, keys)
+
+
+def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
+                         relation, keep_assignments, sweeps_per_call):
+    """Every chain's sweeps in jitted calls of about ``sweeps_per_call`` sweeps, Ctrl-C acted on between calls.
+
+    The sweeps are cut into equal calls (one compilation, two when they do not divide evenly);
+    sweep s of a chain uses the same key as in one call, so the draws do not depend on the cut.
+    Returns the output of the sweeps finished (``info`` and ``assignments`` over them) and whether
+    all ``n_sweeps`` were (False after Ctrl-C, or on overflow: the caller re-runs then).
+    """
+    states, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
+                                                   settings=settings, n_sweeps=n_sweeps, relation=relation)
+    n_calls = -(-n_sweeps // sweeps_per_call)
+    per_call = -(-n_sweeps // n_calls)
+    static = dict(schema=schema, capacities=capacities, settings=settings, n_warmup=n_warmup, relation=relation,
+                  keep_assignments=keep_assignments)
+    chunks = []
+    completed = True
+    with _DeferredInterrupt() as interrupt:
+        for first in range(0, n_sweeps, per_call):
+            indices = jnp.arange(first, min(first + per_call, n_sweeps))
+            (states, predictive), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,
+                                                          sweep_keys[:, first: first + per_call], **static)
+            chunks.append(jax.device_get(chunk))
+            if np.any(np.asarray(states.overflow)):
+                completed = False
+                break
+            if interrupt.requested and first + per_call < n_sweeps:
+                completed = False
+                break
+    infos, assignments = jax.tree_util.tree_map(lambda *parts: np.concatenate(parts, axis=1), *chunks)
+    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), completed
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def _run_cases(keys, arrays, flat, hidden_cells, **static):
+    run = partial(_run_chain, **static)
+    chains = jax.vmap(run, in_axes=(0, _SHARED, None, None))
+    return jax.vmap(chains, in_axes=(0, _BY_CASE, None, 0))(keys, arrays, flat, hidden_cells)
+
+
+class _Settings(tuple):
+    """Hashable sampler settings (a ``jit`` static argument) readable by key."""
+
+    def __new__(cls, **values):
+        return super().__new__(cls, tuple(sorted(values.items())))
+
+    def __getitem__(self, name):
+        return dict(tuple(self))[name]
+
+
+@partial(jax.jit, static_argnames=("schema", "capacities", "relation"))
+def _draw_predictive(assignments, hyper, arrays, cells, *, schema, capacities, relation):
+    def one(draw_assignments, draw_hyper):
+        counts = block_counts(draw_assignments, arrays, schema, capacities)
+        state = IRMState(draw_assignments, (), counts, None, draw_hyper, None)
+        return _predictive(state, relation, cells, schema)
+
+    return jax.lax.map(lambda args: one(*args), (assignments, hyper))

@@ -1,0 +1,263 @@
+"""The Gibbs visits of an IRM sweep, compiled by numba and run by XLA as a custom call.
+
+The twin of the XLA visits (``_gibbs_domain`` in ``zoo/relational/_infinite_kernel.py``): the same
+conditionals of Neal's (2000) Algorithm 3 over every individual in global order, scoring only the
+blocks an individual's cells fall in, with one uniform per individual for an inverse-CDF draw.
+The loop runs as an XLA custom call on its own buffers (:mod:`inference._xla_ffi`) registered and
+called by :func:`_numba_gibbs`. tests/test_infinite.py checks that both sample the exact
+posterior; tests/test_devices.py compares them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numba import njit
+
+from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
+                                ret_buffer, write_element)
+from zoo.relational._infinite_state import IRMState
+from zoo.relational.data import RelationalArrays, RelationalSchema
+
+
+# ----------------------------------------------------------------------------- the same sweep, compiled by numba
+@njit(cache=True, nogil=True)
+def _block_log_beta(table, counts, n_values):
+    """L(n) = Σ_u log Γ(γ_u + n_u) - log Γ(Σγ + Σn) from the relation's log Γ table."""
+    total = 0
+    value = 0.0
+    for u in range(n_values):
+        value += table[u, counts[u]]
+        total += counts[u]
+    return value - table[n_values, total]
+
+
+@njit(cache=True, nogil=True)
+def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen, item_start,
+                 item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
+    """Neal (2000) Algorithm 3 over all individuals in global order (see :func:`_gibbs_domain`).
+
+    z: (n_individuals + 1,) slots (the last is the virtual second argument of unary relations,
+    always slot 0); sizes: (D, K); counts: (R, K, K, V) (unary relations use [:, :, 0, :]);
+    tables: (R, V + 1, M) log Γ look-ups; returns whether some individual found no free slot.
+    """
+    n_relations, n_max, _, n_values_max = counts.shape
+    added = np.zeros((n_relations, 2, n_max, n_values_max), np.int64)
+    touched = np.zeros((n_relations, 2), np.bool_)
+    partners = np.zeros((n_relations, 2, n_max), np.int64)
+    n_partners = np.zeros((n_relations, 2), np.int64)
+    scores = np.zeros(n_max)
+    work = np.zeros(n_values_max, np.int64)
+    work2 = np.zeros(n_values_max, np.int64)
+    overflow = False
+    for individual in range(item_start.shape[0] - 1):
+        domain = domain_of[individual]
+        capacity = capacities[domain]
+        old = z[individual]
+        touched[:] = False
+        n_partners[:] = 0
+        for item in range(item_start[individual], item_start[individual + 1]):
+            cell = item_cell[item]
+            position = item_position[item]
+            r = relation[cell]
+            if not touched[r, position]:
+                touched[r, position] = True
+                added[r, position] = 0
+            if seen[cell] == 0:
+                continue
+            other = z[second[cell]] if position == 0 else z[first[cell]]
+            fresh = True
+            for u in range(relation_n_values[r]):
+                if added[r, position, other, u] != 0:
+                    fresh = False
+            if fresh:
+                partners[r, position, n_partners[r, position]] = other
+                n_partners[r, position] += 1
+            added[r, position, other, values[cell]] += 1
+        # Remove the individual's cells from its blocks.
+        for r in range(n_relations):
+            for position in range(2):
+                if touched[r, position]:
+                    for index in range(n_partners[r, position]):
+                        l = partners[r, position, index]
+                        for u in range(relation_n_values[r]):
+                            if position == 0:
+                                counts[r, old, l, u] -= added[r, position, l, u]
+                            else:
+                                counts[r, l, old, u] -= added[r, position, l, u]
+        sizes[domain, old] -= 1
+        first_free = -1
+        for k in range(capacity):
+            if sizes[domain, k] == 0:
+                first_free = k
+                break
+        if first_free < 0:
+            overflow = True
+        largest = -np.inf
+        for k in range(capacity):
+            if sizes[domain, k] > 0:
+                score = np.log(sizes[domain, k])
+            elif k == first_free:
+                score = log_alpha[domain]
+            else:
+                scores[k] = -np.inf
+                continue
+            for r in range(n_relations):
+                n_values = relation_n_values[r]
+                for position in range(2):
+                    if not touched[r, position]:
+                        continue
+                    for index in range(n_partners[r, position]):
+                        l = partners[r, position, index]
+                        for u in range(n_values):
+                            work[u] = counts[r, k, l, u] if position == 0 else counts[r, l, k, u]
+                            work2[u] = work[u] + added[r, position, l, u]
+                        score += _block_log_beta(tables[r], work2, n_values) - _block_log_beta(tables[r], work, n_values)
+                if same_domain[r] and touched[r, 0] and touched[r, 1]:
+                    # Block (k, k) gets the row and column cells together: L(n+a+b) - L(n+a) - L(n+b) + L(n).
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u] + added[r, 0, k, u] + added[r, 1, k, u]
+                    score += _block_log_beta(tables[r], work, n_values)
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u] + added[r, 0, k, u]
+                    score -= _block_log_beta(tables[r], work, n_values)
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u] + added[r, 1, k, u]
+                    score -= _block_log_beta(tables[r], work, n_values)
+                    for u in range(n_values):
+                        work[u] = counts[r, k, k, u]
+                    score += _block_log_beta(tables[r], work, n_values)
+            scores[k] = score
+            largest = max(largest, score)
+        total = 0.0
+        for k in range(capacity):
+            scores[k] = np.exp(scores[k] - largest)
+            total += scores[k]
+        target = uniforms[individual] * total
+        new = -1
+        running = 0.0
+        for k in range(capacity):
+            if scores[k] > 0:
+                new = k
+                running += scores[k]
+                if running >= target:
+                    break
+        for r in range(n_relations):
+            for position in range(2):
+                if touched[r, position]:
+                    for index in range(n_partners[r, position]):
+                        l = partners[r, position, index]
+                        for u in range(relation_n_values[r]):
+                            if position == 0:
+                                counts[r, new, l, u] += added[r, position, l, u]
+                            else:
+                                counts[r, l, new, u] += added[r, position, l, u]
+        sizes[domain, new] += 1
+        z[individual] = new
+    return overflow
+
+
+# The sweep runs as an XLA custom call (inference._xla_ffi): no Python between XLA and the numba
+# loop. Under vmap (chains) every argument gets the same leading axes, of size 1 where it is shared;
+# the chains run one after the other. Arguments: z, sizes, counts (int32); table, log_alpha,
+# uniforms (the model's float dtype); seen, first, second, values, relation, item_start, item_cell,
+# item_position, domain_of, capacities, relation_n_values, same_domain (int32). Results: z,
+# sizes, counts (int32) and overflow (bool), each with the batch axes.
+_SWEEP_ARGS, _SWEEP_RETS = 18, 4
+
+
+@njit(inline="always")
+def _sweep_call(frame, real):
+    done, code = prologue(frame, _SWEEP_ARGS, _SWEEP_RETS)
+    if done:
+        return code
+    z_shape, n_lead, n_chains = batch_layout(frame, 1)
+    out_z = buffer_flat(ret_buffer(frame, 0), I32)
+    out_sizes = buffer_flat(ret_buffer(frame, 1), I32)
+    out_counts = buffer_flat(ret_buffer(frame, 2), I32)
+    out_overflow = buffer_flat(ret_buffer(frame, 3), np.uint8(0))  # XLA's PRED: one byte
+    for chain in range(n_chains):
+        z, _ = batch_element(frame, 0, z_shape, n_lead, chain, I32)
+        sizes, size_dims = batch_element(frame, 1, z_shape, n_lead, chain, I32)
+        counts, count_dims = batch_element(frame, 2, z_shape, n_lead, chain, I32)
+        table, table_dims = batch_element(frame, 3, z_shape, n_lead, chain, real)
+        log_alpha, _ = batch_element(frame, 4, z_shape, n_lead, chain, real)
+        uniforms, _ = batch_element(frame, 5, z_shape, n_lead, chain, real)
+        integers = [batch_element(frame, index, z_shape, n_lead, chain, I32)[0] for index in range(6, 17)]
+        same_domain, _ = batch_element(frame, 17, z_shape, n_lead, chain, I32)
+        z_chain = z.astype(np.int64)
+        sizes_chain = sizes.astype(np.int64).reshape((size_dims[0], size_dims[1]))
+        counts_chain = counts.astype(np.int64).reshape((count_dims[0], count_dims[1], count_dims[2], count_dims[3]))
+        overflow = _gibbs_sweep(
+            z_chain, sizes_chain, counts_chain,
+            table.astype(np.float64).reshape((table_dims[0], table_dims[1], table_dims[2])),
+            log_alpha.astype(np.float64), uniforms.astype(np.float64), integers[1], integers[2], integers[3],
+            integers[4], integers[0], integers[5], integers[6], integers[7], integers[8], integers[9], integers[10],
+            same_domain != 0)
+        write_element(out_z, chain, z_chain)
+        write_element(out_sizes, chain, sizes_chain.reshape(-1))
+        write_element(out_counts, chain, counts_chain.reshape(-1))
+        out_overflow[chain] = np.uint8(1) if overflow else np.uint8(0)
+    return 0
+
+
+def _sweep_f32(frame):
+    return _sweep_call(frame, np.float32(0))
+
+
+def _sweep_f64(frame):
+    return _sweep_call(frame, np.float64(0))
+
+
+_SWEEP_HANDLERS = {"float32": _sweep_f32, "float64": _sweep_f64}
+
+
+def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
+                 schema: RelationalSchema, capacities: tuple) -> IRMState:
+    """All Gibbs updates of one sweep in a numba loop, run by XLA as a custom call.
+
+    Uses one uniform per individual (drawn here from ``rng_key``) to pick its new slot by inverse
+    CDF; the same conditional distributions as :func:`_gibbs_domain`.
+    """
+    n_domains = len(schema.domain_sizes)
+    n_max = max(capacities)
+    n_values_max = max(schema.n_values)
+    length = max(table.shape[1] for table in tables)
+    z = jnp.concatenate(list(state.assignments) + [jnp.zeros(1, jnp.int32)]).astype(jnp.int32)
+    sizes = jnp.stack([jnp.pad(size, (0, n_max - size.shape[0])) for size in state.sizes])
+    counts = jnp.stack([jnp.pad(c if c.ndim == 3 else c[:, None, :],
+                                [(0, n_max - c.shape[0]), (0, n_max - (c.shape[1] if c.ndim == 3 else 1)),
+                                 (0, n_values_max - c.shape[-1])]) for c in state.counts])
+    table = jnp.stack([jnp.pad(t, [(0, n_values_max + 1 - t.shape[0]), (0, length - t.shape[1])]) for t in tables])
+    # The total row of each table sits at index |r| (padding rows come after it).
+    log_alpha = jnp.log(state.concentrations)
+    uniforms = jax.random.uniform(rng_key, (z.shape[0],), table.dtype)
+    seen = jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
+    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
+    constants = (domain_of, np.asarray(capacities, np.int64), np.asarray(schema.n_values, np.int64),
+                 np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_))
+
+    shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),
+              jax.ShapeDtypeStruct(counts.shape, jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_))
+    real = jnp.dtype(table.dtype).name
+    name = register_handler(f"latentzoo_irm_sweep_{real}", _SWEEP_HANDLERS[real])
+    z, sizes, counts, overflow = jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
+        z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype),
+        uniforms.astype(table.dtype), seen.astype(jnp.int32),
+        flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
+        *(jnp.asarray(constant, jnp.int32) for constant in constants))
+    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
+    assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(n_domains))
+    new_sizes = tuple(sizes[d, : capacities[d]] for d in range(n_domains))
+    new_counts = []
+    for r, domains in enumerate(schema.relation_domains):
+        block = counts[r, : capacities[domains[0]]]
+        if len(domains) == 2:
+            new_counts.append(block[:, : capacities[domains[1]], : schema.n_values[r]])
+        else:
+            new_counts.append(block[:, 0, : schema.n_values[r]])
+    return state._replace(assignments=assignments, sizes=new_sizes, counts=tuple(new_counts),
+                          overflow=state.overflow | overflow)

@@ -1,0 +1,138 @@
+"""The state of an IRM chain, how it starts, and what is computed from it.
+
+:class:`IRMState` (partitions as slots of a fixed capacity, block value counts, α, γ, overflow)
+and :class:`IRMInfo` (label-invariant summaries of a sweep); :func:`init`, a random start; the
+collapsed likelihood P(y | z, γ) (Kemp et al. 2006), the CRP prior and the log joint; and the
+collapsed predictive of a cell. The sweeps are in ``zoo/relational/_infinite_kernel.py`` (XLA)
+and ``zoo/relational/_infinite_numba.py`` (numba); the model is
+:class:`zoo.relational.infinite.InfiniteRelational`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+
+from inference._validation import check_key
+from zoo.relational.data import RelationalArrays, RelationalSchema
+
+
+# ----------------------------------------------------------------------------- state
+class IRMState(NamedTuple):
+    """State of one IRM chain.
+
+    Attributes
+    ----------
+    assignments : tuple of int32 (n_D,) — slot of every individual, per domain
+    sizes : tuple of int32 (K_D,) — individuals per slot (a slot is active when > 0)
+    counts : tuple of int32 arrays — per relation, value counts per block: (K_1, K_2, |r|) or (K_1, |r|)
+    concentrations : (n_domains,) — α_D
+    hyper : tuple of (|r|,) — γ_r
+    overflow : bool scalar — sticky: some sweep needed more than K_D clusters
+    """
+
+    assignments: tuple
+    sizes: tuple
+    counts: tuple
+    concentrations: Any
+    hyper: tuple
+    overflow: Any
+
+
+class IRMInfo(NamedTuple):
+    """Label-invariant summaries of one sweep.
+
+    Attributes
+    ----------
+    n_clusters : int32 (n_domains,)
+    log_joint : scalar — log P(y, z | α, γ) with the block parameters integrated out
+    concentrations : (n_domains,)
+    hyper : tuple of (|r|,)
+    overflow : bool
+    """
+
+    n_clusters: Any
+    log_joint: Any
+    concentrations: Any
+    hyper: tuple
+    overflow: Any
+
+
+# ----------------------------------------------------------------------------- collapsed likelihood
+def _log_beta(concentration: Any) -> Any:
+    """log B(a) = Σ_u log Γ(a_u) - log Γ(Σ_u a_u) over the last axis."""
+    return jnp.sum(gammaln(concentration), axis=-1) - gammaln(jnp.sum(concentration, axis=-1))
+
+
+def block_counts(assignments: tuple, arrays: RelationalArrays, schema: RelationalSchema,
+                 capacities: tuple[int, ...]) -> tuple:
+    """Exact value counts of every block from the assignments (weights of hidden cells are 0)."""
+    counts = []
+    for relation, domains in enumerate(schema.relation_domains):
+        cells = arrays.entries[relation]
+        block = tuple(assignments[domain][cells[:, position]] for position, domain in enumerate(domains))
+        shape = tuple(capacities[domain] for domain in domains) + (schema.n_values[relation],)
+        seen = (arrays.weights[relation] > 0).astype(jnp.int32)
+        counts.append(jnp.zeros(shape, jnp.int32).at[block + (arrays.values[relation],)].add(seen))
+    return tuple(counts)
+
+
+def collapsed_log_likelihood(counts: tuple, hyper: tuple) -> Any:
+    """log P(y | z, γ) = Σ_r Σ_blocks [log B(γ_r + n_block) - log B(γ_r)] (Kemp et al. 2006)."""
+    total = 0.0
+    for relation_counts, concentration in zip(counts, hyper):
+        total = total + jnp.sum(_log_beta(concentration + relation_counts.astype(concentration.dtype))
+                                - _log_beta(concentration))
+    return total
+
+
+def log_crp_prior(sizes: Any, alpha: Any, n_points: int) -> Any:
+    """log P(z | α) = K log α + log Γ(α) - log Γ(α + N) + Σ_k log Γ(n_k) of a CRP partition (Antoniak 1974).
+
+    ``sizes`` are slot occupancies (zeros ignored). Written here rather than imported from
+    :mod:`inference.neal` so this module does not pull in the mixture machinery.
+    """
+    occupied = sizes > 0
+    log_sizes = jnp.where(occupied, gammaln(jnp.maximum(sizes, 1).astype(alpha.dtype)), 0.0)
+    return (jnp.sum(occupied) * jnp.log(alpha) + gammaln(alpha) - gammaln(alpha + n_points)
+            + jnp.sum(log_sizes))
+
+
+def log_joint(state: IRMState, schema: RelationalSchema) -> Any:
+    """log P(y, z | α, γ): CRP priors of the partitions plus the collapsed likelihood."""
+    prior = sum(log_crp_prior(sizes, state.concentrations[domain], schema.domain_sizes[domain])
+                for domain, sizes in enumerate(state.sizes))
+    return prior + collapsed_log_likelihood(state.counts, state.hyper)
+
+
+def init(rng_key: Any, arrays: RelationalArrays, schema: RelationalSchema, capacities: tuple[int, ...], *,
+         concentration: float, hyper: float, init_clusters: int) -> IRMState:
+    """A random start: every individual in one of the first ``init_clusters`` slots, uniformly."""
+    rng_key = check_key("rng_key", rng_key)  # one key (traced ones too), before any JAX code
+    keys = jax.random.split(rng_key, len(schema.domain_sizes))
+    dtype = arrays.weights[0].dtype
+    assignments = tuple(
+        jax.random.randint(key, (size,), 0, min(init_clusters, capacity, size)).astype(jnp.int32)
+        for key, size, capacity in zip(keys, schema.domain_sizes, capacities)
+    )
+    sizes = tuple(jnp.zeros(capacity, jnp.int32).at[assigned].add(1)
+                  for assigned, capacity in zip(assignments, capacities))
+    return IRMState(
+        assignments=assignments,
+        sizes=sizes,
+        counts=block_counts(assignments, arrays, schema, capacities),
+        concentrations=jnp.full((len(schema.domain_sizes),), concentration, dtype),
+        hyper=tuple(jnp.full((n_values,), hyper, dtype) for n_values in schema.n_values),
+        overflow=jnp.asarray(False),
+    )
+
+
+def _predictive(state: IRMState, relation: int, cells: Any, schema: RelationalSchema) -> Any:
+    """P(r(cell) = u | z, y, γ) = (γ_u + n_block,u) / (Σγ + n_block) for cells (n, arity)."""
+    domains = schema.relation_domains[relation]
+    block = tuple(state.assignments[domain][cells[:, position]] for position, domain in enumerate(domains))
+    mass = state.hyper[relation] + state.counts[relation][block].astype(state.hyper[relation].dtype)
+    return mass / jnp.sum(mass, axis=-1, keepdims=True)

@@ -1,0 +1,226 @@
+"""Fitting the latent-class relational model: random starts, passes in jitted calls, held-out cases.
+
+Restarts are ``vmap``ped; their passes run in a ``lax.while_loop`` inside jitted calls of a number
+of passes each, with Ctrl-C acted on between calls (:func:`_run_passes`); the fits of many
+held-out cases run in one ``jit`` (:func:`_fit_cases`). Also here: predictive probabilities of
+cells and the exact log-likelihood by enumeration (tiny data), which the tests compare with the
+bound. The model is :class:`zoo.relational.latent_class.LatentClassRelational`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from inference.em import _DeferredInterrupt
+from zoo.relational._latent_class_passes import iem_pass
+from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
+from zoo.relational.data import RelationalArrays, RelationalSchema
+
+
+def _init_params(rng_key: Any, arrays: RelationalArrays, *, schema: RelationalSchema,
+                 n_classes: tuple[int, ...], prior_count: float) -> LRMParams:
+    """Random start: every q_a ~ Dirichlet(1, ..., 1), then an M-step."""
+    dtype = arrays.weights[0].dtype
+    keys = jax.random.split(rng_key, len(schema.domain_sizes))
+    responsibilities = []
+    for key_domain, size, n_domain_classes in zip(keys, schema.domain_sizes, n_classes):
+        draws = jax.random.exponential(key_domain, (size, n_domain_classes), dtype)
+        responsibilities.append(draws / draws.sum(axis=1, keepdims=True))
+    responsibilities = tuple(responsibilities)
+    class_weights, relation_probs = m_step(sufficient_statistics(responsibilities, arrays, schema), prior_count)
+    return LRMParams(class_weights, relation_probs, responsibilities)
+
+
+# ----------------------------------------------------------------------------- the fit
+class _FitState(NamedTuple):
+    params: Any
+    n_passes: Any
+    previous: Any
+    bound: Any  # (max_passes,) history
+    objective: Any  # (max_passes,) history
+    done: Any
+
+
+def _start_one(rng_key, arrays, prior_count, *, schema, n_classes, max_passes):
+    """A random start and empty (max_passes,) histories."""
+    params = _init_params(rng_key, arrays, schema=schema, n_classes=n_classes, prior_count=prior_count)
+    dtype = arrays.weights[0].dtype
+    history = jnp.full((max_passes,), jnp.nan, dtype)
+    return _FitState(params, jnp.asarray(0, jnp.int32), jnp.asarray(-jnp.inf, dtype), history, history,
+                     jnp.asarray(False))
+
+
+def _advance_one(state, arrays, flat, beta, tol, prior_count, stop_at, *, schema, backend):
+    """Passes from ``state`` until ``stop_at`` passes in all or convergence."""
+
+    def keep_going(state):
+        return (state.n_passes < stop_at) & ~state.done
+
+    def one_pass(state):
+        params, info = iem_pass(state.params, arrays, beta, schema=schema, prior_count=prior_count, flat=flat,
+                                backend=backend)
+        change = jnp.abs(info.objective - state.previous)
+        done = change <= tol * jnp.abs(info.objective)
+        index = state.n_passes
+        return _FitState(params, index + 1, info.objective, state.bound.at[index].set(info.bound),
+                         state.objective.at[index].set(info.objective), done)
+
+    return jax.lax.while_loop(keep_going, one_pass, state)
+
+
+def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
+    state = _start_one(rng_key, arrays, prior_count, schema=schema, n_classes=n_classes, max_passes=max_passes)
+    return _advance_one(state, arrays, flat, beta, tol, prior_count, max_passes, schema=schema, backend=backend)
+
+
+_ARRAYS_SHARED = RelationalArrays(entries=None, values=None, weights=None, blankets=None)
+_ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
+
+
+_STATIC = ("schema", "n_classes", "max_passes", "backend")
+
+
+@partial(jax.jit, static_argnames=("schema", "n_classes", "max_passes"))
+def _start_restarts(keys, arrays, prior_count, *, schema, n_classes, max_passes):
+    start = partial(_start_one, schema=schema, n_classes=n_classes, max_passes=max_passes)
+    return jax.vmap(start, in_axes=(0, _ARRAYS_SHARED, None))(keys, arrays, prior_count)
+
+
+@partial(jax.jit, static_argnames=("schema", "backend"))
+def _advance_restarts(states, arrays, flat, beta, tol, prior_count, stop_at, *, schema, backend):
+    advance = partial(_advance_one, schema=schema, backend=backend)
+    return jax.vmap(advance, in_axes=(0, _ARRAYS_SHARED, None, None, None, None, None))(
+        states, arrays, flat, beta, tol, prior_count, stop_at)
+
+
+def _run_passes(advance, states, *, max_passes, passes_per_call):
+    """Call ``advance(states, stop_at)`` in calls of ``passes_per_call`` passes; stop on convergence or Ctrl-C.
+
+    Ctrl-C is acted on between calls (:class:`inference.em._DeferredInterrupt`): the states of
+    the last finished call are returned, with ``"interrupted"``; a second Ctrl-C abandons the fit.
+    """
+    stopped_by = "max_passes"
+    stop_at = 0
+    with _DeferredInterrupt() as interrupt:
+        while stop_at < max_passes:
+            stop_at = min(stop_at + passes_per_call, max_passes)
+            states = advance(states, stop_at)
+            if np.asarray(states.done).all():
+                stopped_by = "converged"
+                break
+            if interrupt.requested:
+                stopped_by = "interrupted"
+                break
+    return states, stopped_by
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def _fit_cases(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
+    """Fits for many weightings of the same cells (held-out cases) × restarts; keeps the best restart."""
+    fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend)
+    restarts = jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None, None))
+
+    def best_of(case_keys, case_arrays):
+        states = restarts(case_keys, case_arrays, flat, beta, tol, prior_count)
+        best = jnp.argmax(jnp.where(jnp.isfinite(states.previous), states.previous, -jnp.inf))
+        return jax.tree_util.tree_map(lambda leaf: leaf[best], states.params)
+
+    return jax.vmap(best_of, in_axes=(0, _ARRAYS_BY_CASE))(keys, arrays)
+
+
+# ----------------------------------------------------------------------------- prediction
+def predict_proba(params: LRMParams, relation: int, cells: Any, schema: RelationalSchema) -> Any:
+    """P(r(cell) = u) = Σ_g Π_i q_{a_i}(g_i) θ_r[g, u] for cells of relation ``relation``.
+
+    Parameters
+    ----------
+    cells : int array, shape (n_cells, arity)
+
+    Returns
+    -------
+    (n_cells, |r|) array of predictive probabilities.
+    """
+    domains = schema.relation_domains[relation]
+    probs = params.relation_probs[relation]
+    first = params.responsibilities[domains[0]][cells[:, 0]]
+    if len(domains) == 1:
+        return jnp.matmul(first, probs, precision="highest")
+    second = params.responsibilities[domains[1]][cells[:, 1]]
+    return jnp.einsum("ng,nh,ghu->nu", first, second, probs, precision="highest")
+
+
+def _heldout_log_lik(params: LRMParams, arrays: RelationalArrays, schema: RelationalSchema) -> Any:
+    total = 0.0
+    for relation in range(len(schema.relation_domains)):
+        probs = predict_proba(params, relation, arrays.entries[relation], schema)
+        chosen = jnp.take_along_axis(probs, arrays.values[relation][:, None], axis=1)[:, 0]
+        total = total + jnp.sum(arrays.weights[relation] * _safe_log(chosen))
+    return total
+
+
+# ----------------------------------------------------------------------------- exact likelihood
+def exact_log_likelihood(params: LRMParams, arrays: RelationalArrays, schema: RelationalSchema,
+                         n_classes: tuple[int, ...], max_assignments: int = 1 << 20) -> Any:
+    """log P(y | θ) = log Σ_h P(y, h | θ) by enumerating every joint class assignment.
+
+    Only for tiny data: Π_D g_D^{n_D} assignments, at most ``max_assignments``. Each term
+    log P(y, h | θ) = Σ_a log θ_{h_D}[h(a)] + Σ_j w_j log θ_r[h(args_j), y_j] is computed from
+    hard sufficient statistics, independently of the free energy.
+    """
+    radices = np.concatenate([np.full(size, g) for size, g in zip(schema.domain_sizes, n_classes)])
+    log_total = float(np.sum(np.log(radices)))
+    if log_total > np.log(max_assignments):
+        raise ValueError(
+            f"max_assignments: enumerating {np.exp(log_total):.3g} joint assignments exceeds {max_assignments}"
+        )
+    n_assignments = int(np.prod(radices))
+    strides = np.concatenate([[1], np.cumprod(radices[:-1])]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
+    radices_j, strides_j = jnp.asarray(radices), jnp.asarray(strides)
+
+    def log_joint(index):
+        digits = (index // strides_j) % radices_j
+        classes = [digits[offsets[d]: offsets[d + 1]] for d in range(len(schema.domain_sizes))]
+        value = sum(jnp.sum(_safe_log(weights)[cls]) for weights, cls in zip(params.class_weights, classes))
+        for relation, domains in enumerate(schema.relation_domains):
+            cells = arrays.entries[relation]
+            parents = tuple(classes[domain][cells[:, position]] for position, domain in enumerate(domains))
+            log_probs = _safe_log(params.relation_probs[relation])[parents + (arrays.values[relation],)]
+            value = value + jnp.sum(arrays.weights[relation] * log_probs)
+        return value
+
+    values = jax.lax.map(log_joint, jnp.arange(n_assignments), batch_size=min(n_assignments, 4096))
+    return jax.nn.logsumexp(values)
+
+
+def _check_hidden(hidden: Any, n_observed: int) -> np.ndarray:
+    array = np.asarray(hidden)
+    if array.ndim != 2 or array.size == 0:
+        raise ValueError(f"hidden: expected a non-empty (n_cases, n_hidden) array, got shape {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"hidden: expected integer positions, got dtype {array.dtype}")
+    if array.max() >= n_observed or array.min() < -1:
+        raise ValueError(f"hidden: positions must be in [0, {n_observed}) (or -1 for padding)")
+    if (array[:, 0] < 0).any():
+        raise ValueError("hidden: every case needs at least one cell (first column)")
+    return array.astype(np.int64)
+
+
+def _case_weights(arrays: RelationalArrays, hidden: np.ndarray, relation: int) -> tuple:
+    """Per-case weights: every relation's weights, with the case's hidden cells of ``relation`` set to 0."""
+    weights = []
+    n_cases = hidden.shape[0]
+    for index, base in enumerate(arrays.weights):
+        stacked = np.repeat(np.asarray(base)[None, :], n_cases, axis=0)
+        if index == relation:
+            rows = np.repeat(np.arange(n_cases), hidden.shape[1])
+            columns = hidden.ravel()
+            keep = columns >= 0
+            stacked[rows[keep], columns[keep]] = 0.0
+        weights.append(jnp.asarray(stacked, base.dtype))
+    return tuple(weights)
