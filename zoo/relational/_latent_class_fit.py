@@ -1,6 +1,6 @@
 """Fitting the latent-class relational model: random starts, passes in jitted calls, held-out cases.
 
-Restarts are ``vmap``ped; their passes run in a ``lax.while_loop`` inside jitted calls of a number
+Restarts are ``vmap``-ped; their passes run in a ``lax.while_loop`` inside jitted calls of a number
 of passes each, with Ctrl-C acted on between calls (:func:`_run_passes`); the fits of many
 held-out cases run in one ``jit`` (:func:`_fit_cases`). Also here: predictive probabilities of
 cells and the exact log-likelihood by enumeration (tiny data), which the tests compare with the

@@ -58,11 +58,15 @@ from inference.concentration import GammaPrior
 from inference.sparse import resolve_backend
 from inference._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
-from zoo.relational._infinite_kernel import HYPER_GRID, _resample_hyper, build_kernel, log_gamma_tables
+from zoo.relational import _infinite_kernel
+from zoo.relational._infinite_kernel import _resample_hyper, build_kernel, log_gamma_tables
 from zoo.relational._infinite_state import (IRMInfo, IRMState, block_counts, collapsed_log_likelihood, init,
                                             log_crp_prior, log_joint)
 from zoo.relational.data import RelationalData, RelationalSchema
 from zoo.relational.latent_class import flat_cells
+
+#: Support of every γ_{r,u}: a log-spaced grid (griddy Gibbs, exact for this discretised prior).
+HYPER_GRID = _infinite_kernel.HYPER_GRID
 
 #: Pieces of the files above that tests import from here, as before the split.
 _IMPORTED_FROM_HERE = (_resample_hyper,)
@@ -242,7 +246,7 @@ class InfiniteRelational:
 
     def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
                n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50) -> "IRMResult":
-        """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``ped, in jitted calls of sweeps).
+        """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``-ped, in jitted calls of sweeps).
 
         Parameters
         ----------

@@ -51,7 +51,8 @@ result. The rest reads in this order, one idea a file, everything importable fro
 * ``_latent_class_numba.py`` — the numba twin of the incremental pass (its loop, the flat list of
   cells it reads and the XLA custom call that runs it);
 * ``_latent_class_fit.py`` — the fit (passes in a ``lax.while_loop`` in jitted calls, restarts
-  ``vmap``ped), held-out cases, prediction of cells and the exact log-likelihood by enumeration.
+  ``vmap``-ped), held-out cases, prediction of cells and the exact log-likelihood by enumeration.
+
 Relations of arity 1 and 2 are supported; observed self-pairs r(a, a) are not.
 """
 
