@@ -1,5 +1,7 @@
 """Command line, run in-process: `list`, and `fit` on MatrixMarket, LDA-C and CSV files."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,9 @@ def test_tempered_fit_of_a_csv_edge_list_with_a_progress_bar(tmp_path, capsys):
     result = load_result(tmp_path / "out" / "result.npz")
     assert np.isfinite(result.history["valid_perplexity"]).all()
     assert read_metadata(tmp_path / "out" / "result.npz")["schedule"] == TemperedEM()
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    # The classes' top columns and rows under their names in the file.
+    assert re.search(r"word\d+", report) and re.search(r"doc\d+", report)
 
 
 def test_gaussian_mixture_fits_the_rows_as_feature_vectors(tmp_path):

@@ -231,8 +231,10 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
     result_path = save_result(out / "result.npz", result, schedule=make_schedule(arguments.schedule), settings=settings)
+    # The report labels the classes' top rows and columns with the data's names (one process read
+    # all of them; with --processes each read only its rows).
     report_path = write_report(out / "report.html", result, title=f"{arguments.model} on {Path(arguments.datafile).name}",
-                               settings=settings)
+                               settings=settings, data=data if arguments.processes == 1 else None)
     seconds = time.perf_counter() - start
     held = f" in process 0 of {arguments.processes}" if arguments.processes > 1 else ""
     stream.write(f"{arguments.model}: {data!r}{held}\n")
