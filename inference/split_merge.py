@@ -261,6 +261,9 @@ class MoveResult(NamedTuple):
         Statistics of i's and j's sides (the two clusters of the split state).
     gains : jax.Array (K_max, K_max)
         :func:`merge_gains` of the new partition, updated in O(K) (pass it to the next move).
+    stats : pytree
+        The point statistics per slot of the new partition, updated from the sides (pass it to
+        the next move).
     """
 
     assignments: jax.Array
@@ -274,6 +277,7 @@ class MoveResult(NamedTuple):
     stats_i: Any
     stats_j: Any
     gains: jax.Array
+    stats: Any
 
 
 def split_merge_move(
@@ -284,6 +288,7 @@ def split_merge_move(
     log_alpha: jax.Array,
     movable: jax.Array | None = None,
     gains: jax.Array | None = None,
+    stats: Any | None = None,
 ) -> MoveResult:
     """One split or merge Metropolis–Hastings move (see the module docstring).
 
@@ -304,6 +309,9 @@ def split_merge_move(
         :func:`merge_gains` of the partition (with ``model.log_marginal``), e.g. the ``gains`` of
         the previous move's result; computed when not given (K² marginal likelihoods, against
         3 K for the update after a move).
+    stats : pytree, optional
+        The point statistics summed per slot (leading axis K_max), e.g. the ``stats`` of the
+        previous move's result; computed when not given (a pass over all N points).
 
     Returns
     -------
@@ -319,8 +327,9 @@ def split_merge_move(
     choice = jax.random.uniform(key_choice, (4,), dtype=dtype)
     active = (counts > 0) & movable
     n_clusters = jnp.sum(active).astype(jnp.int32)
-    stats = jax.tree_util.tree_map(
-        lambda leaf: segment_sum(leaf, assignments, num_segments=n_slots), point_stats)
+    if stats is None:
+        stats = jax.tree_util.tree_map(
+            lambda leaf: segment_sum(leaf, assignments, num_segments=n_slots), point_stats)
     if gains is None:
         gains = merge_gains(model.log_marginal, stats, counts, log_alpha, movable)
     pairs_now = _upper(gains)
@@ -347,14 +356,21 @@ def split_merge_move(
     label_i, label_j = assignments[i], assignments[j]
     index = jnp.arange(n_points)
     in_play = ((assignments == label_i) | (assignments == label_j)) & (index != i) & (index != j)
-    # The points in play first, in uniformly random order; only they are visited.
-    order = jax.random.permutation(key_order, n_points)
-    order = order[jnp.argsort(~in_play[order], stable=True)]
+    # Only the points in play are visited, in a uniformly random order: a Fisher–Yates shuffle
+    # run by the visits themselves (visit ``position`` takes a uniformly drawn one of the points not
+    # yet visited), O(1) per visit where a permutation of all N points and a sort to put the
+    # points in play first cost more than the rest of a move on the digits.
+    in_play_points = jnp.nonzero(in_play, size=n_points, fill_value=0)[0].astype(jnp.int32)
+    shuffle = jax.random.uniform(key_order, (n_points,), dtype=dtype)
     uniforms = jax.random.uniform(key_allocate, (n_points,), dtype=dtype)
+    n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
 
     def allocate(position, carry):
-        side_i, side_j, size_i, size_j, log_q, on_side_i = carry
-        k = order[position]
+        side_i, side_j, size_i, size_j, log_q, on_side_i, unvisited = carry
+        remaining = n_visits - position
+        pick = position + jnp.minimum((shuffle[position] * remaining).astype(jnp.int32), remaining - 1)
+        k = unvisited[pick]
+        unvisited = unvisited.at[pick].set(unvisited[position])
         logit_i = jnp.log(size_i) + model.log_predictive(side_i, k)
         logit_j = jnp.log(size_j) + model.log_predictive(side_j, k)
         norm = jnp.logaddexp(logit_i, logit_j)
@@ -363,12 +379,12 @@ def split_merge_move(
         own = _tree_rows(point_stats, k)
         side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
         side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
-        return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i)
+        return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i), unvisited
 
     one = jnp.ones((), dtype)
-    start = (_tree_rows(point_stats, i), _tree_rows(point_stats, j), one, one, jnp.zeros((), dtype), index == i)
-    n_visits = jnp.where(possible, jnp.sum(in_play), 0)
-    side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, n_visits, allocate, start)
+    start = (_tree_rows(point_stats, i), _tree_rows(point_stats, j), one, one, jnp.zeros((), dtype), index == i,
+             in_play_points)
+    side_i, side_j, size_i, size_j, log_q, on_side_i, _ = jax.lax.fori_loop(0, n_visits, allocate, start)
     size_both = size_i + size_j
     log_crp_ratio = log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
     log_posterior_ratio = log_crp_ratio + model.log_split_ratio(side_i, side_j, label_i, label_j)  # split / merged
@@ -413,10 +429,18 @@ def split_merge_move(
     merge_gains_after = _set_row(_set_row(gains, label_i, jnp.full((n_slots,), -jnp.inf, gains.dtype)),
                                  label_j, row_merged)
     gains = jnp.where(accepted & is_split, split_gains, jnp.where(accepted, merge_gains_after, gains))
+    # The statistics per slot, updated the same way (the sides' sums, not a new pass over the points).
+    split_stats = jax.tree_util.tree_map(lambda leaf, a, b: leaf.at[split_slot].set(a).at[new_slot].set(b),
+                                         stats, side_i, side_j)
+    merge_stats = jax.tree_util.tree_map(lambda leaf, both: leaf.at[label_i].set(0).at[label_j].set(both),
+                                         stats, merged_stats)
+    stats = jax.tree_util.tree_map(
+        lambda leaf, split, merge: jnp.where(accepted & is_split, split, jnp.where(accepted, merge, leaf)),
+        stats, split_stats, merge_stats)
     return MoveResult(assignments=assignments, counts=counts, split_proposed=is_split & possible,
                       merge_proposed=~is_split & possible, accepted=accepted, overflow=overflow,
                       anchor_i=i.astype(jnp.int32), anchor_j=j.astype(jnp.int32), stats_i=side_i, stats_j=side_j,
-                      gains=gains)
+                      gains=gains, stats=stats)
 
 
 def count_move(moves: SplitMergeMoves, result: MoveResult) -> SplitMergeMoves:
@@ -459,13 +483,13 @@ def split_merge_moves(
                                    model.point_stats)
 
     def move(carry, move_index):
-        assignments, counts, gains, moves, overflow = carry
+        assignments, counts, gains, stats, moves, overflow = carry
         result = split_merge_move(model, jax.random.fold_in(rng_key, move_index), assignments, counts, log_alpha,
-                                  gains=gains)
-        return (result.assignments, result.counts, result.gains, count_move(moves, result),
+                                  gains=gains, stats=stats)
+        return (result.assignments, result.counts, result.gains, result.stats, count_move(moves, result),
                 overflow | result.overflow), None
 
-    start = (assignments, counts, merge_gains(model.log_marginal, stats, counts, log_alpha), no_moves(),
+    start = (assignments, counts, merge_gains(model.log_marginal, stats, counts, log_alpha), stats, no_moves(),
              jnp.zeros((), bool))
-    assignments, counts, _, moves, overflow = jax.lax.scan(move, start, jnp.arange(n_moves))[0]
+    assignments, counts, _, _, moves, overflow = jax.lax.scan(move, start, jnp.arange(n_moves))[0]
     return assignments, counts, moves, overflow

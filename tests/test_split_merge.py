@@ -180,7 +180,7 @@ def test_an_accepted_split_without_a_free_slot_is_an_overflow_that_changes_nothi
         assert int(jnp.sum(counts > 0)) == (1 if expect_overflow else 2)
 
 
-def test_gains_carried_from_move_to_move_equal_those_computed_afresh():
+def test_gains_and_statistics_carried_from_move_to_move_equal_those_computed_afresh():
     data, _, labels = over_split_groups(seed=2, n_groups=3, n_pieces=3)
     family = normal_gamma(data.shape[1])
     model = split_merge.family_side_model(family, jnp.asarray(data))
@@ -188,16 +188,20 @@ def test_gains_carried_from_move_to_move_equal_those_computed_afresh():
     counts = jnp.asarray(np.bincount(labels, minlength=n_slots), jnp.int32)
     log_alpha = jnp.log(jnp.float32(1.0))
 
+    def fresh_stats(assignments):
+        return jax.tree_util.tree_map(lambda leaf: jax.ops.segment_sum(leaf, assignments, n_slots), model.point_stats)
+
     def fresh(assignments, counts):
-        stats = jax.tree_util.tree_map(lambda leaf: jax.ops.segment_sum(leaf, assignments, n_slots), model.point_stats)
-        return split_merge.merge_gains(family.log_marginal, stats, counts, log_alpha)
+        return split_merge.merge_gains(family.log_marginal, fresh_stats(assignments), counts, log_alpha)
 
     step = jax.jit(partial(split_merge.split_merge_move, model))
-    assignments, gains, n_accepted = jnp.asarray(labels), None, 0
+    assignments, gains, stats, n_accepted = jnp.asarray(labels), None, None, 0
     for move in range(30):
-        result = step(jax.random.key(move), assignments, counts, log_alpha, gains=gains)
-        assignments, counts, gains = result.assignments, result.counts, result.gains
+        result = step(jax.random.key(move), assignments, counts, log_alpha, gains=gains, stats=stats)
+        assignments, counts, gains, stats = result.assignments, result.counts, result.gains, result.stats
         n_accepted += int(result.accepted)
+        for carried, computed in zip(jax.tree_util.tree_leaves(stats), jax.tree_util.tree_leaves(fresh_stats(assignments))):
+            np.testing.assert_allclose(np.asarray(carried), np.asarray(computed), rtol=1e-5, atol=1e-4)
         expected = np.asarray(fresh(assignments, counts))
         np.testing.assert_array_equal(np.isfinite(np.asarray(gains)), np.isfinite(expected))
         finite = np.isfinite(expected)

@@ -117,7 +117,7 @@ def _rest(means, active, slots, slot_i, slot_j):
             jnp.sum(jnp.where(rest[:, None], means * means, 0.0), axis=0))
 
 
-def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_alpha, context, gains):
+def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_alpha, context, gains, stats):
     """One split or merge of test publications (:func:`inference.split_merge.split_merge_move`:
     informed merges, sequentially allocated splits), then the block's means.
 
@@ -126,8 +126,9 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     publications (slots >= the training publications) are split or merged. Whatever the
     outcome, the means of the publications then holding the two anchors are drawn from their
     conditional (jointly when there are two), so the move is a block update of the test
-    partition and those means. ``gains`` are the merge gains of the partition (see
-    :func:`inference.split_merge.split_merge_move`). Returns (carry, MoveResult).
+    partition and those means. ``gains`` and ``stats`` are the merge gains and the statistics
+    per slot of the partition (see :func:`inference.split_merge.split_merge_move`). Returns
+    (carry, MoveResult).
     """
     dtype = features.dtype
     key_move, key_means = jax.random.split(rng_key)
@@ -135,7 +136,7 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     slots = jnp.arange(counts.shape[0])
     model = _side_model(config, features, context, means, counts)
     result = split_merge_move(model, key_move, clusters, counts, log_alpha, movable=slots >= n_train_clusters,
-                              gains=gains)
+                              gains=gains, stats=stats)
     proposed = result.split_proposed | result.merge_proposed
     # The means of the publications now holding i and j, drawn from their conditional given the
     # other publications (those of the state before the move; one mean or two).
@@ -178,11 +179,11 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
         lambda leaf: segment_sum(leaf, carry.clusters, num_segments=counts.shape[0]), model.point_stats)
 
     def move(state, move_index):
-        carry, gains, moves = state
+        carry, gains, stats, moves = state
         carry, result = _split_merge_move(config, jax.random.fold_in(rng_key, move_index), carry, features,
-                                          n_train_clusters, log_alpha, context, gains)
-        return (carry, result.gains, count_move(moves, result)), None
+                                          n_train_clusters, log_alpha, context, gains, stats)
+        return (carry, result.gains, result.stats, count_move(moves, result)), None
 
-    start = (carry, merge_gains(model.log_marginal, stats, counts, log_alpha, movable), no_moves())
-    (carry, _, moves), _ = jax.lax.scan(move, start, jnp.arange(config.n_split_merge))
+    start = (carry, merge_gains(model.log_marginal, stats, counts, log_alpha, movable), stats, no_moves())
+    (carry, _, _, moves), _ = jax.lax.scan(move, start, jnp.arange(config.n_split_merge))
     return carry, moves
