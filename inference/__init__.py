@@ -9,6 +9,7 @@ from inference.concentration import (
     variance_n_clusters,
 )
 from inference.em import EMResult, device_mesh, tempered_em
+from inference.interrupts import DeferredInterrupt
 from inference.enumerated import EnumeratedEM, ProgramData, ShardedProgramArgs, enumerated_log_likelihood
 from inference.partitions import (
     co_clustering,
@@ -23,6 +24,7 @@ __all__ = [
     "tempered_em",
     "EMResult",
     "device_mesh",
+    "DeferredInterrupt",
     "ShardedProgramArgs",
     "FixedBeta",
     "TemperedEM",

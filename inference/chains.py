@@ -25,14 +25,29 @@ sequence of devices) the chains are split into equal groups, one per device, wit
 over the chain axis; the data are copied to every device. Each chain still uses its own key
 ``fold_in(split(rng_key, n_chains)[c], s)``, so the draws are those of the single-device run and
 :func:`inference.diagnostics.to_inference_data` turns the gathered result into one
-``InferenceData``. Across hosts, call ``jax.distributed.initialize()`` first and pass
-``jax.devices()`` (every process runs the same call).
+``InferenceData``.
+
+Chains over processes. After ``jax.distributed.initialize()``, ``devices=jax.devices()`` spreads
+the chains over the devices of every process; every process runs the same call with the same
+key, arguments and (whole) data, which each device holds a copy of. Each process places only
+its own chains on its devices: either every process passes all the initial states and keeps
+the chains of its devices (the default), or, with ``process_local=True``, each passes only the
+chains of its own devices (chains ``[p * n, (p + 1) * n)`` for process p with n chains each,
+the layout of ``jax.devices()``). The chains never communicate while they run; after each call
+the draws are gathered onto every process, so every process returns the same global
+:class:`ChainResult` (samples and ``final_state`` whole, as host arrays), equal to the
+one-process run of the same chains with the same key. The processes agree on stopping:
+the time budget of any one of them, or Ctrl-C in any one of them, ends the run for all after
+the call in flight (Ctrl-C is deferred to the end of the call, as in :mod:`inference.em`; a
+second one abandons the run, and the others then fail saying that a process died). A capacity
+growth gathers the states of the call, grows them on every process and lays them out again.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from contextlib import ExitStack
 from functools import lru_cache, partial
 from typing import Any, Callable, NamedTuple
 
@@ -43,7 +58,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from inference.em import device_mesh
+from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
+from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
 from inference._validation import check_choice, check_int, check_key, check_real
 
 __all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
@@ -155,7 +172,18 @@ def _chain_mesh(devices: Any, n_chains: int) -> Mesh | None:
 
 def _overflowed(states: Any) -> bool:
     flag = getattr(states, "overflow", None)
-    return bool(np.any(np.asarray(flag))) if flag is not None else False
+    return bool(np.any(gather(flag))) if flag is not None else False
+
+
+def _mesh_processes(mesh: Mesh | None) -> int:
+    """Number of processes whose devices are in ``mesh`` (1 or all of them)."""
+    if mesh is None:
+        return 1
+    n_processes = len({device.process_index for device in mesh.devices.flat})
+    if 1 < n_processes != jax.process_count():
+        raise ValueError(f"devices: spans {n_processes} of the {jax.process_count()} processes; pass the devices of "
+                         "this process only or of every process (jax.devices())")
+    return n_processes
 
 
 def sample_chains(
@@ -173,6 +201,7 @@ def sample_chains(
     record: Callable[[Any, Any], dict[str, jax.Array]] = record_gibbs,
     on_overflow: str = "grow",
     devices: Any = None,
+    process_local: bool = False,
     first_sweep: int = 0,
 ) -> ChainResult:
     """Run a batch of chains of ``step`` with warm-up and thinning.
@@ -212,6 +241,11 @@ def sample_chains(
         Spread the chains over devices (``shard_map`` over the chain axis); the number of
         chains must be a multiple of the number of devices. An int takes the first that many of
         ``jax.devices()``. The draws equal those of the single-device run with the same key.
+        After ``jax.distributed.initialize()``, ``jax.devices()`` spans every process (see the
+        module docstring).
+    process_local : bool
+        With ``devices``: ``init_states`` holds only the chains of this process's devices (the
+        same number in every process), not all of them; the result still holds every chain.
     first_sweep : int
         Index of the first sweep: 0 for new chains, ``result.next_sweep`` to continue the chains
         of an earlier ``result`` from ``result.final_state`` with the same key (usually with
@@ -242,16 +276,28 @@ def sample_chains(
     if len(leading) != 1 or None in leading or 0 in leading:
         raise ValueError("init_states: expected every array to have the same leading chain axis (see stack_states)")
     n_chains = leading.pop()
-    mesh = _chain_mesh(devices, n_chains)
+    if not isinstance(process_local, (bool, np.bool_)):
+        raise TypeError(f"process_local: expected a bool, got {process_local!r}")
+    if process_local and devices is None:
+        raise ValueError("process_local: needs devices= (e.g. jax.devices() after jax.distributed.initialize())")
     if _overflowed(init_states):
         raise ValueError("init_states: the overflow flag is set; start from states that did not overflow")
+    mesh = device_mesh(devices, CHAIN_AXIS)
+    n_processes = _mesh_processes(mesh)
+    if process_local and n_processes > 1:
+        init_states = local_rows(init_states, mesh, CHAIN_AXIS)  # checks the processes' numbers of chains
+        n_chains = jax.tree_util.tree_leaves(init_states)[0].shape[0]
+    mesh = _chain_mesh(devices, n_chains)
     chain_keys = jax.random.split(rng_key, n_chains)
     data = jax.tree_util.tree_map(jnp.asarray, data)
     if mesh is not None:
-        # Each device keeps its group of chains and a copy of the data for the whole run.
+        # Each device keeps its group of chains and a copy of the data for the whole run; across
+        # processes each process places only its own chains (distribute: no data sent, no check).
         by_chain, replicated = NamedSharding(mesh, P(CHAIN_AXIS)), NamedSharding(mesh, P())
-        chain_keys, init_states = jax.device_put((chain_keys, init_states), by_chain)
-        data = jax.device_put(data, replicated)
+        chain_keys = distribute(chain_keys, by_chain)
+        if not (process_local and n_processes > 1):
+            init_states = distribute(init_states, by_chain)
+        data = distribute(data, replicated)
 
     draws_per_call = min(draws_per_call, n_draws)
     sweeps_per_call = draws_per_call * thin
@@ -266,8 +312,12 @@ def sample_chains(
     completed = True
     sweep = first_sweep
     start = time.perf_counter()
+    several = n_processes > 1  # the processes gather the draws and agree on stopping after every call
     bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains")
-    try:
+    with ExitStack() as contexts:
+        interrupt = contexts.enter_context(DeferredInterrupt()) if several else None
+        contexts.enter_context(lost_peers_named(n_processes))
+        contexts.callback(bar.close)
         for n_records, keep in calls:
             while True:
                 try:
@@ -277,27 +327,35 @@ def sample_chains(
                         )
                     else:
                         run = _sharded_run_calls(step, record, n_records, thin, mesh)
-                        new_states, records = run(chain_keys, states, data, jnp.int32(sweep))
+                        new_states, records = run(chain_keys, states, data, np.int32(sweep) if several
+                                                  else jnp.int32(sweep))
                     jax.block_until_ready(new_states)
                 except KeyboardInterrupt:
+                    if several:  # a second Ctrl-C: abandoned (the others then fail, saying a process died)
+                        raise
                     completed = False
                     break
                 if not _overflowed(new_states):
                     break
-                states = _handle_overflow(states, new_states, on_overflow)
+                if several:  # grown on every process from the gathered states, then laid out again
+                    states = distribute(_handle_overflow(gather(states), gather(new_states), on_overflow), by_chain)
+                else:
+                    states = _handle_overflow(states, new_states, on_overflow)
             if not completed:
                 break
             states = new_states
             sweep += n_records * thin
             if keep:
-                chunks.append(jax.tree_util.tree_map(np.asarray, records))
+                chunks.append(gather(records))
             bar.update(n_records * thin)
-            if (time_budget is not None and time.perf_counter() - start > time_budget
-                    and sweep < first_sweep + total_sweeps):
+            stop = time_budget is not None and time.perf_counter() - start > time_budget
+            if several:  # one process out of time or interrupted stops them all
+                stop = bool(process_max(int(stop or interrupt.requested)))
+            if stop and sweep < first_sweep + total_sweeps:
                 completed = False
                 break
-    finally:
-        bar.close()
+        if several:
+            states = jax.tree_util.tree_map(jnp.asarray, gather(states))
     samples = {name: np.concatenate([chunk[name] for chunk in chunks], axis=1) for name in chunks[0]} if chunks else {}
     return ChainResult(
         samples=samples,

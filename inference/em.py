@@ -72,8 +72,6 @@ fail with a ``RuntimeError`` that says so. Gibbs chains spread over devices the 
 from __future__ import annotations
 
 import inspect
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -84,6 +82,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from inference.interrupts import DeferredInterrupt
 from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named, process_sum,
                                  replicate)
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
@@ -91,6 +90,9 @@ from inference._validation import (check_distributions, check_int, check_key, ch
                                    check_params_like, check_real, renamed, tree_nbytes)
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
+
+#: The old private name of :class:`inference.interrupts.DeferredInterrupt`, still importable.
+_DeferredInterrupt = DeferredInterrupt
 
 
 class EMModel(Protocol):
@@ -429,55 +431,19 @@ class EMResult:
         )
 
 
-class _DeferredInterrupt:
-    """Ctrl-C while EM runs: remembered, and acted on at the end of the current segment.
-
-    The segment step donates its input state, so a ``KeyboardInterrupt`` raised while a segment
-    is dispatched or running would leave only deleted buffers behind. Inside this context the
-    first SIGINT sets ``requested`` instead; the driver checks it between segments and returns
-    the last finished one. A second SIGINT restores the previous handler and raises
-    ``KeyboardInterrupt`` at once (the fit is abandoned). Signal handlers can only be set from
-    the main thread, where Python delivers SIGINT; elsewhere the context does nothing.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
-
-    def __enter__(self) -> "_DeferredInterrupt":
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
-            if previous is not None:  # None: a handler set outside Python, which could not be restored
-                self._previous = previous
-                signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
-
-
 def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, record=None):
     """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C.
 
     ``advance`` may donate its input: ``states`` is replaced only by a segment that has finished,
-    and Ctrl-C is acted on between segments (:class:`_DeferredInterrupt`), so the states returned
-    are always those of the last finished segment.
+    and Ctrl-C is acted on between segments (:class:`inference.interrupts.DeferredInterrupt`), so
+    the states returned are always those of the last finished segment.
     """
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
     stopped_by = "max_iter"
     stop_at = 0
-    with tqdm(total=max_iter, disable=not progress, desc="EM", unit="it") as bar, _DeferredInterrupt() as interrupt:
+    with tqdm(total=max_iter, disable=not progress, desc="EM", unit="it") as bar, DeferredInterrupt() as interrupt:
         while stop_at < max_iter:
             stop_at = min(stop_at + segment, max_iter)
             advanced = advance(states, stop_at)

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from inference import em
-from inference.em import _DeferredInterrupt, tempered_em
+from inference.em import tempered_em
+from inference.interrupts import DeferredInterrupt
 from inference.schedules import DeterministicAnnealing, FixedBeta
 from zoo.data import CoOccurrence
 from zoo.dirichlet.families import normal_gamma
@@ -170,7 +171,7 @@ def test_ctrl_c_right_after_a_segment_is_dispatched(monkeypatch):
 def test_a_second_ctrl_c_abandons_the_fit():
     handler = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
-        with _DeferredInterrupt() as interrupt:
+        with DeferredInterrupt() as interrupt:
             os.kill(os.getpid(), signal.SIGINT)
             while not interrupt.requested:
                 pass  # the handler runs between bytecodes
@@ -178,6 +179,18 @@ def test_a_second_ctrl_c_abandons_the_fit():
             while True:
                 pass
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_the_interrupt_helper_is_public_and_keeps_its_old_name():
+    import inference
+
+    assert em._DeferredInterrupt is DeferredInterrupt is inference.DeferredInterrupt
+    handler = signal.getsignal(signal.SIGINT)
+    with DeferredInterrupt() as interrupt:
+        os.kill(os.getpid(), signal.SIGINT)
+        while not interrupt.requested:
+            pass
+    assert interrupt.requested and signal.getsignal(signal.SIGINT) is handler
 
 
 def test_half_precision_points_are_sampled_in_the_working_precision():

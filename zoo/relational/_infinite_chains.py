@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference.em import _DeferredInterrupt
+from inference.interrupts import DeferredInterrupt
 from zoo.relational._infinite_kernel import build_kernel
 from zoo.relational._infinite_state import IRMInfo, IRMState, _predictive, block_counts, init
 from zoo.relational.data import RelationalArrays
@@ -102,7 +102,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
                   keep_assignments=keep_assignments)
     chunks = []
     completed = True
-    with _DeferredInterrupt() as interrupt:
+    with DeferredInterrupt() as interrupt:
         for first in range(0, n_sweeps, per_call):
             indices = jnp.arange(first, min(first + per_call, n_sweeps))
             (states, predictive), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,

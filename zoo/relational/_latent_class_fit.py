@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference.em import _DeferredInterrupt
+from inference.interrupts import DeferredInterrupt
 from zoo.relational._latent_class_passes import iem_pass
 from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
 from zoo.relational.data import RelationalArrays, RelationalSchema
@@ -101,12 +101,12 @@ def _advance_restarts(states, arrays, flat, beta, tol, prior_count, stop_at, *, 
 def _run_passes(advance, states, *, max_passes, passes_per_call):
     """Call ``advance(states, stop_at)`` in calls of ``passes_per_call`` passes; stop on convergence or Ctrl-C.
 
-    Ctrl-C is acted on between calls (:class:`inference.em._DeferredInterrupt`): the states of
+    Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`): the states of
     the last finished call are returned, with ``"interrupted"``; a second Ctrl-C abandons the fit.
     """
     stopped_by = "max_passes"
     stop_at = 0
-    with _DeferredInterrupt() as interrupt:
+    with DeferredInterrupt() as interrupt:
         while stop_at < max_passes:
             stop_at = min(stop_at + passes_per_call, max_passes)
             states = advance(states, stop_at)

@@ -1,0 +1,67 @@
+"""Ctrl-C that keeps the finished work: act on SIGINT between jitted calls, not inside one.
+
+A long computation run as one jitted call loses everything when Ctrl-C raises
+``KeyboardInterrupt`` in it, and a call that donates its inputs leaves only deleted buffers
+behind. The drivers of this library therefore cut their work into calls (EM segments, chain
+sweeps, passes of the relational fit, held-out cases) and run the loop over calls inside
+:class:`DeferredInterrupt`: the first Ctrl-C is remembered, the loop looks at
+``interrupt.requested`` after each finished call and stops there, returning what was finished.
+A second Ctrl-C abandons the work at once with ``KeyboardInterrupt``.
+
+Example::
+
+    with DeferredInterrupt() as interrupt:
+        for piece in pieces:
+            results.append(run_one_call(piece))  # never cut short by the first Ctrl-C
+            if interrupt.requested:
+                break                            # return the finished part
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+__all__ = ["DeferredInterrupt"]
+
+
+class DeferredInterrupt:
+    """A context in which the first Ctrl-C (SIGINT) sets ``requested`` instead of raising.
+
+    Inside the context the first SIGINT only sets ``requested = True``; the caller checks it
+    between calls and stops after the current one. A second SIGINT restores the previous
+    handler and raises ``KeyboardInterrupt`` at once (the work is abandoned). Leaving the
+    context restores the previous handler. Signal handlers can only be set from the main
+    thread, where Python delivers SIGINT; elsewhere (and where the previous handler was set
+    outside Python) the context changes nothing and ``requested`` stays False.
+
+    Attributes
+    ----------
+    requested : bool
+        Whether Ctrl-C was pressed since the context was entered.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> "DeferredInterrupt":
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is not None:  # None: a handler set outside Python, which could not be restored
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
