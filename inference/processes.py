@@ -14,6 +14,11 @@ model:
 * :func:`global_blocks` — this process's blocks (leading axis ``local_block_count``) turned into
   global ``jax.Array`` s laid out block per device, without any process seeing another's data;
 * :func:`replicate` — a pytree every process holds whole (starting states) on every device;
+* :func:`distribute` — a pytree every process holds whole, each process placing only the slices
+  of its own devices (the chains of a chain-parallel run);
+* :func:`local_rows` — this process's rows of a pytree (its chains) as global arrays whose
+  leading axis is split over the mesh, every process holding the same number of rows;
+* :func:`gather` — global arrays back as whole host arrays on every process (the draws);
 * :func:`lost_peers_named` — a collective broken by a process that died raises an error that
   says so (gloo's own is "Connection reset by peer"), instead of XLA's bare runtime error.
 
@@ -38,7 +43,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 __all__ = ["local_block_count", "process_sum", "process_max", "broadcast_from_first", "global_blocks", "replicate",
-           "lost_peers_named"]
+           "distribute", "local_rows", "gather", "lost_peers_named"]
 
 
 @contextmanager
@@ -148,3 +153,75 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
         return jax.make_array_from_callback(leaf.shape, sharding, lambda index: leaf[index])
 
     return jax.tree_util.tree_map(make, tree)
+
+
+def _is_key(leaf: Any) -> bool:
+    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def _by_key_data(make):
+    """``make(host_leaf)`` for every leaf, typed PRNG keys laid out as their key data and wrapped back."""
+
+    def apply(leaf):
+        if _is_key(leaf):
+            return jax.random.wrap_key_data(make(np.asarray(jax.random.key_data(leaf))), impl=jax.random.key_impl(leaf))
+        return make(np.asarray(leaf))
+
+    return apply
+
+
+@_collective
+def distribute(tree: Any, sharding: NamedSharding) -> Any:
+    """A pytree that every process holds whole, laid out by ``sharding`` (typed PRNG keys too).
+
+    Each process places only the slices that belong to its own devices: no data moves between
+    processes and, unlike ``jax.device_put``, the processes' copies are not compared (the caller
+    guarantees them equal). With one process it is ``jax.device_put``.
+    """
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+    make = lambda leaf: jax.make_array_from_callback(leaf.shape, sharding, lambda index: leaf[index])  # noqa: E731
+    return jax.tree_util.tree_map(_by_key_data(make), tree)
+
+
+@_collective
+def local_rows(tree: Any, mesh: Mesh, axis_name: str) -> Any:
+    """This process's rows (leading axis) of a pytree → global arrays split along ``axis_name``.
+
+    Every process passes the rows of its own devices, in the mesh's order, and the same number
+    of them; the global leading axis is that number times the number of processes in the mesh.
+    Raises ``ValueError`` naming ``init_states`` if the processes hold different numbers of rows
+    or this process's rows do not split evenly over its devices.
+    """
+    n_local = local_block_count(mesh)
+    n_rows = {np.shape(leaf)[0] for leaf in jax.tree_util.tree_leaves(tree)}.pop()
+    if process_max(n_rows) != -process_max(-n_rows):
+        raise ValueError(f"init_states: process {jax.process_index()} holds {n_rows} chains, another process a "
+                         "different number; every process passes the chains of its own devices, as many")
+    if n_rows % n_local:
+        raise ValueError(f"init_states: {n_rows} chains of process {jax.process_index()} do not split evenly over "
+                         f"its {n_local} devices")
+    global_rows = n_rows * mesh.devices.size // n_local
+    sharding = NamedSharding(mesh, P(axis_name))
+    make = lambda leaf: jax.make_array_from_process_local_data(  # noqa: E731
+        sharding, leaf, (global_rows,) + leaf.shape[1:])
+    return jax.tree_util.tree_map(_by_key_data(make), tree)
+
+
+@_collective
+def gather(tree: Any) -> Any:
+    """Global arrays (split over the devices of several processes) → whole host arrays on every process.
+
+    Typed PRNG keys come back as keys; arrays already whole on this process are only copied to
+    the host. Every process must call it (it is an all-gather across processes).
+    """
+    from jax.experimental import multihost_utils
+
+    def fetch(leaf):
+        if _is_key(leaf):
+            return jax.random.wrap_key_data(fetch(jax.random.key_data(leaf)), impl=jax.random.key_impl(leaf))
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+        return np.asarray(leaf)
+
+    return jax.tree_util.tree_map(fetch, tree)

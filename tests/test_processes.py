@@ -7,7 +7,10 @@ they start a second fit during which the last process dies: the others must fail
 that says so within a time limit, not hang. The 2-process run takes about 40 s on 2 cores; the
 4-process one is marked slow, and so is the check of the one-sided, two-sided and CAM models
 (from a start given to every process). ``python -m zoo fit ... --processes 2`` on per-process
-MatrixMarket files gives the one-process fit of the whole file.
+MatrixMarket files gives the one-process fit of the whole file. Gibbs chains spread over the
+processes' devices (``sample_chains(devices=jax.devices())``, every process passing all the
+initial states or, ``process_local=True``, only its own) give every process the draws of the
+one-process run, bit for bit, and stop together when one process runs out of time.
 """
 
 import json
@@ -248,3 +251,115 @@ def test_two_processes_fit_the_other_dyadic_models_as_one_process(tmp_path, x64)
             np.testing.assert_allclose(fit["log_lik"], whole.history["log_lik"], rtol=1e-10, err_msg=name)
             for position, value in enumerate(jax.tree_util.tree_leaves(whole.params)):
                 np.testing.assert_allclose(fit[f"arr_{position}"], np.asarray(value), atol=1e-9, err_msg=name)
+
+
+CHAINS_WORKER = textwrap.dedent(
+    """
+    import os, sys
+    process_id, n_processes, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=n_processes,
+                               process_id=process_id)
+    import numpy as np
+    sys.path.insert(0, os.getcwd())
+    from tests.test_processes import chains_problem, save_chains
+    from inference.chains import sample_chains
+
+    step, states, observations, options = chains_problem()
+    # Every process passes all the initial states and keeps its chains ...
+    run = sample_chains(jax.random.key(5), step, states, observations, devices=jax.devices(), **options)
+    save_chains(os.path.join(out, f"all-{process_id}.npz"), run)
+    # ... or only the chains of its own devices.
+    n_own = len(jax.tree_util.tree_leaves(states)[0]) // n_processes
+    own = jax.tree_util.tree_map(lambda leaf: leaf[process_id * n_own:(process_id + 1) * n_own], states)
+    run = sample_chains(jax.random.key(5), step, own, observations, devices=jax.devices(), process_local=True,
+                        **options)
+    save_chains(os.path.join(out, f"own-{process_id}.npz"), run)
+    # Process 0 alone runs out of time after the first call: every process stops there.
+    budget = dict(time_budget=1e-9) if process_id == 0 else {}
+    run = sample_chains(jax.random.key(5), step, states, observations, devices=jax.devices(), **options, **budget)
+    save_chains(os.path.join(out, f"budget-{process_id}.npz"), run)
+    """
+)
+
+
+def chains_problem():
+    """8 collapsed-Gibbs chains of a DP mixture of 6 points, capacity 3 (outgrown), and the run's options."""
+    from inference import neal
+    from inference.chains import stack_states
+    from zoo.dirichlet.families import normal_gamma
+
+    family = normal_gamma(1, kappa=0.2)
+    observations = np.array([[-6.0], [-6.3], [0.1], [-0.2], [6.2], [5.9]])
+    step = neal.build_kernel(family, "collapsed")
+    states = stack_states([neal.init(jax.random.key(chain), observations, family, algorithm="collapsed",
+                                     max_clusters=3, alpha=1.0) for chain in range(8)])
+    return step, states, observations, dict(n_warmup=4, n_draws=8, draws_per_call=4, progress=False)
+
+
+def save_chains(path: str, run) -> None:
+    """A chain run's draws, final states and counters, as one ``.npz`` file."""
+    leaves = {f"final_{position}": np.asarray(leaf)
+              for position, leaf in enumerate(jax.tree_util.tree_leaves(run.final_state))}
+    np.savez(path, next_sweep=run.next_sweep, completed=run.completed, **leaves,
+             **{f"samples_{name}": value for name, value in run.samples.items()})
+
+
+def _sample_over_processes(n_processes: int, tmp_path, timeout: float) -> None:
+    from inference.chains import sample_chains
+
+    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment["JAX_PLATFORMS"] = "cpu"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    port = str(_free_port())
+    workers = [subprocess.Popen([sys.executable, "-c", CHAINS_WORKER, str(index), str(n_processes), port,
+                                 str(tmp_path)], cwd=root, env=environment, stderr=subprocess.PIPE, text=True)
+               for index in range(n_processes)]
+    try:
+        errors = [worker.communicate(timeout=timeout)[1] for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    assert [worker.returncode for worker in workers] == [0] * n_processes, "\n".join(error[-2000:] for error in errors)
+
+    step, states, observations, options = chains_problem()
+    one = sample_chains(jax.random.key(5), step, states, observations, **options)
+    save_chains(tmp_path / "one.npz", one)
+    expected = np.load(tmp_path / "one.npz")
+    assert int(one.final_state.max_clusters) > 3  # the capacity grew, across the processes too
+    for name in ("all", "own"):
+        for index in range(n_processes):
+            got = np.load(tmp_path / f"{name}-{index}.npz")
+            assert sorted(got.files) == sorted(expected.files), (name, index)
+            for key in expected.files:  # the same draws, bit for bit, on every process
+                np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{name}-{index}: {key}")
+    for index in range(n_processes):
+        stopped = np.load(tmp_path / f"budget-{index}.npz")
+        assert not stopped["completed"] and int(stopped["next_sweep"]) == 4  # the warm-up call only
+
+
+def test_two_processes_sample_the_chains_of_one_process(tmp_path, x64):
+    _sample_over_processes(2, tmp_path, timeout=200)
+
+
+@pytest.mark.slow
+def test_four_processes_sample_the_chains_of_one_process(tmp_path, x64):
+    _sample_over_processes(4, tmp_path, timeout=400)
+
+
+def test_process_local_chains_in_one_process_are_the_plain_chains_and_need_devices():
+    from inference.chains import sample_chains
+
+    step, states, observations, options = chains_problem()
+    plain = sample_chains(jax.random.key(5), step, states, observations, **options)
+    local = sample_chains(jax.random.key(5), step, states, observations, devices=1, process_local=True, **options)
+    for name, values in plain.samples.items():
+        np.testing.assert_array_equal(local.samples[name], values, err_msg=name)
+    with pytest.raises(ValueError, match="^process_local: needs devices"):
+        sample_chains(jax.random.key(5), step, states, observations, process_local=True, **options)
+    with pytest.raises(TypeError, match="^process_local"):
+        sample_chains(jax.random.key(5), step, states, observations, devices=1, process_local=1, **options)
