@@ -35,11 +35,12 @@ the chains of its devices (the default), or, with ``process_local=True``, each p
 chains of its own devices (chains ``[p * n, (p + 1) * n)`` for process p with n chains each,
 the layout of ``jax.devices()``). The chains never communicate while they run; after each call
 the draws are gathered onto every process, so every process returns the same global
-:class:`ChainResult` (samples and ``final_state`` whole, as host arrays), equal to the
-one-process run of the same chains with the same key. The processes agree on stopping:
-the time budget of any one of them, or Ctrl-C in any one of them, ends the run for all after
-the call in flight (Ctrl-C is deferred to the end of the call, as in :mod:`inference.em`; a
-second one abandons the run, and the others then fail saying that a process died). A capacity
+:class:`ChainResult` (every chain's draws and ``final_state``), equal to the
+one-process run of the same chains with the same key. The processes agree on stopping: the
+time budget of any one of them, or Ctrl-C in any one of them, ends the run for all after the
+call in flight (Ctrl-C is deferred to the end of the call,
+:class:`inference.interrupts.DeferredInterrupt`; a second one abandons the run, and the others
+then fail saying that a process died). A capacity
 growth gathers the states of the call, grows them on every process and lays them out again.
 """
 
