@@ -28,6 +28,13 @@ observations per device (the last block padded); every device evaluates its bloc
 M-step as a single-device fit. Padding observations are masked out: their observed sites
 contribute nothing, their latent sites keep log p(z | θ_t) (which sums to 1 over z) and drop the
 λ log p(z | θ) term, so they add exactly zero to log p and to Q.
+
+Across processes (``tempered_em(..., devices=jax.devices(), process_local=True)`` after
+``jax.distributed.initialize()``) each process passes only its own observations (the data
+arguments' rows it holds; the other arguments equal everywhere) and cuts them into the blocks
+of its own devices, every block padded to the longest of any process
+(:func:`inference.processes.process_max`). The blocks of all processes are those of one data
+set with padding in between, which the mask removes, so the fit is that of the whole data.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from numpyro.contrib.funsor import config_enumerate, enum, log_density
 from numpyro.distributions.transforms import biject_to
 from numpyro.primitives import Messenger
 
+from inference.processes import process_max
 from inference._validation import check_int, check_real
 
 __all__ = ["enumerated_log_likelihood", "EnumeratedEM", "ProgramData", "ShardedProgramArgs", "inspect_program"]
@@ -446,7 +454,7 @@ class EnumeratedEM:
         self._param_sites(args)
         return args
 
-    def prepare_sharded(self, data: Any, n_shards: int) -> ShardedProgramArgs:
+    def prepare_sharded(self, data: Any, n_shards: int, *, process_local: bool = False) -> ShardedProgramArgs:
         """Like :meth:`prepare`, with the observations cut into ``n_shards`` equal blocks.
 
         The data arguments (``data_args``) are split along their first axis, the last blocks
@@ -454,6 +462,11 @@ class EnumeratedEM:
         arguments are repeated per block. Checks that every sample site lies inside
         ``data_plate``, that its size follows the data arguments, and that no param site's shape
         depends on the number of observations.
+
+        ``process_local``: ``data`` holds this process's observations (at least one) and the
+        ``n_shards`` blocks are this process's; every process pads its blocks to the longest of
+        any process, so the blocks of all processes together hold the whole data set. Every
+        process must call it.
         """
         n_shards = check_int("n_shards", n_shards, minimum=1)
         if self.data_plate is None:
@@ -463,6 +476,10 @@ class EnumeratedEM:
         n_observations = self._plate_size(args)
         positions = self._data_positions(args, n_observations)
         block_size = -(-n_observations // n_shards)
+        if process_local:
+            if n_observations == 0:
+                raise ValueError("data: this process holds no observations; give every process some")
+            block_size = process_max(block_size)
         padded_size = block_size * n_shards
 
         def blocks(position: int, arg: Any) -> Any:

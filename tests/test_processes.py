@@ -363,3 +363,112 @@ def test_process_local_chains_in_one_process_are_the_plain_chains_and_need_devic
         sample_chains(jax.random.key(5), step, states, observations, process_local=True, **options)
     with pytest.raises(TypeError, match="^process_local"):
         sample_chains(jax.random.key(5), step, states, observations, devices=1, process_local=1, **options)
+
+
+GENERIC_WORKER = textwrap.dedent(
+    """
+    import os, sys
+    process_id, n_processes, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=n_processes,
+                               process_id=process_id)
+    import numpy as np
+    sys.path.insert(0, os.getcwd())
+    from tests.test_processes import generic_problems
+    from inference.em import tempered_em
+
+    for name, (model, train, valid, own, options) in generic_problems().items():
+        if name == "lrm":  # its random start reads the data: the same start (from the whole data) everywhere
+            options = dict(options, init=model.init_params(jax.random.key(5), model.prepare(train)))
+        fit = tempered_em(model, own(train, process_id, n_processes), valid=own(valid, process_id, n_processes),
+                          key=jax.random.key(3), devices=jax.devices(), process_local=True, **options)
+        np.savez(os.path.join(out, f"{name}-{process_id}.npz"), n_iter=fit.n_iter, log_lik=fit.history["log_lik"],
+                 valid=fit.history["valid_perplexity"], *jax.tree_util.tree_leaves(fit.params))
+    """
+)
+
+
+def _repeated_mixture(points, n_classes):
+    """Two-class Gaussian mixture of points observed ``points.shape[1]`` times each (nested plate)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+    locs = numpyro.param("locs", jnp.linspace(-1.0, 1.0, n_classes))
+    with numpyro.plate("points", points.shape[0], dim=-2):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        with numpyro.plate("repeats", points.shape[1], dim=-1):
+            numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=points)
+
+
+def _own_points(points: np.ndarray, process_id: int, n_processes: int) -> np.ndarray:
+    bounds = np.linspace(0, len(points), n_processes + 1).astype(int)
+    return points[bounds[process_id]:bounds[process_id + 1]]
+
+
+def _own_people(data, process_id: int, n_processes: int):
+    """The observed cells of process ``process_id`` 's range of people (first domain), domains whole."""
+    relation = data.relations[0]
+    bounds = np.linspace(0, relation.shape[0], n_processes + 1).astype(int)
+    people = relation.entries[:, 0]
+    return data.replace_relation(relation.select((people >= bounds[process_id]) & (people < bounds[process_id + 1])))
+
+
+def generic_problems() -> dict:
+    """Generic EM on a NumPyro program (43 points, 3 repeats) and the LRM's batch passes (30 × 20,
+    20% missing, a fifth of the observed cells held out): model, training and validation data, the
+    function that takes a process's part, and the fit's options."""
+    from inference.enumerated import EnumeratedEM
+    from inference.schedules import FixedBeta
+    from zoo.relational.data import RelationalData
+    from zoo.relational.latent_class import LatentClassRelational
+
+    rng = np.random.default_rng(0)
+    centres = np.where(rng.random(43) < 0.5, -1.5, 1.5)
+    points = centres[:, None] + rng.normal(size=(43, 3))
+    generic = EnumeratedEM(_repeated_mixture, static_kwargs=(("n_classes", 2),), max_plate_nesting=2,
+                           m_step_iters=10, data_plate="points")
+    matrix = (rng.random((30, 20)) < 0.3).astype(float)
+    matrix[rng.random((30, 20)) < 0.2] = np.nan
+    relational = RelationalData.from_adjacency(matrix, domains=("people", "items"))
+    held_out = rng.random(relational.relations[0].n_observed) < 0.2
+    train, valid = (relational.replace_relation(relational.relations[0].select(keep))
+                    for keep in (~held_out, held_out))
+    lrm = LatentClassRelational(2).bind(relational, update="batch")
+    options = dict(schedule=FixedBeta(0.9), max_iter=6, tol=0.0)
+    return {"generic": (generic, points[:37], points[37:], _own_points, dict(options, max_iter=4)),
+            "lrm": (lrm, train, valid, _own_people, options)}
+
+
+def test_two_processes_fit_generic_em_and_the_lrm_as_one_process(tmp_path, x64):
+    """EnumeratedEM and the LRM (batch passes) fitted by 2 processes from their own observations
+    equal the one-process fit (rtol 1e-10 on the history, 1e-9 on the parameters); the LRM from a
+    start given to every process, since its random start reads the data (process 0's part)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment["JAX_PLATFORMS"] = "cpu"
+    port = str(_free_port())
+    workers = [subprocess.Popen([sys.executable, "-c", GENERIC_WORKER, str(index), "2", port, str(tmp_path)],
+                                cwd=root, env=environment, stderr=subprocess.PIPE, text=True) for index in range(2)]
+    try:
+        errors = [worker.communicate(timeout=300)[1] for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    assert [worker.returncode for worker in workers] == [0, 0], errors[0][-3000:] + errors[1][-3000:]
+    for name, (model, train, valid, _, options) in generic_problems().items():
+        if name == "lrm":
+            options = dict(options, init=model.init_params(jax.random.key(5), model.prepare(train)))
+        whole = tempered_em(model, train, valid=valid, key=jax.random.key(3), **options)
+        for index in range(2):
+            fit = np.load(tmp_path / f"{name}-{index}.npz")
+            assert int(fit["n_iter"]) == whole.n_iter > 1, name
+            np.testing.assert_allclose(fit["log_lik"], whole.history["log_lik"], rtol=1e-10, err_msg=name)
+            np.testing.assert_allclose(fit["valid"], whole.history["valid_perplexity"], rtol=1e-10, err_msg=name)
+            for position, value in enumerate(jax.tree_util.tree_leaves(whole.params)):
+                np.testing.assert_allclose(fit[f"arr_{position}"], np.asarray(value), atol=1e-9, err_msg=name)

@@ -187,13 +187,17 @@ def batch_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema
     return new_params, _free_energy_from_stats(new_params, stats, prior_count)
 
 
-def _sharded_cells(arrays: RelationalArrays, n_shards: int) -> RelationalArrays:
-    """Every relation's cells cut into ``n_shards`` equal blocks (padded with weight-0 cells)."""
+def _sharded_cells(arrays: RelationalArrays, n_shards: int, block_sizes: tuple | None = None) -> RelationalArrays:
+    """Every relation's cells cut into ``n_shards`` equal blocks (padded with weight-0 cells).
 
-    def blocks(cells: Any) -> Any:
-        block = -(-cells.shape[0] // n_shards)
+    ``block_sizes``: the cells per block of every relation (at least what its cells need; e.g.
+    the longest of several processes), instead of the fewest that hold them.
+    """
+
+    def blocks(cells: Any, block: int) -> Any:
         padding = jnp.zeros((block * n_shards - cells.shape[0],) + cells.shape[1:], cells.dtype)
         return jnp.concatenate([cells, padding]).reshape((n_shards, block) + cells.shape[1:])
 
-    return RelationalArrays(tuple(map(blocks, arrays.entries)), tuple(map(blocks, arrays.values)),
-                            tuple(map(blocks, arrays.weights)), blankets=None)
+    if block_sizes is None:
+        block_sizes = tuple(-(-cells.shape[0] // n_shards) for cells in arrays.entries)
+    return RelationalArrays(*(tuple(map(blocks, part, block_sizes)) for part in arrays[:3]), blankets=None)

@@ -68,6 +68,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from inference.processes import process_max
 from inference.sparse import resolve_backend
 from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
                              tree_nbytes)
@@ -391,18 +392,26 @@ class BoundLatentClassRelational(LatentClassRelational):
             raise ValueError("data: its domains and relations differ from the bound schema")
         return super().prepare(data)
 
-    def prepare_sharded(self, data: RelationalData, n_shards: int) -> tuple[RelationalArrays, None]:
+    def prepare_sharded(self, data: RelationalData, n_shards: int, *,
+                        process_local: bool = False) -> tuple[RelationalArrays, None]:
         """The observed cells of every relation cut into ``n_shards`` blocks (leading axis).
 
         Only batch passes (``update="batch"``) can be split: the incremental pass visits the
-        individuals one after another.
+        individuals one after another. ``process_local``: ``data`` holds this process's part of
+        the observed cells (any part, the domains whole; e.g. ``data.replace_relation(
+        relation.select(keep))``) and the blocks are this process's, padded to the longest of any
+        process (:func:`inference.processes.process_max`), so the blocks of all processes hold
+        every cell once. Every process must call it.
         """
         if self.update != "batch":
             raise ValueError("devices: incremental EM visits individuals one at a time and cannot be split over "
                              "devices; bind the data with update='batch'")
         n_shards = check_int("n_shards", n_shards, minimum=1)
         arrays, _ = self.prepare(data)
-        return _sharded_cells(arrays, n_shards), None
+        block_sizes = None
+        if process_local:
+            block_sizes = tuple(process_max(-(-cells.shape[0] // n_shards)) for cells in arrays.entries)
+        return _sharded_cells(arrays, n_shards, block_sizes), None
 
     def init_params(self, rng_key: Any, arrays: tuple) -> LRMParams:
         return _init_params(rng_key, arrays[0], schema=self.schema, n_classes=self.classes_for(self.schema),
