@@ -14,7 +14,10 @@ A model fitted by this driver provides (see :class:`EMModel`):
 A model may declare ``probability_axes``, a dict from the fields of its parameters that are
 distributions to the axis they sum to 1 along (None: the whole array); ``init=`` is then
 refused, naming ``init`` and the field, when such a field holds negative or unnormalised values
-(:func:`inference._validation.check_distributions`), before any JAX code runs.
+(:func:`inference._validation.check_distributions`), before any JAX code runs. A model may also
+declare ``positive_fields``, a tuple of the fields that must be positive (scales, rates), and
+``init=`` is refused when one holds a zero or negative value. The dyadic models and the bound
+LRM declare ``probability_axes``, the Gaussian mixture both.
 
 A model whose predictions can be 0 also provides ``heldout_log_lik_and_zeros(params, arrays) ->
 (log_lik, n_zero)``: Σ n log P(y|x) over the held-out tokens of positive probability and the
@@ -87,7 +90,7 @@ from inference.processes import (broadcast_from_first, global_blocks, local_bloc
                                  replicate)
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
 from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
-                                   check_params_like, check_real, renamed, tree_nbytes)
+                                   check_params_like, check_positive, check_real, renamed, tree_nbytes)
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
 
@@ -534,6 +537,9 @@ def tempered_em(
         Starting parameters (the model's params type) used instead of a random start; then
         ``n_restarts`` must be 1. Their floating dtype is the working precision of the fit: the
         data's arrays are cast to it (float32 parameters are fitted in float32 under x64 too).
+        They are checked before any JAX code runs: the model's fields and shapes, finite values,
+        distributions that are distributions (``probability_axes``) and positive scales
+        (``positive_fields``); a ``ValueError``/``TypeError`` names ``init`` and the field.
         Resuming: a fit at fixed β without ``valid`` (``schedule=FixedBeta(b)``) stopped by Ctrl-C,
         ``time_budget`` or ``max_iter`` continues bit-identically with ``init=result.params``,
         ``schedule=FixedBeta(result.beta)`` and the iterations left as ``max_iter``: its whole
@@ -627,6 +633,9 @@ def tempered_em(
         probability_axes = getattr(model, "probability_axes", None)  # the fields that are distributions
         if probability_axes:
             check_distributions("init", init, probability_axes)
+        positive_fields = getattr(model, "positive_fields", ())  # scales, rates: > 0
+        if positive_fields:
+            check_positive("init", init, positive_fields)
     init_dtype = _init_dtype(init) if init is not None else None
     train_arrays = _in_dtype(prepared, init_dtype, data)
     valid_count = _observation_count(valid, model) if valid is not None else 1.0

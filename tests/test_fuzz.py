@@ -42,6 +42,8 @@ from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 from zoo.dyadic.aspect import Aspect, AspectParams
 from zoo.dyadic.cluster_abstraction import ClusterAbstraction, anneal_tree
+from zoo.dyadic.one_sided import OneSided
+from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
 from zoo.dirichlet.families import normal_gamma
@@ -1215,6 +1217,88 @@ def test_a_valid_start_of_the_latent_class_model_is_accepted():
 def test_calls_per_segment_of_the_relational_models(case):
     name, call = case
     rejects(call, name)
+
+
+# ----------------------------------------------------------------------------- starts of the other EM models
+#: (model, data, start) of every EM model of the zoo: the start is the model's own for ``KEY``.
+EM_STARTS = {
+    name: (model, data, model.init_params(KEY, model.prepare(data)))
+    for name, model, data in [
+        ("aspect", Aspect(2, backend="xla"), DATA),
+        ("one-sided", OneSided(2, backend="xla"), DATA),
+        ("one-sided columns", OneSided(2, side="cols", backend="xla"), DATA),
+        ("two-sided", TwoSided(2, 2, backend="xla"), DATA),
+        ("cluster abstraction", ClusterAbstraction(depth=1, backend="xla"), DATA),
+        ("gaussian mixture", GaussianMixture(2), POINTS),
+    ]
+}
+
+
+def _start_with(start: Any, field: str, change: Callable[[np.ndarray], np.ndarray]) -> Any:
+    return start._replace(**{field: change(np.array(getattr(start, field)))})
+
+
+#: Changes that take a field off its constraint, by kind of field: probabilities (a distribution
+#: along an axis), positive values (scales) and any finite values (locations).
+NEGATIVE_ENTRY = st.tuples(st.integers(0, 100), st.floats(-10.0, -1e-3)).map(
+    lambda spec: lambda values: _poison_entry(values, *spec))
+NON_FINITE_ENTRY = st.tuples(st.integers(0, 100), NON_FINITE).map(
+    lambda spec: lambda values: _poison_entry(values, *spec))
+ANOTHER_SHAPE = st.sampled_from([lambda values: np.concatenate([values, values[..., :1]], axis=-1) / 2,
+                                 lambda values: np.ones_like(values[..., :1]),
+                                 lambda values: np.concatenate([values, values[:1]], axis=0),
+                                 lambda values: values[None]])
+FIELD_CHANGES = {
+    "probabilities": st.one_of(
+        NEGATIVE_ENTRY,
+        st.one_of(st.floats(0.0, 0.99), st.floats(1.01, 100.0)).map(lambda scale: lambda values: values * scale),
+        st.tuples(st.integers(0, 100), st.floats(0.01, 10.0)).map(
+            lambda spec: lambda values: _poison_entry(values, spec[0], values.flat[spec[0] % values.size] + spec[1])),
+        NON_FINITE_ENTRY, ANOTHER_SHAPE),
+    "positive": st.one_of(NEGATIVE_ENTRY, st.integers(0, 100).map(lambda at: lambda values: _poison_entry(values, at, 0.0)),
+                          NON_FINITE_ENTRY, ANOTHER_SHAPE),
+    "finite": st.one_of(NON_FINITE_ENTRY, ANOTHER_SHAPE),
+}
+
+
+def _field_kind(model: Any, field: str) -> str:
+    if field in getattr(model, "probability_axes", {}):
+        return "probabilities"
+    return "positive" if field in getattr(model, "positive_fields", ()) else "finite"
+
+
+def _bad_starts_of(name: str) -> st.SearchStrategy:
+    model, _, start = EM_STARTS[name]
+    off_constraint = st.sampled_from(start._fields).flatmap(
+        lambda field: FIELD_CHANGES[_field_kind(model, field)].map(lambda change: _start_with(start, field, change)))
+    other_models = st.sampled_from([other for key, (_, _, other) in EM_STARTS.items() if key != name])
+    return st.one_of(off_constraint, other_models)
+
+
+def test_every_em_model_declares_its_constraints():
+    # Every field of every EM model's parameters is a distribution, positive, or free by declaration:
+    # the fields left free are exactly these.
+    free = {name: [field for field in start._fields if _field_kind(model, field) == "finite"]
+            for name, (model, _, start) in EM_STARTS.items()}
+    assert free == {name: (["locs"] if name == "gaussian mixture" else []) for name in EM_STARTS}
+
+
+@counted(300)
+@settings(FUZZ, max_examples=300)
+@given(st.sampled_from(sorted(EM_STARTS)).flatmap(lambda name: st.tuples(st.just(name), _bad_starts_of(name))))
+def test_bad_starts_of_every_em_model(case):
+    name, init = case
+    model, data, _ = EM_STARTS[name]
+    rejects(lambda: tempered_em(model, data, key=KEY, init=init, max_iter=2), "init")
+
+
+@pytest.mark.parametrize("name", sorted(EM_STARTS))
+def test_valid_starts_of_every_em_model_are_accepted(name):
+    # The model's own start, and the parameters of a fit (resuming it).
+    model, data, start = EM_STARTS[name]
+    for init in (start, tempered_em(model, data, key=KEY, max_iter=20).params):
+        CASES["count"] += 1
+        assert tempered_em(model, data, key=KEY, init=init, max_iter=2).n_iter == 2
 
 
 def test_at_least_a_thousand_cases():

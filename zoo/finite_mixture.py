@@ -11,7 +11,7 @@ the Dirichlet-process mixtures of :mod:`zoo.dirichlet`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,6 +75,11 @@ class GaussianMixture:
 
     n_classes: int
     variance_floor: float = 1e-6
+
+    #: ``weights`` is a distribution over the classes and every scale is positive: ``init=`` of
+    #: :func:`inference.em.tempered_em` is checked against them (``locs`` only need be finite).
+    probability_axes: ClassVar[dict] = {"weights": -1}
+    positive_fields: ClassVar[tuple] = ("scales",)
 
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)

@@ -22,7 +22,7 @@ per token), the parameters, the sufficient statistics, the E-step and M-step, fo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -174,6 +174,10 @@ class Aspect:
     update: str = "simultaneous"
     backend: str = "auto"
     prior_count: float = 0.0
+
+    #: The fields of :class:`AspectParams` that are distributions, and the axis each sums to 1
+    #: along (``init=`` of :func:`inference.em.tempered_em` is checked against it).
+    probability_axes: ClassVar[dict] = {"class_prior": -1, "row_given_class": 0, "col_given_class": 0}
 
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, ClassVar, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -410,6 +410,12 @@ class ClusterAbstraction:
     backend: str = "auto"
     n_leaves: int | None = None
     prior_count: float = 0.0
+
+    #: The fields of :class:`CAMParams` that are distributions, and the axis each sums to 1 along
+    #: (None: the whole array; ``level_weights`` over the levels of a cluster's path; ``init=``
+    #: of :func:`inference.em.tempered_em` is checked against it).
+    probability_axes: ClassVar[dict] = {"cluster_prior": -1, "col_given_node": 0, "level_weights": -1,
+                                        "row_marginal": None, "cluster_posterior": -1}
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, ("auto", "xla", "numba"))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -241,6 +241,12 @@ class OneSided:
     side: str = "rows"
     backend: str = "auto"
     prior_count: float = 0.0
+
+    #: The fields of :class:`OneSidedParams` that are distributions, and the axis each sums to 1
+    #: along (None: the whole array; ``init=`` of :func:`inference.em.tempered_em` is checked
+    #: against it).
+    probability_axes: ClassVar[dict] = {"class_prior": -1, "feature_given_class": 0, "object_marginal": None,
+                                        "cluster_posterior": -1}
 
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)

@@ -41,7 +41,7 @@ With c = 0 (the default) it is H99's EM and the objective F above never decrease
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -240,6 +240,13 @@ class TwoSided:
     n_col_classes: int | None = None
     backend: str = "auto"
     prior_count: float = 0.0
+
+    #: The fields of :class:`TwoSidedParams` that are distributions, and the axis each sums to 1
+    #: along (None: the whole array, as π over pairs of clusters; ``init=`` of
+    #: :func:`inference.em.tempered_em` is checked against it).
+    probability_axes: ClassVar[dict] = {"row_class_prior": -1, "col_class_prior": -1, "association": None,
+                                        "row_posterior": -1, "col_posterior": -1, "row_marginal": None,
+                                        "col_marginal": None}
 
     def __post_init__(self) -> None:
         check_int("n_row_classes", self.n_row_classes, minimum=1)
