@@ -180,6 +180,9 @@ class ComponentFamily(NamedTuple):
         ``(c, x) -> scalar`` equal to ``log_predictive(stats, x)`` (None: ``log_predictive``).
     check_data : callable or None
         ``(name, data) -> np.ndarray``, validates a data matrix, raising ``ValueError`` naming it.
+    warn_data : callable or None
+        ``(name, array, stacklevel) -> None``, warns about valid data that the family models
+        badly (e.g. exactly tied values under Gaussian components); called once per fit.
     program_params : callable or None
         ``n_components -> params``; NumPyro sample sites of G0 for the mixture program.
     program_observe : callable or None
@@ -200,6 +203,7 @@ class ComponentFamily(NamedTuple):
     predictive_cache: Callable[[Any], Any] | None = None
     log_predictive_from_cache: Callable[[Any, jax.Array], jax.Array] | None = None
     check_data: Callable[[str, Any], np.ndarray] | None = None
+    warn_data: Callable[..., None] | None = None
     program_params: Callable[[int], Any] | None = None
     program_observe: Callable[..., None] | None = None
 

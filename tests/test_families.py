@@ -7,6 +7,8 @@ Carlo moments of the samplers with tolerances scaled by their standard errors (f
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,6 +25,8 @@ from zoo.dirichlet.families import (
     dirichlet_multinomial,
     normal_gamma,
     sample_log_gamma,
+    TiedValuesWarning,
+    tied_features,
 )
 
 Z_LIMIT = 4.5
@@ -324,3 +328,50 @@ def test_check_data_names_the_argument():
     with pytest.raises(ValueError, match="^data: contains negative"):
         dirichlet_multinomial(2).check_data("data", [[-1.0, 2.0]])
     assert normal_gamma(2).check_data("data", [[0.0, 1.0]]).shape == (1, 2)
+
+
+def test_tied_values_pull_gaussian_clusters_together_and_are_found():
+    # Why the warning exists: n points sharing one value exactly make a Normal-Gamma cluster's
+    # marginal grow like log Gamma(n/2), so merging two tied clusters of 100 gains ~69 nats per
+    # feature, while two clusters of spread values (same size, different means) lose by merging.
+    family = normal_gamma(1)
+
+    def stats(values):
+        values = jnp.asarray(values, jnp.float32)[:, None]
+        return family.point_stats(values[0])._replace(
+            count=jnp.float32(values.shape[0]), total=values.sum(0), total_sq=(values**2).sum(0))
+
+    tied_gain = family.log_marginal(stats(np.zeros(200))) - 2 * family.log_marginal(stats(np.zeros(100)))
+    assert float(tied_gain) == pytest.approx(68.7, abs=0.1)
+    rng = np.random.default_rng(0)
+    apart = np.concatenate([rng.normal(-1, 0.3, 100), rng.normal(1, 0.3, 100)])
+    spread_gain = (family.log_marginal(stats(apart))
+                   - family.log_marginal(stats(apart[:100])) - family.log_marginal(stats(apart[100:])))
+    assert float(spread_gain) < -50
+
+    data = np.column_stack([np.zeros(10), [0, 0, 0, 0, 0, 1, 2, 3, 4, 5], np.arange(10.0), [1, 1, 1, 2, 2, 3, 3, 3, 4, 4]])
+    assert tied_features(data).tolist() == [0, 1]
+    assert tied_features(data, share=0.3).tolist() == [0, 1, 3]
+    assert tied_features(np.zeros((0, 3))).tolist() == []
+
+
+def test_fits_warn_once_about_tied_features_with_gaussian_components_only():
+    from zoo.dirichlet.mixture import DPMixture
+    from zoo.dirichlet.supervised import SupervisedDP
+
+    rng = np.random.default_rng(1)
+    continuous = rng.normal(size=(40, 3))
+    tied = continuous.copy()
+    tied[:, 1] = 0.0  # a constant feature, as standardisation leaves a blank pixel
+    # The data are checked before anything runs: n_chains=0 is refused right after the warning.
+    no_chains = pytest.raises(ValueError, match="n_chains")
+    with pytest.warns(TiedValuesWarning, match=r"data: 1 of 3 features .*1 constant; columns 1\)") as caught, no_chains:
+        DPMixture(normal_gamma(3)).fit(tied, jax.random.key(0), n_chains=0)
+    assert [w.filename for w in caught if w.category is TiedValuesWarning] == [__file__]  # the caller's line, once
+    with pytest.warns(TiedValuesWarning, match="train_features and test_features"), no_chains:
+        SupervisedDP(1).fit(tied[:30], [0, 1, 2] * 10, tied[30:], key=jax.random.key(0), n_chains=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TiedValuesWarning)
+        for family, data in ((normal_gamma(3), continuous), (beta_bernoulli(3), (continuous > 0).astype(float))):
+            with no_chains:
+                DPMixture(family).fit(data, jax.random.key(0), n_chains=0)

@@ -366,9 +366,14 @@ class DPMixture:
         inference.diagnostics.MixingWarning
             With two or more chains, if K, α or the log joint do not mix (R-hat and ESS of
             Vehtari et al. 2021, see :func:`inference.diagnostics.mixing_table`).
+        zoo.dirichlet.families.TiedValuesWarning
+            With Gaussian components, when features hold one value in half of the points or
+            more (see :func:`zoo.dirichlet.families.tied_features`).
         """
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
+        if self.family.warn_data is not None:
+            self.family.warn_data("data", array, stacklevel=2)
         array = array.astype(jnp.result_type(float))  # the chains' working precision (float16 data too)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         rng_key = check_key("rng_key", rng_key)

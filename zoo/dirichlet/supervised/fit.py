@@ -18,6 +18,7 @@ from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
 from inference._validation import as_index_array, as_label_codes, check_choice, check_int, check_key, check_real
+from zoo.dirichlet.families import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
@@ -321,9 +322,13 @@ class SupervisedDP:
         inference.diagnostics.MixingWarning
             With two or more chains, when a label-invariant quantity does not mix (see
             :attr:`SupervisedDPFit.mixing`).
+        zoo.dirichlet.families.TiedValuesWarning
+            When features hold one value in half of the references or more (see
+            :func:`zoo.dirichlet.families.tied_features`).
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         key = check_key("key", key)
+        warn_tied_features("train_features and test_features", np.concatenate([train, test]), stacklevel=2)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
         if n_warmup is None:
