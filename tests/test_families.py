@@ -25,9 +25,8 @@ from zoo.dirichlet.families import (
     dirichlet_multinomial,
     normal_gamma,
     sample_log_gamma,
-    TiedValuesWarning,
-    tied_features,
 )
+from zoo.dirichlet.ties import TiedValuesWarning, tied_features
 
 Z_LIMIT = 4.5
 

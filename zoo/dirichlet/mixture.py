@@ -366,9 +366,9 @@ class DPMixture:
         inference.diagnostics.MixingWarning
             With two or more chains, if K, α or the log joint do not mix (R-hat and ESS of
             Vehtari et al. 2021, see :func:`inference.diagnostics.mixing_table`).
-        zoo.dirichlet.families.TiedValuesWarning
+        zoo.dirichlet.ties.TiedValuesWarning
             With Gaussian components, when features hold one value in half of the points or
-            more (see :func:`zoo.dirichlet.families.tied_features`).
+            more (see :func:`zoo.dirichlet.ties.tied_features`).
         """
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)

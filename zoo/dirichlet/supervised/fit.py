@@ -18,7 +18,7 @@ from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
 from inference._validation import as_index_array, as_label_codes, check_choice, check_int, check_key, check_real
-from zoo.dirichlet.families import warn_tied_features
+from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
@@ -322,9 +322,9 @@ class SupervisedDP:
         inference.diagnostics.MixingWarning
             With two or more chains, when a label-invariant quantity does not mix (see
             :attr:`SupervisedDPFit.mixing`).
-        zoo.dirichlet.families.TiedValuesWarning
+        zoo.dirichlet.ties.TiedValuesWarning
             When features hold one value in half of the references or more (see
-            :func:`zoo.dirichlet.families.tied_features`).
+            :func:`zoo.dirichlet.ties.tied_features`).
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         key = check_key("key", key)
