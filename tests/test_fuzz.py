@@ -1207,12 +1207,18 @@ def test_a_valid_start_of_the_latent_class_model_is_accepted():
     assert tempered_em(LRM_BOUND, RELATIONAL, key=KEY, init=LRM_START, max_iter=2).n_iter == 2
 
 
-@counted(40)
-@settings(FUZZ, max_examples=40)
+@counted(80)
+@settings(FUZZ, max_examples=80)
 @given(st.one_of(
     ints_below(1).map(lambda value: ("passes_per_call", lambda: LRM.fit(RELATIONAL, key=KEY, passes_per_call=value))),
     ints_below(1).map(lambda value: ("sweeps_per_call", lambda: InfiniteRelational().sample(
         RELATIONAL, key=KEY, n_sweeps=2, sweeps_per_call=value))),
+    st.one_of(ints_below(1), NOT_INTEGERS).map(lambda value: ("cases_per_call", lambda: LRM.predict_held_out(
+        RELATIONAL, [[0]], key=KEY, max_passes=2, cases_per_call=value))),
+    st.one_of(ints_below(1), NOT_INTEGERS).map(lambda value: ("cases_per_call", lambda: InfiniteRelational(
+        ).predict_held_out(RELATIONAL, [[0]], key=KEY, n_sweeps=2, cases_per_call=value))),
+    st.one_of(ints_below(1), NOT_INTEGERS).map(lambda value: ("cases_per_call", lambda: leave_one_out_log_loss(
+        LRM, RELATIONAL, key=KEY, max_passes=2, cases_per_call=value))),
 ))
 def test_calls_per_segment_of_the_relational_models(case):
     name, call = case

@@ -336,3 +336,130 @@ def test_em_resumed_after_ctrl_c_is_bit_identical_to_an_uninterrupted_fit(monkey
         np.testing.assert_array_equal(np.asarray(kept), np.asarray(uninterrupted_leaf))
     np.testing.assert_array_equal(np.concatenate([interrupted.history["log_lik"], resumed.history["log_lik"]]),
                                   uninterrupted.history["log_lik"])
+
+
+# ----------------------------------------------------------------------------- Ctrl-C during held-out evaluation
+def _slowed(monkeypatch, module, name, seconds):
+    original = getattr(module, name)
+
+    def slow_call(*args, **kwargs):
+        time.sleep(seconds)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, slow_call)
+
+
+def test_ctrl_c_during_latent_class_held_out_cases_keeps_the_finished_cases(monkeypatch):
+    # Nine cases in five calls of two (the last padded). A SIGINT sent as the second call returns
+    # keeps its four cases, the others NaN; then one from a timer during a slowed call; then the
+    # log-loss helpers over the cases and folds finished. Finished cases equal an uninterrupted run.
+    from zoo.relational import latent_class
+    from zoo.relational.data import load_karate_club
+    from zoo.relational.evaluation import cross_validated_log_loss, held_out_cases, leave_one_out_log_loss
+
+    data = load_karate_club()
+    hidden = held_out_cases(data, max_cases=9)
+    model = LatentClassRelational(2)
+    options = dict(key=jax.random.key(0), n_restarts=2, max_passes=20, cases_per_call=2)
+    full = model.predict_held_out(data, hidden, **options)
+    assert np.isfinite(full).all()
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, latent_class, "_fit_cases", 2)
+        with pytest.warns(RuntimeWarning, match="after 4 of 9 cases"):
+            probs = model.predict_held_out(data, hidden, **options)
+    assert signal.getsignal(signal.SIGINT) is handler
+    np.testing.assert_array_equal(probs[:4], full[:4])
+    assert np.isnan(probs[4:]).all()
+    with monkeypatch.context() as patched:
+        _slowed(patched, latent_class, "_fit_cases", 0.2)
+        timer = _sigint_after(0.3)
+        try:
+            with pytest.warns(RuntimeWarning, match="interrupted"):
+                probs = model.predict_held_out(data, hidden, **options)
+        finally:
+            timer.cancel()
+    finished = ~np.isnan(probs[:, 0, 0])
+    n_finished = int(finished.sum())
+    assert 0 < n_finished < 9 and finished[:n_finished].all(), finished
+    np.testing.assert_array_equal(probs[:n_finished], full[:n_finished])
+    loss_options = dict(key=jax.random.key(0), n_restarts=2, max_passes=20)
+    loo = leave_one_out_log_loss(model, data, max_cases=9, cases_per_call=2, **loss_options)
+    folds = cross_validated_log_loss(model, data, n_folds=5, cases_per_call=1, **loss_options)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, latent_class, "_fit_cases", 2)
+        with pytest.warns(RuntimeWarning) as warned:
+            partial_loo = leave_one_out_log_loss(model, data, max_cases=9, cases_per_call=2, **loss_options)
+    assert [str(warning.message).split(":")[0] for warning in warned] == ["predict_held_out", "leave_one_out_log_loss"]
+    assert "over the 4 of 9 cases" in str(warned[1].message)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, latent_class, "_fit_cases", 3)
+        with pytest.warns(RuntimeWarning) as warned:
+            partial_folds = cross_validated_log_loss(model, data, n_folds=5, cases_per_call=1, **loss_options)
+    assert "after 3 of 5 cases" in str(warned[0].message) and "over the 3 of 5 cases" in str(warned[1].message)
+    assert partial_loo.n_cells == 4 and np.isfinite(partial_loo.mean) and np.isfinite(partial_loo.standard_error)
+    np.testing.assert_array_equal(partial_loo.losses, loo.losses[:4])
+    assert partial_folds.losses.shape == (3,) and 0 < partial_folds.n_cells < folds.n_cells
+    np.testing.assert_array_equal(partial_folds.losses, folds.losses[:3])
+
+
+def test_ctrl_c_during_irm_held_out_cases_keeps_the_finished_cases(monkeypatch):
+    from zoo.relational import infinite
+    from zoo.relational.data import load_florentine_families
+    from zoo.relational.evaluation import held_out_cases
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=5)
+    model = InfiniteRelational()
+    options = dict(key=jax.random.key(0), n_chains=2, n_sweeps=6, cases_per_call=1)
+    full = model.predict_held_out(data, hidden, **options)
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, infinite, "_run_cases", 3)
+        with pytest.warns(RuntimeWarning, match="after 3 of 5 cases"):
+            probs = model.predict_held_out(data, hidden, **options)
+    assert signal.getsignal(signal.SIGINT) is handler
+    np.testing.assert_array_equal(probs[:3], full[:3])
+    assert np.isnan(probs[3:]).all()
+    with monkeypatch.context() as patched:
+        _slowed(patched, infinite, "_run_cases", 0.2)
+        timer = _sigint_after(0.3)
+        try:
+            with pytest.warns(RuntimeWarning, match="interrupted"):
+                probs = model.predict_held_out(data, hidden, **options)
+        finally:
+            timer.cancel()
+    n_finished = int((~np.isnan(probs[:, 0, 0])).sum())
+    assert 0 < n_finished < 5
+    np.testing.assert_array_equal(probs[:n_finished], full[:n_finished])
+    assert np.isnan(probs[n_finished:]).all()
+
+
+def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
+    # Seven cases in one call, in calls of three (the last padded) and one by one: the same bits,
+    # for the LRM and for the IRM. The IRM's chains outgrow a capacity of 3 clusters in later
+    # calls (one by one: the 5th case, then the 10th call), and every case is then run again with
+    # the larger capacity, as in one call.
+    from zoo.relational import infinite
+    from zoo.relational.data import load_florentine_families
+    from zoo.relational.evaluation import held_out_cases
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=7)
+    capacities = []
+    run_cases = infinite._run_cases
+
+    def recording(*args, **kwargs):
+        capacities.append(kwargs["capacities"][0])
+        return run_cases(*args, **kwargs)
+
+    monkeypatch.setattr(infinite, "_run_cases", recording)
+    for model, options in [(LatentClassRelational(2), dict(n_restarts=2, max_passes=15)),
+                           (InfiniteRelational(max_clusters=3, init_clusters=1), dict(n_chains=1, n_sweeps=4))]:
+        runs = [model.predict_held_out(data, hidden, key=jax.random.key(0), cases_per_call=calls, **options)
+                for calls in (7, 3, 1)]
+        assert np.isfinite(runs[0]).all()
+        for run in runs[1:]:
+            np.testing.assert_array_equal(run, runs[0])
+    one_by_one = capacities[-17:]  # the IRM's last run
+    assert one_by_one[:5] == [3, 3, 3, 3, 6] and one_by_one[-1] == 12, capacities

@@ -2,8 +2,9 @@
 
 Chains are ``vmap``-ped; each runs the kernel of ``zoo/relational/_infinite_kernel.py`` in a
 ``lax.scan`` over its sweeps. :func:`_run_chains_in_calls` cuts the sweeps into jitted calls and
-acts on Ctrl-C between them; :func:`_run_cases` runs the chains of many held-out cases in one
-``jit``. The model that calls them is :class:`zoo.relational.infinite.InfiniteRelational`.
+acts on Ctrl-C between them; :func:`_run_cases` runs the chains of a call's held-out cases in one
+``jit`` (the model cuts the cases into such calls). The model that calls them is
+:class:`zoo.relational.infinite.InfiniteRelational`.
 """
 
 from __future__ import annotations

@@ -2,15 +2,18 @@
 
 Restarts are ``vmap``-ped; their passes run in a ``lax.while_loop`` inside jitted calls of a number
 of passes each, with Ctrl-C acted on between calls (:func:`_run_passes`); the fits of many
-held-out cases run in one ``jit`` (:func:`_fit_cases`). Also here: predictive probabilities of
-cells and the exact log-likelihood by enumeration (tiny data), which the tests compare with the
-bound. The model is :class:`zoo.relational.latent_class.LatentClassRelational`.
+held-out cases run in jitted calls of a number of cases each (:func:`_fit_cases`), with Ctrl-C
+acted on between calls (:func:`_run_case_calls`, which the IRM's held-out cases use too). Also
+here: predictive probabilities of cells and the exact log-likelihood by enumeration (tiny data),
+which the tests compare with the bound. The model is
+:class:`zoo.relational.latent_class.LatentClassRelational`.
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+import warnings
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -224,3 +227,52 @@ def _case_weights(arrays: RelationalArrays, hidden: np.ndarray, relation: int) -
             stacked[rows[keep], columns[keep]] = 0.0
         weights.append(jnp.asarray(stacked, base.dtype))
     return tuple(weights)
+
+
+# ----------------------------------------------------------------------------- held-out cases in calls
+def _case_calls(n_cases: int, cases_per_call: int) -> list[tuple[np.ndarray, int]]:
+    """The cases cut into equal calls of at most ``cases_per_call``: (positions, number of real cases).
+
+    Every call gets the same number of positions (one compilation): the last is padded by
+    repeating its last case, whose copies are dropped.
+    """
+    n_calls = -(-n_cases // cases_per_call)
+    per_call = -(-n_cases // n_calls)
+    calls = []
+    for first in range(0, n_cases, per_call):
+        positions = np.arange(first, min(first + per_call, n_cases))
+        n_real = positions.shape[0]
+        calls.append((np.concatenate([positions, np.full(per_call - n_real, positions[-1])]), n_real))
+    return calls
+
+
+def _run_case_calls(run_call: Callable[[np.ndarray], tuple[Any, bool]], output: np.ndarray, cases_per_call: int,
+                    *, caller: str) -> int:
+    """Fill ``output`` (one row per case) by ``run_call(positions)`` in calls of cases; Ctrl-C between calls.
+
+    ``run_call`` returns the rows of its cases and whether the finished calls must be run again
+    (the IRM when a chain outgrew its capacity: every case then runs with the larger one, as in
+    one call). Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`):
+    the cases not finished keep ``output``'s NaN and a ``RuntimeWarning`` from ``caller`` says how
+    many were; a second Ctrl-C abandons with ``KeyboardInterrupt``. Returns the cases finished.
+    """
+    n_cases = output.shape[0]
+    calls = _case_calls(n_cases, cases_per_call)
+    finished = 0
+    with DeferredInterrupt() as interrupt:
+        position = 0
+        while position < len(calls):
+            positions, n_real = calls[position]
+            rows, start_over = run_call(positions)
+            if start_over:
+                output[:finished] = np.nan
+                finished = position = 0
+                continue
+            output[positions[:n_real]] = np.asarray(rows)[:n_real]
+            finished += n_real
+            position += 1
+            if interrupt.requested and finished < n_cases:
+                warnings.warn(f"{caller}: interrupted (Ctrl-C) after {finished} of {n_cases} cases; the cases not "
+                              "run are NaN", RuntimeWarning, stacklevel=3)
+                break
+    return finished

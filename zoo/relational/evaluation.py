@@ -12,11 +12,19 @@ bits (an uninformed binary prediction scores 1.0, which is where their IRM colum
 is anything with ``predict_held_out(data, hidden, *, key, relation, **options)`` returning the
 predictive probabilities of the hidden cells, case by case, such as
 :class:`~zoo.relational.latent_class.LatentClassRelational` and
-:class:`~zoo.relational.infinite.InfiniteRelational`; all cases run in one compiled call.
+:class:`~zoo.relational.infinite.InfiniteRelational`; their cases run ``vmap``-ped in jitted calls
+of ``cases_per_call`` cases (an option passed through).
+
+Ctrl-C: the models act on it between calls of cases, and the cases they did not run come back
+NaN (with a ``RuntimeWarning`` saying how many were run). The estimates here are then over the
+cases (leave-one-out) or folds (cross-validation) finished, with a ``RuntimeWarning`` that says
+so: ``losses`` holds one entry for each and ``n_cells`` counts their cells. A second Ctrl-C
+abandons with ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -104,6 +112,25 @@ def _losses(data: RelationalData, relation: int, hidden: np.ndarray, probs: np.n
     return -np.log(np.maximum(chosen, np.finfo(np.float64).tiny)) / np.log(base)
 
 
+def _finished(probs: np.ndarray, caller: str) -> np.ndarray:
+    """The cases a model ran: all but a trailing block whose first cell (never padding) is all NaN.
+
+    Such a block is what an interrupted model leaves; it is dropped with a ``RuntimeWarning``.
+    NaN elsewhere (or in every case) is kept and makes the loss NaN.
+    """
+    not_run = np.isnan(probs[:, 0]).all(axis=-1)
+    n_cases = not_run.shape[0]
+    n_run = n_cases - int(np.argmin(not_run[::-1])) if not not_run.all() else n_cases
+    if n_run < n_cases:
+        warnings.warn(f"{caller}: the estimate is over the {n_run} of {n_cases} cases the model ran "
+                      "(interrupted)", RuntimeWarning, stacklevel=3)
+    return np.arange(n_cases) < n_run
+
+
+def _standard_error(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / np.sqrt(values.shape[0])) if values.shape[0] > 1 else float("nan")
+
+
 def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relation: int | str = 0,
                            max_cases: int = 200, base: float = 2.0, rng: Any = 0, **options: Any) -> LogLoss:
     """Leave-one-out log-loss over up to ``max_cases`` observed cells (CP §3, Table 1).
@@ -117,7 +144,10 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     max_cases : int — CP: 200
     base : float — logarithm base (2: bits)
     rng : seed or Generator — which cells are drawn
-    **options : passed to ``model.predict_held_out`` (e.g. ``n_restarts``, ``n_sweeps``)
+    **options : passed to ``model.predict_held_out`` (e.g. ``n_restarts``, ``n_sweeps``,
+        ``cases_per_call``)
+
+    After Ctrl-C the estimate is over the cases finished (module docstring).
     """
     model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
     key = check_key("key", key)
@@ -125,9 +155,9 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     index = _relation_index(data, relation)
     hidden = held_out_cases(data, relation=index, max_cases=max_cases, rng=rng)
     probs = model.predict_held_out(data, hidden, key=key, relation=index, **options)
-    losses = _losses(data, index, hidden[:, :1], probs[:, :1], base)[:, 0]
-    error = losses.std(ddof=1) / np.sqrt(losses.shape[0]) if losses.shape[0] > 1 else float("nan")
-    return LogLoss(float(losses.mean()), float(error), losses, int(losses.shape[0]))
+    finished = _finished(probs, "leave_one_out_log_loss")
+    losses = _losses(data, index, hidden[finished, :1], probs[finished, :1], base)[:, 0]
+    return LogLoss(float(losses.mean()), _standard_error(losses), losses, int(losses.shape[0]))
 
 
 def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, relation: int | str = 0,
@@ -135,6 +165,8 @@ def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, rela
     """k-fold cross-validated log-loss (CP §3, Table 2: 5 folds of the ratings).
 
     The mean is over all scored cells; the standard error is over the folds' mean losses.
+    ``**options`` are passed to ``model.predict_held_out``; after Ctrl-C the estimate is over the
+    folds finished (module docstring).
     """
     model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
     key = check_key("key", key)
@@ -142,8 +174,9 @@ def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, rela
     index = _relation_index(data, relation)
     hidden, scored = fold_cases(data, relation=index, n_folds=n_folds, rng=rng)
     probs = model.predict_held_out(data, hidden, key=key, relation=index, **options)
-    losses = _losses(data, index, hidden, probs, base)
+    finished = _finished(probs, "cross_validated_log_loss")
+    hidden, scored = hidden[finished], scored[finished]
+    losses = _losses(data, index, hidden, probs[finished], base)
     fold_means = np.array([losses[row][scored[row]].mean() for row in range(hidden.shape[0])])
     mean = float(losses[scored].mean())
-    error = float(fold_means.std(ddof=1) / np.sqrt(fold_means.shape[0]))
-    return LogLoss(mean, error, fold_means, int(scored.sum()))
+    return LogLoss(mean, _standard_error(fold_means), fold_means, int(scored.sum()))

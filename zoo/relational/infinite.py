@@ -58,6 +58,7 @@ from inference.concentration import GammaPrior
 from inference.sparse import resolve_backend
 from inference._validation import check_choice, check_int, check_key, check_real, check_relation
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
+from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
 from zoo.relational._infinite_kernel import _resample_hyper, build_kernel, log_gamma_tables
 from zoo.relational._infinite_state import (IRMInfo, IRMState, block_counts, collapsed_log_likelihood, init,
@@ -298,37 +299,61 @@ class InfiniteRelational:
         )
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
-                         n_chains: int = 2, n_sweeps: int = 200, n_warmup: int | None = None) -> np.ndarray:
+                         n_chains: int = 2, n_sweeps: int = 200, n_warmup: int | None = None,
+                         cases_per_call: int = 25) -> np.ndarray:
         """For each case, sample with that case's cells hidden and average their predictive.
 
         Parameters
         ----------
         hidden : int array (n_cases, n_hidden) — positions in ``data.relations[relation].entries``,
             -1 for padding (see :meth:`LatentClassRelational.predict_held_out`).
+        key : jax PRNG key — case c, chain k uses ``jax.random.split(key, (n_cases, n_chains))[c, k]``
+        cases_per_call : int — at most this many cases' chains per jitted call (cut evenly; the
+            predictions do not depend on it: when a chain outgrows its capacity, every case is run
+            again with the larger one, as in one call). Between calls Ctrl-C is acted on: the first
+            one returns the cases finished by the end of the current call, the others NaN, with a
+            ``RuntimeWarning`` saying how many were run; a second one abandons with
+            ``KeyboardInterrupt``.
 
         Returns
         -------
-        (n_cases, n_hidden, |r|) predictive probabilities averaged over chains and kept sweeps.
+        (n_cases, n_hidden, |r|) predictive probabilities averaged over chains and kept sweeps (NaN
+        rows for padding, and for every cell of a case not run after Ctrl-C).
         """
-        from zoo.relational.latent_class import _case_weights, _check_hidden
-
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
+        cases_per_call = check_int("cases_per_call", cases_per_call, minimum=1)
         key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
         schema = data.schema
         relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)
-        case_arrays = arrays._replace(weights=_case_weights(arrays, hidden, relation))
-        cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]
         keys = jax.random.split(key, (hidden.shape[0], n_chains))
-        output, _, _ = self._run(lambda *args, **kwargs: (_run_cases(*args, **kwargs), True), keys, data, case_arrays,
-                                 cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup, relation=relation,
-                                 keep_assignments=False)
-        probs = np.array(output.predictive).mean(axis=1)
+        settings = self._settings()
+        flat = flat_cells(data) if settings["backend"] == "numba" else None
+        scale = 1
+
+        def run_call(positions):
+            nonlocal scale
+            capacities = self._capacities(schema, scale)
+            case_hidden = hidden[positions]
+            case_arrays = arrays._replace(weights=_case_weights(arrays, case_hidden, relation))
+            cells = arrays.entries[relation][jnp.asarray(np.where(case_hidden < 0, 0, case_hidden))]
+            output = _run_cases(keys[positions], case_arrays, flat, cells, schema=schema, capacities=capacities,
+                                settings=settings, n_sweeps=n_sweeps, n_warmup=n_warmup, relation=relation,
+                                keep_assignments=False)
+            if np.any(np.asarray(output.final.overflow)):  # every case again with twice the capacity
+                if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
+                    raise RuntimeError("overflow reported with every capacity at its domain size")
+                scale *= 2
+                return None, True
+            return np.asarray(output.predictive).mean(axis=1), False
+
+        probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(arrays.weights[0].dtype))
+        _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out")
         probs[hidden < 0] = np.nan
         return probs
 

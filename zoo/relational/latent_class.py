@@ -73,8 +73,8 @@ from inference.sparse import resolve_backend
 from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
                              tree_nbytes)
 from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _fit_cases,
-                                              _heldout_log_lik, _init_params, _run_passes, _start_restarts,
-                                              exact_log_likelihood, predict_proba)
+                                              _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
+                                              _start_restarts, exact_log_likelihood, predict_proba)
 from zoo.relational._latent_class_numba import FlatCells, flat_cells
 from zoo.relational._latent_class_passes import (_blanket_message, _domain_scores, _message_score, _sharded_cells,
                                                  batch_pass, iem_pass)
@@ -325,8 +325,9 @@ class LatentClassRelational:
         )
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
-                         n_restarts: int = 10, max_passes: int = 200, tol: float = 1e-6) -> np.ndarray:
-        """Fit once per case with that case's cells hidden and predict them (all cases in one ``jit``).
+                         n_restarts: int = 10, max_passes: int = 200, tol: float = 1e-6,
+                         cases_per_call: int = 25) -> np.ndarray:
+        """Fit once per case with that case's cells hidden and predict them (cases ``vmap``-ped).
 
         Parameters
         ----------
@@ -335,34 +336,49 @@ class LatentClassRelational:
             Positions (into ``data.relations[relation].entries``) of the cells hidden in each
             case; -1 pads cases with fewer cells.
         key : jax PRNG key
+            Case c, restart k uses ``jax.random.split(key, (n_cases, n_restarts))[c, k]``.
         relation : int
             Index of the relation the cells belong to.
+        n_restarts, max_passes, tol
+            As in :meth:`fit`, for every case.
+        cases_per_call : int
+            At most this many cases' fits per jitted call (cut evenly; the predictions do not
+            depend on it). Between calls Ctrl-C is acted on: the first one returns the cases
+            finished by the end of the current call, the others NaN, with a ``RuntimeWarning``
+            saying how many were run; a second one abandons with ``KeyboardInterrupt``.
 
         Returns
         -------
-        (n_cases, n_hidden, |r|) array of predictive probabilities (NaN rows for padding).
+        (n_cases, n_hidden, |r|) array of predictive probabilities (NaN rows for padding, and for
+        every cell of a case not run after Ctrl-C).
         """
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         max_passes = check_int("max_passes", max_passes, minimum=1)
         tol = check_real("tol", tol, low=0.0)
+        cases_per_call = check_int("cases_per_call", cases_per_call, minimum=1)
         key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
         relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)
-        self._check_memory(key, arrays, schema, n_restarts * hidden.shape[0])
-        weights = _case_weights(arrays, hidden, relation)
-        case_arrays = arrays._replace(weights=weights)
         n_cases = hidden.shape[0]
+        self._check_memory(key, arrays, schema, n_restarts * min(n_cases, cases_per_call))
         keys = jax.random.split(key, (n_cases, n_restarts))
         dtype = arrays.weights[0].dtype
-        params = _fit_cases(keys, case_arrays, flat, jnp.asarray(1.0, dtype), jnp.asarray(tol, dtype),
-                            jnp.asarray(self.prior_count, dtype), schema=schema, n_classes=self.classes_for(schema),
-                            max_passes=max_passes, backend=resolve_backend(self.backend))
-        cells = arrays.entries[relation][jnp.asarray(np.where(hidden < 0, 0, hidden))]
-        probs = jax.vmap(lambda case_params, case_cells: predict_proba(case_params, relation, case_cells, schema))(
-            params, cells)
-        probs = np.array(probs)
+        beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (1.0, tol, self.prior_count))
+        fit_options = dict(schema=schema, n_classes=self.classes_for(schema), max_passes=max_passes,
+                           backend=resolve_backend(self.backend))
+
+        def run_call(positions):
+            case_hidden = hidden[positions]
+            case_arrays = arrays._replace(weights=_case_weights(arrays, case_hidden, relation))
+            params = _fit_cases(keys[positions], case_arrays, flat, beta, tol, prior_count, **fit_options)
+            cells = arrays.entries[relation][jnp.asarray(np.where(case_hidden < 0, 0, case_hidden))]
+            predict = jax.vmap(lambda case_params, case_cells: predict_proba(case_params, relation, case_cells, schema))
+            return predict(params, cells), False
+
+        probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(dtype))
+        _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out")
         probs[hidden < 0] = np.nan
         return probs
 
