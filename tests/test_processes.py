@@ -193,6 +193,34 @@ def test_command_line_fit_over_two_processes_reading_their_own_files(tmp_path):
     np.testing.assert_allclose(several["params/col_given_class"], one["params/col_given_class"], atol=1e-5)
 
 
+def test_command_line_fit_over_two_processes_reading_their_own_csv_edge_lists(tmp_path):
+    """CSV parts carry only their own names: the processes exchange names (not cells) and index their
+    cells into the sorted union, so the fit equals the one-process fit of all the lines."""
+    from zoo.cli import main
+
+    train, _, _ = problem()
+    rows, cols, counts = train.rows, train.cols, train.counts.astype(int)
+    lines = np.repeat(np.arange(rows.size), counts)
+    halves = np.linspace(0, train.n_rows, 3).astype(int)
+    for index in range(2):
+        mine = lines[(rows[lines] >= halves[index]) & (rows[lines] < halves[index + 1])]
+        text = "source,target\n" + "".join(f"doc{rows[i]},word{cols[i]}\n" for i in mine)
+        (tmp_path / f"part-{index}.csv").write_text(text)
+    (tmp_path / "whole.csv").write_text("source,target\n" + "".join(f"doc{rows[i]},word{cols[i]}\n" for i in lines))
+    options = ["--classes", "3", "--schedule", "em", "--max-iter", "8", "--quiet"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    done = subprocess.run([sys.executable, "-m", "zoo", "fit", "aspect", str(tmp_path / "part-{process}.csv"),
+                           "--processes", "2", "--out", str(tmp_path / "several"), *options],
+                          cwd=root, env=environment, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert main(["fit", "aspect", str(tmp_path / "whole.csv"), "--out", str(tmp_path / "one"), *options]) == 0
+    several, one = (np.load(tmp_path / name / "result.npz", allow_pickle=True) for name in ("several", "one"))
+    assert several["params/col_given_class"].shape == one["params/col_given_class"].shape
+    np.testing.assert_allclose(several["history/log_lik"], one["history/log_lik"], rtol=1e-5)
+    np.testing.assert_allclose(several["params/col_given_class"], one["params/col_given_class"], atol=1e-5)
+
+
 OTHER_MODELS_WORKER = textwrap.dedent(
     """
     import os, sys

@@ -147,6 +147,39 @@ def _launch_processes(arguments: argparse.Namespace, argv: list[str]) -> int:
     return next((code for code in codes if code), 0)
 
 
+def _with_global_names(data: Any) -> Any:
+    """A CSV part's counts indexed by the names of every process's part (their sorted union).
+
+    A MatrixMarket part carries the global shape; a CSV edge list only its own names. The processes
+    exchange their names (not their cells) and each re-indexes its cells into the union, sorted as
+    a one-process read of all the lines sorts them, so the fit equals the one-process fit.
+    """
+    import json
+
+    from jax.experimental import multihost_utils
+
+    from zoo.data import CoOccurrence
+
+    def plain(name: Any) -> Any:  # a NumPy scalar as the Python value JSON keeps (ints stay ints)
+        return name.item() if isinstance(name, np.generic) else name
+
+    def union(names: tuple) -> list:
+        encoded = np.frombuffer(json.dumps([plain(name) for name in names]).encode(), np.uint8)
+        lengths = np.asarray(multihost_utils.process_allgather(np.asarray([encoded.size], np.int32))).reshape(-1)
+        padded = np.zeros(int(lengths.max()), np.uint8)
+        padded[: encoded.size] = encoded
+        gathered = np.asarray(multihost_utils.process_allgather(padded)).reshape(lengths.size, -1)
+        every = {name for row, length in zip(gathered, lengths) for name in json.loads(bytes(row[:length]).decode())}
+        return sorted(every)
+
+    rows, cols = union(data.row_names), union(data.col_names)
+    row_index = {name: index for index, name in enumerate(rows)}
+    col_index = {name: index for index, name in enumerate(cols)}
+    new_rows = np.asarray([row_index[plain(name)] for name in data.row_names], np.int64)[data.rows]
+    new_cols = np.asarray([col_index[plain(name)] for name in data.col_names], np.int64)[data.cols]
+    return CoOccurrence(new_rows, new_cols, data.counts, (len(rows), len(cols)), tuple(rows), tuple(cols))
+
+
 def _own_part(arguments: argparse.Namespace) -> tuple[Any, str]:
     """This process's data (``{process}`` in DATAFILE: its own file; else its range of rows) and its file name."""
     import jax
@@ -156,6 +189,8 @@ def _own_part(arguments: argparse.Namespace) -> tuple[Any, str]:
     datafile = arguments.datafile.replace("{process}", str(arguments.process_id))
     data = read_data(datafile, arguments.format, source=arguments.source, target=arguments.target,
                      weight=arguments.weight)
+    if datafile != arguments.datafile and _format_of(Path(datafile), arguments.format) == "csv":
+        data = _with_global_names(data)
     if datafile == arguments.datafile:
         bounds = np.linspace(0, data.n_rows, jax.process_count() + 1).astype(int)
         keep = (data.rows >= bounds[arguments.process_id]) & (data.rows < bounds[arguments.process_id + 1])
