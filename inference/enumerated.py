@@ -91,6 +91,37 @@ class ParamSite(NamedTuple):
     constraint: Any
 
 
+def _base_constraint(constraint: Any) -> Any:
+    """The constraint of one value: ``independent(c, n)`` (c on every entry of a batch) is ``c``."""
+    while isinstance(constraint, dist.constraints._IndependentConstraint):
+        constraint = constraint.base_constraint
+    return constraint
+
+
+def _is_simplex(constraint: Any) -> bool:
+    """Whether a param site with this constraint holds distributions along its last axis."""
+    return isinstance(_base_constraint(constraint), dist.constraints._Simplex)
+
+
+def _is_positive(constraint: Any) -> bool:
+    """Whether a param site with this constraint holds positive values only (> 0, zero excluded).
+
+    ``positive``, ``softplus_positive``, ``greater_than(0)`` and ``positive_ordered_vector`` (its
+    order is not checked); ``nonnegative`` admits 0 and ``greater_than(a)`` with a > 0 needs more
+    than positivity, so neither counts.
+    """
+    constraint = _base_constraint(constraint)
+    if isinstance(constraint, dist.constraints._PositiveOrderedVector):
+        return True
+    if not isinstance(constraint, dist.constraints._GreaterThan) or isinstance(
+            constraint, dist.constraints._GreaterThanEq):
+        return False
+    try:
+        return bool(np.all(np.asarray(constraint.lower_bound) == 0))
+    except (TypeError, jax.errors.TracerArrayConversionError):  # a bound that is not a concrete number
+        return False
+
+
 def inspect_program(program: Callable, args: tuple, kwargs: dict) -> dict[str, ParamSite]:
     """Check that ``program`` can be fitted by enumerated EM and return its param sites.
 
@@ -352,6 +383,30 @@ class EnumeratedEM:
             ):
                 raise ValueError(f"data_args: expected a tuple of argument positions, got {self.data_args!r}")
 
+    # ---------------------------------------------------------------- declared constraints
+    @property
+    def probability_axes(self) -> dict[str, int]:
+        """The param sites constrained to the simplex, each a distribution along its last axis (-1).
+
+        Read from the program's ``numpyro.param`` constraints (``simplex``, or ``independent`` of
+        it) as traced by the latest :meth:`prepare`, which :func:`inference.em.tempered_em` calls
+        before it checks ``init=`` against them (``inference._validation.check_distributions``);
+        empty before any ``prepare``.
+        """
+        constraints = getattr(self, "_param_constraints", {})
+        return {name: -1 for name, constraint in constraints.items() if _is_simplex(constraint)}
+
+    @property
+    def positive_fields(self) -> tuple[str, ...]:
+        """The param sites constrained to positive values (``positive``, ``greater_than(0)``, ...).
+
+        Like :attr:`probability_axes`, from the constraints traced by the latest :meth:`prepare`;
+        ``init=`` of :func:`inference.em.tempered_em` is refused when one holds a zero or a
+        negative value (``inference._validation.check_positive``).
+        """
+        constraints = getattr(self, "_param_constraints", {})
+        return tuple(name for name, constraint in constraints.items() if _is_positive(constraint))
+
     # ---------------------------------------------------------------- helpers
     @property
     def _kwargs(self) -> dict:
@@ -451,7 +506,10 @@ class EnumeratedEM:
         argument name, or a :class:`ProgramData`.
         """
         args = self._program_args(data)
-        self._param_sites(args)
+        sites = self._param_sites(args)
+        # What the program declares of its parameters, for ``probability_axes`` / ``positive_fields``
+        # (not a dataclass field: no part of the model's identity, hash or saved settings).
+        object.__setattr__(self, "_param_constraints", {name: site.constraint for name, site in sites.items()})
         return args
 
     def prepare_sharded(self, data: Any, n_shards: int, *, process_local: bool = False) -> ShardedProgramArgs:

@@ -1,5 +1,8 @@
 """Generic EM on NumPyro programs: same answers as the specialised kernels, monotone, clear errors."""
 
+import traceback
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -261,3 +264,63 @@ def test_a_new_max_iter_reuses_the_compiled_fit():
     # Histories are collected segment by segment (25 iterations each): the same iterates.
     assert first.n_iter == 7 and longer.n_iter == 41 and longer.history["log_lik"].shape == (41,)
     np.testing.assert_array_equal(longer.history["log_lik"][:7], first.history["log_lik"])
+
+
+def _symbols_and_counts(symbols, counts, n_classes, n_symbols):
+    # Two tables of distributions (a vector and one row per class), positive rates and a free offset.
+    weights = numpyro.param("weights", jnp.full(n_classes, 1.0 / n_classes), constraint=dist.constraints.simplex)
+    symbol_given_class = numpyro.param("symbol_given_class", jnp.full((n_classes, n_symbols), 1.0 / n_symbols),
+                                       constraint=dist.constraints.simplex)
+    rates = numpyro.param("rates", jnp.linspace(1.0, 4.0, n_classes), constraint=dist.constraints.greater_than(0.0))
+    offset = numpyro.param("offset", jnp.zeros(()))
+    with numpyro.plate("points", symbols.shape[0]):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("symbol", dist.Categorical(symbol_given_class[c]), obs=symbols)
+        numpyro.sample("count", dist.Poisson(rates[c] + jnp.exp(offset) - 1.0), obs=counts)
+
+
+DECLARED = EnumeratedEM(_symbols_and_counts, static_kwargs={"n_classes": 2, "n_symbols": 3}, m_step_iters=3)
+DECLARED_DATA = (jnp.array([0, 1, 2, 2, 1, 0]), jnp.array([0.0, 1.0, 5.0, 4.0, 1.0, 0.0]))
+DECLARED_START = {name: site.init for name, site in inspect_program(DECLARED.program, DECLARED_DATA,
+                                                                   dict(DECLARED.static_kwargs)).items()}
+
+
+def test_param_constraints_are_declared_for_the_init_checks():
+    model = EnumeratedEM(_symbols_and_counts, static_kwargs={"n_classes": 2, "n_symbols": 3})
+    assert model.probability_axes == {} and model.positive_fields == ()  # nothing traced yet
+    model.prepare(DECLARED_DATA)
+    assert model.probability_axes == {"weights": -1, "symbol_given_class": -1}
+    assert model.positive_fields == ("rates",)
+    assert model == EnumeratedEM(_symbols_and_counts, static_kwargs={"n_classes": 2, "n_symbols": 3})  # same identity
+    positive = EnumeratedEM(gaussian_mixture_program, static_kwargs={"n_classes": 2})
+    positive.prepare(jnp.zeros((3, 2)))
+    assert positive.probability_axes == {"weights": -1} and positive.positive_fields == ("scales",)
+
+
+def _with(field, change):
+    return {**DECLARED_START, field: change(np.array(DECLARED_START[field]))}
+
+
+@pytest.mark.parametrize("field, change", [
+    ("weights", lambda values: np.array([1.25, -0.25], values.dtype)),                  # negative entry
+    ("weights", lambda values: values * 0.9),                                          # not summing to 1
+    ("weights", lambda values: np.array([np.nan, 0.5], values.dtype)),                 # NaN
+    ("symbol_given_class", lambda values: values + np.array([[0.0], [0.1]], values.dtype)),  # one row off
+    ("symbol_given_class", lambda values: values.T[:, :2]),                            # wrong shape
+    ("rates", lambda values: values * 0.0),                                            # zero
+    ("rates", lambda values: -values),                                                 # negative
+    ("rates", lambda values: values[:1]),                                              # wrong shape
+    ("offset", lambda values: values + np.inf),                                        # free, but finite
+])
+def test_bad_starts_of_a_program_are_refused_naming_the_field(field, change):
+    init = _with(field, change)
+    with pytest.raises(ValueError, match=rf"^init\W+{field}\W") as error:
+        tempered_em(DECLARED, DECLARED_DATA, key=jax.random.key(0), init=init, max_iter=2)
+    frames = [frame.filename for frame in traceback.extract_tb(error.value.__traceback__)]
+    assert not [name for name in frames if "jax" in Path(name).parts], "refused inside JAX, not before it"
+
+
+def test_the_programs_start_and_a_fits_params_are_accepted():
+    fit = tempered_em(DECLARED, DECLARED_DATA, key=jax.random.key(0), max_iter=3)
+    for init in (DECLARED_START, fit.params):
+        assert tempered_em(DECLARED, DECLARED_DATA, key=jax.random.key(0), init=init, max_iter=2).n_iter == 2
