@@ -26,7 +26,6 @@ from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.one_sided import OneSided
 from zoo.dyadic.predictive import ZeroProbabilityWarning
-from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn import (
     ESTIMATORS,

@@ -26,11 +26,10 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from inference.sparse import cell_stats, resolve_backend
+from inference.sparse import cell_stats
 from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, heldout_evaluation, split_zero_cells
