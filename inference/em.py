@@ -21,7 +21,9 @@ LRM declare ``probability_axes``, the Gaussian mixture both.
 
 A model whose predictions can be 0 also provides ``heldout_log_lik_and_zeros(params, arrays) ->
 (log_lik, n_zero)``: Σ n log P(y|x) over the held-out tokens of positive probability and the
-number of tokens of probability 0 (the dyadic models). The validation perplexity of the fit is
+number of tokens of probability 0 (the dyadic models, which count them by the definition their
+held-out evaluation uses, :func:`zoo.dyadic.predictive.zero_probability`, so that a float32 fit and
+the float64 evaluation of its parameters count the same tokens). The validation perplexity of the fit is
 then not set by a hidden floor: with tokens of probability 0 it is inf (unless ``floor=`` scores
 them at an explicit floor), and iterates, β levels and restarts are compared by the pair (tokens of
 probability 0, perplexity of the others) in lexicographic order (:func:`inference.schedules.beats`),

@@ -7,7 +7,9 @@ import pytest
 from inference.em import tempered_em
 from zoo.data import CoOccurrence
 from zoo.dyadic import Aspect, ClusterAbstraction, OneSided, TwoSided
-from zoo.dyadic.predictive import ZeroProbabilityWarning, heldout_evaluation, perplexity, predictive_matrix
+from zoo.dyadic.predictive import (ZeroProbabilityWarning, conditional_log_lik, heldout_evaluation,
+                                  heldout_from_factors, perplexity, predictive_matrix, split_zero_cells,
+                                  zero_probability)
 
 MODELS = {
     "aspect": lambda prior_count: Aspect(3, prior_count=prior_count),
@@ -105,3 +107,63 @@ def test_bad_floor(floor):
 def test_negative_prior_count_is_refused(build):
     with pytest.raises(ValueError, match="^prior_count"):
         build()
+
+
+def _tiny_probability_cells():
+    """Float32 factors of four held-out cells (K = 4):
+
+    (0, 0) P = 1e-20·1e-15 = 1e-35, positive but below the kernels' 1e-30 floor after the row-max
+    normalisation; (0, 1) P = 0, the classes of R_0 and C_1 do not overlap; (1, 0) P = 1e-40·1e-15,
+    through a subnormal float32 factor, which XLA on the CPU flushes to 0; (1, 2) P = 0.5, an
+    ordinary cell.
+    """
+    row_factors = np.array([[1.0, 1e-20, 0.0, 0.0], [0.0, 1e-40, 0.0, 1.0]], np.float32)
+    col_factors = np.array([[0.0, 1e-15, 0.5, 0.0], [0.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.0, 0.5]], np.float32)
+    counts = np.zeros((2, 3))
+    counts[0, 0], counts[0, 1], counts[1, 0], counts[1, 2] = 2, 1, 3, 4
+    return row_factors, col_factors, CoOccurrence.from_dense(counts)
+
+
+def test_fit_and_evaluation_count_the_same_tokens_of_probability_zero():
+    # The float32 in-fit validation (kernel + split_zero_cells) and the float64 held-out evaluation
+    # use one definition of probability 0 (zero_probability): 1 + 3 tokens here. Before, the fit
+    # counted every cell below the kernels' 1e-30 floor (the 1e-35 cell too, 6 tokens) and the
+    # evaluation every P <= 0 in float64 (not the flushed subnormal, 1 token).
+    row_factors, col_factors, heldout = _tiny_probability_cells()
+    arrays = heldout.to_arrays(np.float32)
+    kernel = conditional_log_lik(row_factors, col_factors, arrays)
+    log_lik, n_zero = split_zero_cells(kernel, row_factors, col_factors, arrays)
+    # The same in chunks of 3 cells and batches of 1 floored cell.
+    assert split_zero_cells(kernel, row_factors, col_factors, arrays, chunk_cells=3, batch_cells=1) == pytest.approx(
+        (float(log_lik), float(n_zero)))
+    with pytest.warns(ZeroProbabilityWarning, match=r"^4 of 10 held-out tokens"):
+        evaluation = heldout_from_factors(row_factors, col_factors, heldout)
+    assert float(n_zero) == evaluation.n_zero_tokens == 4
+    # The tiny positive cell is scored at its exact log-probability, not at the floor.
+    expected = 2 * np.log(1e-35) + 4 * np.log(0.5)
+    np.testing.assert_allclose(float(log_lik), expected, rtol=1e-5)
+    with pytest.warns(ZeroProbabilityWarning):
+        floored = heldout_from_factors(row_factors, col_factors, heldout, floor=1e-6)
+    np.testing.assert_allclose(floored.log_lik, 2 * np.log(1e-6) + 4 * np.log(0.5) + 4 * np.log(1e-6), rtol=1e-6)
+    assert list(zero_probability(row_factors[[0, 0, 1, 1]], col_factors[[0, 1, 0, 2]], np.float32)) == [
+        False, True, True, False]
+
+
+def test_float64_evaluation_scores_products_that_underflow_in_log_space():
+    # Float64 factors whose products underflow float64 are positive, not 0.
+    row_factors = np.array([[1e-200, 1.0]])
+    col_factors = np.array([[1e-200, 0.0]])
+    evaluation = heldout_from_factors(row_factors, col_factors, CoOccurrence.from_dense(np.array([[2.0]])))
+    assert evaluation.n_zero_tokens == 0
+    np.testing.assert_allclose(evaluation.log_lik, 2 * np.log(1e-200) * 2, rtol=1e-12)
+
+
+def test_one_sided_validation_counts_what_the_evaluation_counts():
+    # Through a model: the EM driver's validation count equals the evaluation's count on the same tokens.
+    train, heldout = _blocks()
+    result = _fit(OneSided(3), train)
+    arrays = result.model.prepare(heldout)
+    _, n_zero = result.model.heldout_log_lik_and_zeros(result.params, arrays)
+    with pytest.warns(ZeroProbabilityWarning):
+        evaluation = heldout_evaluation(result.model, result.params, heldout)
+    assert float(n_zero) == evaluation.n_zero_tokens == 2

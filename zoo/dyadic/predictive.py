@@ -17,15 +17,20 @@ log-likelihood l in the perplexity P = exp(-l) (H99 §5).
 
 Held-out tokens of probability 0. A maximum-likelihood fit can give a held-out token P(y|x) = 0
 (a word never seen in training, or one-sided clusters whose posteriors are hard and whose P(y|c)
-has zeros); its log-probability is -inf, and so is the held-out log-likelihood. The kernels
-(:func:`conditional_log_lik`) floor such cells at 1e-30 (float32) to keep their sums finite;
-:func:`split_zero_cells` takes them back out and counts them, which is what the models'
-``heldout_log_lik_and_zeros`` gives the EM driver: its validation perplexity is inf with such tokens
-(unless ``tempered_em(..., floor=)``), and it compares iterates by (tokens of probability 0,
-perplexity of the others). The evaluation for users, :func:`heldout_evaluation` and
-:func:`perplexity` (and ``EMResult.perplexity``), does not hide them either: it counts them, warns,
-and returns an infinite perplexity unless the caller sets an explicit ``floor=``. Fitting with
-``prior_count > 0`` (MAP-EM, pseudo-counts in the M-step) makes every P(y|x) positive.
+has zeros); its log-probability is -inf, and so is the held-out log-likelihood. One definition
+serves the fit and the evaluation, :func:`zero_probability`: a token (x_i, y_k) has probability 0
+when no class c has both R_ic and C_kc positive, a factor below the smallest normal number of the
+parameters' dtype counting as 0 (XLA on the CPU flushes such subnormal numbers to 0). The kernels
+(:func:`conditional_log_lik`) floor the normalised P(y|x) at 1e-30 (float32) to keep their sums
+finite; :func:`split_zero_cells` takes the floored cells back out, counts the tokens of probability
+0 and scores the others, whose P(y|x) is positive but tiny, at their exact log-probability (a
+log-sum-exp over the classes). That is what the models' ``heldout_log_lik_and_zeros`` gives the EM
+driver: its validation perplexity is inf with such tokens (unless ``tempered_em(..., floor=)``),
+and it compares iterates by (tokens of probability 0, perplexity of the others). The evaluation
+for users, :func:`heldout_evaluation` and :func:`perplexity` (and ``EMResult.perplexity``),
+computed in float64, counts the same tokens, warns, and returns an infinite perplexity unless the
+caller sets an explicit ``floor=``. Fitting with ``prior_count > 0`` (MAP-EM, pseudo-counts in the
+M-step) makes every P(y|x) positive.
 """
 
 from __future__ import annotations
@@ -37,12 +42,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import logsumexp
 
 from inference.sparse import _floor, row_cell_stats
 from zoo.data import CoOccurrence, DyadicArrays
 
-__all__ = ["row_max_normalise", "conditional_log_lik", "split_zero_cells", "predictive_factors", "predictive_matrix",
-           "perplexity", "HeldOut", "heldout_evaluation", "heldout_from_factors", "ZeroProbabilityWarning"]
+__all__ = ["row_max_normalise", "conditional_log_lik", "zero_probability", "split_zero_cells", "predictive_factors",
+           "predictive_matrix", "perplexity", "HeldOut", "heldout_evaluation", "heldout_from_factors",
+           "ZeroProbabilityWarning"]
 
 
 def row_max_normalise(factors: Any) -> tuple[Any, Any]:
@@ -79,17 +86,50 @@ def conditional_log_lik(row_factors: Any, col_factors: Any, arrays: DyadicArrays
     return jnp.sum(stats.row_log_norm) + jnp.sum(arrays.counts * (log_rows[arrays.rows] + log_cols[arrays.cols]))
 
 
+def zero_probability(row_cells: Any, col_cells: Any, dtype: Any) -> Any:
+    """Whether P(y_k|x_i) = Σ_c R_ic C_kc is 0, for the cells given by their factors' rows.
+
+    The one definition of a token of probability 0, used by the fit's validation
+    (:func:`split_zero_cells`) and by the held-out evaluation (:func:`heldout_from_factors`): no
+    class c has both R_ic and C_kc positive. A factor below the smallest normal number of ``dtype``
+    (the parameters' working precision) counts as 0, as it does in XLA on the CPU, which flushes
+    subnormal numbers to 0; so float32 parameters give the same count whether P(y|x) is computed
+    in float32 inside the fit or in float64 by the evaluation. Works on numpy and JAX arrays.
+
+    Parameters
+    ----------
+    row_cells : (n_cells, C) array — R_i of each cell's row
+    col_cells : (n_cells, C) array — C_k of each cell's column
+    dtype : the parameters' floating dtype
+
+    Returns
+    -------
+    (n_cells,) bool array
+    """
+    tiny = float(np.finfo(np.dtype(dtype)).tiny)
+    return ~((row_cells >= tiny) & (col_cells >= tiny)).any(axis=-1)
+
+
+def _working_dtype(factors: Any) -> Any:
+    """The floating dtype of ``factors`` (float64 for integer or object input)."""
+    dtype = np.asarray(factors).dtype if not hasattr(factors, "dtype") else np.dtype(factors.dtype)
+    return dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
+
+
 def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: DyadicArrays, *,
-                     reduce: Any = None, chunk_cells: int = 1 << 16) -> tuple[Any, Any]:
+                     reduce: Any = None, chunk_cells: int = 1 << 16, batch_cells: int = 4096) -> tuple[Any, Any]:
     """Take the cells of probability 0 out of a kernel's Σ n log P(y|x) and count their tokens.
 
     The kernels (:func:`conditional_log_lik`, the aspect model's) score a cell whose normalised
     product z = (R_i / max R_i)·(C_k / max C_k) is below the floor of :mod:`inference.sparse`
     (1e-30 in float32, 1e-300 in float64) as n (log floor + log max R_i + log max C_k). This pass
-    finds those cells (probability 0 in the working precision), subtracts what the kernel added for
-    them and returns (Σ n log P(y|x) over the tokens of positive probability, their number of
-    tokens). ``log_lik`` is the kernel's sum over all blocks of cells (already reduced); ``reduce``
-    adds up this block's corrections across blocks (data-parallel EM). Without such cells the first
+    finds those cells and corrects what the kernel added for them: a cell of probability 0
+    (:func:`zero_probability`) is taken out and its tokens counted; a cell of positive but tiny
+    probability gets its exact n log P(y|x) = n log Σ_c exp(log R_ic + log C_kc), so that the
+    result agrees with the float64 evaluation of :func:`heldout_from_factors`. Returns (Σ n log
+    P(y|x) over the tokens of positive probability, their number of tokens of probability 0).
+    ``log_lik`` is the kernel's sum over all blocks of cells (already reduced); ``reduce`` adds up
+    this block's corrections across blocks (data-parallel EM). Without floored cells the first
     result is ``log_lik`` itself, bit for bit.
 
     Parameters
@@ -98,38 +138,62 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
     row_factors : (n_rows, C) array — R
     col_factors : (n_cols, C) array — C
     arrays : DyadicArrays — the scored cells (padding cells have count 0)
+    chunk_cells : int — cells per chunk of the pass that finds the floored cells
+    batch_cells : int — floored cells scored at a time (a loop runs while any are left: usually none)
 
     Returns
     -------
     (log_lik over tokens of positive probability, tokens of probability 0), scalars
     """
     dtype = arrays.counts.dtype
-    A, log_rows = row_max_normalise(jnp.asarray(row_factors, dtype))
-    B, log_cols = row_max_normalise(jnp.asarray(col_factors, dtype))
+    R, C = jnp.asarray(row_factors, dtype), jnp.asarray(col_factors, dtype)
+    A, log_rows = row_max_normalise(R)
+    B, log_cols = row_max_normalise(C)
     floor = _floor(dtype)
+    log_floor = jnp.log(jnp.asarray(floor, dtype))
     nnz = arrays.rows.shape[0]
     n_chunks = max(1, -(-nnz // chunk_cells))
     size = -(-nnz // n_chunks)
     pad = n_chunks * size - nnz
-    cells = tuple(jnp.pad(array, (0, pad)).reshape(n_chunks, size)
-                  for array in (arrays.rows, arrays.cols, arrays.counts))
+    # Padding ids may point past the end; their count is 0.
+    rows = jnp.minimum(jnp.pad(arrays.rows, (0, pad)), A.shape[0] - 1)
+    cols = jnp.minimum(jnp.pad(arrays.cols, (0, pad)), B.shape[0] - 1)
+    counts = jnp.pad(arrays.counts, (0, pad))
 
-    def body(carry, chunk):
-        n_zero, floored = carry
-        rows, cols, counts = chunk
-        rows = jnp.minimum(rows, A.shape[0] - 1)  # padding ids may point past the end; their count is 0
-        cols = jnp.minimum(cols, B.shape[0] - 1)
-        z = jnp.sum(A[rows] * B[cols], axis=1)  # elementwise: XLA's batched dot is slower on the CPU
-        zero = (z < floor) & (counts > 0)
-        n_zero = n_zero + jnp.sum(jnp.where(zero, counts, 0.0))
-        floored = floored + jnp.sum(jnp.where(zero, counts * (jnp.log(floor) + log_rows[rows] + log_cols[cols]), 0.0))
-        return (n_zero, floored), None
+    def flag(_, chunk):
+        chunk_rows, chunk_cols, chunk_counts = chunk
+        z = jnp.sum(A[chunk_rows] * B[chunk_cols], axis=1)  # elementwise: XLA's batched dot is slower on the CPU
+        return None, (z < floor) & (chunk_counts > 0)
 
-    zero = jnp.zeros((), dtype)
-    (n_zero, floored), _ = jax.lax.scan(body, (zero, zero), cells)
+    _, floored = jax.lax.scan(flag, None, tuple(array.reshape(n_chunks, size) for array in (rows, cols, counts)))
+    floored = floored.reshape(-1)
+    # The floored cells are few: score them in batches of their indices, in log space.
+    batch = min(batch_cells, n_chunks * size)
+    n_floored = jnp.sum(floored)
+    n_batches_max = -(-(n_chunks * size) // batch)
+    order = jnp.nonzero(floored, size=n_batches_max * batch, fill_value=0)[0]
+
+    def score(state):
+        index, n_zero, correction = state
+        cells = jax.lax.dynamic_slice(order, (index * batch,), (batch,))
+        in_batch = index * batch + jnp.arange(batch) < n_floored
+        cell_rows, cell_cols, cell_counts = rows[cells], cols[cells], counts[cells]
+        row_cells, col_cells = R[cell_rows], C[cell_cols]
+        zero = in_batch & zero_probability(row_cells, col_cells, dtype)
+        tiny = in_batch & ~zero
+        exact = jax.nn.logsumexp(jnp.log(row_cells) + jnp.log(col_cells), axis=1)  # the products underflow
+        kernel = cell_counts * (log_floor + log_rows[cell_rows] + log_cols[cell_cols])  # what the kernel added
+        n_zero = n_zero + jnp.sum(jnp.where(zero, cell_counts, 0.0))
+        correction = correction + jnp.sum(jnp.where(zero, kernel, 0.0))
+        correction = correction + jnp.sum(jnp.where(tiny, kernel - cell_counts * exact, 0.0))
+        return index + 1, n_zero, correction
+
+    zeros = jnp.zeros((), dtype)
+    _, n_zero, correction = jax.lax.while_loop(lambda state: state[0] * batch < n_floored, score,
+                                               (jnp.asarray(0, jnp.int32), zeros, zeros))
     if reduce is not None:
-        n_zero, floored = reduce((n_zero, floored))
-    return log_lik - floored, n_zero
+        n_zero, correction = reduce((n_zero, correction))
+    return log_lik - correction, n_zero
 
 
 def predictive_factors(model: Any, params: Any) -> tuple[Any, Any]:
@@ -161,7 +225,7 @@ class HeldOut(NamedTuple):
     log_lik : float — Σ n log P(y|x) over the held-out tokens; -inf when some have P(y|x) = 0
         and no floor was set; with ``floor``, every P(y|x) is replaced by max(P(y|x), floor)
     n_tokens : float — Σ n, the number (total count) of held-out tokens
-    n_zero_tokens : float — held-out tokens whose P(y|x) is exactly 0 (before any floor)
+    n_zero_tokens : float — held-out tokens of probability 0 (:func:`zero_probability`; before any floor)
     floor : float or None — the floor the caller set
     """
 
@@ -226,6 +290,7 @@ def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence,
     orientation of ``data``; ``model_name`` names the model in the warning.
     """
     floor = _check_floor(floor)
+    working_dtype = _working_dtype(row_factors)  # the precision the fit worked in: its zeros
     row_factors = np.asarray(row_factors, np.float64)
     col_factors = np.asarray(col_factors, np.float64)
     log_lik, n_zero = 0.0, 0.0
@@ -233,12 +298,18 @@ def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence,
     for start in range(0, data.nnz, chunk):
         cells = slice(start, start + chunk)
         counts = data.counts[cells]
-        probabilities = np.einsum("nc,nc->n", row_factors[data.rows[cells]], col_factors[data.cols[cells]])
-        zero = probabilities <= 0
+        row_cells, col_cells = row_factors[data.rows[cells]], col_factors[data.cols[cells]]
+        zero = zero_probability(row_cells, col_cells, working_dtype)
+        probabilities = np.einsum("nc,nc->n", row_cells, col_cells)
+        with np.errstate(divide="ignore"):
+            log_p = np.log(np.where(zero, 1.0, probabilities))
+            underflow = ~zero & (probabilities < np.finfo(np.float64).tiny)  # float64 products too small
+            if underflow.any():
+                log_p[underflow] = logsumexp(np.log(row_cells[underflow]) + np.log(col_cells[underflow]), axis=1)
         n_zero += float(counts[zero].sum())
         if floor is not None:
-            probabilities = np.maximum(probabilities, floor)
-        log_lik += float(np.sum(counts[~zero] * np.log(probabilities[~zero])))
+            log_p = np.maximum(log_p, math.log(floor))
+        log_lik += float(np.sum(counts[~zero] * log_p[~zero]))
         if floor is not None:
             log_lik += float(counts[zero].sum()) * math.log(floor)
     if n_zero > 0 and floor is None:
