@@ -199,3 +199,22 @@ def test_default_tempered_em_tempers_on_reuters_and_beats_plain_em_stopped_early
     assert tempered.beta < 0.9
     assert tempered.restart_scores.min() < plain.restart_scores.min()  # validation, by construction
     assert tempered_test < 0.9 * plain_test  # measured: 1204 against 1628 (key 0)
+
+
+def test_tempered_em_first_level_is_plain_em_stopped_early_from_the_same_start():
+    """From one start, TemperedEM's β = 1 level repeats the iterates of plain EM with early stopping
+    (with more patience it sees a superset of them), so its kept validation perplexity is never
+    worse: annealing chosen on validation cannot lose to plain EM on validation."""
+    rng = np.random.default_rng(1)
+    topics = rng.dirichlet(np.full(40, 0.1), size=4)
+    mixtures = rng.dirichlet(np.full(4, 0.3), size=60)
+    data = CoOccurrence.from_dense(rng.poisson(30 * mixtures @ topics))
+    train, valid, _ = data.split_tokens([0.7, 0.3, 0.0], rng=0)
+    fit = partial(tempered_em, Aspect(6, prior_count=0.1), train, key=jax.random.key(3), valid=valid, max_iter=300)
+    plain = fit(schedule=FixedBeta(1.0, early_stopping=True, patience=3))
+    tempered = fit(schedule=TemperedEM(eta=0.8, patience=10))
+    shared = plain.n_iter
+    assert tempered.history["beta"][:shared].tolist() == [1.0] * shared
+    for name in ("log_lik", "valid_perplexity"):
+        np.testing.assert_array_equal(tempered.history[name][:shared], plain.history[name])
+    assert tempered.restart_scores[0] <= plain.restart_scores[0]
