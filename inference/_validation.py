@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,6 +24,7 @@ __all__ = [
     "check_model",
     "check_params_like",
     "check_distributions",
+    "Support",
     "check_positive",
     "check_number_dtype",
     "as_label_codes",
@@ -31,6 +32,7 @@ __all__ = [
     "renamed",
     "memory_limit",
     "check_memory",
+    "memory_shortfall",
     "tree_nbytes",
 ]
 
@@ -253,7 +255,8 @@ def check_params_like(name: str, value: Any, template: Any) -> Any:
     ``template`` may be abstract (``jax.eval_shape`` of the model's ``init_params``): only its
     structure, shapes and dtypes are read. ``value`` must have the same structure (the same
     NamedTuple type or dict keys), and every leaf must be an array of finite floats of the
-    template's shape. Raises ``TypeError``/``ValueError`` naming ``name`` and the field.
+    template's shape, within the range of the dtype JAX computes it in (float64 values are
+    computed in float32 without x64). Raises ``TypeError``/``ValueError`` naming ``name`` and the field.
     """
     import jax
 
@@ -278,14 +281,32 @@ def check_params_like(name: str, value: Any, template: Any) -> Any:
                              f"got {array.shape}")
         if not np.isfinite(array).all():
             raise ValueError(f"{field}: contains NaN or infinite values")
+        working = np.dtype(jax.dtypes.canonicalize_dtype(array.dtype))  # float64 is float32 without x64
+        if array.size and np.abs(array).max() > np.finfo(working).max:
+            raise ValueError(f"{field}: values up to {np.abs(array).max():.3g} overflow {working}, the dtype "
+                             "JAX computes in (enable float64 with jax.config.update('jax_enable_x64', True))")
     return value
 
 
-def check_distributions(name: str, params: Any, axes: dict[str, int | None]) -> Any:
+class Support(NamedTuple):
+    """A distribution's axis with the entries it may be positive at, for :func:`check_distributions`.
+
+    ``mask`` is a boolean array broadcastable to the parameter (True where a probability may be
+    positive); ``outside`` says in words what lies outside it (e.g. "levels beyond the cluster's
+    leaf"), for the error message.
+    """
+
+    axis: int | None
+    mask: Any
+    outside: str
+
+
+def check_distributions(name: str, params: Any, axes: dict[str, int | None | Support]) -> Any:
     """Check that the probability tables of ``params`` are distributions, naming ``name`` and the field.
 
     ``axes`` maps a field of ``params`` (a NamedTuple or dict) to the axis its values sum to 1
-    along, or to None when the whole array sums to 1; every array under that field (a tuple of
+    along, or to None when the whole array sums to 1, or to a :class:`Support` (that axis, and the
+    entries that must be 0); every array under that field (a tuple of
     arrays too) must hold non-negative values that sum to 1 within rounding: the sums are taken in
     float64 and may be off by the larger of 1e-6 and the dtype's epsilon times max(256, number of
     terms) (a float32 M-step that fuses the normaliser's sum into the division may add the terms
@@ -295,6 +316,8 @@ def check_distributions(name: str, params: Any, axes: dict[str, int | None]) -> 
     import jax
 
     for field, axis in axes.items():
+        support = axis if isinstance(axis, Support) else None
+        axis = support.axis if support is not None else axis
         value = params[field] if isinstance(params, dict) else getattr(params, field)
         for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
             label = f"{name}.{field}{jax.tree_util.keystr(path)}"
@@ -303,6 +326,12 @@ def check_distributions(name: str, params: Any, axes: dict[str, int | None]) -> 
                 continue
             if (array < 0).any():
                 raise ValueError(f"{label}: expected probabilities, got a negative value ({array.min():.3g})")
+            if support is not None:
+                outside = (array > 0) & ~np.broadcast_to(np.asarray(support.mask, bool), array.shape)
+                if outside.any():
+                    index = tuple(int(i) for i in np.argwhere(outside)[0])
+                    raise ValueError(f"{label}: expected 0 on {support.outside}, got {array[index]:.3g} at index "
+                                     f"{index}")
             sums = array.sum(dtype=np.float64) if axis is None else array.sum(axis=axis, dtype=np.float64)
             n_terms = array.size if axis is None else array.shape[axis]
             eps = np.finfo(array.dtype).eps if np.issubdtype(array.dtype, np.floating) else 0.0
@@ -319,8 +348,10 @@ def check_positive(name: str, params: Any, fields: tuple[str, ...]) -> Any:
     """Check that the fields ``fields`` of ``params`` (a NamedTuple or dict) hold positive values only.
 
     For parameters such as scales or rates, whose zero or negative values the model's formulas
-    cannot take (a log of them, a division by them). Raises ``ValueError`` naming ``name`` and the
-    field; reads NumPy copies only: no JAX code.
+    cannot take (a log of them, a division by them). A subnormal float (below the dtype's smallest
+    normal number, e.g. 1e-40 in float32, or float64 values that JAX without x64 computes in float32)
+    is refused too: XLA flushes subnormals to zero, so its log is -inf and a division by it infinite. Raises ``ValueError`` naming ``name`` and the field;
+    reads NumPy copies only: no JAX code.
     """
     import jax
 
@@ -328,9 +359,17 @@ def check_positive(name: str, params: Any, fields: tuple[str, ...]) -> Any:
         value = params[field] if isinstance(params, dict) else getattr(params, field)
         for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
             array = np.asarray(leaf)
-            if array.size and not (array > 0).all():
-                label = f"{name}.{field}{jax.tree_util.keystr(path)}"
+            if not array.size:
+                continue
+            label = f"{name}.{field}{jax.tree_util.keystr(path)}"
+            if not (array > 0).all():
                 raise ValueError(f"{label}: expected positive values, got {array.min():.3g}")
+            if not np.issubdtype(array.dtype, np.floating):
+                continue
+            working = np.dtype(jax.dtypes.canonicalize_dtype(array.dtype))  # float64 is float32 without x64
+            if array.min() < np.finfo(working).tiny:
+                raise ValueError(f"{label}: expected positive normal {working} numbers, got {array.min():.3g}, "
+                                 f"below {np.finfo(working).tiny:.3g}: XLA computes it as 0")
     return params
 
 
@@ -484,10 +523,22 @@ def check_memory(name: str, n_bytes: float, what: str, *, device: bool = True) -
     ``n_bytes`` is an estimate made from shapes alone, before anything is allocated, so that an
     impossible size is an error with the figure rather than an abort, a hang or swapping.
     """
+    shortfall = memory_shortfall(n_bytes, what, device=device)
+    if shortfall is not None:
+        raise ValueError(f"{name}: {shortfall}")
+
+
+def memory_shortfall(n_bytes: float, what: str, *, device: bool = True) -> str | None:
+    """None if ``n_bytes`` fit in :func:`memory_limit`, else the sentence saying they do not.
+
+    For a check made while a computation runs (a sampler whose capacity grows), where the caller
+    decides what to do with work already done rather than raise.
+    """
     limit, where = _memory_limit(device)
     if n_bytes > limit:
-        raise ValueError(f"{name}: {what} needs about {_in_bytes(n_bytes)}, more than the {_in_bytes(limit)} of "
-                         f"{where} (${MEMORY_LIMIT_VARIABLE} sets another limit)")
+        return (f"{what} needs about {_in_bytes(n_bytes)}, more than the {_in_bytes(limit)} of {where} "
+                f"(${MEMORY_LIMIT_VARIABLE} sets another limit)")
+    return None
 
 
 def tree_nbytes(tree: Any) -> int:

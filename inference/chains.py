@@ -15,7 +15,10 @@ reports that a chain ran out of it, the driver either raises :class:`CapacityErr
 (``on_overflow="raise"``) or doubles the capacity of every chain (at most N), re-jits, and re-runs
 the same call from the states it started with, with the same keys. Because the kernels' draws do
 not depend on the capacity, the re-run reproduces the chain up to the point of overflow and then
-continues it exactly ("grow", the default). A state class may define its own
+continues it exactly ("grow", the default). A model's memory estimate before sampling is for its
+starting capacity; every growth is checked again (three copies of the grown states), and one that
+memory cannot hold stops the run with a ``RuntimeWarning`` giving the figure, returning the draws
+finished so far (``completed=False``). A state class may define its own
 ``grow_after_overflow(overflowed)`` (the supervised DP's state doubles only the capacity that ran
 out); its kernel's draws may depend on the capacity, in which case the re-run is a valid chain
 from the same states but not the same draws.
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from contextlib import ExitStack
 from functools import lru_cache, partial
 from typing import Any, Callable, NamedTuple
@@ -62,7 +66,7 @@ from inference.em import device_mesh
 from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
-from inference._validation import check_choice, check_int, check_key, check_real
+from inference._validation import check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes
 
 __all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
 
@@ -338,10 +342,15 @@ def sample_chains(
                     break
                 if not _overflowed(new_states):
                     break
-                if several:  # grown on every process from the gathered states, then laid out again
-                    states = distribute(_handle_overflow(gather(states), gather(new_states), on_overflow), by_chain)
-                else:
-                    states = _handle_overflow(states, new_states, on_overflow)
+                grown, shortfall = _handle_overflow(gather(states) if several else states,
+                                                    gather(new_states) if several else new_states, on_overflow)
+                if shortfall is not None:  # the same on every process: all stop, keeping the finished draws
+                    warnings.warn(f"sample_chains: stopped after {sweep - first_sweep} sweeps, the draws finished so "
+                                  f"far returned (completed=False): {shortfall}", RuntimeWarning, stacklevel=2)
+                    completed = False
+                    break
+                # grown on every process from the gathered states, then laid out again
+                states = distribute(grown, by_chain) if several else grown
             if not completed:
                 break
             states = new_states
@@ -369,9 +378,21 @@ def sample_chains(
     )
 
 
-def _handle_overflow(states: Any, overflowed: Any, on_overflow: str) -> Any:
-    """Grown copy of ``states`` (the last states without overflow) after ``overflowed``.
+#: Copies of the chains' states a jitted call holds while it steps them (input, output, temporaries).
+STATE_COPIES = 3
 
+
+def _grown_states_shortfall(grown: Any) -> str | None:
+    """None if a call can step the (possibly abstract) ``grown`` states, else why memory cannot hold them."""
+    return memory_shortfall(STATE_COPIES * tree_nbytes(grown), "stepping the chains at the grown capacity")
+
+
+def _handle_overflow(states: Any, overflowed: Any, on_overflow: str) -> tuple[Any, str | None]:
+    """Grown copy of ``states`` (the last states without overflow) after ``overflowed``, or why not.
+
+    Returns (grown states, None), or (None, the sentence saying that memory cannot hold the
+    grown states): the starting capacity's memory estimate of a model does not cover growth,
+    so it is checked again here (from shapes, before growing, for a :class:`GibbsState`).
     A state class of another kernel can take part by defining
     ``grow_after_overflow(self, overflowed) -> grown state`` (raising :class:`CapacityError`
     when it cannot grow), as :class:`zoo.dirichlet.supervised.SupervisedState` does.
@@ -380,7 +401,9 @@ def _handle_overflow(states: Any, overflowed: Any, on_overflow: str) -> Any:
     if grow is not None:
         if on_overflow == "raise":
             raise CapacityError("a chain ran out of capacity; use on_overflow='grow' or a larger capacity")
-        return grow(overflowed)
+        grown = grow(overflowed)
+        shortfall = _grown_states_shortfall(grown)
+        return (None, shortfall) if shortfall is not None else (grown, None)
     if not isinstance(states, GibbsState):
         raise CapacityError("a chain reported overflow but its state cannot be grown")
     capacity = states.max_clusters
@@ -390,4 +413,8 @@ def _handle_overflow(states: Any, overflowed: Any, on_overflow: str) -> Any:
             f"max_clusters={capacity} is too small: a sweep needed a new cluster while all slots "
             f"were taken; increase max_clusters or use on_overflow='grow'"
         )
-    return grow_capacity(states, min(2 * capacity, n_points))
+    new_capacity = min(2 * capacity, n_points)
+    shortfall = _grown_states_shortfall(jax.eval_shape(partial(grow_capacity, max_clusters=new_capacity), states))
+    if shortfall is not None:
+        return None, f"max_clusters {capacity} -> {new_capacity}: {shortfall}"
+    return grow_capacity(states, new_capacity), None

@@ -463,3 +463,146 @@ def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
             np.testing.assert_array_equal(run, runs[0])
     one_by_one = capacities[-17:]  # the IRM's last run
     assert one_by_one[:5] == [3, 3, 3, 3, 6] and one_by_one[-1] == 12, capacities
+
+
+# ----------------------------------------------------------------------------- tiny scales, uneven level weights
+def test_tiny_gaussian_scales_are_fitted_or_refused():
+    # Scales of 1e-20 or 1e-30 make every float32 density underflow at the start: each point then
+    # goes to the class it is nearest in standard units, and EM recovers from there. A subnormal
+    # scale (1e-40 in float32, or 1e-50 in float64 without x64) is refused: XLA computes it as 0.
+    from zoo.finite_mixture import GaussianMixture, GaussianMixtureParams
+
+    points = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)
+    model = GaussianMixture(2)
+    reference = tempered_em(model, points, key=jax.random.key(0), max_iter=20)
+    for scale in (1e-30, 1e-20, 1e-10):
+        init = GaussianMixtureParams(np.full(2, 0.5, np.float32), points[:2].copy(), np.full((2, 2), scale, np.float32))
+        result = tempered_em(model, points, key=jax.random.key(0), init=init, max_iter=20)
+        for leaf in jax.tree_util.tree_leaves(result.params):
+            assert np.isfinite(np.asarray(leaf)).all()
+        assert np.isfinite(result.history["log_lik"][1:]).all()
+        assert result.history["log_lik"][-1] > reference.history["log_lik"][0]
+    for scale, dtype in ((1e-40, np.float32), (1e-45, np.float32)) + (((1e-50, np.float64),)
+                                                                      if not jax.config.jax_enable_x64 else ()):
+        init = GaussianMixtureParams(np.full(2, 0.5, dtype), points[:2].astype(dtype), np.full((2, 2), scale, dtype))
+        with pytest.raises(ValueError, match="^init.scales: expected positive normal"):
+            tempered_em(model, points, key=jax.random.key(0), init=init, max_iter=2)
+
+
+def test_features_whose_variance_floor_underflows_are_refused():
+    from zoo.finite_mixture import GaussianMixture
+
+    points = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)
+    if not jax.config.jax_enable_x64:
+        with pytest.raises(ValueError, match="^data: feature 0 has variance"):
+            tempered_em(GaussianMixture(2), points * 1e-20, key=jax.random.key(0), max_iter=2)
+    result = tempered_em(GaussianMixture(2), points * 1e-15, key=jax.random.key(0), max_iter=20)
+    assert np.isfinite(np.asarray(result.params.scales)).all() and (np.asarray(result.params.scales) > 0).all()
+
+
+def test_uneven_level_weights_of_the_cluster_abstraction_model():
+    # Valid distributions over each path's levels, however uneven (one-hot on any level, a level
+    # left at 0), give finite fits; weight on a level beyond a cluster's leaf is refused.
+    data = CoOccurrence.from_dense(np.random.default_rng(0).poisson(2, (12, 8)))
+    for model in (ClusterAbstraction(depth=2), ClusterAbstraction(n_leaves=3)):
+        start = model.init_params(jax.random.key(0), model.prepare(data))
+        mask = np.asarray(model.tree.path_mask)
+        n_rows, n_levels = start.level_weights.shape[0], mask.shape[1]
+        starts = []
+        for level in range(n_levels):  # one-hot on each level where the path reaches it, else on its leaf
+            one_hot = np.zeros(mask.shape, np.float32)
+            one_hot[np.arange(mask.shape[0]), np.minimum(level, mask.sum(axis=1) - 1)] = 1.0
+            starts.append(np.broadcast_to(one_hot, (n_rows,) + mask.shape))
+        no_root = np.array(start.level_weights)
+        no_root[..., 0] = 0.0
+        starts.append(no_root / no_root.sum(axis=-1, keepdims=True))
+        for weights in starts:
+            result = tempered_em(model, data, key=jax.random.key(0), init=start._replace(level_weights=weights),
+                                 max_iter=5)
+            assert np.isfinite(result.history["log_lik"]).all()
+            for leaf in jax.tree_util.tree_leaves(result.params):
+                assert np.isfinite(np.asarray(leaf)).all()
+        if mask.all():
+            continue
+        leaf, level = np.argwhere(~mask)[0]
+        beyond = np.array(start.level_weights)
+        beyond[:, leaf] = 0.0
+        beyond[:, leaf, level] = 1.0
+        with pytest.raises(ValueError, match=r"^init.level_weights: expected 0 on levels beyond the cluster's leaf"):
+            tempered_em(model, data, key=jax.random.key(0), init=start._replace(level_weights=beyond), max_iter=2)
+
+
+# ----------------------------------------------------------------------------- memory at grown capacities
+def test_irm_memory_is_checked_again_at_grown_capacities(monkeypatch):
+    from zoo.relational import infinite
+    from zoo.relational.data import RelationalData
+
+    adjacency = (np.random.default_rng(0).random((60, 60)) < 0.1).astype(int)
+    np.fill_diagonal(adjacency, 0)
+    data = RelationalData.from_adjacency(adjacency)
+    model = InfiniteRelational(max_clusters=1, init_clusters=2)
+    estimates = []
+    original = infinite.check_memory
+
+    def recording(name, n_bytes, what, **options):
+        estimates.append((n_bytes, what))
+        return original(name, n_bytes, what, **options)
+
+    monkeypatch.setattr(infinite, "check_memory", recording)
+    result = model.sample(data, key=jax.random.key(0), n_chains=1, n_sweeps=4)
+    assert max(result.capacities) > 1 and len(estimates) >= 2, "the test needs a run that grows its capacity"
+    assert "grown" not in estimates[0][1] and "grown" in estimates[-1][1]
+    assert estimates[-1][0] > estimates[0][0]
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(estimates[0][0]))  # the start fits, the grown run does not
+    with pytest.raises(ValueError, match=r"^max_clusters: 1 IRM chain\(s\) at capacities .* grown after a chain"):
+        model.sample(data, key=jax.random.key(0), n_chains=1, n_sweeps=4)
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(estimates[0][0] - 1))  # nor the start
+    with pytest.raises(ValueError, match=r"^max_clusters: 1 IRM chain\(s\) at capacities \(1, 1\) needs"):
+        model.sample(data, key=jax.random.key(0), n_chains=1, n_sweeps=4)
+
+
+def test_dp_chains_that_cannot_grow_in_memory_stop_with_their_draws(monkeypatch):
+    from inference import chains, neal
+
+    family = normal_gamma(1, kappa=0.2)
+    points = np.array([[-6.0], [-6.3], [0.1], [-0.2], [6.2], [5.9]], dtype=np.float32)
+    step = neal.build_kernel(family, "collapsed")
+
+    def states(max_clusters):
+        return chains.stack_states([neal.init(jax.random.key(chain), points, family, algorithm="collapsed",
+                                              max_clusters=max_clusters, alpha=1.0) for chain in range(3)])
+
+    def run():  # key 1: a chain needs a fourth cluster at the third sweep
+        return chains.sample_chains(jax.random.key(1), step, states(3), points, n_warmup=0, n_draws=8,
+                                    draws_per_call=1, progress=False)
+
+    grown = run()
+    assert grown.completed and grown.final_state.max_clusters == 6, "the test needs chains that outgrow 3 clusters"
+    at_six = jax.eval_shape(lambda state: neal.grow_capacity(state, 6), states(3))
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(chains.STATE_COPIES * chains.tree_nbytes(at_six) - 1))
+    with pytest.warns(RuntimeWarning, match=r"^sample_chains: stopped after \d+ sweeps.*max_clusters 3 -> 6"):
+        stopped = run()
+    assert not stopped.completed and stopped.final_state.max_clusters == 3
+    n_draws = stopped.samples["assignments"].shape[1]
+    assert 0 < n_draws < 8, "the test needs draws before the growth"
+    np.testing.assert_array_equal(stopped.samples["assignments"], grown.samples["assignments"][:, :n_draws])
+
+
+def test_dp_hyperparameters_are_refused_beyond_the_working_range_and_finite_within_it():
+    from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial
+
+    working = np.finfo(jnp.result_type(float))
+    low, high = np.sqrt(working.tiny), np.sqrt(working.max)
+    for make, name in ((normal_gamma, "kappa"), (normal_gamma, "shape"), (normal_gamma, "rate"),
+                       (dirichlet_multinomial, "concentration"), (beta_bernoulli, "a"), (beta_bernoulli, "b")):
+        for value in (low / 2, high * 2, [1.0, high * 2]):
+            with pytest.raises(ValueError, match=f"^{name}: .* lies outside"):
+                make(2, **{name: value})
+    with pytest.raises(ValueError, match="^mean: .* lies outside"):
+        normal_gamma(2, mean=-high * 2)
+    # At the edges of the range (κ0 n once overflowed float32 at κ0 = 1e38) the chains stay finite.
+    points = np.concatenate([np.full((5, 2), -3.0), np.full((5, 2), 3.0)]) + np.linspace(0, 1, 10)[:, None]
+    family = normal_gamma(2, kappa=high / 2, shape=low * 2, rate=high / 2)
+    fit = DPMixture(family, algorithm="collapsed", max_clusters=4).fit(points, jax.random.key(0), n_chains=1,
+                                                                         n_warmup=0, n_draws=3, progress=False)
+    assert np.isfinite(fit.result.samples["log_joint"]).all() and np.isfinite(fit.result.samples["alpha"]).all()

@@ -99,6 +99,15 @@ class GaussianMixture:
         if np.abs(points).max() > limit:
             raise ValueError(f"data: values up to {np.abs(points).max():.3g} overflow {np.dtype(dtype).name} sums "
                              f"of squares (limit {limit:.3g}); rescale the features or enable float64")
+        # The variance floor is relative to each feature's variance: it must be a normal number of the
+        # working dtype, or the kernel computes it as 0 (XLA flushes subnormals) and scales can vanish.
+        variances = points.var(axis=0, dtype=np.float64)
+        tiny = float(np.finfo(dtype).tiny)
+        narrow = np.flatnonzero((variances > 0) & (variances * self.variance_floor < tiny))
+        if narrow.size:
+            raise ValueError(f"data: feature {narrow[0]} has variance {variances[narrow[0]]:.3g}, whose variance floor "
+                             f"(x variance_floor={self.variance_floor:g}) is below the smallest normal "
+                             f"{np.dtype(dtype).name} ({tiny:.3g}); rescale the features or enable float64")
         return jnp.asarray(points, dtype=dtype)
 
     def init_params(self, rng_key: Any, points: Any) -> GaussianMixtureParams:
@@ -112,28 +121,45 @@ class GaussianMixture:
             scales=jnp.broadcast_to(spread, (self.n_classes, n_features)).astype(points.dtype),
         )
 
-    def _log_joint(self, params: GaussianMixtureParams, points: Any) -> Any:
-        """log w_c and log N(x_n; μ_c, σ_c²), shapes (K,) and (N, K)."""
+    def _log_joint(self, params: GaussianMixtureParams, points: Any) -> tuple[Any, Any, Any]:
+        """log w_c, log N(x_n; μ_c, σ_c²) and log Σ_d ((x_nd - μ_cd) / σ_cd)², shapes (K,), (N, K), (N, K).
+
+        The log-density is -inf where the squared distance overflows (a scale of 1e-30 in
+        float32); the log of the squared distance, taken from logs, stays finite there, and
+        ranks the classes of a point whose every density underflows (see :meth:`em_step`).
+        """
         log_density = dist.Normal(params.locs[None], params.scales[None]).log_prob(points[:, None]).sum(-1)
-        return jnp.log(params.weights), log_density
+        log_gap = jnp.log(jnp.abs(points[:, None] - params.locs[None])) - jnp.log(params.scales[None])
+        log_distance = jax.nn.logsumexp(2.0 * log_gap, axis=-1)
+        return jnp.log(params.weights), log_density, log_distance
 
     def log_likelihood(self, params: GaussianMixtureParams, points: Any) -> Any:
-        log_weights, log_density = self._log_joint(params, points)
+        log_weights, log_density, _ = self._log_joint(params, points)
         return jax.nn.logsumexp(log_weights + log_density, axis=1).sum()
 
     heldout_log_lik = log_likelihood
 
     def em_step(self, params: GaussianMixtureParams, points: Any, beta: Any) -> tuple[GaussianMixtureParams, Any]:
-        log_weights, log_density = self._log_joint(params, points)
+        log_weights, log_density, log_distance = self._log_joint(params, points)
         log_lik = jax.nn.logsumexp(log_weights + log_density, axis=1).sum()
-        responsibilities = jax.nn.softmax(log_weights + beta * log_density, axis=1)  # tempered E-step
+        # Tempered E-step (β = 0 leaves the weights: 0 × -inf is read as 0, not NaN).
+        tempered = log_weights + jnp.where(beta > 0, beta * log_density, 0.0)
+        responsibilities = jax.nn.softmax(tempered, axis=1)
+        # A point whose density underflows to 0 under every class of positive weight (a start with
+        # tiny scales) goes wholly to the class it is nearest in standard units, the limit of the
+        # responsibilities as the densities vanish, instead of the 0/0 of the softmax.
+        lost = ~jnp.isfinite(tempered).any(axis=1, keepdims=True)
+        nearest = jnp.argmin(jnp.where(params.weights > 0, log_distance, jnp.inf), axis=1)
+        responsibilities = jnp.where(lost, jax.nn.one_hot(nearest, self.n_classes, dtype=points.dtype),
+                                     responsibilities)
         mass = responsibilities.sum(axis=0)
         safe_mass = jnp.where(mass > 0, mass, 1.0)
         locs = jnp.matmul(responsibilities.T, points, precision="highest") / safe_mass[:, None]
         second = jnp.matmul(responsibilities.T, points**2, precision="highest") / safe_mass[:, None]
         spread = jnp.var(points, axis=0)
-        # A constant feature has no spread to scale the floor by: its floor is absolute.
-        floor = self.variance_floor * jnp.where(spread > 0, spread, 1.0)
+        # A constant feature has no spread to scale the floor by: its floor is absolute. Nor does a
+        # variance go below the smallest normal number: log and division flush subnormals to 0.
+        floor = jnp.maximum(self.variance_floor * jnp.where(spread > 0, spread, 1.0), jnp.finfo(points.dtype).tiny)
         variances = jnp.maximum(second - locs**2, floor)
         empty = (mass <= 0)[:, None]
         return GaussianMixtureParams(

@@ -111,7 +111,7 @@ def _ng_posterior(prior: _NormalGammaPrior, stats: GaussianStats):
     safe_count = jnp.maximum(count, 1.0)
     sample_mean = stats.total / safe_count
     within = jnp.maximum(stats.total_sq - stats.total * sample_mean, 0.0)
-    between = kappa0 * count * (sample_mean - mean0) ** 2 / kappa_n
+    between = count * (sample_mean - mean0) ** 2 * (kappa0 / kappa_n)  # κ0 n / κn without the product κ0 n
     rate_n = rate0 + 0.5 * (within + between)
     shape_n = shape0 + 0.5 * count
     return mean_n, kappa_n, shape_n, rate_n
@@ -243,14 +243,30 @@ def _ng_program_observe(prior: _NormalGammaPrior, params: GaussianParams, assign
 
 
 def _per_feature(name: str, value: Any, n_features: int, *, positive: bool) -> np.ndarray:
+    """A hyperparameter as a scalar or one value per feature, within the working dtype's safe range.
+
+    The kernels square hyperparameters and data (κ0 (x̄ - m0)², λ (x - μ)²) and take log Γ and
+    logs of them, so a value must lie within [√tiny, √max] of the working float (about
+    [1.1e-19, 1.8e19] in float32; |mean| at most √max): beyond it, log-densities overflow or a
+    subnormal value is computed as 0 and the chains fill with NaN.
+    """
     if np.ndim(value) == 0:
         number = check_real(name, value, low=0.0 if positive else None, low_open=positive)
-        return np.asarray(number, dtype=np.float64)
-    array = as_float_array(name, value, ndim=1)
-    if array.shape[0] != n_features:
-        raise ValueError(f"{name}: expected a scalar or {n_features} values, got shape {array.shape}")
-    if positive and (array <= 0).any():
-        raise ValueError(f"{name}: must be > 0, got minimum {array.min()}")
+        array = np.asarray(number, dtype=np.float64)
+    else:
+        array = as_float_array(name, value, ndim=1)
+        if array.shape[0] != n_features:
+            raise ValueError(f"{name}: expected a scalar or {n_features} values, got shape {array.shape}")
+        if positive and (array <= 0).any():
+            raise ValueError(f"{name}: must be > 0, got minimum {array.min()}")
+    working = np.finfo(np.dtype(_default_dtype()))
+    low, high = float(np.sqrt(working.tiny)), float(np.sqrt(working.max))
+    magnitude = np.abs(array)
+    if magnitude.max() > high or (positive and magnitude.min() < low):
+        bounds = f"[{low:.3g}, {high:.3g}]" if positive else f"[-{high:.3g}, {high:.3g}]"
+        worst = magnitude.max() if magnitude.max() > high else magnitude.min()
+        raise ValueError(f"{name}: {worst:.3g} lies outside {bounds}, the range whose squares {working.dtype} holds; "
+                         "rescale the data or enable float64")
     return array
 
 

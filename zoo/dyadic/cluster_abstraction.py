@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -61,7 +61,7 @@ from numpyro.ops.indexing import Vindex
 
 from inference.schedules import anneal_up
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
-from inference._validation import check_choice, check_int, check_memory, check_real
+from inference._validation import Support, check_choice, check_int, check_memory, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -411,11 +411,17 @@ class ClusterAbstraction:
     n_leaves: int | None = None
     prior_count: float = 0.0
 
-    #: The fields of :class:`CAMParams` that are distributions, and the axis each sums to 1 along
-    #: (None: the whole array; ``level_weights`` over the levels of a cluster's path; ``init=``
-    #: of :func:`inference.em.tempered_em` is checked against it).
-    probability_axes: ClassVar[dict] = {"cluster_prior": -1, "col_given_node": 0, "level_weights": -1,
-                                        "row_marginal": None, "cluster_posterior": -1}
+    @property
+    def probability_axes(self) -> dict:
+        """The fields of :class:`CAMParams` that are distributions, and the axis each sums to 1 along.
+
+        None: the whole array; ``level_weights`` sums to 1 over the levels of a cluster's path and
+        is 0 beyond its leaf (a tree whose leaves lie at different depths). ``init=`` of
+        :func:`inference.em.tempered_em` is checked against it.
+        """
+        on_path = Support(-1, self.tree.path_mask[None], "levels beyond the cluster's leaf (tree.path_mask)")
+        return {"cluster_prior": -1, "col_given_node": 0, "level_weights": on_path, "row_marginal": None,
+                "cluster_posterior": -1}
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, ("auto", "xla", "numba"))

@@ -56,7 +56,8 @@ import numpyro.distributions as dist
 
 from inference.concentration import GammaPrior
 from inference.sparse import resolve_backend
-from inference._validation import check_choice, check_int, check_key, check_real, check_relation
+from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
+                                   tree_nbytes)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
 from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
@@ -155,7 +156,9 @@ class InfiniteRelational:
         Resample α_D / γ_r after every sweep (otherwise they stay at their initial values).
     max_clusters : int
         Initial capacity K_max of every domain (capped at the domain's size); doubled and the
-        run repeated when a chain overflows.
+        run repeated when a chain overflows. Memory is estimated before every run, at the
+        capacities of that run: a start that cannot fit is refused, and so is the run again at
+        grown capacities (a ``ValueError`` naming ``max_clusters`` with the figure).
     init_clusters : int
         Individuals start spread uniformly over this many clusters.
     backend : {"auto", "xla", "numba"}
@@ -226,16 +229,34 @@ class InfiniteRelational:
     def _capacities(self, schema: RelationalSchema, scale: int) -> tuple[int, ...]:
         return tuple(min(size, self.max_clusters * scale) for size in schema.domain_sizes)
 
+    def _check_memory(self, arrays: Any, schema: RelationalSchema, capacities: tuple[int, ...], n_chains: int,
+                      n_kept_sweeps: int, keep_assignments: bool) -> None:
+        """Refuse, naming ``max_clusters``, chains at ``capacities`` that memory cannot hold.
+
+        From shapes alone: each chain's state (the block counts grow as the product of the
+        capacities of a relation's domains) about four times over while a jitted call steps it,
+        and the per-sweep output (the assignments of every kept sweep with ``keep_assignments``).
+        Checked at the starting capacities and again before a run at grown ones, since a chain
+        that outgrows its capacity is run again with twice it (up to the domains' sizes).
+        """
+        state = jax.eval_shape(lambda key: init(key, arrays, schema, capacities, concentration=1.0, hyper=1.0,
+                                                init_clusters=1), jax.random.key(0))
+        per_sweep = 4 * sum(schema.domain_sizes) if keep_assignments else 0
+        n_bytes = n_chains * (4 * tree_nbytes(state) + n_kept_sweeps * per_sweep)
+        grown = "" if capacities == self._capacities(schema, 1) else ", grown after a chain ran out of capacity"
+        check_memory("max_clusters", n_bytes, f"{n_chains} IRM chain(s) at capacities {capacities}{grown}")
+
     def _run(self, runner, keys, data, arrays, hidden_cells, schema, **kwargs):
         """Run, doubling the capacity and repeating with the same keys while any chain overflows.
 
-        ``runner`` returns (output, whether every sweep ran).
+        ``runner`` returns (output, whether every sweep ran). Memory is checked before every run.
         """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
         scale = 1
         while True:
             capacities = self._capacities(schema, scale)
+            self._check_memory(arrays, schema, capacities, len(keys), kwargs["n_sweeps"], kwargs["keep_assignments"])
             output, completed = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
                                        settings=settings, **kwargs)
             overflowed = bool(np.any(np.asarray(output.final.overflow)))
@@ -339,6 +360,7 @@ class InfiniteRelational:
         def run_call(positions):
             nonlocal scale
             capacities = self._capacities(schema, scale)
+            self._check_memory(arrays, schema, capacities, len(positions) * n_chains, 0, False)
             case_hidden = hidden[positions]
             case_arrays = arrays._replace(weights=_case_weights(arrays, case_hidden, relation))
             cells = arrays.entries[relation][jnp.asarray(np.where(case_hidden < 0, 0, case_hidden))]
