@@ -36,7 +36,7 @@ from sklearn.preprocessing import StandardScaler
 
 from inference import neal
 from inference.chains import sample_chains, stack_states
-from inference.sparse import resolve_backend
+from inference.native import resolve_backend
 from zoo.dirichlet.families import normal_gamma
 
 N_CHAINS = 8

@@ -145,7 +145,7 @@ def write_api_pages(docs: Path) -> None:
     """``api/<module>.rst`` for every public module, ``api/<module>.<name>.rst`` per object.
 
     An object gets its own page under the module that defines it; a package that re-exports it
-    links to that page. Objects of private modules (``inference._numba_cells``) that a public
+    links to that page. Objects of private modules (``inference.neal._kernel``) that a public
     module re-exports, and data no public module defines (``inference.neal.ALGORITHMS``, defined
     in ``inference.neal._state``), are documented under the most specific public module that
     lists them (``zoo.dyadic.cluster_abstraction.anneal_tree`` rather than ``zoo.dyadic.anneal_tree``),

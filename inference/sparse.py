@@ -17,27 +17,27 @@ Two implementations compute the same numbers:
 * ``"xla"``: gathers and segment sums in plain JAX; runs on any backend (GPU, TPU, CPU). Memory is
   bounded by working in chunks of cells, so no (nnz × K) temporary exceeds ``chunk_cells × K``.
 * ``"numba"``: multi-threaded loops, rows over the CSR cells and columns over their CSC copy
-  (``inference._numba_cells``), that XLA calls as custom calls on its own buffers from inside the
-  jitted fit (``inference._xla_ffi``). XLA's CPU gathers and scatters run at a few GB/s, so on
-  CPU this path is an order of magnitude faster; it never materialises an (nnz × K) array.
+  (:mod:`inference.native.sparse_cells`), that XLA calls as custom calls on its own buffers from
+  inside the jitted fit. XLA's CPU gathers and scatters run at a few GB/s, so on CPU this path is
+  an order of magnitude faster; it never materialises an (nnz × K) array.
 
-``backend="auto"`` picks numba on the CPU backend when numba is importable, and XLA otherwise.
+``backend`` is resolved by :func:`inference.native.resolve_backend`: ``"auto"`` picks numba on the
+CPU backend when numba is importable, and XLA otherwise.
 """
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from inference.segments import scatter_is_ordered, sorted_segment_sum
 from inference.cells import DyadicArrays
+from inference.native.backend import resolve_backend
+from inference.segments import scatter_is_ordered, sorted_segment_sum
 
 __all__ = [
-    "CellStats", "cell_stats", "cell_log_norm", "resolve_backend", "DEFAULT_CHUNK_CELLS",
+    "CellStats", "cell_stats", "cell_log_norm", "DEFAULT_CHUNK_CELLS",
     "count_matmul", "RowCellStats", "row_cell_stats", "PathMixtureStats", "path_mixture_stats",
 ]
 
@@ -66,29 +66,6 @@ class CellStats(NamedTuple):
 def _floor(dtype: Any) -> float:
     # z below this is treated as this: keeps n / z finite without touching realistic values.
     return 1e-30 if jnp.dtype(dtype) == jnp.float32 else 1e-300
-
-
-@lru_cache(maxsize=1)
-def _numba_available() -> bool:
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return os.environ.get("LATENTZOO_DISABLE_NUMBA", "") == ""
-
-
-def resolve_backend(backend: str) -> str:
-    """Map ``"auto"`` to ``"numba"`` (CPU backend with numba) or ``"xla"``."""
-    if backend not in ("auto", "xla", "numba"):
-        raise ValueError(f"backend: must be 'auto', 'xla' or 'numba', got {backend!r}")
-    if backend == "auto":
-        return "numba" if (jax.default_backend() == "cpu" and _numba_available()) else "xla"
-    if backend == "numba" and not _numba_available():
-        raise ValueError("backend: 'numba' requested but numba is not installed")
-    if backend == "numba" and jax.default_backend() != "cpu":
-        raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
-                         f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
-    return backend
 
 
 # ---------------------------------------------------------------------------- XLA path
@@ -194,58 +171,6 @@ def _xla_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, chunk_cells,
     )
 
 
-# ---------------------------------------------------------------------------- numba path
-# The numba kernels (``inference._numba_cells``) run as XLA custom calls on XLA's own buffers.
-# Their thread count is numba's at trace time (``numba.set_num_threads`` before the first call of
-# a jitted fit); the CSR/CSC pointers are int32, so one block holds fewer than 2^31 cells.
-
-
-def _numba_call(kernel: str, dtype: Any, results: Any):
-    if jax.default_backend() != "cpu":
-        raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
-                         f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
-    from inference._numba_cells import target
-
-    return jax.ffi.ffi_call(target(kernel, dtype), results, vmap_method="sequential")
-
-
-def _numba_threads() -> Any:
-    import numba
-
-    return jnp.asarray(numba.get_num_threads(), jnp.int32)
-
-
-def _check_int32_pointers(data: DyadicArrays) -> None:
-    if data.indptr.dtype != jnp.int32 or data.col_indptr.dtype != jnp.int32:
-        raise ValueError("data: the numba backend takes fewer than 2^31 cells per block; split the cells over "
-                         "devices (devices=) or use backend='xla'")
-
-
-def _numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_factors, eval_needed,
-                      row_weights=None, want_row_log_norms=False):
-    _check_int32_pointers(data)
-    n_rows, n_classes = A.shape
-    results = (
-        jax.ShapeDtypeStruct((n_rows if want_rows else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
-        jax.ShapeDtypeStruct((n_rows if want_row_log_norms else 0,), A.dtype),
-        jax.ShapeDtypeStruct((2,), A.dtype),
-    )
-    if eval_factors is None:
-        A_eval, B_eval, eval_needed = A[:1], B[:1], False
-    else:
-        A_eval, B_eval = (factor.astype(A.dtype) for factor in eval_factors)
-    row_weights = jnp.zeros((0,), A.dtype) if row_weights is None else row_weights.astype(A.dtype)
-    # The kernel reads every float buffer in A's dtype.
-    row_stats, col_stats, row_log_norms, log_norms = _numba_call("cell_stats", A.dtype, results)(
-        A, B.astype(A.dtype), A_eval, B_eval, jnp.asarray(eval_needed, bool), row_weights, data.indptr, data.cols,
-        data.counts.astype(A.dtype), data.col_indptr, data.col_rows, data.col_counts.astype(A.dtype),
-        jnp.asarray(_floor(A.dtype), A.dtype), _numba_threads(),
-    )
-    return (row_stats if want_rows else None, col_stats if want_cols else None, row_log_norms,
-            log_norms[0], log_norms[1])
-
-
 # ---------------------------------------------------------------------------- public
 def cell_stats(
     A: Any,
@@ -290,8 +215,10 @@ def cell_stats(
         # The factors set the working precision (float32 parameters on float64 counts stay float32).
         data = data._replace(counts=data.counts.astype(A.dtype), col_counts=data.col_counts.astype(A.dtype))
     if resolve_backend(backend) == "numba":
-        row_stats, col_stats, _, log_norm, eval_log_norm = _numba_cell_stats(
-            A, B, data, want_rows, want_cols, eval_factors, eval_needed)
+        from inference.native.sparse_cells import numba_cell_stats
+
+        row_stats, col_stats, _, log_norm, eval_log_norm = numba_cell_stats(
+            A, B, data, want_rows, want_cols, eval_factors, eval_needed, _floor(A.dtype))
         return CellStats(row_stats, col_stats, log_norm, eval_log_norm)
     return _xla_cell_stats(A, B, data, want_rows, want_cols, chunk_cells, eval_factors, eval_needed)
 
@@ -337,17 +264,6 @@ def _xla_count_matmul(dense, data: DyadicArrays, transpose: bool, chunk_cells: i
     return out
 
 
-def _numba_count_matmul(dense, data: DyadicArrays, transpose: bool):
-    _check_int32_pointers(data)
-    n_rows, n_cols = data.shape
-    result = jax.ShapeDtypeStruct((n_cols if transpose else n_rows, dense.shape[1]), dense.dtype)
-    # nᵀ G is n G over the CSC copy of the cells: the columns play the part of the rows.
-    pointer, indices, counts = ((data.col_indptr, data.col_rows, data.col_counts) if transpose
-                                else (data.indptr, data.cols, data.counts))
-    return _numba_call("count_matmul", dense.dtype, result)(pointer, indices, counts.astype(dense.dtype), dense,
-                                                            _numba_threads())
-
-
 def count_matmul(
     dense: Any,
     data: DyadicArrays,
@@ -380,7 +296,9 @@ def count_matmul(
         # ``dense`` sets the working precision, as in :func:`cell_stats`.
         data = data._replace(counts=data.counts.astype(dense.dtype), col_counts=data.col_counts.astype(dense.dtype))
     if resolve_backend(backend) == "numba":
-        return _numba_count_matmul(dense, data, transpose)
+        from inference.native.sparse_cells import numba_count_matmul
+
+        return numba_count_matmul(dense, data, transpose)
     return _xla_count_matmul(dense, data, transpose, chunk_cells)
 
 
@@ -443,12 +361,6 @@ def _xla_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_c
     )
 
 
-def _numba_row_cell_stats(A, B, data: DyadicArrays, row_weights, want_rows, want_cols):
-    row_stats, col_stats, row_log_norm, _, _ = _numba_cell_stats(
-        A, B, data, want_rows, want_cols, None, False, row_weights=row_weights, want_row_log_norms=True)
-    return RowCellStats(row_stats, col_stats, row_log_norm)
-
-
 def row_cell_stats(
     A: Any,
     B: Any,
@@ -490,7 +402,12 @@ def row_cell_stats(
         row_weights = jnp.ones((A.shape[0],), A.dtype)
     row_weights = jnp.asarray(row_weights, A.dtype)
     if resolve_backend(backend) == "numba":
-        return _numba_row_cell_stats(A, B, data, row_weights, want_rows, want_cols)
+        from inference.native.sparse_cells import numba_cell_stats
+
+        row_stats, col_stats, row_log_norm, _, _ = numba_cell_stats(
+            A, B, data, want_rows, want_cols, None, False, _floor(A.dtype), row_weights=row_weights,
+            want_row_log_norms=True)
+        return RowCellStats(row_stats, col_stats, row_log_norm)
     return _xla_row_cell_stats(A, B, data, row_weights, want_rows, want_cols, chunk_cells)
 
 
@@ -553,27 +470,6 @@ def _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_pr
     return PathMixtureStats(scores.T, posterior, jnp.transpose(level_stats, (1, 0, 2)), node_stats)
 
 
-def _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats):
-    _check_int32_pointers(data)
-    n_rows, n_leaves, n_levels = weights.shape
-    dtype = weights.dtype
-    results = (
-        jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
-        jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
-        jax.ShapeDtypeStruct((n_rows if want_stats else 0, n_leaves, n_levels), dtype),
-        jax.ShapeDtypeStruct((aspects.shape[0] if want_stats else 0, aspects.shape[1]), dtype),
-    )
-    lengths = path_mask.sum(axis=1).astype(jnp.int32)
-    scores, posterior, level_stats, node_stats = _numba_call("path_mixture", dtype, results)(
-        data.indptr, data.cols, data.counts.astype(dtype), weights, aspects.astype(dtype), tempered.astype(dtype),
-        paths.astype(jnp.int32), lengths, log_prior.astype(dtype), jnp.asarray(_floor(dtype), dtype),
-        _numba_threads(),
-    )
-    if not want_stats:
-        return PathMixtureStats(scores, posterior, None, None)
-    return PathMixtureStats(scores, posterior, level_stats, node_stats)
-
-
 def path_mixture_stats(
     weights: Any,
     aspects: Any,
@@ -612,6 +508,9 @@ def path_mixture_stats(
     """
     tempered = aspects if tempered_aspects is None else tempered_aspects
     if resolve_backend(backend) == "numba":
-        return _numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats)
+        from inference.native.sparse_cells import numba_path_mixture_stats
+
+        return PathMixtureStats(*numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior,
+                                                          data, want_stats, _floor(weights.dtype)))
     return _xla_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data, want_stats,
                                    chunk_cells)

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from inference.sparse import cell_stats, resolve_backend
+from inference.native import resolve_backend
+from inference.sparse import cell_stats
 from zoo.data import CoOccurrence
 
 
@@ -119,7 +120,7 @@ def test_numba_path_refuses_64_bit_cell_pointers(x64):
 
 @pytest.mark.numba
 def test_custom_call_with_the_wrong_arguments_is_an_xla_error_not_a_crash():
-    from inference._numba_cells import target
+    from inference.native.sparse_cells import target
 
     call = jax.ffi.ffi_call(target("count_matmul", jnp.float32), jax.ShapeDtypeStruct((3, 2), jnp.float32))
     pointer = jnp.asarray([0, 1, 2, 3], jnp.int32)

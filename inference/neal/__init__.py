@@ -62,7 +62,8 @@ Layout. One idea per file; this package lists what is public.
 * ``_kernel.py`` — :func:`build_kernel` and the step it returns (sweep, split–merge moves,
   parameters, α);
 * ``_sweeps.py`` — the XLA sweeps of Algorithms 2, 3 and 8 (``lax.scan`` over the points);
-* ``_numba_sweeps.py`` — their numba twins for Algorithms 2 and 8 and the callbacks into them;
+* :mod:`inference.native.neal_sweeps` — their numba twins for Algorithms 2 and 8 and the
+  callbacks into them (with the engine's other native kernels);
 * ``_slots.py`` — the inverse-CDF draw and the per-slot row operations the sweeps share.
 """
 

@@ -29,8 +29,8 @@ from inference.neal._state import (
     cluster_stats,
 )
 from inference.neal._sweeps import _collapsed_sweep, _compact_rows, _fresh_candidate_sweep, _reuse_sweep
+from inference.native.backend import resolve_backend
 from inference.segments import segment_sum
-from inference.sparse import resolve_backend
 from inference.split_merge import split_merge_moves
 
 
@@ -74,7 +74,7 @@ def build_kernel(
         How the sequential loop over the points runs: ``"xla"`` as a ``lax.scan`` (any JAX
         backend), ``"numba"`` as a compiled loop on the host called through
         :func:`jax.pure_callback` (CPU; several times faster there). ``"auto"`` picks numba on the
-        CPU backend when numba is installed (see :func:`inference.sparse.resolve_backend`). Both
+        CPU backend when numba is installed (see :func:`inference.native.resolve_backend`). Both
         use the same random numbers and make the same decisions, so they give the same chain up
         to floating-point rounding. Used by Algorithms 2 and 8 (fresh or reused auxiliaries)
         when the family has the dot-product form of :mod:`zoo.dirichlet.families` (the built-in

@@ -3,7 +3,7 @@
 A sweep keeps one row per cluster slot (its count, statistics, parameters or likelihood cache)
 in arrays or pytrees with leading axis K_max; these helpers read, write, stack and select such
 rows, and draw a slot from its logits with a single uniform (:func:`_draw_index`), the draw the
-numba loops of :mod:`inference.neal._numba_sweeps` reproduce exactly.
+numba loops of :mod:`inference.native.neal_sweeps` reproduce exactly.
 """
 
 from __future__ import annotations

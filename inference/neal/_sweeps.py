@@ -9,7 +9,7 @@ compiles once and ``vmap``-s over chains:
 * :func:`_reuse_sweep` — Algorithm 8 whose auxiliaries persist from point to point (Favaro & Teh
   2013), on a fixed table of rows that :func:`_compact_rows` maps back to slots.
 
-The last two hand the loop to their numba twins (:mod:`inference.neal._numba_sweeps`) when the
+The last two hand the loop to their numba twins (:mod:`inference.native.neal_sweeps`) when the
 kernel's backend is ``"numba"``; both use the same uniforms and give the same chain.
 """
 
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from inference.components import ComponentFamily
-from inference.neal._numba_sweeps import _numba_fresh_sweep, _numba_reuse_sweep
+from inference.native.neal_sweeps import numba_fresh_sweep, numba_reuse_sweep
 from inference.neal._slots import (
     _concat_rows,
     _draw_index,
@@ -55,13 +55,13 @@ def _fresh_candidate_sweep(
     nowhere and is the "first free slot" only when every slot is taken.
 
     ``backend`` "numba" (families with the dot-product form only) runs the same updates, with the
-    same uniforms, in a compiled loop on the host (:func:`_numba_fresh_sweep`).
+    same uniforms, in a compiled loop on the host (:func:`numba_fresh_sweep`).
 
     Returns the new assignments (N,), counts (K,), the origin of every slot's parameters
     (its old slot k, or K + i·m + j for candidate j of point i) and the overflow flag.
     """
     if backend == "numba" and family.likelihood_cache is not None:
-        return _numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik,
+        return numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik,
                                   candidate_cache, uniforms, own_component_is_candidate)
     n_slots = counts.shape[0]
     n_candidates = candidate_log_lik.shape[1]
@@ -148,7 +148,7 @@ def _reuse_sweep(
     ``backend`` "xla" computes log F(x_i | φ_r) for every point and row before the sweep (rows are
     fixed, so this is one batched product) and runs the points in a ``lax.scan``; "numba" runs
     the same updates, with the same uniforms and positions, in a compiled loop on the host
-    (:func:`_numba_reuse_sweep`) that scores a point only against the rows it may join (the
+    (:func:`numba_reuse_sweep`) that scores a point only against the rows it may join (the
     clusters and the pool) when the family has the dot-product form, else reads the table.
 
     Returns the row of every point (N,), the final counts per row (R,) and the overflow flag.
@@ -157,13 +157,13 @@ def _reuse_sweep(
     row_labels = assignments + n_pool
     initial_counts = _reuse_initial_counts(counts, n_pool, n_supply, dtype)
     if backend == "numba" and family.likelihood_cache is not None:
-        return _numba_reuse_sweep(rows_cache, features, None, row_labels, initial_counts, uniforms, positions,
+        return numba_reuse_sweep(rows_cache, features, None, row_labels, initial_counts, uniforms, positions,
                                   log_new_weight, n_pool, n_supply)
     point_log_lik = jax.vmap(
         jax.vmap(family.cached_log_likelihood, in_axes=(0, None)), in_axes=(None, 0)
     )(rows_cache, features)
     if backend == "numba":
-        return _numba_reuse_sweep(None, None, point_log_lik, row_labels, initial_counts, uniforms, positions,
+        return numba_reuse_sweep(None, None, point_log_lik, row_labels, initial_counts, uniforms, positions,
                                   log_new_weight, n_pool, n_supply)
     n_rows = point_log_lik.shape[1]
     first_supply_row = n_rows - n_supply - 1

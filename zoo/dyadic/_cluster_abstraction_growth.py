@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference._validation import check_choice, check_int, check_key, check_real
+from inference.native.backend import resolve_backend
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction, Tree
 
@@ -216,7 +217,7 @@ def anneal_tree(
     tol = check_real("tol", tol, low=0.0)
     prior_count = check_real("prior_count", prior_count, low=0.0)
     check_choice("keep", keep, ("best", "last"))
-    check_choice("backend", backend, ("auto", "xla", "numba"))
+    resolve_backend(backend)  # a bad name, or numba off the CPU, refused here
     if valid is not None:
         if not isinstance(valid, CoOccurrence):
             raise TypeError(f"valid: expected a zoo.data.CoOccurrence, got {type(valid).__name__}")

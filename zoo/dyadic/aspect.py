@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+from inference.native.backend import resolve_backend
 from inference.sparse import cell_stats
 from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
@@ -181,7 +182,7 @@ class Aspect:
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)
         check_choice("update", self.update, ("simultaneous", "alternating"))
-        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
 
     program = staticmethod(aspect_program)

@@ -60,8 +60,9 @@ from numpyro import handlers
 from numpyro.ops.indexing import Vindex
 
 from inference.schedules import anneal_up
+from inference.native.backend import resolve_backend
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
-from inference._validation import Support, check_choice, check_int, check_memory, check_real
+from inference._validation import Support, check_int, check_memory, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -424,7 +425,7 @@ class ClusterAbstraction:
                 "cluster_posterior": -1}
 
     def __post_init__(self) -> None:
-        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
         given = [name for name in ("depth", "n_leaves", "tree") if getattr(self, name) is not None]
         if len(given) > 1:

@@ -40,6 +40,7 @@ import numpyro.distributions as dist
 from numpyro import handlers
 
 from inference.schedules import anneal_up
+from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
 from inference._validation import check_choice, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
@@ -251,7 +252,7 @@ class OneSided:
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)
         check_choice("side", self.side, _SIDES)
-        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
 
     program = staticmethod(one_sided_program)

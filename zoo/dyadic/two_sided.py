@@ -49,8 +49,9 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
-from inference._validation import check_choice, check_int, check_real
+from inference._validation import check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -253,7 +254,7 @@ class TwoSided:
         if self.n_col_classes is None:
             object.__setattr__(self, "n_col_classes", self.n_row_classes)
         check_int("n_col_classes", self.n_col_classes, minimum=1)
-        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
 
     program = staticmethod(two_sided_program)

@@ -6,11 +6,13 @@ The public names are listed below (``__all__``). The package, one idea a file:
   loaders in ``_readers``;
 * ``latent_class`` — the LRM's NumPyro program, the model (fit, held-out prediction, the EM
   protocol) and its result; its parameters, statistics and M-step in ``_latent_class_state``, its
-  XLA passes in ``_latent_class_passes``, their numba twin in ``_latent_class_numba``, the fit's
-  driver in ``_latent_class_fit``;
+  XLA passes in ``_latent_class_passes``, the fit's driver in ``_latent_class_fit``;
 * ``infinite`` — the IRM's program, the model (sampling, held-out prediction) and its result; its
-  state in ``_infinite_state``, the XLA sweep (``build_kernel``) in ``_infinite_kernel``, its numba
-  twin in ``_infinite_numba``, the chains' driver in ``_infinite_chains``;
+  state in ``_infinite_state``, the XLA sweep (``build_kernel``) in ``_infinite_kernel``, the
+  chains' driver in ``_infinite_chains``;
+* the numba twins of the LRM's pass and the IRM's sweep are engine code,
+  :mod:`inference.native.relational_em` and :mod:`inference.native.relational_gibbs`, fed by the
+  flat list of cells of ``_flat_cells``;
 * ``evaluation`` — leave-one-out and cross-validated log-loss of either model.
 """
 

@@ -1,8 +1,9 @@
 """One sweep of the IRM sampler in XLA: :func:`build_kernel` (BlackJAX's shape).
 
 A sweep visits every individual of every domain (collapsed Gibbs in the style of Neal's
-Algorithm 3, a ``lax.scan`` per domain, or the numba loop of ``zoo/relational/_infinite_numba.py``
-run as an XLA custom call), then resamples every α_D (Escobar & West) and every γ_r (griddy Gibbs
+Algorithm 3, a ``lax.scan`` per domain, :func:`_gibbs_domain`, or its numba twin
+:func:`inference.native.relational_gibbs.numba_gibbs_sweep` run as an XLA custom call, called by
+:func:`_numba_gibbs`), then resamples every α_D (Escobar & West) and every γ_r (griddy Gibbs
 on :data:`HYPER_GRID`). Block counts are integers, so every log Γ is a look-up in a table of
 log Γ(γ_u + m) built once per sweep (:func:`log_gamma_tables`). The model and its equations are
 described in :mod:`zoo.relational.infinite`.
@@ -18,7 +19,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior, escobar_west_update
-from zoo.relational._infinite_numba import _numba_gibbs
+from inference.native.relational_gibbs import numba_gibbs_sweep
 from zoo.relational._infinite_state import IRMInfo, IRMState, _log_beta, log_joint
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
@@ -170,6 +171,47 @@ def _resample_hyper(rng_key: Any, counts: Any, hyper: Any, prior_rate: float) ->
     return hyper
 
 
+def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
+                 schema: RelationalSchema, capacities: tuple) -> IRMState:
+    """All Gibbs updates of one sweep in the numba loop (:func:`numba_gibbs_sweep`): the chain's
+    state stacked and padded into the arrays the loop takes, and the result split back.
+
+    Uses one uniform per individual (drawn here from ``rng_key``) to pick its new slot by inverse
+    CDF; the same conditional distributions as :func:`_gibbs_domain`.
+    """
+    n_domains = len(schema.domain_sizes)
+    n_max = max(capacities)
+    n_values_max = max(schema.n_values)
+    length = max(table.shape[1] for table in tables)
+    z = jnp.concatenate(list(state.assignments) + [jnp.zeros(1, jnp.int32)]).astype(jnp.int32)
+    sizes = jnp.stack([jnp.pad(size, (0, n_max - size.shape[0])) for size in state.sizes])
+    counts = jnp.stack([jnp.pad(c if c.ndim == 3 else c[:, None, :],
+                                [(0, n_max - c.shape[0]), (0, n_max - (c.shape[1] if c.ndim == 3 else 1)),
+                                 (0, n_values_max - c.shape[-1])]) for c in state.counts])
+    table = jnp.stack([jnp.pad(t, [(0, n_values_max + 1 - t.shape[0]), (0, length - t.shape[1])]) for t in tables])
+    # The total row of each table sits at index |r| (padding rows come after it).
+    log_alpha = jnp.log(state.concentrations)
+    uniforms = jax.random.uniform(rng_key, (z.shape[0],), table.dtype)
+    seen = jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
+    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
+    z, sizes, counts, overflow = numba_gibbs_sweep(
+        z, sizes, counts, table, log_alpha, uniforms, seen, flat, domain_of, np.asarray(capacities, np.int64),
+        np.asarray(schema.n_values, np.int64),
+        np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_))
+    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
+    assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(n_domains))
+    new_sizes = tuple(sizes[d, : capacities[d]] for d in range(n_domains))
+    new_counts = []
+    for r, domains in enumerate(schema.relation_domains):
+        block = counts[r, : capacities[domains[0]]]
+        if len(domains) == 2:
+            new_counts.append(block[:, : capacities[domains[1]], : schema.n_values[r]])
+        else:
+            new_counts.append(block[:, 0, : schema.n_values[r]])
+    return state._replace(assignments=assignments, sizes=new_sizes, counts=tuple(new_counts),
+                          overflow=state.overflow | overflow)
+
+
 # ----------------------------------------------------------------------------- the kernel
 def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, concentration_prior: GammaPrior,
                  hyper_prior_rate: float, sample_concentration: bool = True, sample_hyper: bool = True,
@@ -179,7 +221,8 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
     A sweep visits every individual of every domain (Gibbs, Algorithm 3 style), then resamples
     each α_D (Escobar & West) and each γ_r (griddy Gibbs), as enabled. ``backend="xla"`` runs the
     visits as a ``lax.scan`` per domain (any device); ``"numba"`` runs them in a compiled host loop
-    (CPU; needs ``flat`` from :func:`zoo.relational.latent_class.flat_cells`).
+    (CPU; needs ``flat`` from :func:`zoo.relational.latent_class.flat_cells`). ``backend`` is
+    resolved already (:func:`inference.native.resolve_backend`).
     """
 
     def step(rng_key: Any, state: IRMState, arrays: RelationalArrays, flat: Any = None) -> tuple[IRMState, IRMInfo]:

@@ -4,7 +4,7 @@
 and :class:`IRMInfo` (label-invariant summaries of a sweep); :func:`init`, a random start; the
 collapsed likelihood P(y | z, γ) (Kemp et al. 2006), the CRP prior and the log joint; and the
 collapsed predictive of a cell. The sweeps are in ``zoo/relational/_infinite_kernel.py`` (XLA)
-and ``zoo/relational/_infinite_numba.py`` (numba); the model is
+and ``inference/native/relational_gibbs.py`` (numba); the model is
 :class:`zoo.relational.infinite.InfiniteRelational`.
 """
 

@@ -2,8 +2,9 @@
 
 :func:`iem_pass` is one incremental-EM pass (Neal & Hinton): every individual of every domain in
 order, its q_a recomputed from its Markov blanket, the statistics updated incrementally and θ
-re-estimated after each (a ``lax.scan`` per domain, or the numba loop of
-``zoo/relational/_latent_class_numba.py`` as an XLA custom call). :func:`batch_pass` updates a
+re-estimated after each (a ``lax.scan`` per domain, :func:`_domain_pass`, or its numba twin
+:func:`inference.native.relational_em.numba_iem_pass` as an XLA custom call, called by
+:func:`_numba_pass`). :func:`batch_pass` updates a
 whole domain at once from sums over cells, so its cells can be split over devices. The model and
 the equations are described in :mod:`zoo.relational.latent_class`.
 """
@@ -14,9 +15,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from inference.native.relational_em import numba_iem_pass
 from inference.segments import segment_sum
-from zoo.relational._latent_class_numba import FlatCells, _numba_pass
+from zoo.relational._flat_cells import FlatCells
 from zoo.relational._latent_class_state import (LRMInfo, LRMParams, _free_energy_from_stats, _normalise_last,
                                                 _one_hot, _reduce, _safe_log, _statistics, _working_weights, m_step,
                                                 sufficient_statistics)
@@ -96,6 +99,35 @@ def _domain_pass(domain: int, carry: tuple, arrays: RelationalArrays, beta: Any,
     individuals = jnp.arange(schema.domain_sizes[domain])
     carry, _ = jax.lax.scan(visit, carry, individuals)
     return carry
+
+
+def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
+    return jnp.pad(array, [(0, target - size) for size, target in zip(array.shape, shape)])
+
+
+def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, flat, beta, *, schema, prior_count):
+    """All partial E-steps of one pass in the numba loop (:func:`numba_iem_pass`): the model's
+    state stacked and padded into the arrays the loop takes, and its q split back by domain."""
+    n_classes = tuple(resp.shape[1] for resp in responsibilities)
+    n_max = max(n_classes)
+    n_values_max = max(schema.n_values)
+    dtype = responsibilities[0].dtype
+    q = jnp.concatenate([_pad_to(resp, (resp.shape[0], n_max)) for resp in responsibilities]
+                        + [jnp.zeros((1, n_max), dtype).at[0, 0].set(1.0)])
+    class_counts = jnp.stack([_pad_to(counts, (n_max,)) for counts in stats.class_counts])
+    log_pi = jnp.stack([_pad_to(_safe_log(weights), (n_max,)) for weights in class_weights])
+    counts = jnp.stack([_pad_to(c if c.ndim == 3 else c[:, None, :], (n_max, n_max, n_values_max))
+                        for c in stats.relation_counts])
+    log_theta = jnp.stack([_pad_to(_safe_log(p) if p.ndim == 3 else _safe_log(p)[:, None, :],
+                                   (n_max, n_max, n_values_max)) for p in relation_probs])
+    weights = jnp.concatenate([w[:-1] for w in arrays.weights])
+    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int32)
+    relation_classes = np.array([[n_classes[doms[0]], n_classes[doms[1]] if len(doms) == 2 else 1]
+                                 for doms in schema.relation_domains], np.int32)
+    q = numba_iem_pass(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, flat, domain_of,
+                       np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
+    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
+    return tuple(q[offsets[d]: offsets[d + 1], : n_classes[d]] for d in range(len(n_classes)))
 
 
 def iem_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema: RelationalSchema,

@@ -21,7 +21,7 @@ exponential prior restricted to the grid — an exact Gibbs update for that disc
 
 Two implementations of the Gibbs visits compute the same conditionals: a ``lax.scan`` per domain
 (``backend="xla"``, any device) and a compiled numba loop that XLA runs as a custom call on its
-own buffers (``backend="numba"``, CPU, see ``inference._xla_ffi``; it scores only the blocks an
+own buffers (``backend="numba"``, CPU, see :mod:`inference.native.relational_gibbs`; it scores only the blocks an
 individual's cells fall in and is an order of magnitude faster there). Block counts are integers,
 so every log Γ is a look-up in a table of log Γ(γ_u + m) built once per sweep.
 
@@ -38,8 +38,9 @@ and its result. The rest, one idea a file, everything importable from here:
 
 * ``_infinite_state.py`` — :class:`IRMState`, :class:`IRMInfo`, :func:`init`, the collapsed
   likelihood, the CRP prior and the log joint;
-* ``_infinite_kernel.py`` — :func:`build_kernel`: the XLA Gibbs visits, the hyperparameter updates;
-* ``_infinite_numba.py`` — the numba twin of the Gibbs visits and the custom call that runs it;
+* ``_infinite_kernel.py`` — :func:`build_kernel`: the XLA Gibbs visits, the hyperparameter
+  updates, and the packing of the state for the visits' numba twin
+  (:mod:`inference.native.relational_gibbs`);
 * ``_infinite_chains.py`` — chains in jitted calls of sweeps, held-out cases, predictive draws.
 """
 
@@ -55,8 +56,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference.concentration import GammaPrior
-from inference.sparse import resolve_backend
-from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
+from inference.native.backend import resolve_backend
+from inference._validation import (check_int, check_key, check_memory, check_real, check_relation,
                                    tree_nbytes)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
 from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
@@ -186,7 +187,7 @@ class InfiniteRelational:
     backend: str = "auto"
 
     def __post_init__(self) -> None:
-        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         for name in ("sample_concentration", "sample_hyper"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name}: expected a bool, got {type(getattr(self, name)).__name__}")

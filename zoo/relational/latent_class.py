@@ -47,9 +47,9 @@ result. The rest reads in this order, one idea a file, everything importable fro
 
 * ``_latent_class_state.py`` — the parameters, the sufficient statistics, the M-step, the free energy;
 * ``_latent_class_passes.py`` — the incremental E-step (one pass = a ``lax.scan`` over the
-  individuals of each domain, :func:`iem_pass`) and the full-batch pass (:func:`batch_pass`);
-* ``_latent_class_numba.py`` — the numba twin of the incremental pass (its loop, the flat list of
-  cells it reads and the XLA custom call that runs it);
+  individuals of each domain, :func:`iem_pass`, or its numba twin
+  :mod:`inference.native.relational_em` on the flat list of cells of ``_flat_cells.py``) and the
+  full-batch pass (:func:`batch_pass`);
 * ``_latent_class_fit.py`` — the fit (passes in a ``lax.while_loop`` in jitted calls, restarts
   ``vmap``-ped), held-out cases, prediction of cells and the exact log-likelihood by enumeration.
 
@@ -69,13 +69,13 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference.processes import process_max
-from inference.sparse import resolve_backend
+from inference.native.backend import resolve_backend
 from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
                              tree_nbytes)
 from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _fit_cases,
                                               _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
                                               _start_restarts, exact_log_likelihood, predict_proba)
-from zoo.relational._latent_class_numba import FlatCells, flat_cells
+from zoo.relational._flat_cells import FlatCells, flat_cells
 from zoo.relational._latent_class_passes import (_blanket_message, _domain_scores, _message_score, _sharded_cells,
                                                  batch_pass, iem_pass)
 from zoo.relational._latent_class_state import (LRMInfo, LRMParams, LRMStats, _free_energy_from_stats, _reduce,
@@ -181,7 +181,7 @@ class LatentClassRelational:
     probability_axes: ClassVar[dict] = {"class_weights": -1, "relation_probs": -1, "responsibilities": -1}
 
     def __post_init__(self) -> None:
-        check_choice("backend", self.backend, ("auto", "xla", "numba"))
+        resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         if isinstance(self.n_classes, dict):
             if not self.n_classes:
                 raise ValueError("n_classes: the dict is empty")

@@ -52,10 +52,10 @@ distances of centred coordinates it returns the coordinates themselves (up to si
 model ignores), so the partition posterior is the same.
 
 Modules: :mod:`.program` (the NumPyro program), :mod:`.state` (state, data, info, initial
-state), :mod:`.conditionals` (densities, parameter updates, log joint), :mod:`.sweep_xla` and
-:mod:`.sweep_numba` (the assignment sweep, two equal backends), :mod:`.split_merge` (moves of the
-test partition), :mod:`.kernel` (the step), :mod:`.distances` (DM05 §7.2) and :mod:`.fit`
-(:class:`SupervisedDP`).
+state), :mod:`.conditionals` (densities, parameter updates, log joint), :mod:`.sweep_xla` (the
+assignment sweep; its numba twin is :mod:`inference.native.supervised_sweep`), :mod:`.split_merge`
+(moves of the test partition), :mod:`.kernel` (the step), :mod:`.distances` (DM05 §7.2) and
+:mod:`.fit` (:class:`SupervisedDP`).
 """
 
 from zoo.dirichlet.supervised.distances import embed_distances

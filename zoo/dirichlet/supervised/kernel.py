@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.concentration import escobar_west_multi_group_update, GammaPrior
-from inference.sparse import resolve_backend
+from inference.native.backend import resolve_backend
+from inference.native.supervised_sweep import numba_sweep
 from inference._validation import check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.supervised.conditionals import (
@@ -22,7 +23,6 @@ from zoo.dirichlet.supervised.conditionals import (
 )
 from zoo.dirichlet.supervised.split_merge import _split_merge_moves
 from zoo.dirichlet.supervised.state import _Carry, _Config, MODELS, SupervisedData, SupervisedInfo, SupervisedState
-from zoo.dirichlet.supervised.sweep_numba import _numba_sweep
 from zoo.dirichlet.supervised.sweep_xla import _SweepDraws, _xla_sweep
 
 __all__ = ["build_kernel"]
@@ -106,7 +106,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
         )
 
     # 2. Indicators, one reference at a time: c_n for test references, d_n for all.
-    sweep = _numba_sweep if config.backend == "numba" else _xla_sweep
+    sweep = numba_sweep if config.backend == "numba" else _xla_sweep
     carry = sweep(config, carry, features, n_train, n_train_clusters, state.alpha, state.alpha_types, shape, rate,
                   draws)
 

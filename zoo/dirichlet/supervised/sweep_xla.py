@@ -1,6 +1,6 @@
 """The assignment sweep (one reference at a time: c_n for test references, d_n for all) as
 ``lax.scan`` loops, on every JAX backend: Algorithm 2 (SCDP-1, -2) and Algorithm 8 with reused
-auxiliaries (SCDP-3). :mod:`zoo.dirichlet.supervised.sweep_numba` is its CPU twin.
+auxiliaries (SCDP-3). :mod:`inference.native.supervised_sweep` is its CPU twin.
 """
 
 from __future__ import annotations

@@ -1,26 +1,32 @@
-"""The Gibbs visits of an IRM sweep, compiled by numba and run by XLA as a custom call.
+"""The Gibbs visits of an infinite-relational-model sweep (IRM; Kemp et al. 2006, collapsed Gibbs in
+the style of Neal's 2000 Algorithm 3) on the CPU, compiled by numba (the ``"numba"`` backend of
+``zoo.relational.infinite``).
 
-The twin of the XLA visits (``_gibbs_domain`` in ``zoo/relational/_infinite_kernel.py``): the same
-conditionals of Neal's (2000) Algorithm 3 over every individual in global order, scoring only the
-blocks an individual's cells fall in, with one uniform per individual for an inverse-CDF draw.
-The loop runs as an XLA custom call on its own buffers (:mod:`inference._xla_ffi`) registered and
-called by :func:`_numba_gibbs`. tests/test_infinite.py checks that both sample the exact
-posterior; tests/test_devices.py compares them.
+XLA twin: :func:`numba_gibbs_sweep` — ``zoo.relational._infinite_kernel._gibbs_domain`` (a
+``lax.scan`` per domain): the same conditionals over every individual in global order, scoring only
+the blocks an individual's cells fall in, with one uniform per individual for an inverse-CDF draw.
+``zoo.relational._infinite_kernel._numba_gibbs`` packs the chain's state into the arrays this
+module takes; this module is pure array code and imports nothing of ``zoo``. The two backends
+draw different random numbers, so they are compared in law, not chain by chain.
+
+Equality tests: tests/test_infinite.py::test_gibbs_matches_the_exact_posterior_over_joint_partitions
+(both backends against the exact posterior) and tests/test_devices.py.
+
+The loop runs as an XLA custom call on XLA's own buffers (:mod:`inference.native.ffi`),
+registered and called by :func:`numba_gibbs_sweep`, at the end of this file.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
-from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
-                                ret_buffer, write_element)
-from zoo.relational._infinite_state import IRMState
-from zoo.relational.data import RelationalArrays, RelationalSchema
+from inference.native.ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
+                                  ret_buffer, write_element)
+
+__all__ = ["numba_gibbs_sweep"]
 
 
 # ----------------------------------------------------------------------------- the same sweep, compiled by numba
@@ -160,7 +166,7 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
     return overflow
 
 
-# The sweep runs as an XLA custom call (inference._xla_ffi): no Python between XLA and the numba
+# The sweep runs as an XLA custom call (inference.native.ffi): no Python between XLA and the numba
 # loop. Under vmap (chains) every argument gets the same leading axes, of size 1 where it is shared;
 # the chains run one after the other. Arguments: z, sizes, counts (int32); table, log_alpha,
 # uniforms (the model's float dtype); seen, first, second, values, relation, item_start, item_cell,
@@ -215,49 +221,24 @@ def _sweep_f64(frame):
 _SWEEP_HANDLERS = {"float32": _sweep_f32, "float64": _sweep_f64}
 
 
-def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
-                 schema: RelationalSchema, capacities: tuple) -> IRMState:
+def numba_gibbs_sweep(z, sizes, counts, table, log_alpha, uniforms, seen, flat, domain_of, capacities,
+                      n_values, same_domain):
     """All Gibbs updates of one sweep in a numba loop, run by XLA as a custom call.
 
-    Uses one uniform per individual (drawn here from ``rng_key``) to pick its new slot by inverse
-    CDF; the same conditional distributions as :func:`_gibbs_domain`.
+    ``z`` (n_individuals + 1,) every domain's assignments in global order, the virtual individual
+    last; ``sizes`` (D, K) and ``counts`` (R, K, K, V) the padded cluster sizes and block value
+    counts; ``table`` (R, V + 1, L) the log Γ tables (row |r| the totals); ``log_alpha`` (D,);
+    ``uniforms`` (n_individuals + 1,) one per individual for its inverse-CDF draw; ``seen``
+    (n_cells,) 1 for observed cells; ``flat`` the cells in one list; ``domain_of``,
+    ``capacities``, ``n_values`` and ``same_domain`` host arrays. Returns the new ``(z, sizes,
+    counts, overflow)``.
     """
-    n_domains = len(schema.domain_sizes)
-    n_max = max(capacities)
-    n_values_max = max(schema.n_values)
-    length = max(table.shape[1] for table in tables)
-    z = jnp.concatenate(list(state.assignments) + [jnp.zeros(1, jnp.int32)]).astype(jnp.int32)
-    sizes = jnp.stack([jnp.pad(size, (0, n_max - size.shape[0])) for size in state.sizes])
-    counts = jnp.stack([jnp.pad(c if c.ndim == 3 else c[:, None, :],
-                                [(0, n_max - c.shape[0]), (0, n_max - (c.shape[1] if c.ndim == 3 else 1)),
-                                 (0, n_values_max - c.shape[-1])]) for c in state.counts])
-    table = jnp.stack([jnp.pad(t, [(0, n_values_max + 1 - t.shape[0]), (0, length - t.shape[1])]) for t in tables])
-    # The total row of each table sits at index |r| (padding rows come after it).
-    log_alpha = jnp.log(state.concentrations)
-    uniforms = jax.random.uniform(rng_key, (z.shape[0],), table.dtype)
-    seen = jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
-    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
-    constants = (domain_of, np.asarray(capacities, np.int64), np.asarray(schema.n_values, np.int64),
-                 np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_))
-
     shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),
               jax.ShapeDtypeStruct(counts.shape, jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_))
     real = jnp.dtype(table.dtype).name
     name = register_handler(f"latentzoo_irm_sweep_{real}", _SWEEP_HANDLERS[real])
-    z, sizes, counts, overflow = jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
-        z, sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype),
+    return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
+        z.astype(jnp.int32), sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype),
         uniforms.astype(table.dtype), seen.astype(jnp.int32),
         flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
-        *(jnp.asarray(constant, jnp.int32) for constant in constants))
-    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
-    assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(n_domains))
-    new_sizes = tuple(sizes[d, : capacities[d]] for d in range(n_domains))
-    new_counts = []
-    for r, domains in enumerate(schema.relation_domains):
-        block = counts[r, : capacities[domains[0]]]
-        if len(domains) == 2:
-            new_counts.append(block[:, : capacities[domains[1]], : schema.n_values[r]])
-        else:
-            new_counts.append(block[:, 0, : schema.n_values[r]])
-    return state._replace(assignments=assignments, sizes=new_sizes, counts=tuple(new_counts),
-                          overflow=state.overflow | overflow)
+        *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, capacities, n_values, same_domain)))

@@ -1,12 +1,21 @@
-"""CPU fast path: the sequential point loops of Algorithms 2 and 8 compiled by numba.
+"""Neal's (2000) Dirichlet-process Gibbs sweeps on the CPU: the sequential point loops of
+Algorithms 2 and 8 compiled by numba (the ``"numba"`` backend of :func:`inference.neal.build_kernel`).
 
-The twins of :func:`inference.neal._sweeps._fresh_candidate_sweep` and
-:func:`inference.neal._sweeps._reuse_sweep`: the same updates with the same uniforms (and ReUse
-positions), scoring a point only against the clusters and candidates it may join. Each has three
-layers: the numba kernel (compiled once, lazily, in :func:`_numba_sweep_kernels`), the host
-function that flattens the chains of a ``vmap`` into one call spread over numba's threads
-(``_numba_*_host``), and the :func:`jax.pure_callback` the XLA sweep calls (``_numba_*_sweep``).
-tests/test_neal.py checks that both backends give the same chain.
+XLA twins (the same chain, up to float rounding):
+
+* :func:`numba_fresh_sweep` — ``inference.neal._sweeps._fresh_candidate_sweep`` (Algorithms 2 and 8
+  with fresh auxiliaries);
+* :func:`numba_reuse_sweep` — ``inference.neal._sweeps._reuse_sweep`` (Algorithm 8 with reused
+  auxiliaries).
+
+Equality tests: tests/test_neal.py::test_numba_and_xla_give_the_same_chain (and its ``_unbatched``,
+``_conjugate`` and ``_without_dot_form`` variants): same keys, same chain on both backends.
+
+Both use the XLA sweep's uniforms (and ReUse positions), scoring a point only against the
+clusters and candidates it may join. Each has three layers: the numba kernel (compiled once,
+lazily, in :func:`_numba_sweep_kernels`, so importing this module does not import numba), the
+host function that flattens the chains of a ``vmap`` into one call spread over numba's threads
+(``_*_host``), and the :func:`jax.pure_callback` the XLA sweep calls (``numba_*_sweep``).
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from functools import lru_cache, partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+__all__ = ["numba_fresh_sweep", "numba_reuse_sweep"]
 
 
 @lru_cache(maxsize=None)
@@ -181,7 +192,7 @@ def _numba_sweep_kernels():
     return reuse_sweep_kernel, fresh_sweep_kernel
 
 
-def _numba_reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table, row_labels, initial_counts,
+def _reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table, row_labels, initial_counts,
                       uniforms, positions, log_new_weight):
     """Host side of the ReUse sweep. Arrays arrive with leading batch (chain) axes, of size 1
     where an argument is shared ("expand_dims"); they are flattened into one chain axis, and the
@@ -223,7 +234,7 @@ def _numba_reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik
     )
 
 
-def _numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
+def numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
                        log_new_weight, n_pool, n_supply):
     """The ReUse sweep in numba. With ``log_lik_table`` None the kernel scores each point against
     the rows it may join (``rows_cache`` · features, the dot form of the built-in families) as it
@@ -244,7 +255,7 @@ def _numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_
     # "expand_dims": a vmap over chains becomes one call with a leading chain axis (size 1 for
     # shared arguments such as the data), which the kernel spreads over numba's threads.
     return jax.pure_callback(
-        partial(_numba_reuse_host, n_pool, n_supply, use_table),
+        partial(_reuse_host, n_pool, n_supply, use_table),
         shapes,
         rows_cache,
         features.astype(dtype),
@@ -258,9 +269,9 @@ def _numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_
     )
 
 
-def _numba_fresh_host(own_component_is_candidate, features, assignments, counts, slot_cache, log_new_weight,
+def _fresh_host(own_component_is_candidate, features, assignments, counts, slot_cache, log_new_weight,
                       candidate_log_lik, candidate_cache, uniforms):
-    """Host side of the fresh-candidate sweep (batch axes handled as in :func:`_numba_reuse_host`)."""
+    """Host side of the fresh-candidate sweep (batch axes handled as in :func:`_reuse_host`)."""
     kernel = _numba_sweep_kernels()[1]
     n_points, n_features = features.shape[-2:]
     n_slots = counts.shape[-1]
@@ -297,7 +308,7 @@ def _numba_fresh_host(own_component_is_candidate, features, assignments, counts,
     )
 
 
-def _numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik, candidate_cache,
+def numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik, candidate_cache,
                        uniforms, own_component_is_candidate):
     """The fresh-candidate sweep in numba: each point is scored only against the occupied slots
     (``cache`` · features) and its own candidates; an opened slot takes its candidate's cache."""
@@ -311,7 +322,7 @@ def _numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, can
         jax.ShapeDtypeStruct((), jnp.bool_),
     )
     return jax.pure_callback(
-        partial(_numba_fresh_host, bool(own_component_is_candidate)),
+        partial(_fresh_host, bool(own_component_is_candidate)),
         shapes,
         features.astype(dtype),
         assignments.astype(jnp.int32),

@@ -1,75 +1,31 @@
-"""The incremental-EM pass of :mod:`zoo.relational.latent_class`, compiled by numba.
+"""The incremental-EM pass of the latent-class relational model (LRM; Kemp et al. 2004, CP
+eqs. 4–6) on the CPU, compiled by numba (the ``"numba"`` backend of ``zoo.relational.latent_class``).
 
-The twin of the XLA pass (``_domain_pass`` in ``zoo/relational/_latent_class_passes.py``, a
-``lax.scan`` per domain): the same partial E-steps (CP eq. 4, mean-field form, tempered by β),
-incremental statistics and M-steps (CP eqs. 5–6), visited in the same order, as one loop on the
-host. Its input is every relation's cells in one list (:class:`FlatCells`, built by
-:func:`flat_cells`); the loop runs as an XLA custom call (:mod:`inference._xla_ffi`) registered
-and called by :func:`_numba_pass`, at the end of this file. tests/test_latent_class.py checks
-that both give the same fit.
+XLA twin: :func:`numba_iem_pass` — the ``lax.scan`` per domain of ``zoo.relational._latent_class_passes._domain_pass``
+(the same partial E-steps, mean-field form, tempered by β, incremental statistics and M-steps,
+visited in the same order). ``zoo.relational._latent_class_passes._numba_pass`` packs the model's
+state into the arrays this module takes; this module is pure array code and imports nothing of
+``zoo``.
+
+Equality test: tests/test_latent_class.py::test_numba_and_xla_passes_agree (and
+tests/test_latent_class.py::test_numba_pass_of_float32_parameters_on_float64_data).
+
+Its input is every relation's cells in one list (``zoo.relational._flat_cells.FlatCells``); the
+loop runs as an XLA custom call (:mod:`inference.native.ffi`) registered and called by
+:func:`numba_iem_pass`, at the end of this file.
 """
 
 from __future__ import annotations
-
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
-from inference._xla_ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
-                                ret_buffer, write_element)
-from zoo.relational._latent_class_state import _safe_log
-from zoo.relational.data import RelationalData
+from inference.native.ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
+                                  ret_buffer, write_element)
 
-
-class FlatCells(NamedTuple):
-    """All relations' cells in one list, for the numba pass (arity 1 gets a virtual second argument).
-
-    Individuals are numbered globally, domain after domain; index ``n_individuals`` is a virtual
-    individual with one class whose q is 1, the second argument of unary relations.
-
-    Attributes
-    ----------
-    first, second : int32 (n_cells,) — global individual of each argument
-    values, relation : int32 (n_cells,)
-    item_start : int32 (n_individuals + 1,) — CSR pointer into the items of every individual
-    item_cell, item_position : int32 (n_items,) — the cell and the argument position of each item
-    """
-
-    first: Any
-    second: Any
-    values: Any
-    relation: Any
-    item_start: Any
-    item_cell: Any
-    item_position: Any
-
-
-def flat_cells(data: RelationalData) -> FlatCells:
-    """Build :class:`FlatCells` from validated data (host side)."""
-    schema = data.schema
-    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
-    virtual = int(offsets[-1])
-    first, second, values, relation_ids = [], [], [], []
-    for index, (relation, domains) in enumerate(zip(data.relations, schema.relation_domains)):
-        first.append(relation.entries[:, 0] + offsets[domains[0]])
-        second.append(relation.entries[:, 1] + offsets[domains[1]] if len(domains) == 2
-                      else np.full(relation.n_observed, virtual))
-        values.append(relation.values)
-        relation_ids.append(np.full(relation.n_observed, index))
-    first, second = np.concatenate(first), np.concatenate(second)
-    owners = np.concatenate([first, second])
-    positions = np.repeat([0, 1], first.shape[0])
-    cells = np.tile(np.arange(first.shape[0]), 2)
-    real = owners < virtual
-    owners, positions, cells = owners[real], positions[real], cells[real]
-    order = np.argsort(owners, kind="stable")
-    start = np.concatenate([[0], np.cumsum(np.bincount(owners, minlength=virtual))])
-    as32 = lambda array: jnp.asarray(np.asarray(array, np.int32))  # noqa: E731
-    return FlatCells(as32(first), as32(second), as32(np.concatenate(values)), as32(np.concatenate(relation_ids)),
-                     as32(start), as32(cells[order]), as32(positions[order]))
+__all__ = ["numba_iem_pass"]
 
 
 @njit(cache=True, nogil=True)
@@ -81,6 +37,7 @@ def _normalise_log(counts, prior_count, n_values, out_log):
         mass = max(counts[value], 0.0) + prior_count
         probability = mass / total if total > 0 else 1.0 / n_values
         out_log[value] = np.log(max(probability, 1e-300))
+
 
 @njit(cache=True, nogil=True)
 def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
@@ -153,7 +110,7 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
     return q
 
 
-# The pass runs as an XLA custom call (inference._xla_ffi): XLA hands the handler its buffers and
+# The pass runs as an XLA custom call (inference.native.ffi): XLA hands the handler its buffers and
 # the numba loop runs without Python. Under vmap (restarts, held-out cases) every argument gets the
 # same leading axes, of size 1 where it is shared; the fits run one after the other in float64.
 # Arguments: q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights (the model's
@@ -204,37 +161,21 @@ _IEM_HANDLERS = {"float32": _iem_pass_f32, "float64": _iem_pass_f64}
 
 
 # ----------------------------------------------------------------------------- the call from XLA
-# :func:`_numba_pass` runs the loop above as a custom call; ``iem_pass`` calls it (backend="numba").
-def _pad_to(array: Any, shape: tuple[int, ...]) -> Any:
-    return jnp.pad(array, [(0, target - size) for size, target in zip(array.shape, shape)])
+def numba_iem_pass(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, flat, domain_of,
+                   n_classes, n_values, relation_classes):
+    """All partial E-steps of one pass in a numba loop, run by XLA as a custom call; returns the new q.
 
-
-def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, flat, beta, *, schema, prior_count):
-    """All partial E-steps of one pass in a numba loop, run by XLA as a custom call."""
-    n_classes = tuple(resp.shape[1] for resp in responsibilities)
-    n_max = max(n_classes)
-    n_values_max = max(schema.n_values)
-    dtype = responsibilities[0].dtype
-    q = jnp.concatenate([_pad_to(resp, (resp.shape[0], n_max)) for resp in responsibilities]
-                        + [jnp.zeros((1, n_max), dtype).at[0, 0].set(1.0)])
-    class_counts = jnp.stack([_pad_to(counts, (n_max,)) for counts in stats.class_counts])
-    log_pi = jnp.stack([_pad_to(_safe_log(weights), (n_max,)) for weights in class_weights])
-    counts = jnp.stack([_pad_to(c if c.ndim == 3 else c[:, None, :], (n_max, n_max, n_values_max))
-                        for c in stats.relation_counts])
-    log_theta = jnp.stack([_pad_to(_safe_log(p) if p.ndim == 3 else _safe_log(p)[:, None, :],
-                                   (n_max, n_max, n_values_max)) for p in relation_probs])
-    weights = jnp.concatenate([w[:-1] for w in arrays.weights])
-    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int32)
-    relation_classes = np.array([[n_classes[doms[0]], n_classes[doms[1]] if len(doms) == 2 else 1]
-                                 for doms in schema.relation_domains], np.int32)
-    constants = (np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
-
+    ``q`` (n_individuals + 1, G): every domain's responsibilities stacked and padded to G classes,
+    the virtual individual last; ``class_counts``, ``log_pi`` (D, G); ``counts``, ``log_theta``
+    (R, G, G, V); ``weights`` (n_cells,); ``flat`` the cells in one list (first, second, values,
+    relation, item_start, item_cell, item_position); ``domain_of`` (n_individuals,),
+    ``n_classes`` (D,), ``n_values`` (R,) and ``relation_classes`` (R, 2) host integers. Every
+    float is read in ``q``'s dtype.
+    """
+    dtype = q.dtype
     name = register_handler(f"latentzoo_iem_pass_{jnp.dtype(dtype).name}", _IEM_HANDLERS[jnp.dtype(dtype).name])
-    # The handler reads every float argument in the responsibilities' dtype (the data may be wider).
-    q = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(q.shape, dtype), vmap_method="expand_dims")(
+    return jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(q.shape, dtype), vmap_method="expand_dims")(
         *(array.astype(dtype) for array in (q, class_counts, counts, log_theta, log_pi)),
         jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights.astype(dtype),
         flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
-        *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, *constants)))
-    offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
-    return tuple(q[offsets[d]: offsets[d + 1], : n_classes[d]] for d in range(len(n_classes)))
+        *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, n_classes, n_values, relation_classes)))

@@ -1,7 +1,16 @@
-"""CPU fast path of the assignment sweep: the same sweep, with the same random numbers, as one
-compiled loop per chain on the host (numba), called through ``jax.pure_callback``. Inside an XLA
+"""The assignment sweep of the supervised Dirichlet-process models (SCDP-1, -2, -3; Daumé & Marcu
+2005) on the CPU, compiled by numba (the ``"numba"`` backend of
+``zoo.dirichlet.supervised.build_kernel``).
+
+XLA twin: :func:`numba_sweep` — ``zoo.dirichlet.supervised.sweep_xla._xla_sweep`` (the same sweep
+with the same random numbers; this module holds pure array code and imports nothing of ``zoo``).
+
+Equality test: tests/test_supervised.py::test_numba_and_xla_sweeps_give_the_same_chain (and
+tests/test_supervised.py::test_numba_sweep_runs_vmapped_chains_like_single_ones).
+
+One compiled loop per chain on the host, called through ``jax.pure_callback``. Inside an XLA
 while loop each small per-reference operation costs a fixed dispatch overhead; the compiled loop
-pays none and skips empty slots. A test keeps it equal to :mod:`zoo.dirichlet.supervised.sweep_xla`.
+pays none and skips empty slots. numba is imported when the kernel is first compiled.
 """
 
 from __future__ import annotations
@@ -13,7 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zoo.dirichlet.supervised.state import _Carry
+__all__ = ["numba_sweep"]
+
 
 # CPU fast path: the same sweep, with the same random numbers, as one compiled loop per chain on
 # the host (numba), called through ``jax.pure_callback``. Inside an XLA while loop each small
@@ -313,7 +323,7 @@ def _numba_sweep_kernel():
 _SWEEP_INPUT_NDIMS = (2, 0, 1, 1, 2, 1, 1, 2, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2)
 
 
-def _numba_sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
+def _sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
     """Host side of the numba sweep: flatten any vmapped leading axes into one batch axis (size
     1 for inputs shared by all chains), run the batch, restore the batch shape."""
     arrays = [np.asarray(array) for array in arrays]
@@ -330,14 +340,17 @@ def _numba_sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
     return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 
 
-def _numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
-    """The assignment sweep on the host (numba), with the same random numbers as :func:`_xla_sweep`."""
+def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
+    """The assignment sweep on the host (numba), with the same random numbers as ``_xla_sweep``:
+    the same arguments (``config`` with ``model``, ``share_clusters`` and ``prior_variance``;
+    ``carry`` the sweep's NamedTuple of clusters, counts, means, types, type counts, precisions
+    and overflow; ``draws`` its random numbers) and a carry of the same type."""
     result_shapes = tuple(
         jax.ShapeDtypeStruct(array.shape, array.dtype)
         for array in (carry.clusters, carry.cluster_counts, carry.means, carry.types, carry.type_counts,
                       carry.precisions, carry.overflow)
     )
-    host = partial(_numba_sweep_host, config.model, config.share_clusters, n_train, config.prior_variance)
+    host = partial(_sweep_host, config.model, config.share_clusters, n_train, config.prior_variance)
     outputs = jax.pure_callback(
         host, result_shapes,
         features, jnp.asarray(n_train_clusters, jnp.int32), carry.clusters, carry.cluster_counts, carry.means,
@@ -346,4 +359,4 @@ def _numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alph
         draws.type_pool,
         vmap_method="expand_dims",
     )
-    return _Carry(*outputs)
+    return type(carry)(*outputs)

@@ -1,8 +1,22 @@
-"""Numba kernels of the sparse E-steps on the CPU (the ``"numba"`` backend of ``inference.sparse``).
+"""Sparse E-step kernels on the CPU: the ``"numba"`` backend of :mod:`inference.sparse`.
 
-Imported only when that backend runs. They run as XLA custom calls (``inference._xla_ffi``): XLA
-calls them with its own buffers, so no Python runs and nothing is copied. Everything is defined
-at module level so that numba's on-disk cache (``cache=True``) is reused by every new process.
+XLA twins (they must give the same numbers, up to float rounding):
+
+* :func:`numba_cell_stats` — ``inference.sparse._xla_cell_stats`` and ``inference.sparse._xla_row_cell_stats``;
+* :func:`numba_count_matmul` — ``inference.sparse._xla_count_matmul``;
+* :func:`numba_path_mixture_stats` — ``inference.sparse._xla_path_mixture_stats``.
+
+Equality tests: tests/test_sparse.py::test_numba_path_equals_xla_path_with_evaluation_factors,
+tests/test_one_sided.py::test_count_matmul_matches_dense_products,
+tests/test_cluster_abstraction.py::test_path_mixture_stats_match_dense_formulas and
+tests/test_cluster_abstraction.py::test_row_cell_stats_match_dense_formulas (each backend against
+the same dense formulas), and the models' ``test_backends_agree_on_a_tempered_step``.
+
+The kernels run as XLA custom calls (:mod:`inference.native.ffi`): XLA calls them with its own
+buffers, so no Python runs and nothing is copied. Everything is defined at module level so that
+numba's on-disk cache (``cache=True``) is reused by every new process. Their thread count is
+numba's at trace time (``numba.set_num_threads`` before the first call of a jitted fit); the
+CSR/CSC pointers are int32, so one block holds fewer than 2^31 cells.
 
 The sampled-product kernel (:func:`cell_stats_kernel`) makes two passes over the same cells,
 each one parallel over threads that own contiguous ranges holding about equal numbers of cells:
@@ -29,10 +43,18 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from inference._xla_ffi import (I32, arg_buffer, buffer_1d, buffer_2d, buffer_3d, buffer_scalar, prologue,
-                                register_handler, ret_buffer)
+import jax
+import jax.numpy as jnp
 
-__all__ = ["cell_stats_kernel", "count_matmul_kernel", "path_mixture_kernel", "target", "PREFETCH_CELLS"]
+from inference.cells import DyadicArrays
+from inference.native.backend import numba_threads
+from inference.native.ffi import (I32, arg_buffer, buffer_1d, buffer_2d, buffer_3d, buffer_scalar, prologue,
+                                  register_handler, ret_buffer)
+
+__all__ = [
+    "numba_cell_stats", "numba_count_matmul", "numba_path_mixture_stats",
+    "cell_stats_kernel", "count_matmul_kernel", "path_mixture_kernel", "target", "PREFETCH_CELLS",
+]
 
 #: How many cells ahead the kernels prefetch the gathered factor row (measured on 20 Newsgroups,
 #: K = 64: 8–32 are equally good, no prefetch is 30% slower).
@@ -379,3 +401,80 @@ def target(kernel: str, real_dtype: Any) -> str:
     """Name of the XLA custom call running ``kernel`` in ``real_dtype`` (compiled and registered once)."""
     key = (kernel, np.dtype(real_dtype).name)
     return register_handler(f"latentzoo_{key[0]}_{key[1]}", _HANDLERS[key])
+
+
+
+# ---------------------------------------------------------------------------- the calls from XLA
+# What :mod:`inference.sparse` calls when its backend resolves to "numba": each builds the
+# custom call of its kernel on the arrays of the XLA path and returns the same results.
+def _call(kernel: str, dtype: Any, results: Any):
+    return jax.ffi.ffi_call(target(kernel, dtype), results, vmap_method="sequential")
+
+
+def _check_int32_pointers(data: DyadicArrays) -> None:
+    if data.indptr.dtype != jnp.int32 or data.col_indptr.dtype != jnp.int32:
+        raise ValueError("data: the numba backend takes fewer than 2^31 cells per block; split the cells over "
+                         "devices (devices=) or use backend='xla'")
+
+
+def numba_cell_stats(A, B, data: DyadicArrays, want_rows, want_cols, eval_factors, eval_needed, floor,
+                     row_weights=None, want_row_log_norms=False):
+    """``(row_stats, col_stats, row_log_norms, log_norm, eval_log_norm)`` of z = A Bᵀ on the cells
+    (``row_stats`` / ``col_stats`` None when not wanted), as :func:`inference.sparse.cell_stats`
+    and, with ``row_weights`` and ``want_row_log_norms``, :func:`inference.sparse.row_cell_stats`."""
+    _check_int32_pointers(data)
+    n_rows, n_classes = A.shape
+    results = (
+        jax.ShapeDtypeStruct((n_rows if want_rows else 0, n_classes), A.dtype),
+        jax.ShapeDtypeStruct((B.shape[0] if want_cols else 0, n_classes), A.dtype),
+        jax.ShapeDtypeStruct((n_rows if want_row_log_norms else 0,), A.dtype),
+        jax.ShapeDtypeStruct((2,), A.dtype),
+    )
+    if eval_factors is None:
+        A_eval, B_eval, eval_needed = A[:1], B[:1], False
+    else:
+        A_eval, B_eval = (factor.astype(A.dtype) for factor in eval_factors)
+    row_weights = jnp.zeros((0,), A.dtype) if row_weights is None else row_weights.astype(A.dtype)
+    # The kernel reads every float buffer in A's dtype.
+    row_stats, col_stats, row_log_norms, log_norms = _call("cell_stats", A.dtype, results)(
+        A, B.astype(A.dtype), A_eval, B_eval, jnp.asarray(eval_needed, bool), row_weights, data.indptr, data.cols,
+        data.counts.astype(A.dtype), data.col_indptr, data.col_rows, data.col_counts.astype(A.dtype),
+        jnp.asarray(floor, A.dtype), numba_threads(),
+    )
+    return (row_stats if want_rows else None, col_stats if want_cols else None, row_log_norms,
+            log_norms[0], log_norms[1])
+
+
+def numba_count_matmul(dense, data: DyadicArrays, transpose: bool):
+    """``n @ dense`` (or ``nᵀ @ dense``), as :func:`inference.sparse.count_matmul`."""
+    _check_int32_pointers(data)
+    n_rows, n_cols = data.shape
+    result = jax.ShapeDtypeStruct((n_cols if transpose else n_rows, dense.shape[1]), dense.dtype)
+    # nᵀ G is n G over the CSC copy of the cells: the columns play the part of the rows.
+    pointer, indices, counts = ((data.col_indptr, data.col_rows, data.col_counts) if transpose
+                                else (data.indptr, data.cols, data.counts))
+    return _call("count_matmul", dense.dtype, result)(pointer, indices, counts.astype(dense.dtype), dense,
+                                                      numba_threads())
+
+
+def numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_prior, data: DyadicArrays,
+                             want_stats, floor):
+    """``(scores, posterior, level_stats, node_stats)`` of per-row path mixtures (the statistics
+    None without ``want_stats``), as :func:`inference.sparse.path_mixture_stats`."""
+    _check_int32_pointers(data)
+    n_rows, n_leaves, n_levels = weights.shape
+    dtype = weights.dtype
+    results = (
+        jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
+        jax.ShapeDtypeStruct((n_rows, n_leaves), dtype),
+        jax.ShapeDtypeStruct((n_rows if want_stats else 0, n_leaves, n_levels), dtype),
+        jax.ShapeDtypeStruct((aspects.shape[0] if want_stats else 0, aspects.shape[1]), dtype),
+    )
+    lengths = path_mask.sum(axis=1).astype(jnp.int32)
+    scores, posterior, level_stats, node_stats = _call("path_mixture", dtype, results)(
+        data.indptr, data.cols, data.counts.astype(dtype), weights, aspects.astype(dtype), tempered.astype(dtype),
+        paths.astype(jnp.int32), lengths, log_prior.astype(dtype), jnp.asarray(floor, dtype), numba_threads(),
+    )
+    if not want_stats:
+        return scores, posterior, None, None
+    return scores, posterior, level_stats, node_stats
