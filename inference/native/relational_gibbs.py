@@ -4,13 +4,14 @@ the style of Neal's 2000 Algorithm 3) on the CPU, compiled by numba (the ``"numb
 
 XLA twin: :func:`numba_gibbs_sweep` — ``zoo.relational._infinite_kernel._gibbs_domain`` (a
 ``lax.scan`` per domain): the same conditionals over every individual in global order, scoring only
-the blocks an individual's cells fall in, with one uniform per individual for an inverse-CDF draw.
+the blocks an individual's cells fall in, with the same uniform per individual for an inverse-CDF
+draw (``zoo.relational._infinite_kernel._inverse_cdf``), so both give the same chain.
 ``zoo.relational._infinite_kernel._numba_gibbs`` packs the chain's state into the arrays this
-module takes; this module is pure array code and imports nothing of ``zoo``. The two backends
-draw different random numbers, so they are compared in law, not chain by chain.
+module takes; this module is pure array code and imports nothing of ``zoo``.
 
-Equality tests: tests/test_infinite.py::test_gibbs_matches_the_exact_posterior_over_joint_partitions
-(both backends against the exact posterior) and tests/test_devices.py.
+Equality test: tests/test_infinite.py::test_numba_and_xla_sweeps_give_the_same_chain (same key,
+same chain, α and γ resampled; and each backend against the exact posterior in
+tests/test_infinite.py::test_gibbs_matches_the_exact_posterior_over_joint_partitions).
 
 The loop runs as an XLA custom call on XLA's own buffers (:mod:`inference.native.ffi`),
 registered and called by :func:`numba_gibbs_sweep`, at the end of this file.

@@ -75,16 +75,27 @@ def _sum_log_beta(table: Any, terms: list) -> Any:
     return total
 
 
-def _gibbs_domain(domain: int, rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, *,
+def _inverse_cdf(logits: Any, uniform: Any) -> Any:
+    """Index drawn from softmax(``logits``) with one ``uniform`` in [0, 1), as the numba loop draws it:
+    the first index whose running sum of exp(logits - max) reaches ``uniform`` × the total (a
+    zero-weight index repeats its predecessor's sum exactly, so it is never drawn)."""
+    weights = jnp.exp(logits - jnp.max(logits))
+    cumulative = jnp.cumsum(weights)
+    target = jnp.maximum(uniform * cumulative[-1], jnp.finfo(weights.dtype).tiny)
+    return jnp.argmax(cumulative >= target).astype(jnp.int32)
+
+
+def _gibbs_domain(domain: int, uniforms: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, *,
                   schema: RelationalSchema, capacities: tuple) -> IRMState:
-    """One collapsed Gibbs update (Neal 2000 Algorithm 3) per individual of ``domain``."""
+    """One collapsed Gibbs update (Neal 2000 Algorithm 3) per individual of ``domain``, each drawn
+    by inverse CDF with its own entry of ``uniforms`` (one per individual of the domain)."""
     incidences = schema.incidences(domain)
     capacity = capacities[domain]
     slots = jnp.arange(capacity)
 
     def visit(carry, inputs):
         state = carry
-        individual, key_choice = inputs
+        individual, uniform = inputs
         old = state.assignments[domain][individual]
         cell_counts = [_cell_counts(relation, position, individual, state.assignments, arrays, schema, capacities)
                        for relation, position in incidences]
@@ -123,7 +134,7 @@ def _gibbs_domain(domain: int, rng_key: Any, state: IRMState, arrays: Relational
                 terms = [(diagonal + as_row + as_column, 1.0, 0), (diagonal + as_row, -1.0, 0),
                          (diagonal + as_column, -1.0, 0), (diagonal, 1.0, 0)]
                 log_like = log_like + _sum_log_beta(tables[relation], terms)
-        new = jax.random.categorical(key_choice, log_prior + log_like).astype(jnp.int32)
+        new = _inverse_cdf(log_prior + log_like, uniform.astype(dtype))
         for (relation, position), added in zip(incidences, cell_counts):
             arity = len(schema.relation_domains[relation])
             counts[relation] = _move(counts[relation], new, added, position, arity)
@@ -136,8 +147,7 @@ def _gibbs_domain(domain: int, rng_key: Any, state: IRMState, arrays: Relational
         return state, None
 
     individuals = jnp.arange(schema.domain_sizes[domain])
-    keys = jax.random.split(rng_key, schema.domain_sizes[domain])
-    state, _ = jax.lax.scan(visit, state, (individuals, keys))
+    state, _ = jax.lax.scan(visit, state, (individuals, uniforms))
     return state
 
 
@@ -171,13 +181,13 @@ def _resample_hyper(rng_key: Any, counts: Any, hyper: Any, prior_rate: float) ->
     return hyper
 
 
-def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
+def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
                  schema: RelationalSchema, capacities: tuple) -> IRMState:
     """All Gibbs updates of one sweep in the numba loop (:func:`numba_gibbs_sweep`): the chain's
     state stacked and padded into the arrays the loop takes, and the result split back.
 
-    Uses one uniform per individual (drawn here from ``rng_key``) to pick its new slot by inverse
-    CDF; the same conditional distributions as :func:`_gibbs_domain`.
+    Uses the same uniform per individual as :func:`_gibbs_domain` to pick its new slot by inverse
+    CDF, so both give the same chain (up to float rounding).
     """
     n_domains = len(schema.domain_sizes)
     n_max = max(capacities)
@@ -191,7 +201,6 @@ def _numba_gibbs(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables
     table = jnp.stack([jnp.pad(t, [(0, n_values_max + 1 - t.shape[0]), (0, length - t.shape[1])]) for t in tables])
     # The total row of each table sits at index |r| (padding rows come after it).
     log_alpha = jnp.log(state.concentrations)
-    uniforms = jax.random.uniform(rng_key, (z.shape[0],), table.dtype)
     seen = jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
     domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
     z, sizes, counts, overflow = numba_gibbs_sweep(
@@ -229,12 +238,16 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
         n_domains = len(schema.domain_sizes)
         key_domains, key_alpha, key_hyper = jax.random.split(rng_key, 3)
         tables = log_gamma_tables(state.hyper, arrays)
+        # One uniform per individual in global order (and one for the virtual individual of unary
+        # relations), drawn before the visits so that both backends use the same numbers.
+        uniforms = jax.random.uniform(key_domains, (sum(schema.domain_sizes) + 1,), jnp.result_type(*tables))
         if backend == "numba":
-            state = _numba_gibbs(key_domains, state, arrays, tables, flat, schema=schema, capacities=capacities)
+            state = _numba_gibbs(uniforms, state, arrays, tables, flat, schema=schema, capacities=capacities)
         else:
-            for domain, key_domain in enumerate(jax.random.split(key_domains, n_domains)):
-                state = _gibbs_domain(domain, key_domain, state, arrays, tables, schema=schema,
-                                      capacities=capacities)
+            offsets = np.cumsum([0, *schema.domain_sizes])
+            for domain in range(n_domains):
+                state = _gibbs_domain(domain, uniforms[offsets[domain]: offsets[domain + 1]], state, arrays, tables,
+                                      schema=schema, capacities=capacities)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:
             # One Escobar–West update per domain, vmapped so the program holds a single copy.

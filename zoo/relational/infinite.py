@@ -19,11 +19,13 @@ so the block (k, k) receives both at once and is scored jointly. Each sweep then
 γ_{r,u} by griddy Gibbs on a log-spaced grid (:data:`HYPER_GRID`, 0.01 to 100) under an
 exponential prior restricted to the grid — an exact Gibbs update for that discretised prior.
 
-Two implementations of the Gibbs visits compute the same conditionals: a ``lax.scan`` per domain
-(``backend="xla"``, any device) and a compiled numba loop that XLA runs as a custom call on its
-own buffers (``backend="numba"``, CPU, see :mod:`inference.native.relational_gibbs`; it scores only the blocks an
-individual's cells fall in and is an order of magnitude faster there). Block counts are integers,
-so every log Γ is a look-up in a table of log Γ(γ_u + m) built once per sweep.
+Two implementations of the Gibbs visits compute the same conditionals and draw with the same
+uniforms (one per individual and sweep, inverse CDF), so the same key gives the same chain on
+both: a ``lax.scan`` per domain (``backend="xla"``, any device) and a compiled numba loop that
+XLA runs as a custom call on its own buffers (``backend="numba"``, CPU, see
+:mod:`inference.native.relational_gibbs`; it scores only the blocks an individual's cells fall in
+and is an order of magnitude faster there). Block counts are integers, so every log Γ is a
+look-up in a table of log Γ(γ_u + m) built once per sweep.
 
 State: fixed capacity ``K_max`` per domain with an occupancy count per slot (a slot is active when
 its count is positive). If an individual must be able to open a new cluster and no slot is free,
