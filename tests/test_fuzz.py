@@ -10,11 +10,15 @@ file takes seconds. Gaps found in modules owned by others are kept as strict xfa
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import datetime
 import io
 import json
 import math
+import os
 import re
+import signal
 import tempfile
 import traceback
 import zipfile
@@ -37,7 +41,7 @@ from inference.components import sample_log_gamma
 from inference.em import EMResult, tempered_em
 from inference.enumerated import EnumeratedEM
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from zoo import baselines, metrics
+from zoo import baselines, cli, metrics, registry
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 from zoo.dyadic.aspect import Aspect, AspectParams
@@ -46,7 +50,7 @@ from zoo.dyadic.one_sided import OneSided
 from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
-from zoo.dirichlet.families import normal_gamma
+from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
 from zoo.dirichlet.mixture import DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
 from zoo.relational.data import Domain, RelationalData, Relation
@@ -1318,3 +1322,327 @@ def test_valid_starts_of_every_em_model_are_accepted(name):
 
 def test_at_least_a_thousand_cases():
     assert sum(MINIMA.values()) >= MINIMUM_CASES, MINIMA
+
+
+# ----------------------------------------------------------------------------- one classified fuzz of every entry point
+# The tests above each fail at their first bad case. This one draws misuses across every public
+# entry point from one table, classifies every outcome and reports the counts by class, so that a
+# run shows the whole picture: a clean ValueError/TypeError (FileNotFoundError for a file that is
+# not there) naming the argument (raised outside
+# JAX) passes; an error naming something else, one raised inside JAX, any other exception, a hang
+# (no answer within HANG_SECONDS), a NaN result or a call that accepts the misuse all fail.
+# LATENTZOO_FUZZ_CASES sets the number of cases (default 1,000; larger runs for a search).
+N_CLASSIFIED = int(os.environ.get("LATENTZOO_FUZZ_CASES", "1000"))
+HANG_SECONDS = 60
+OUTCOMES: collections.Counter = collections.Counter()
+EXAMPLES: dict[str, list[str]] = collections.defaultdict(list)
+
+
+class _Hang(BaseException):
+    """Raised by the alarm when a case runs past HANG_SECONDS."""
+
+
+def _on_alarm(signum, frame):
+    raise _Hang()
+
+
+def classify(call: Callable[[], Any], names: tuple[str, ...]) -> str:
+    """The class of the outcome of ``call()``, a misuse whose error should name one of ``names``."""
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(HANG_SECONDS)
+    try:
+        result = call()
+    except _Hang:
+        return "hang"
+    except (ValueError, TypeError, FileNotFoundError) as error:  # a missing file: Python's own convention
+        if any(_inside_jax(frame.filename) for frame in traceback.extract_tb(error.__traceback__)):
+            return "JAX-internal traceback"
+        return "pass" if str(error).startswith(names) else "error not naming the argument"
+    except Exception as error:  # noqa: BLE001 - every other exception is a failure class of its own
+        return f"other exception ({type(error).__name__})"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(result)
+              if isinstance(leaf, (np.ndarray, jax.Array, float))]
+    if any(np.issubdtype(leaf.dtype, np.floating) and np.isnan(leaf).any() for leaf in leaves):
+        return "NaN result"
+    return "silent acceptance"
+
+
+def _cli(argv: list[str]) -> int:
+    """``python -m zoo`` with ``argv``: its exit status, or its error message as a ValueError."""
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            status = cli.main(argv)
+        except SystemExit as exit_:  # argparse
+            status = exit_.code
+    if status not in (0, None):
+        message = errors.getvalue().strip().splitlines()[-1] if errors.getvalue().strip() else ""
+        option = message.split("error: ", 1)[-1]
+        raise ValueError(option if option else f"exit status {status} without a message")
+    return status
+
+
+CLI_DATA = _write("cli.mtx", MTX_HEADER + "1 1 2\n2 3 1\n")
+BAD_POSITIVE_INT = ints_below(1)
+BAD_COUNT = ints_below(0)
+BAD_POSITIVE_REAL = reals_below(0.0, open_=True)
+BAD_BOOL = st.sampled_from(["yes", None, 2, 1.5, [True]])
+BAD_POINTS = st.one_of(bad_counts((4, 2)).filter(lambda values: values.dtype.kind != "f" or values.ndim != 2
+                                                 or not np.isfinite(values).all()),
+                       st.sampled_from([np.ones(4), np.ones((0, 2)), "points", None, [[1.0], [2.0, 3.0]],
+                                        np.array(["2020-01-01"] * 8, "datetime64[D]").reshape(4, 2)]))
+BAD_HYPER = st.one_of(BAD_POSITIVE_REAL, st.sampled_from([1e-45, 1e-40, 1e-30, 1e30, 1e38, 1e300, [1.0, 1.0, 1.0]]))
+BAD_PATHS = st.sampled_from([None, 3, "", "/no/such/file.npz", str(READER_DIR), READER_DIR / "missing.npz"])
+HIDDEN = np.array([[0]])
+SAVED = {"result": READER_DIR / "classified-result.npz", "checkpoint": READER_DIR / "classified-checkpoint.npz",
+         "chains": READER_DIR / "classified-chains.nc"}
+for _kind, _bytes in (("result", RESULT_BYTES), ("checkpoint", CHECKPOINT_BYTES), ("chains", CHAINS_BYTES)):
+    SAVED[_kind].write_bytes(_bytes)
+CORRUPTED = st.sampled_from(["truncated", "empty", "garbage"]).map(
+    lambda how: lambda data: data[: len(data) // 2] if how == "truncated" else b"" if how == "empty" else b"\x00" * 64)
+
+
+def _damaged_file(kind: str) -> st.SearchStrategy:
+    data = SAVED[kind].read_bytes()
+    return st.one_of(BAD_PATHS, CORRUPTED.map(lambda damage: _write_bytes(damage(data), SAVED[kind].suffix)))
+
+
+def _known_model(name: Any) -> bool:
+    """Whether the registry knows ``name`` (its aliases too, e.g. 'scm')."""
+    try:
+        registry.describe(name)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _em(kwargs: dict) -> Any:
+    return tempered_em(**kwargs)
+
+
+#: entry point -> (call(kwargs), valid kwargs, {argument: bad values}, {argument: names its error may start with}).
+ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchStrategy], dict[str, tuple]]] = {
+    "tempered_em": (_em, {**EM_VALID, "max_iter": 2}, {
+        "model": NOT_MODELS, "key": BAD_KEYS, "n_restarts": BAD_POSITIVE_INT, "max_iter": BAD_POSITIVE_INT,
+        "tol": reals_below(0.0), "segment": BAD_POSITIVE_INT, "init": BAD_STARTS,
+        "schedule": st.sampled_from(["tempered", 1.0, FixedBeta, object()]),
+        "data": st.sampled_from([DATA.to_dense(), None, [[1, 2]], "counts", RELATIONAL]),
+        "valid": st.sampled_from([DATA.to_dense(), "valid", 3, CoOccurrence.from_dense(np.ones((2, 2)))]),
+        "time_budget": reals_below(0.0, open_=True).filter(lambda value: value is not None),
+    }, {"data": ("data", "counts"), "model": ("model",)}),
+    "Aspect": (lambda kwargs: Aspect(**kwargs), {"n_classes": 2}, {
+        "n_classes": BAD_POSITIVE_INT, "backend": not_one_of(("auto", "xla", "numba")),
+        "update": not_one_of(("simultaneous", "alternating"))}, {}),
+    "OneSided": (lambda kwargs: OneSided(**kwargs), {"n_classes": 2}, {
+        "n_classes": BAD_POSITIVE_INT, "side": not_one_of(("rows", "cols")),
+        "prior_count": reals_below(0.0)}, {}),
+    "TwoSided": (lambda kwargs: TwoSided(**kwargs), {"n_row_classes": 2, "n_col_classes": 2}, {
+        "n_row_classes": BAD_POSITIVE_INT,
+        "n_col_classes": BAD_POSITIVE_INT.filter(lambda value: value is not None), "prior_count": reals_below(0.0)}, {}),
+    "ClusterAbstraction": (lambda kwargs: ClusterAbstraction(**kwargs), {"depth": 1}, {
+        "depth": BAD_POSITIVE_INT.filter(lambda value: value is not None), "branching": ints_below(2),
+        "prior_count": reals_below(0.0)}, {}),
+    "GaussianMixture": (lambda kwargs: GaussianMixture(**kwargs), {"n_classes": 2}, {
+        "n_classes": BAD_POSITIVE_INT, "variance_floor": BAD_POSITIVE_REAL}, {}),
+    "GaussianMixture.fit": (lambda kwargs: tempered_em(GaussianMixture(2), kwargs["data"], key=KEY, max_iter=2,
+                                                       init=kwargs["init"]),
+                            {"data": POINTS, "init": None}, {
+        "data": BAD_POINTS,
+        "init": st.sampled_from([1e-45, 1e-40, 0.0, -1.0, math.inf, 1e300]).map(lambda scale: EM_STARTS[
+            "gaussian mixture"][2]._replace(scales=np.full((2, 2), scale)))}, {}),
+    "LatentClassRelational.fit": (lambda kwargs: LatentClassRelational(2).fit(**kwargs),
+                                  {"data": RELATIONAL, "key": KEY, "n_restarts": 1, "max_passes": 2}, {
+        "data": st.sampled_from([DATA, None, np.ones((4, 4)), "data"]), "key": BAD_KEYS,
+        "n_restarts": BAD_POSITIVE_INT, "max_passes": BAD_POSITIVE_INT,
+        "passes_per_call": BAD_POSITIVE_INT}, {}),
+    "LatentClassRelational.predict_held_out": (
+        lambda kwargs: LatentClassRelational(2).predict_held_out(**kwargs),
+        {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "max_passes": 2, "relation": 0}, {
+            "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]), "key": BAD_KEYS,
+            "relation": BAD_RELATIONS, "cases_per_call": BAD_POSITIVE_INT, "max_passes": BAD_POSITIVE_INT}, {}),
+    "InfiniteRelational": (lambda kwargs: InfiniteRelational(**kwargs), {}, {
+        "concentration": BAD_POSITIVE_REAL, "hyper": BAD_POSITIVE_REAL, "max_clusters": BAD_POSITIVE_INT,
+        "init_clusters": BAD_POSITIVE_INT, "sample_hyper": BAD_BOOL, "backend": not_one_of(("auto", "xla", "numba"))},
+        {}),
+    "InfiniteRelational.sample": (lambda kwargs: InfiniteRelational().sample(**kwargs),
+                                  {"data": RELATIONAL, "key": KEY, "n_sweeps": 2, "n_chains": 1}, {
+        "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "key": BAD_KEYS, "n_sweeps": BAD_POSITIVE_INT,
+        "n_chains": BAD_POSITIVE_INT, "n_warmup": st.one_of(BAD_COUNT.filter(lambda value: value is not None), st.integers(2, 100)),
+        "sweeps_per_call": BAD_POSITIVE_INT}, {}),
+    "InfiniteRelational.predict_held_out": (
+        lambda kwargs: InfiniteRelational().predict_held_out(**kwargs),
+        {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "n_sweeps": 2, "relation": 0}, {
+            "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]), "key": BAD_KEYS,
+            "relation": BAD_RELATIONS, "n_sweeps": BAD_POSITIVE_INT}, {}),
+    "leave_one_out_log_loss": (lambda kwargs: leave_one_out_log_loss(**kwargs),
+                               {"model": LRM, "data": RELATIONAL, "key": KEY, "max_cases": 2, "max_passes": 2}, {
+        "model": NOT_MODELS, "key": BAD_KEYS, "max_cases": BAD_POSITIVE_INT, "relation": BAD_RELATIONS,
+        "base": st.one_of(reals_below(1.0, open_=True), st.just(1.0))}, {}),
+    "cross_validated_log_loss": (lambda kwargs: cross_validated_log_loss(**kwargs),
+                                 {"model": LRM, "data": RELATIONAL, "key": KEY, "max_passes": 2}, {
+        "model": NOT_MODELS, "key": BAD_KEYS, "n_folds": ints_below(2), "relation": BAD_RELATIONS}, {}),
+    "DPMixture": (lambda kwargs: DPMixture(**kwargs), {"family": normal_gamma(2)}, {
+        "family": st.sampled_from([None, "normal_gamma", normal_gamma, 3]), "alpha": BAD_POSITIVE_REAL,
+        "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed", "subcluster")),
+        "n_auxiliary": BAD_POSITIVE_INT, "max_clusters": st.one_of(BAD_POSITIVE_INT, st.just(2**40)),
+        "on_overflow": not_one_of(("grow", "raise")),
+        "n_split_merge": BAD_COUNT.filter(lambda value: value is not None)}, {}),
+    "DPMixture.fit": (lambda kwargs: DPMixture(normal_gamma(2), max_clusters=4).fit(**kwargs),
+                      {"data": POINTS, "rng_key": KEY, "n_chains": 1, "n_warmup": 0, "n_draws": 2, "progress": False}, {
+        "data": BAD_POINTS, "rng_key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT, "n_warmup": BAD_COUNT,
+        "n_draws": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
+        # Labels are any whole numbers >= 0 (only their equalities count): negative or fractional ones are not.
+        "init": st.one_of(not_one_of(("single", "random")),
+                          bad_index_vectors(4, 10**9).filter(
+                              lambda labels: labels.dtype.kind != "i" or not (labels >= 10**9).any())),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+    # Five features: NOT_NUMBERS' list of two values and BAD_HYPER's of three are the wrong length.
+    "normal_gamma": (lambda kwargs: normal_gamma(**kwargs), {"n_features": 5}, {
+        "n_features": BAD_POSITIVE_INT, "kappa": BAD_HYPER, "shape": BAD_HYPER, "rate": BAD_HYPER,
+        "mean": st.one_of(NON_FINITE, NOT_NUMBERS, st.sampled_from([1e30, -1e38, [0.0, 0.0, 0.0]]))}, {}),
+    "dirichlet_multinomial": (lambda kwargs: dirichlet_multinomial(**kwargs), {"n_features": 5}, {
+        "n_features": BAD_POSITIVE_INT, "concentration": BAD_HYPER,
+        "total_count": BAD_COUNT}, {}),
+    "beta_bernoulli": (lambda kwargs: beta_bernoulli(**kwargs), {"n_features": 5}, {
+        "n_features": BAD_POSITIVE_INT, "a": BAD_HYPER, "b": BAD_HYPER}, {}),
+    "SupervisedDP": (lambda kwargs: SupervisedDP(**kwargs), {}, {
+        "alpha": BAD_POSITIVE_REAL, "alpha_types": BAD_POSITIVE_REAL, "max_test_clusters": BAD_POSITIVE_INT,
+        "max_types": BAD_POSITIVE_INT, "n_auxiliary": BAD_POSITIVE_INT, "n_split_merge": BAD_COUNT,
+        "model": st.sampled_from([0, 4, "one", None, 1.5]), "prior_variance": BAD_POSITIVE_REAL,
+        "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
+        "backend": not_one_of(("auto", "xla", "numba"))}, {}),
+    "SupervisedDP.fit": (lambda kwargs: SupervisedDP().fit(**kwargs),
+                         {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
+                          "key": KEY, "n_sweeps": 2, "n_chains": 1, "progress": False}, {
+        "train_features": BAD_POINTS, "test_features": BAD_POINTS, "train_labels": BAD_LABELS, "key": BAD_KEYS,
+        "n_sweeps": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT,
+        "draws_per_call": BAD_POSITIVE_INT}, {}),
+    "load_result": (lambda kwargs: load_result(**kwargs), {"path": SAVED["result"]},
+                    {"path": _damaged_file("result")}, {}),
+    "load_checkpoint": (lambda kwargs: load_checkpoint(**kwargs), {"path": SAVED["checkpoint"], "like": CHAIN_STATE},
+                        {"path": _damaged_file("checkpoint"),
+                         "like": st.sampled_from([None, 3, {"labels": jnp.zeros((2, 3), jnp.int32)},
+                                                  {"labels": jnp.zeros((2, 4), jnp.int32), "weights": jnp.ones((2, 3))}])},
+                        {"like": ("like", "path")}),
+    "load_chains": (lambda kwargs: load_chains(**kwargs), {"path": SAVED["chains"]},
+                    {"path": _damaged_file("chains")}, {}),
+    "python -m zoo": (lambda kwargs: _cli(["fit", str(kwargs["model"]), str(kwargs["datafile"]), "--classes",
+                                           str(kwargs["classes"]), "--max-iter", str(kwargs["max_iter"]),
+                                           "--valid-fraction", str(kwargs["valid_fraction"]), "--quiet", "--out",
+                                           str(READER_DIR / "cli-out")]),
+                      {"model": "aspect", "datafile": CLI_DATA, "classes": 2, "max_iter": 2, "valid_fraction": 0.3}, {
+        "model": not_one_of(("aspect", "one-sided", "two-sided", "cam", "gaussian-mixture", "dp-mixture")),
+        "datafile": st.sampled_from([READER_DIR / "none.mtx", READER_DIR, _write("bad.mtx", "garbage\n")]),
+        "classes": st.one_of(st.integers(max_value=0), st.sampled_from(["two", "1.5", ""])),
+        "max_iter": st.one_of(st.integers(max_value=0), st.sampled_from(["x", "2.5"])),
+        "valid_fraction": st.one_of(st.floats(max_value=0.0, allow_nan=False), st.floats(min_value=1.0),
+                                    st.sampled_from(["nan", "x"]))},
+                      {"model": ("argument MODEL",), "datafile": ("DATAFILE", "path", "datafile", "[Errno"),
+                       "classes": ("argument --classes", "n_classes"), "max_iter": ("argument --max-iter", "max_iter"),
+                       "valid_fraction": ("argument --valid-fraction", "valid_fraction")}),
+    "zoo.cli.read_data": (lambda kwargs: cli.read_data(**kwargs), {"path": CLI_DATA, "fmt": None}, {
+        "path": st.sampled_from([None, 3, READER_DIR / "none.mtx", READER_DIR]),
+        "fmt": not_one_of(("mtx", "ldac", "csv")).filter(lambda value: value is not None)},
+        {"path": ("path", "DATAFILE"), "fmt": ("fmt", "--format")}),
+    "inference.neal.init": (lambda kwargs: neal.init(**kwargs),
+                            {"rng_key": KEY, "data": POINTS, "family": normal_gamma(2), "max_clusters": 2,
+                             "alpha": 1.0}, {
+        "rng_key": BAD_KEYS, "data": BAD_POINTS, "family": st.sampled_from([None, "family", normal_gamma]),
+        "max_clusters": BAD_POSITIVE_INT, "alpha": BAD_POSITIVE_REAL,
+        "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed"))}, {}),
+    "inference.neal.build_kernel": (lambda kwargs: neal.build_kernel(**kwargs), {"family": normal_gamma(2)}, {
+        "family": st.sampled_from([None, "family", normal_gamma]),
+        "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed")), "n_auxiliary": BAD_POSITIVE_INT,
+        "n_split_merge": BAD_COUNT, "backend": not_one_of(("auto", "xla", "numba"))}, {}),
+    "sample_chains": (lambda kwargs: sample_chains(**kwargs),
+                      {"rng_key": KEY, "step": lambda key, state, data: (state, {}), "init_states": {"x": jnp.zeros((2, 1))},
+                       "data": None, "n_warmup": 0, "n_draws": 1, "progress": False, "record": lambda state, info: state}, {
+        "rng_key": BAD_KEYS, "step": st.sampled_from([None, "step", 3]), "n_warmup": BAD_COUNT,
+        "n_draws": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
+        "on_overflow": not_one_of(("grow", "raise")), "first_sweep": BAD_COUNT,
+        "init_states": st.sampled_from([{"x": jnp.zeros(())}, {"x": jnp.zeros((2, 1)), "y": jnp.zeros((3, 1))}])}, {}),
+    "escobar_west_update": (lambda kwargs: concentration.escobar_west_update(**kwargs),
+                            {"rng_key": KEY, "alpha": 1.0, "n_clusters": 2, "n_points": 5, "prior": PRIOR}, {
+        "rng_key": BAD_KEYS, "alpha": BAD_POSITIVE_REAL, "prior": st.sampled_from([None, (1.0, 1.0), 3]),
+        "n_points": BAD_COUNT, "n_clusters": st.one_of(BAD_COUNT, st.integers(6, 100))},
+        {"n_points": ("n_points", "n_clusters")}),  # n_points = 0 (a prior draw) with 2 clusters: the pair
+    "point_partition": (lambda kwargs: partitions.point_partition(**kwargs),
+                        {"assignments": np.zeros((3, 4), int), "loss": "vi"}, {
+        "assignments": st.sampled_from([None, "abc", np.zeros(()), np.full((3, 4), 0.5), np.full((3, 4), np.nan),
+                                        np.zeros((0, 4)), np.zeros((3, 0))]), "loss": not_one_of(("vi", "binder"))}, {}),
+    "anneal_tree": (lambda kwargs: anneal_tree(**kwargs), {"data": DATA, "key": KEY, "max_leaves": 2}, {
+        "data": st.sampled_from([None, DATA.to_dense(), "data"]), "key": BAD_KEYS, "max_leaves": ints_below(2)}, {}),
+    "kmeans_partition": (lambda kwargs: baselines.kmeans_partition(**kwargs),
+                         {"test_features": POINTS, "n_clusters": 2}, {
+        "test_features": BAD_POINTS, "n_clusters": st.one_of(BAD_POSITIVE_INT, st.integers(5, 100))}, {}),
+    "cdp_partition": (lambda kwargs: baselines.cdp_partition(**kwargs),
+                      {"test_features": POINTS, "key": KEY, "n_chains": 1, "n_warmup": 1, "n_draws": 1}, {
+        "test_features": BAD_POINTS, "key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT,
+        "prior_variance": BAD_POSITIVE_REAL}, {}),
+    "get_model": (lambda kwargs: registry.get_model(**kwargs), {"name": "aspect"}, {
+        "name": not_one_of(tuple(registry.MODEL_NAMES)).filter(lambda name: not _known_model(name))}, {}),
+    "describe": (lambda kwargs: registry.describe(**kwargs), {"name": "aspect"}, {
+        "name": st.sampled_from([None, 3, "no such model", ""])}, {}),
+    "CoOccurrence": (lambda kwargs: CoOccurrence(**kwargs), COO_VALID, {
+        "rows": bad_index_vectors(3, 2), "cols": bad_index_vectors(3, 3), "counts": bad_counts((3,)), "shape": SHAPES},
+        {"rows": ("rows", "counts"), "cols": ("cols", "counts")}),
+}
+for _estimator in ESTIMATORS:
+    ENTRY_POINTS[f"{type(_estimator).__name__}.fit"] = (
+        lambda kwargs, estimator=_estimator: __import__("sklearn").base.clone(estimator).set_params(
+            **{key: value for key, value in kwargs.items() if key != "X"}).fit(kwargs["X"]),
+        {"X": POINTS if isinstance(_estimator, (GaussianMixtureEstimator, DPMixtureEstimator)) else X_COUNTS}, {
+            "X": NOT_REAL_NUMBERS, "random_state": st.sampled_from([-1, "seed", 1.5, [1]]),
+            **{name: bad for name, bad in {
+                "n_classes": BAD_POSITIVE_INT, "depth": BAD_POSITIVE_INT.filter(lambda value: value is not None),
+                "max_iter": BAD_POSITIVE_INT, "tol": reals_below(0.0), "alpha": BAD_POSITIVE_REAL,
+                "n_draws": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT}.items() if name in _estimator.get_params()}},
+        {})
+for _metric in METRICS:
+    ENTRY_POINTS[f"metrics.{_metric.__name__}"] = (
+        lambda kwargs, metric=_metric: metric(**kwargs), {"labels_true": [0, 0, 1], "labels_pred": [0, 1, 1]},
+        {"labels_true": BAD_LABELS, "labels_pred": st.one_of(BAD_LABELS, st.just([0, 1]))},
+        {"labels_pred": ("labels_pred", "labels_true")})
+
+
+def _misuse(entry: str) -> st.SearchStrategy:
+    call, valid, bad, names = ENTRY_POINTS[entry]
+    return corrupt(valid, bad).map(lambda case: (entry, case[0], names.get(case[0], (case[0],)),
+                                                 partial_call(call, case[1])))
+
+
+def partial_call(call: Callable[[dict], Any], kwargs: dict) -> Callable[[], Any]:
+    bound = lambda: call(kwargs)  # noqa: E731
+    bound.kwargs = kwargs
+    return bound
+
+
+@settings(FUZZ, max_examples=N_CLASSIFIED)
+@given(st.sampled_from(sorted(ENTRY_POINTS)).flatmap(_misuse))
+def _classified_cases(case):
+    entry, argument, names, call = case
+    outcome = classify(call, names)
+    OUTCOMES[outcome] += 1
+    OUTCOMES[f"entry point {entry}"] += 1
+    if outcome != "pass" and len(EXAMPLES[outcome]) < 5:
+        value = getattr(call, "kwargs", {}).get(argument, "?")
+        EXAMPLES[outcome].append(f"{entry}({argument}={value!r:.80})")
+
+
+def test_classified_misuses_of_every_entry_point():
+    OUTCOMES.clear()
+    EXAMPLES.clear()
+    _classified_cases()
+    n_cases = sum(count for outcome, count in OUTCOMES.items() if not outcome.startswith("entry point"))
+    failures = {outcome: count for outcome, count in OUTCOMES.items()
+                if outcome != "pass" and not outcome.startswith("entry point")}
+    reached = {outcome[len("entry point "):] for outcome in OUTCOMES if outcome.startswith("entry point")}
+    print(f"\n{n_cases} misuses over {len(reached)} entry points: {OUTCOMES['pass']} refused cleanly; failures "
+          f"by class: {failures or 'none'}; examples: {dict(EXAMPLES)}")
+    CASES["count"] += n_cases
+    assert n_cases >= min(N_CLASSIFIED, MINIMUM_CASES)
+    assert reached == set(ENTRY_POINTS), sorted(set(ENTRY_POINTS) - reached)
+    assert not failures, (failures, dict(EXAMPLES))

@@ -68,9 +68,12 @@ def read_data(path: str | os.PathLike, fmt: str | None = None, *, source: str = 
     """Read a count file as a :class:`zoo.data.CoOccurrence` (format from the extension or ``fmt``)."""
     from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"DATAFILE: expected a path (str or os.PathLike), got {type(path).__name__} {path!r:.40}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"DATAFILE: {str(path)!r} does not exist")
+        raise FileNotFoundError(f"DATAFILE: {str(path)!r} " + ("is a directory, not a data file" if path.is_dir()
+                                                               else "does not exist"))
     fmt = _format_of(path, fmt)
     if fmt == "mtx":
         return read_matrix_market(path)
