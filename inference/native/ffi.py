@@ -10,7 +10,7 @@ no Python runs. Several devices can call it at once (data-parallel EM on host de
 A handler is a ``numba.cfunc`` of type ``int64(int64)``: it receives the address of an
 ``XLA_FFI_CallFrame`` and returns the address of an ``XLA_FFI_Error`` (0 for success). This
 module reads call frames by the C layout of ``xla/ffi/api/c_api.h`` (API version 0.x, a stable
-ABI: every struct starts with its ``struct_size``, which the handler checks before reading on).
+ABI: every struct starts with its ``struct_size``, which the handler checks before reading on). The byte offsets read::
 
     XLA_FFI_CallFrame  struct_size 0, extension_start 8, api 16, ctx 24, stage 32,
                        args {struct_size 40, extension 48, size 56, types 64, args 72},
