@@ -96,7 +96,7 @@ class GaussianMixture:
         dtype = jnp.result_type(float)
         # The M-step sums squares of the points: they must not overflow the working precision.
         limit = float(np.sqrt(np.finfo(dtype).max / (16.0 * points.shape[0])))
-        if np.abs(points).max() > limit:
+        if float(np.abs(points).max()) > limit:  # a float32 maximum against a float64 limit: compared as Python floats
             raise ValueError(f"data: values up to {np.abs(points).max():.3g} overflow {np.dtype(dtype).name} sums "
                              f"of squares (limit {limit:.3g}); rescale the features or enable float64")
         # The variance floor is relative to each feature's variance: it must be a normal number of the
