@@ -85,12 +85,21 @@ class MixingWarning(UserWarning):
     """Chains of a label-invariant quantity do not mix (see :func:`mixing_table`)."""
 
 
+def no_draws_message(result: ChainResult) -> str:
+    """What to say of chains stopped before their first draw (Ctrl-C, a time budget or a memory stop
+    during warm-up): there is nothing to summarise, but the warm-up is not lost."""
+    return (f"the chains stopped after {result.next_sweep} sweeps, before their first draw: there are no draws to "
+            "summarise, but the warm-up is kept in result.final_state; continue it with "
+            "inference.chains.sample_chains(key, step, result.final_state, data, first_sweep=result.next_sweep)")
+
+
 def _check_result(result: Any) -> ChainResult:
     if not isinstance(result, ChainResult):
         raise TypeError(f"result: expected a ChainResult, got {type(result).__name__}")
     missing = {"assignments", "alpha", "n_clusters", "log_joint"} - set(result.samples)
     if missing:
-        raise ValueError(f"result: has no draws of {sorted(missing)} (was it stopped before the first draw?)")
+        raise ValueError(f"result: has no draws of {sorted(missing)}"
+                         + (f"; {no_draws_message(result)}" if not result.samples else ""))
     return result
 
 

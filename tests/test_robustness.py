@@ -606,3 +606,37 @@ def test_dp_hyperparameters_are_refused_beyond_the_working_range_and_finite_with
     fit = DPMixture(family, algorithm="collapsed", max_clusters=4).fit(points, jax.random.key(0), n_chains=1,
                                                                          n_warmup=0, n_draws=3, progress=False)
     assert np.isfinite(fit.result.samples["log_joint"]).all() and np.isfinite(fit.result.samples["alpha"]).all()
+
+
+# ----------------------------------------------------------------------------- Ctrl-C during a DP warm-up
+@pytest.mark.parametrize("which", ["dp", "scdp"])
+def test_ctrl_c_during_warmup_keeps_the_states_and_says_so(monkeypatch, which):
+    # Stopped before its first draw, a fit once raised "result: has no draws" (DPMixture) or a
+    # KeyError (SupervisedDP) and lost its warm-up. Now it returns with a RuntimeWarning, its
+    # final states continue the chains, and asking it for a summary names what happened.
+    from inference import chains
+    from inference.chains import sample_chains
+    from zoo.dirichlet.supervised import SupervisedDP
+
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(-2, 0.3, (8, 2)), rng.normal(2, 0.3, (8, 2))])
+    options = dict(n_chains=2, n_warmup=10, draws_per_call=2, progress=False)
+    _interrupt_on_call(monkeypatch, chains, "_run_calls_jit", 2)
+    with pytest.warns(RuntimeWarning, match="before their first draw"):
+        if which == "dp":
+            model = DPMixture(normal_gamma(2), max_clusters=8, algorithm="collapsed")
+            fit = model.fit(points, jax.random.key(0), n_draws=4, **options)
+        else:
+            model = SupervisedDP(1)
+            fit = model.fit(points[::2], [0] * 4 + [1] * 4, points[1::2], key=jax.random.key(0), n_sweeps=14,
+                            **options)
+    assert not fit.result.samples and not fit.result.completed
+    assert fit.result.next_sweep == 2  # the first call's two warm-up sweeps; the call Ctrl-C hit is dropped
+    with pytest.raises(ValueError, match="result: the chains stopped after 2 sweeps, before their first draw"):
+        fit.summary()
+    if which == "dp":  # the kept warm-up continues
+        monkeypatch.undo()
+        more = sample_chains(jax.random.key(1), model.step, fit.result.final_state,
+                             jnp.asarray(points, jnp.result_type(float)), n_warmup=0, n_draws=3,
+                             first_sweep=fit.result.next_sweep, progress=False)
+        assert more.samples["assignments"].shape == (2, 3, 16)

@@ -20,6 +20,7 @@ Two layers (DESIGN.md, "Two layers, one truth"):
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any
 
@@ -148,7 +149,15 @@ class DPMixtureFit:
 
     def __init__(self, result: ChainResult):
         self.result = result
-        self.idata = diagnostics.to_inference_data(result)
+        self._idata = diagnostics.to_inference_data(result) if result.samples else None
+
+    @property
+    def idata(self) -> az.InferenceData:
+        """The draws as ``arviz.InferenceData`` (a ``ValueError`` if the chains stopped before their
+        first draw: their warm-up is then in ``result.final_state``)."""
+        if self._idata is None:
+            raise ValueError(f"result: {diagnostics.no_draws_message(self.result)}")
+        return self._idata
 
     @property
     def n_points(self) -> int:
@@ -420,7 +429,9 @@ class DPMixture:
             on_overflow=self.on_overflow,
         )
         fitted = DPMixtureFit(result)
-        if n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
+        if not result.samples:  # stopped during warm-up: the states are kept, nothing to summarise
+            warnings.warn(f"DPMixture.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
+        elif n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
             diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=2)
         return fitted
 

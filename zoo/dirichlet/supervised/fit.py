@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import arviz as az
@@ -42,8 +43,11 @@ class SupervisedDPFit:
     def __init__(self, result: ChainResult):
         self.result = result
         samples = result.samples
+        if not samples:  # stopped during warm-up: the states are kept in result.final_state
+            self._idata = None
+            return
         n_test = samples["assignments"].shape[-1]
-        self.idata = az.from_dict(
+        self._idata = az.from_dict(
             posterior={
                 "assignments": samples["assignments"],
                 "alpha": samples["alpha"],
@@ -61,8 +65,17 @@ class SupervisedDPFit:
         )
 
     @property
+    def idata(self) -> az.InferenceData:
+        """The draws as ``arviz.InferenceData`` (a ``ValueError`` if the chains stopped before their
+        first draw: their warm-up is then in ``result.final_state``)."""
+        if self._idata is None:
+            raise ValueError(f"result: {diagnostics.no_draws_message(self.result)}")
+        return self._idata
+
+    @property
     def assignments(self) -> np.ndarray:
         """Test partitions, shape (chain, draw, M)."""
+        self.idata  # a ValueError if the chains stopped before their first draw
         return np.asarray(self.result.samples["assignments"])
 
     @property
@@ -350,6 +363,8 @@ class SupervisedDP:
             on_overflow="grow",
         )
         fit = SupervisedDPFit(result)
-        if n_chains >= 2 and fit.result.samples:
+        if not result.samples:
+            warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
+        elif n_chains >= 2:
             diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=2)
         return fit
