@@ -12,12 +12,15 @@ A model fitted by this driver provides (see :class:`EMModel`):
   of the per-observation log-likelihood l in the perplexity P = exp(-l) (H99 §5).
 
 A model may declare ``probability_axes``, a dict from the fields of its parameters that are
-distributions to the axis they sum to 1 along (None: the whole array); ``init=`` is then
+distributions to the axis they sum to 1 along (None: the whole array), or to a
+:class:`inference._validation.Support` (the axis and a mask of the entries that may be positive:
+the CAM's level weights beyond a cluster's leaf must be 0); ``init=`` is then
 refused, naming ``init`` and the field, when such a field holds negative or unnormalised values
 (:func:`inference._validation.check_distributions`), before any JAX code runs. A model may also
 declare ``positive_fields``, a tuple of the fields that must be positive (scales, rates), and
 ``init=`` is refused when one holds a zero or negative value. The dyadic models and the bound
-LRM declare ``probability_axes``, the Gaussian mixture both.
+LRM declare ``probability_axes``, the Gaussian mixture both, and :class:`inference.enumerated.EnumeratedEM`
+derives both from its program's parameter constraints (simplex; positive) at each ``prepare``.
 
 A model whose predictions can be 0 also provides ``heldout_log_lik_and_zeros(params, arrays) ->
 (log_lik, n_zero)``: Σ n log P(y|x) over the held-out tokens of positive probability and the
