@@ -246,7 +246,9 @@ class DPMixture:
         started with on data such as scikit-learn's digits), 0 otherwise; the sub-cluster
         sampler makes its own.
     max_clusters : int
-        Initial capacity K_max >= 1 of every chain.
+        Initial capacity K_max >= 1 of every chain. ``fit`` refuses a capacity whose states do not
+        fit in memory, naming ``max_clusters``; a growth during the run is checked again, and one
+        that would not fit stops the chains with a ``RuntimeWarning``, returning the draws so far.
     on_overflow : {"grow", "raise"}
         Grow the capacity when a chain runs out of it, or raise
         :class:`inference.chains.CapacityError`.
