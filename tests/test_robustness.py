@@ -640,3 +640,19 @@ def test_ctrl_c_during_warmup_keeps_the_states_and_says_so(monkeypatch, which):
                              jnp.asarray(points, jnp.result_type(float)), n_warmup=0, n_draws=3,
                              first_sweep=fit.result.next_sweep, progress=False)
         assert more.samples["assignments"].shape == (2, 3, 16)
+
+
+def test_supervised_fit_refuses_reference_types_that_cannot_fit_in_memory():
+    # max_types is not bounded by the data (the test capacity is, by the number of test
+    # references): 10^9 types were allocated as asked. Now refused from the states' shapes.
+    from zoo.dirichlet.supervised import SupervisedDP
+
+    rng = np.random.default_rng(0)
+    train, test = rng.normal(size=(10, 3)), rng.normal(size=(6, 3))
+    with pytest.raises(ValueError, match=r"^max_types: 2 chain\(s\) with max_test_clusters=6 and max_types=1000000000 "
+                                         r"needs about .*GiB"):
+        SupervisedDP(1, max_types=10**9).fit(train, [0] * 5 + [1] * 5, test, key=jax.random.key(0), n_chains=2,
+                                              n_sweeps=4, progress=False)
+    fit = SupervisedDP(1, max_types=4).fit(train, [0] * 5 + [1] * 5, test, key=jax.random.key(0), n_chains=2,
+                                           n_sweeps=8, progress=False)
+    assert fit.assignments.shape == (2, 4, 6)

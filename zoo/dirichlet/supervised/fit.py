@@ -18,7 +18,8 @@ from inference import diagnostics
 from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
-from inference._validation import as_index_array, as_label_codes, check_choice, check_int, check_key, check_real
+from inference._validation import (as_index_array, as_label_codes, check_choice, check_int, check_key, check_memory,
+                                   check_real, tree_nbytes)
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
@@ -127,12 +128,18 @@ def _initial_states(model: SupervisedDP, starts: Any, n_chains: int, train: np.n
     test_labels = _initial_test_partitions(starts, n_chains, test, rng_key)
     capacity = max(min(model.max_test_clusters, test.shape[0]), int(test_labels.max()) + 1)
     keys = jax.random.split(rng_key, n_chains)
-    return stack_states([
-        init(keys[chain], train, labels, test, max_test_clusters=capacity, max_types=model.max_types,
-             alpha=model.alpha, alpha_types=model.alpha_types, precision_shape=model.precision_shape,
-             precision_rate=model.precision_rate, test_clusters=test_labels[chain])
-        for chain in range(n_chains)
-    ])
+
+    def make(chain, key):
+        return init(key, train, labels, test, max_test_clusters=capacity, max_types=model.max_types,
+                    alpha=model.alpha, alpha_types=model.alpha_types, precision_shape=model.precision_shape,
+                    precision_rate=model.precision_rate, test_clusters=test_labels[chain])
+
+    # Shapes first: the states are built one by one, stacked, and stepped into new states (about 3
+    # copies). The test capacity is at most the number of test references; max_types is not bounded.
+    chain_state = jax.eval_shape(lambda key: make(0, key), keys[0])
+    check_memory("max_types", 3 * n_chains * tree_nbytes(chain_state),
+                 f"{n_chains} chain(s) with max_test_clusters={capacity} and max_types={model.max_types}")
+    return stack_states([make(chain, keys[chain]) for chain in range(n_chains)])
 
 
 def _initial_test_partitions(init: Any, n_chains: int, test: np.ndarray, rng_key: jax.Array) -> np.ndarray:
