@@ -43,3 +43,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _uses_numba(item):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module.
+
+    Every compiled XLA:CPU program keeps its machine code in memory mappings until JAX's caches
+    let go of it. One xdist worker runs hundreds of modules (the classified misuse fuzz alone
+    compiles enough programs to add about 7,500 mappings), and a process that reaches the kernel's
+    limit (vm.max_map_count, 65,530 by default) can no longer map the code of a new program. Workers
+    died inside XLA's compiler (segfault or abort) in two full runs after that fuzz was added, and
+    this is the likely cause (not proven). Modules rarely share programs, so clearing between
+    them costs little.
+    """
+    yield
+    jax.clear_caches()
