@@ -85,6 +85,7 @@ from inference.chains import sample_chains
 from inference.concentration import gamma_prior
 from inference.diagnostics import mixing_table
 from zoo.dirichlet.families import normal_gamma
+from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture
 from zoo.metrics import adjusted_rand_index
 
@@ -232,9 +233,20 @@ class Run:
         return np.concatenate(times) if times else np.zeros(0)
 
 
-def make_model(sampler: str, n_features: int, max_clusters: int) -> DPMixture:
+FAMILIES = ("identity", "normal-gamma")
+
+
+def make_family(name: str, n_features: int):
+    """DM05's CDP components (identity precision, Normal(0, I) means: DM05 §7.1) or diagonal
+    Normal–Gamma components (precisions learned, Gamma(1, 1))."""
+    if name == "identity":
+        return normal_known_precision(n_features, precision=1.0, mean=0.0, prior_variance=1.0)
+    return normal_gamma(n_features, mean=0.0, kappa=1.0, shape=1.0, rate=1.0)
+
+
+def make_model(sampler: str, n_features: int, max_clusters: int, family: str = "normal-gamma") -> DPMixture:
     _, options = SAMPLERS[sampler]
-    return DPMixture(normal_gamma(n_features, mean=0.0, kappa=1.0, shape=1.0, rate=1.0),
+    return DPMixture(make_family(family, n_features),
                      alpha=1.0, alpha_prior=gamma_prior(1.0, 1.0), max_clusters=max_clusters, **options)
 
 
@@ -298,8 +310,8 @@ def digits_report(run: Run) -> dict:
 
 
 def run_digits(sampler: str, data: np.ndarray, truth: np.ndarray, init: np.ndarray, budget: float,
-               segment: int, max_clusters: int) -> tuple[Run, dict]:
-    model = make_model(sampler, data.shape[1], max_clusters)
+               segment: int, max_clusters: int, family: str = "normal-gamma") -> tuple[Run, dict]:
+    model = make_model(sampler, data.shape[1], max_clusters, family)
 
     def check(run: Run, _result) -> bool:
         if run.rhat_time is None:
@@ -393,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim-points", type=int, help="points of the simulated mixture")
     parser.add_argument("--sim-budget", type=float, help="sampling seconds per sampler on the simulated mixture")
     parser.add_argument("--segment", type=int, default=5, help="sweeps per segment on digits")
+    parser.add_argument("--family", choices=FAMILIES, default="normal-gamma", help="digits components")
     parser.add_argument("--max-clusters", type=int, default=64, help="initial capacity K_max (and BGM components)")
     args = parser.parse_args(argv)
 
@@ -428,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         for sampler in samplers:
             label = SAMPLERS[sampler][0]
             try:
-                run, report = run_digits(sampler, data, truth, init, budget, args.segment, args.max_clusters)
+                run, report = run_digits(sampler, data, truth, init, budget, args.segment, args.max_clusters,
+                                         args.family)
             except Exception as error:  # noqa: BLE001
                 failed = True
                 print(f"  {label:30s} FAILED: {type(error).__name__}: {error}")

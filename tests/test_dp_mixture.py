@@ -21,6 +21,7 @@ from scipy import integrate, special, stats
 from inference.concentration import GammaPrior
 from inference.diagnostics import MixingWarning
 from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
+from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture, dp_mixture_program, stick_breaking_weights
 
 Z_LIMIT = 4.5
@@ -76,8 +77,9 @@ def test_prior_number_of_clusters_with_gamma_prior_on_alpha():
         (normal_gamma(2, mean=0.5, kappa=0.7, shape=2.0, rate=1.5), False),
         (dirichlet_multinomial(3, concentration=0.8, total_count=5), True),
         (beta_bernoulli(3, a=0.7, b=1.2), False),
+        (normal_known_precision(2, precision=[0.5, 3.0], mean=0.4, prior_variance=[2.0, 0.7]), False),
     ],
-    ids=["normal_gamma", "dirichlet_multinomial", "beta_bernoulli"],
+    ids=["normal_gamma", "dirichlet_multinomial", "beta_bernoulli", "normal_known_precision"],
 )
 def test_enumerated_log_density_matches_the_family(family, simulate_counts, x64):
     n_points, n_components, alpha = 5, 4, 1.3
@@ -96,6 +98,9 @@ def test_enumerated_log_density_matches_the_family(family, simulate_counts, x64)
         from zoo.dirichlet.families import GaussianParams
 
         params = GaussianParams(latent["mean"], latent["precision"])
+    elif family.name == "normal_known_precision":  # no precision site: the family fixes it
+        params = family.sample_posterior(jax.random.key(0), jax.vmap(family.point_stats)(jnp.zeros((n_components, 2))))
+        params = params._replace(mean=latent["mean"])
     elif family.name == "dirichlet_multinomial":
         from zoo.dirichlet.families import MultinomialParams
 

@@ -26,6 +26,7 @@ from zoo.dirichlet.families import (
     normal_gamma,
     sample_log_gamma,
 )
+from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.ties import TiedValuesWarning, tied_features
 
 Z_LIMIT = 4.5
@@ -44,10 +45,14 @@ def _families_and_data():
         (normal_gamma(3, mean=[0.5, 0.0, -1.0], kappa=2.0, shape=1.5, rate=0.7), rng.normal(size=(5, 3))),
         (dirichlet_multinomial(4, concentration=[0.7, 1.0, 2.0, 0.3]), rng.integers(0, 4, size=(5, 4)).astype(float)),
         (beta_bernoulli(3, a=0.5, b=[2.0, 1.0, 0.8]), rng.integers(0, 2, size=(5, 3)).astype(float)),
+        (normal_known_precision(3, precision=[0.5, 2.0, 1.0], mean=[0.3, -1.0, 0.0], prior_variance=[2.0, 0.5, 1.5]),
+         rng.normal(size=(5, 3))),
+        (normal_known_precision(3, precision=2.0, prior_variance=0.5), rng.normal(size=(5, 3))),  # scalar settings
     ]
 
 
-@pytest.fixture(params=range(3), ids=["normal_gamma", "dirichlet_multinomial", "beta_bernoulli"])
+@pytest.fixture(params=range(5), ids=["normal_gamma", "dirichlet_multinomial", "beta_bernoulli",
+                                      "normal_known_precision", "normal_known_precision_scalars"])
 def family_and_data(request, x64):
     family, data = _families_and_data()[request.param]
     return family, jnp.asarray(data)
@@ -90,6 +95,8 @@ def _two_components(family):
     if family.name == "normal_gamma":
         return GaussianParams(jnp.linspace(-1.0, 1.0, 2 * n_features).reshape(2, -1),
                               jnp.linspace(0.5, 2.0, 2 * n_features).reshape(2, -1))
+    if family.name == "normal_known_precision":  # its precision field holds the fixed τ
+        return family.sample_base(jax.random.key(0), (2,))
     if family.name == "dirichlet_multinomial":
         probs = jnp.stack([jnp.linspace(1.0, 2.0, n_features), jnp.linspace(3.0, 0.5, n_features)])
         return MultinomialParams(jnp.log(probs / probs.sum(-1, keepdims=True)))
@@ -135,6 +142,34 @@ def test_normal_gamma_against_scipy_and_quadrature(x64):
     evidence, _ = integrate.dblquad(integrand, 0.0, 30.0, -15.0, 15.0, epsabs=1e-12, epsrel=1e-9)
     log_marginal = float(family.log_marginal(_stats_of(family, jnp.asarray(points))))
     np.testing.assert_allclose(log_marginal, np.log(evidence), rtol=1e-6)
+
+
+def test_normal_known_precision_against_scipy(x64):
+    # Per feature, the points of one cluster are jointly Normal: mean m0, covariance σ² 11ᵀ + I/τ.
+    tau, mean0, variance = np.array([0.5, 2.0, 1.0]), np.array([0.3, -1.0, 0.0]), np.array([2.0, 0.5, 1.5])
+    family = normal_known_precision(3, precision=tau, mean=mean0, prior_variance=variance)
+    points = np.random.default_rng(4).normal(1.0, 2.0, size=(5, 3))
+    expected = sum(
+        stats.multivariate_normal(np.full(5, mean0[d]), variance[d] * np.ones((5, 5)) + np.eye(5) / tau[d]).logpdf(
+            points[:, d])
+        for d in range(3)
+    )
+    np.testing.assert_allclose(float(family.log_marginal(_stats_of(family, jnp.asarray(points)))), expected, rtol=1e-10)
+    params = family.sample_base(jax.random.key(1), ())
+    np.testing.assert_array_equal(np.asarray(params.precision), tau)
+    np.testing.assert_allclose(float(family.log_likelihood(params, jnp.asarray(points[0]))),
+                               stats.norm(np.asarray(params.mean), tau**-0.5).logpdf(points[0]).sum(), rtol=1e-10)
+    np.testing.assert_allclose(float(family.log_base_density(params)),
+                               stats.norm(mean0, np.sqrt(variance)).logpdf(np.asarray(params.mean)).sum(), rtol=1e-10)
+    # Posterior of the means: Normal with precision 1/σ² + nτ and mean (m0/σ² + τ Σx) / that.
+    n_draws = 20000
+    batch = jax.tree_util.tree_map(lambda leaf: jnp.broadcast_to(leaf, (n_draws,) + leaf.shape),
+                                   _stats_of(family, jnp.asarray(points)))
+    draws = np.asarray(jax.jit(family.sample_posterior)(jax.random.key(2), batch).mean)
+    precision_n = 1 / variance + 5 * tau
+    mean_n = (mean0 / variance + tau * points.sum(0)) / precision_n
+    assert np.all(np.abs(draws.mean(0) - mean_n) < Z_LIMIT * precision_n**-0.5 / np.sqrt(n_draws))
+    np.testing.assert_allclose(draws.var(0), 1 / precision_n, rtol=0.05)
 
 
 def test_dirichlet_multinomial_against_scipy(x64):

@@ -51,6 +51,7 @@ from zoo.dyadic.two_sided import TwoSided
 from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
 from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
+from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
 from zoo.relational.data import Domain, RelationalData, Relation
@@ -1508,6 +1509,9 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "total_count": BAD_COUNT}, {}),
     "beta_bernoulli": (lambda kwargs: beta_bernoulli(**kwargs), {"n_features": 5}, {
         "n_features": BAD_POSITIVE_INT, "a": BAD_HYPER, "b": BAD_HYPER}, {}),
+    "normal_known_precision": (lambda kwargs: normal_known_precision(**kwargs), {"n_features": 5}, {
+        "n_features": BAD_POSITIVE_INT, "precision": BAD_HYPER, "prior_variance": BAD_HYPER,
+        "mean": st.one_of(NON_FINITE, NOT_NUMBERS, st.sampled_from([1e30, -1e38, [0.0, 0.0, 0.0]]))}, {}),
     "SupervisedDP": (lambda kwargs: SupervisedDP(**kwargs), {}, {
         "alpha": BAD_POSITIVE_REAL, "alpha_types": BAD_POSITIVE_REAL, "max_test_clusters": BAD_POSITIVE_INT,
         "max_types": BAD_POSITIVE_INT, "n_auxiliary": BAD_POSITIVE_INT, "n_split_merge": BAD_COUNT,

@@ -40,6 +40,7 @@ from zoo.dirichlet.families import (
     dirichlet_multinomial,
     normal_gamma,
 )
+from zoo.dirichlet.known_precision import normal_known_precision
 
 TV_LIMIT = 0.02
 NOISE_LIMIT = 0.008
@@ -244,6 +245,15 @@ def test_exact_partition_posterior(variant, alpha_prior):
 def test_exact_partition_posterior_six_points(variant, resample_alpha):
     prior = GammaPrior(1.5, 1.0) if resample_alpha else None
     check_exactness(FAMILY_1D, DATA_6, variant, alpha=1.3, alpha_prior=prior, n_chains=256, n_draws=3000, seed=1)
+
+
+@pytest.mark.parametrize("variant", ["collapsed-split-merge", "auxiliary-reuse"])
+def test_exact_partition_posterior_known_precision(variant):
+    # DM05's CDP components (fixed precision): the cached predictive (Algorithm 3, split-merge)
+    # and the dot-form likelihood (Algorithm 8, numba on the CPU) against the enumerated posterior.
+    family = normal_known_precision(1, precision=2.0, mean=0.2, prior_variance=1.5)
+    result = check_exactness(family, DATA_4, variant, alpha=0.8, n_chains=128, n_draws=800, seed=5)
+    check_log_joint_and_stats(family, DATA_4, result)
 
 
 @pytest.mark.slow

@@ -42,6 +42,7 @@ from test_neal import (
     expected_tv_noise,
 )
 from zoo.dirichlet.families import beta_bernoulli, custom_family, dirichlet_multinomial, normal_gamma
+from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture
 
 TV_LIMIT = 0.03
@@ -104,6 +105,10 @@ def test_exact_partition_posterior_normal_gamma():
     result = check_exact(FAMILY_1D, DATA_4, alpha=0.8)
     check_log_joint_and_stats(FAMILY_1D, DATA_4, result)
     assert np.all(result.samples["alpha"] == np.float32(0.8))
+
+
+def test_exact_partition_posterior_known_precision():
+    check_exact(normal_known_precision(1, precision=2.0, mean=0.2, prior_variance=1.5), DATA_4, alpha=0.8, seed=6)
 
 
 def test_exact_partition_posterior_beta_bernoulli_four_points():

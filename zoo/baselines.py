@@ -11,7 +11,6 @@ Xing-K with a learned distance metric).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -156,10 +155,10 @@ def kmeans_partition(test_features: Any, n_clusters: int, *, seed: int = 0, n_in
 def unit_variance_gaussian(n_features: int, *, prior_variance: float = 1.0):
     """Gaussian components with identity covariance and a Normal(0, σ² I) prior on the means.
 
-    The single reference type of DM05's CDP baseline (precision fixed to the identity) as a
-    conjugate :class:`zoo.dirichlet.families.ComponentFamily`: statistics (count, Σx, Σx²),
-    marginal likelihood Π_f (2π)^(-n/2) √(τ0/τn) exp(-½ (Σx_f² - (Σx_f)²/τn)) with τ0 = 1/σ²,
-    τn = τ0 + n, and posterior means Normal(Σx / τn, 1/τn).
+    The single reference type of DM05's CDP baseline (precision fixed to the identity):
+    :func:`zoo.dirichlet.known_precision.normal_known_precision` with ``precision=1`` and
+    ``mean=0``, whose marginal likelihood per feature is (2π)^(-n/2) √(τ0/τn)
+    exp(-½ (Σx² - (Σx)²/τn)) with τ0 = 1/σ², τn = τ0 + n.
 
     Parameters
     ----------
@@ -172,46 +171,11 @@ def unit_variance_gaussian(n_features: int, *, prior_variance: float = 1.0):
     -------
     ComponentFamily
     """
-    from zoo.dirichlet.families import GaussianStats, custom_family
+    from zoo.dirichlet.known_precision import normal_known_precision
 
     n_features = check_int("n_features", n_features, minimum=1)
-    prior_precision = 1.0 / check_real("prior_variance", prior_variance, low=0.0, low_open=True)
-    log_2pi = math.log(2.0 * math.pi)
-
-    def log_likelihood(mean, x):
-        return -0.5 * jnp.sum(log_2pi + (x - mean) ** 2)
-
-    def sample_base(rng_key, shape):
-        return jax.random.normal(rng_key, tuple(shape) + (n_features,)) / math.sqrt(prior_precision)
-
-    def point_stats(x):
-        return GaussianStats(jnp.ones((), x.dtype), x, x * x)
-
-    def log_marginal(stats):
-        posterior_precision = prior_precision + stats.count
-        per_feature = 0.5 * (jnp.log(prior_precision) - jnp.log(posterior_precision)) - 0.5 * (
-            stats.total_sq - stats.total**2 / posterior_precision
-        )
-        return jnp.sum(per_feature) - 0.5 * stats.count * n_features * log_2pi
-
-    def sample_posterior(rng_key, stats):
-        posterior_precision = prior_precision + stats.count
-        noise = jax.random.normal(rng_key, stats.total.shape, stats.total.dtype)
-        return stats.total / posterior_precision + noise / jnp.sqrt(posterior_precision)
-
-    def log_base_density(mean):
-        return 0.5 * jnp.sum(jnp.log(prior_precision) - log_2pi - prior_precision * mean**2)
-
-    return custom_family(
-        log_likelihood,
-        sample_base,
-        log_base_density=log_base_density,
-        point_stats=point_stats,
-        sample_posterior=sample_posterior,
-        log_marginal=log_marginal,
-        n_features=n_features,
-        name="unit_variance_gaussian",
-    )
+    prior_variance = check_real("prior_variance", prior_variance, low=0.0, low_open=True)
+    return normal_known_precision(n_features, precision=1.0, mean=0.0, prior_variance=prior_variance)
 
 
 def cdp_partition(

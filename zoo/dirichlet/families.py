@@ -19,7 +19,10 @@ the prior's hyperparameters), so a user can build one from two functions with
 * :func:`normal_gamma` — diagonal Gaussian with an independent Normal–Gamma prior per feature
   (DM05 §5: means and per-feature precisions, "product of inverse-gamma" variances);
 * :func:`dirichlet_multinomial` — rows of counts, Multinomial with a Dirichlet prior;
-* :func:`beta_bernoulli` — binary features, independent Bernoullis with Beta priors.
+* :func:`beta_bernoulli` — binary features, independent Bernoullis with Beta priors;
+
+and, in :mod:`zoo.dirichlet.known_precision`, :func:`~zoo.dirichlet.known_precision.normal_known_precision`
+— diagonal Gaussians of fixed precision with a Normal prior on the means (DM05 §7.1's CDP).
 
 Fast path. Each built-in family writes its log-likelihood as a dot product,
 ``log F(x | φ) = likelihood_cache(φ) · features(x)``, exact (the point-only terms ride along as a
