@@ -11,11 +11,16 @@ as one that mixes. This script measures what a user needs, for each sampler of
   ``DPMixture(..., algorithm="subcluster")`` exists (otherwise reported as unavailable).
 
 **Digits** (scikit-learn, 1,797 × 64, standardised per feature with ``StandardScaler``: constant
-pixels become 0, as in ``bench_dp_gibbs.py`` and ``notebooks/dp_mixture_digits.ipynb``), the CDP
-model (diagonal Normal–Gamma components, mean 0, kappa 1, Gamma(1, 1) precisions) with
-α ~ Gamma(1, 1), 4 chains from dispersed starts: one cluster; labels drawn uniformly among 10;
+pixels become 0, as in ``bench_dp_gibbs.py`` and ``notebooks/dp_mixture_digits.ipynb``), α ~
+Gamma(1, 1), 4 chains from dispersed starts: one cluster; labels drawn uniformly among 10;
 K-means with 20 clusters; K-means with 50 clusters (the over-split end; a start from N singletons
 would need a capacity of N slots for every chain, since the chains share one capacity). The
+components (``--family``): ``identity`` (the default) is DM05's CDP, "a single reference type,
+the identity matrix" (DM05 §7.1): Gaussians of unit precision with Normal(0, I) means
+(:func:`zoo.dirichlet.known_precision.normal_known_precision`); ``normal-gamma`` learns a diagonal
+precision per cluster (Normal–Gamma, mean 0, kappa 1, Gamma(1, 1) precisions), whose posterior on
+these integer-valued pixels follows their ties (see :mod:`zoo.dirichlet.ties`) into modes hundreds
+of nats apart. The
 chains run in segments of a few sweeps (``DPMixture.fit`` for the first, then
 :func:`inference.chains.sample_chains` continued from ``final_state`` with ``first_sweep``) until
 a sampling-time budget is spent. Reported:
@@ -244,7 +249,7 @@ def make_family(name: str, n_features: int):
     return normal_gamma(n_features, mean=0.0, kappa=1.0, shape=1.0, rate=1.0)
 
 
-def make_model(sampler: str, n_features: int, max_clusters: int, family: str = "normal-gamma") -> DPMixture:
+def make_model(sampler: str, n_features: int, max_clusters: int, family: str = "identity") -> DPMixture:
     _, options = SAMPLERS[sampler]
     return DPMixture(make_family(family, n_features),
                      alpha=1.0, alpha_prior=gamma_prior(1.0, 1.0), max_clusters=max_clusters, **options)
@@ -310,7 +315,7 @@ def digits_report(run: Run) -> dict:
 
 
 def run_digits(sampler: str, data: np.ndarray, truth: np.ndarray, init: np.ndarray, budget: float,
-               segment: int, max_clusters: int, family: str = "normal-gamma") -> tuple[Run, dict]:
+               segment: int, max_clusters: int, family: str = "identity") -> tuple[Run, dict]:
     model = make_model(sampler, data.shape[1], max_clusters, family)
 
     def check(run: Run, _result) -> bool:
@@ -405,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim-points", type=int, help="points of the simulated mixture")
     parser.add_argument("--sim-budget", type=float, help="sampling seconds per sampler on the simulated mixture")
     parser.add_argument("--segment", type=int, default=5, help="sweeps per segment on digits")
-    parser.add_argument("--family", choices=FAMILIES, default="normal-gamma", help="digits components")
+    parser.add_argument("--family", choices=FAMILIES, default="identity",
+                        help="digits components: DM05's CDP (identity precision) or learned Normal-Gamma precisions")
     parser.add_argument("--max-clusters", type=int, default=64, help="initial capacity K_max (and BGM components)")
     args = parser.parse_args(argv)
 
@@ -428,7 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         data, truth = load_digits_data(settings["digits_points"])
         init, names = dispersed_starts(data, N_CHAINS)
         budget = settings["digits_budget"]
-        print(f"\nDigits: {data.shape[0]} x {data.shape[1]} (standardised), chains start from: {', '.join(names)}; "
+        components = ("DM05's CDP components (identity precision, Normal(0, I) means)" if args.family == "identity"
+                      else "Normal-Gamma components (learned diagonal precisions)")
+        print(f"\nDigits: {data.shape[0]} x {data.shape[1]} (standardised), {components}; "
+              f"chains start from: {', '.join(names)}; "
               f"{budget:g} s of sampling per sampler in segments of {args.segment} sweeps")
         print("  seconds: sampling wall time, compilation excluded (the 'compile' column is a warm run of 2 "
               "segments); a sweep updates all 4 chains; R-hat and ESS over the second half of the draws; "
@@ -462,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         for sampler, report in results.items():
             reached = (f"R-hat < 1.01 after {report['rhat_time']:.0f} s" if report["rhat_time"] is not None
                        else f"R-hat not < 1.01 in {budget:.0f} s")
-            _summary(f"DP mixing, digits {data.shape[0]} x {data.shape[1]}, {N_CHAINS} dispersed chains, "
+            _summary(f"DP mixing, digits {data.shape[0]} x {data.shape[1]} ({args.family} components), "
+                     f"{N_CHAINS} dispersed chains, "
                      f"{SAMPLERS[sampler][0]}: R-hat(K, log joint) time; bulk ESS/s (log joint, K)",
                      f"{reached} (Rhat {_f(report['rhat_k'], '.3f')}, {_f(report['rhat_lj'], '.3f')}); "
                      f"ESS/s {_f(report['ess_lj'], '.2f')}, {_f(report['ess_k'], '.2f')}",
