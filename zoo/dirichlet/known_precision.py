@@ -3,11 +3,11 @@
 DM05's untrained baseline, CDP, is their model "that does not use any of the training data":
 α^p = 1 and "a single reference type, the identity matrix" (DM05 §7.1) — every cluster is a
 Gaussian whose precision is fixed, and only its mean is drawn from G0^p = Normal(m0, σ² I)
-(DM05 §5: publications are means, reference types precisions). Per feature d:
+(DM05 §5: publications are means, reference types precisions). Per feature d::
 
     μ_d ~ Normal(m0_d, σ²_d),        x_d | μ ~ Normal(μ_d, 1 / τ_d),   τ fixed.
 
-Conjugate updates (one feature; n points of sum S and sum of squares Q, mean x̄ = S / n):
+Conjugate updates (one feature; n points of sum S and sum of squares Q, mean x̄ = S / n)::
 
     posterior precision  p_n = 1/σ² + n τ,        posterior mean  m_n = (m0/σ² + τ S) / p_n,
     log f(x_1..n) = n/2 (log τ - log 2π) + ½ (log(1/σ²) - log p_n)
@@ -20,7 +20,9 @@ Why it is not :func:`zoo.dirichlet.families.normal_gamma` with a tight prior: wi
 precisions, a cluster whose points share a value exactly (the blank pixels of scikit-learn's
 digits) has a marginal likelihood growing like log Γ(n/2) in n (see :mod:`zoo.dirichlet.ties`),
 and the posterior's modes follow the ties, hundreds of nats apart. With the precision fixed no
-such term exists, and the chains of every sampler on the digits end in modes a few nats apart.
+such term exists: on the 1,797 standardised digits, four chains of Algorithm 3 with split–merge
+moves from dispersed starts agree on the log joint within 5 minutes (R-hat 1.008), where
+Normal–Gamma chains stay in modes hundreds of nats apart (``benchmarks/bench_dp_mixing.py``).
 
 Every part of the fast path exists: the log-likelihood as a dot product with the Normal–Gamma
 family's features (x, x², 1), and the predictive as a cached (K, 2D + 1) table, so Algorithms
