@@ -173,8 +173,6 @@ def unit_variance_gaussian(n_features: int, *, prior_variance: float = 1.0):
     """
     from zoo.dirichlet.known_precision import normal_known_precision
 
-    n_features = check_int("n_features", n_features, minimum=1)
-    prior_variance = check_real("prior_variance", prior_variance, low=0.0, low_open=True)
     return normal_known_precision(n_features, precision=1.0, mean=0.0, prior_variance=prior_variance)
 
 
