@@ -22,10 +22,9 @@ the identity matrix" (DM05 §7.1): Gaussians of unit precision with Normal(0, I)
 (:func:`zoo.dirichlet.known_precision.normal_known_precision`); ``normal-gamma`` learns a diagonal
 precision per cluster (Normal–Gamma, mean 0, kappa 1, Gamma(1, 1) precisions), whose posterior on
 these integer-valued pixels follows their ties (see :mod:`zoo.dirichlet.ties`) into modes hundreds
-of nats apart. The
-chains run in segments of a few sweeps (``DPMixture.fit`` for the first, then
-:func:`inference.chains.sample_chains` continued from ``final_state`` with ``first_sweep``) until
-a sampling-time budget is spent. Reported:
+of nats apart. The chains run in segments of a few sweeps (``DPMixture.fit`` for the first,
+then :func:`inference.chains.sample_chains` continued from ``final_state`` with ``first_sweep``)
+until a sampling-time budget is spent. Reported:
 
 * *time to R-hat < 1.01*: after each segment, the rank-normalised split R-hat (``arviz.rhat``) of
   K and of the log joint over the second half of the draws so far (the first half discarded as
