@@ -67,5 +67,8 @@ def test_bench_estep_order_quick(capsys):
     assert bench.main(["--nnz", "500", "2000", "--classes", "4"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.strip().replace(",", "").split(" ")[0].isdigit()]
-    assert len(rows) == 2 and all(row[2] == "True" for row in rows)  # the fixed order repeats its bits
-    assert sum(line.startswith("SUMMARY ") for line in out.splitlines()) == 2
+    # two E-step rows, then two EM-iteration rows; both repeat their bits (E-step: the fixed order;
+    # EM iteration: this backend's default sums, and at β = 1 and 0.8)
+    assert len(rows) == 4 and all(row[2] == "True" for row in rows[:2])
+    assert all(row[2] == "True" and row[4] == "True" for row in rows[2:])
+    assert sum(line.startswith("SUMMARY ") for line in out.splitlines()) == 3
