@@ -18,6 +18,7 @@ EXPECTED_CLASSES = {
     "cam": "ClusterAbstraction",
     "gaussian-mixture": "GaussianMixture",
     "dp-mixture": "DPMixture",
+    "cdp": "DPMixture",
     "scdp-1": "SupervisedDP",
     "scdp-2": "SupervisedDP",
     "scdp-3": "SupervisedDP",
@@ -83,6 +84,10 @@ def test_settings_pass_through():
     assert (dp.family.n_features, dp.alpha, dp.algorithm) == (4, 0.5, "collapsed")
     family = beta_bernoulli(3)
     assert get_model("cdp", family=family).family is family
+    # DM05 §7.1's CDP: identity precision, Normal(0, I) means, Algorithm 3 (+ split-merge) by default
+    cdp = get_model("cdp", n_features=5)
+    assert (cdp.family.name, cdp.family.n_features, cdp.algorithm) == ("normal_known_precision", 5, "collapsed")
+    assert get_model("dp-mixture", n_features=5).family.name == "normal_gamma"
 
 
 def test_unknown_names_list_close_matches():
@@ -103,7 +108,8 @@ def test_bad_settings():
         get_model("scdp-2", model=3)
     with pytest.raises(TypeError, match="^n_clusters: not a setting of 'one-sided'"):
         get_model("one-sided", n_clusters=3)
-    with pytest.raises(ValueError, match="^n_features: give either a family"):
-        get_model("dp-mixture", family=beta_bernoulli(2), n_features=2)
+    for name in ("dp-mixture", "cdp"):
+        with pytest.raises(ValueError, match="^n_features: give either a family"):
+            get_model(name, family=beta_bernoulli(2), n_features=2)
     with pytest.raises(ValueError, match="^n_classes: must be >= 1"):
         get_model("aspect", n_classes=0)

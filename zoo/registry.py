@@ -245,9 +245,9 @@ _CARDS = (
     ModelCard(
         name="dp-mixture",
         class_path="zoo.dirichlet.mixture.DPMixture",
-        summary="Dirichlet-process mixture of any component family (DM05's CDP with a Gaussian family)",
+        summary="Dirichlet-process mixture of any component family (Normal-Gamma Gaussians by default)",
         paper=f"{_PAPERS['DM05']}; {_PAPERS['N00']}",
-        equations="DM05 §3.2 (one reference type), App. A and B, §7.1 'CDP'; Neal 2000 Algorithms 2, 3, 8",
+        equations="DM05 §3.2 (one reference type), App. A and B; Neal 2000 Algorithms 2, 3, 8",
         latent_structure="one cluster per point under DP(α, G0) (Chinese restaurant process); "
                          "parameters φ_k ~ G0 per cluster; α fixed or Gamma-distributed",
         engines=("neal Algorithm 8 (any family with a G0 sampler)", "neal Algorithm 2 (conjugate)",
@@ -257,7 +257,22 @@ _CARDS = (
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
         settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "auxiliary")),
-        aliases=("cdp",),
+    ),
+    ModelCard(
+        name="cdp",
+        class_path="zoo.dirichlet.mixture.DPMixture",
+        summary="DM05's CDP: a DP mixture of unit-precision Gaussians with Normal(0, I) means",
+        paper=f"{_PAPERS['DM05']}; {_PAPERS['N00']}",
+        equations="DM05 §7.1 'CDP' (a single reference type, the identity matrix), §3.2, App. A; "
+                  "Neal 2000 Algorithm 3",
+        latent_structure="one cluster per point under DP(α, G0); each cluster a Gaussian of identity "
+                         "precision whose mean has a Normal(0, I) prior (integrated out)",
+        engines=("neal Algorithm 3 (collapsed) with split-merge moves (the default)",
+                 "neal Algorithms 2 and 8", "sub-cluster split/merge sampler (Chang & Fisher 2013)",
+                 "sample_chains (many chains, ArviZ)", "Escobar-West update of α"),
+        data="features",
+        program_path="zoo.dirichlet.mixture.dp_mixture_program",
+        settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "collapsed")),
     ),
     ModelCard(
         name="scdp-1",
@@ -386,20 +401,24 @@ def list_models() -> Any:
     return pd.DataFrame.from_records(records).set_index("name")
 
 
-def _build_dp_mixture(model_class: type, defaults: dict[str, Any], settings: dict[str, Any]) -> Any:
-    """DPMixture with a Normal-Gamma family of ``n_features`` unless a ``family`` is given."""
+def _build_dp_mixture(name: str, model_class: type, defaults: dict[str, Any], settings: dict[str, Any]) -> Any:
+    """DPMixture with a family of ``n_features`` unless a ``family`` is given: Normal-Gamma for
+    ``dp-mixture``, DM05's identity-precision Gaussians (§7.1) for ``cdp``."""
     from zoo.dirichlet.families import normal_gamma
+    from zoo.dirichlet.known_precision import normal_known_precision
 
+    default_family = normal_known_precision if name == "cdp" else normal_gamma
     if "family" in settings and "n_features" in settings:
-        raise ValueError("n_features: give either a family or n_features (for a Normal-Gamma family), not both")
+        raise ValueError(f"n_features: give either a family or n_features (for a {default_family.__name__} "
+                         "family), not both")
     merged = defaults | settings
     n_features = merged.pop("n_features")
     if "family" not in merged:
-        merged["family"] = normal_gamma(n_features)
+        merged["family"] = default_family(n_features)
     return model_class(**merged)
 
 
-_SPECIAL_SETTINGS = {"dp-mixture": ("n_features",)}
+_SPECIAL_SETTINGS = {"dp-mixture": ("n_features",), "cdp": ("n_features",)}
 
 
 def get_model(name: str, **settings: Any) -> Any:
@@ -411,8 +430,9 @@ def get_model(name: str, **settings: Any) -> Any:
         A name of :data:`MODEL_NAMES` or an alias (``"acm"``, ``"scm"``, ``"plsa"``, ...).
     **settings
         Constructor arguments of the model's class; they replace the card's defaults.
-        ``dp-mixture`` also takes ``n_features`` (a Normal-Gamma family of that dimension) in
-        place of ``family``.
+        ``dp-mixture`` and ``cdp`` also take ``n_features`` in place of ``family``: a Normal-Gamma
+        family of that dimension for ``dp-mixture``, DM05's identity-precision Gaussians
+        (:func:`zoo.dirichlet.known_precision.normal_known_precision`) for ``cdp``.
 
     Returns
     -------
@@ -437,6 +457,6 @@ def get_model(name: str, **settings: Any) -> Any:
             raise TypeError(f"{key}: not a setting of {card.name!r} ({card.class_name}); "
                             f"settings: {', '.join(allowed)}")
     defaults = dict(card.settings) | dict(card.fixed)
-    if card.name == "dp-mixture":
-        return _build_dp_mixture(model_class, defaults, settings)
+    if card.name in _SPECIAL_SETTINGS:
+        return _build_dp_mixture(card.name, model_class, defaults, settings)
     return model_class(**(defaults | settings))
