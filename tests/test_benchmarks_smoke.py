@@ -21,8 +21,12 @@ def _load(name: str):
 
 
 @pytest.mark.slow  # about 20 s on 2 cores, mostly compilation
-def test_bench_dp_mixing_quick(capsys):
+def test_bench_dp_mixing_quick(capsys, monkeypatch):
     bench = _load("bench_dp_mixing")
+    families = []
+    original = bench.make_model
+    monkeypatch.setattr(bench, "make_model", lambda *args, **kwargs: families.append(kwargs.get("family"))
+                        or original(*args, **kwargs))
     # The simulated data set only (the digits path differs in its data and starts; compiling a
     # second data set would double the time): about 15 s on a busy 2-core CPU, mostly compilation.
     code = bench.main(["--quick", "--samplers", "alg3", "--datasets", "simulated", "--sim-budget", "0.5",
@@ -33,6 +37,9 @@ def test_bench_dp_mixing_quick(capsys):
     assert len(summaries) == 2  # one sampler and scikit-learn
     assert all({"figure", "value", "target"} <= set(entry) for entry in summaries)
     assert "Algorithm 3 (collapsed)" in out and "FAILED" not in out
+    # The simulated clusters have different scales: learned (Normal-Gamma) precisions, whatever
+    # --family says of the digits (its identity default once reached this data set too).
+    assert families == ["normal-gamma"] and "Normal-Gamma components" in out
 
 
 def test_bench_dp_mixing_diagnostics():
