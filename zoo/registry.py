@@ -401,13 +401,16 @@ def list_models() -> Any:
     return pd.DataFrame.from_records(records).set_index("name")
 
 
-def _build_dp_mixture(name: str, model_class: type, defaults: dict[str, Any], settings: dict[str, Any]) -> Any:
-    """DPMixture with a family of ``n_features`` unless a ``family`` is given: Normal-Gamma for
-    ``dp-mixture``, DM05's identity-precision Gaussians (§7.1) for ``cdp``."""
-    from zoo.dirichlet.families import normal_gamma
-    from zoo.dirichlet.known_precision import normal_known_precision
+# The DP mixtures take ``n_features`` in place of ``family``: the dotted path of the family they build.
+_DEFAULT_FAMILIES = {
+    "dp-mixture": "zoo.dirichlet.families.normal_gamma",
+    "cdp": "zoo.dirichlet.known_precision.normal_known_precision",  # DM05 §7.1's identity precision
+}
 
-    default_family = normal_known_precision if name == "cdp" else normal_gamma
+
+def _build_dp_mixture(name: str, model_class: type, defaults: dict[str, Any], settings: dict[str, Any]) -> Any:
+    """DPMixture with the card's default family of ``n_features`` unless a ``family`` is given."""
+    default_family = _import(_DEFAULT_FAMILIES[name])
     if "family" in settings and "n_features" in settings:
         raise ValueError(f"n_features: give either a family or n_features (for a {default_family.__name__} "
                          "family), not both")
@@ -416,9 +419,6 @@ def _build_dp_mixture(name: str, model_class: type, defaults: dict[str, Any], se
     if "family" not in merged:
         merged["family"] = default_family(n_features)
     return model_class(**merged)
-
-
-_SPECIAL_SETTINGS = {"dp-mixture": ("n_features",), "cdp": ("n_features",)}
 
 
 def get_model(name: str, **settings: Any) -> Any:
@@ -449,7 +449,8 @@ def get_model(name: str, **settings: Any) -> Any:
     card = _card(name)
     model_class = card.model_class
     parameters = inspect.signature(model_class).parameters
-    allowed = [key for key in parameters if key not in dict(card.fixed)] + list(_SPECIAL_SETTINGS.get(card.name, ()))
+    allowed = [key for key in parameters if key not in dict(card.fixed)]
+    allowed += ["n_features"] if card.name in _DEFAULT_FAMILIES else []
     for key, value in settings.items():
         if key in dict(card.fixed):
             raise ValueError(f"{key}: fixed to {dict(card.fixed)[key]!r} by the model name {card.name!r}, got {value!r}")
@@ -457,6 +458,6 @@ def get_model(name: str, **settings: Any) -> Any:
             raise TypeError(f"{key}: not a setting of {card.name!r} ({card.class_name}); "
                             f"settings: {', '.join(allowed)}")
     defaults = dict(card.settings) | dict(card.fixed)
-    if card.name in _SPECIAL_SETTINGS:
+    if card.name in _DEFAULT_FAMILIES:
         return _build_dp_mixture(card.name, model_class, defaults, settings)
     return model_class(**(defaults | settings))
