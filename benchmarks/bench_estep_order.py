@@ -46,6 +46,21 @@ def synthetic_arrays(nnz: int, seed: int = 0):
     return DyadicArrays(*(jnp.asarray(array) for array in arrays))
 
 
+def _timed(step, *args, repeats: int = 3):
+    """(min seconds of ``repeats`` calls after a first, compiling one; whether every leaf of a later
+    call equals the first bit for bit; the first call's output)."""
+    import jax
+
+    first = jax.block_until_ready(step(*args))
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        again = jax.block_until_ready(step(*args))
+        seconds.append(time.perf_counter() - start)
+    same = all(bool((x == y).all()) for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(again)))
+    return min(seconds), same, first
+
+
 def time_e_step(data, n_classes: int, ordered: bool, repeats: int = 3):
     import jax
     import jax.numpy as jnp
@@ -59,24 +74,19 @@ def time_e_step(data, n_classes: int, ordered: bool, repeats: int = 3):
     sparse.scatter_is_ordered = lambda: not ordered
     try:
         step = jax.jit(lambda A, B, data: tuple(sparse.cell_stats(A, B, data, backend="xla"))[:3])
-        first = jax.block_until_ready(step(A, B, data))
+        jax.block_until_ready(step(A, B, data))  # traced (and compiled) with the order asked for
     finally:
         sparse.scatter_is_ordered = original
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        again = jax.block_until_ready(step(A, B, data))
-        seconds.append(time.perf_counter() - start)
-    same = all(bool(jnp.array_equal(x, y)) for x, y in zip(first, again))
-    return min(seconds), same, first
+    return _timed(step, A, B, data, repeats=repeats)
 
 
 # Peak memory bandwidth (bytes/s) of devices whose figure we know, by JAX's device_kind.
 BANDWIDTH = {"NVIDIA H100 80GB HBM3": 3.35e12, "NVIDIA H200": 4.8e12}
 
 
-def time_em_step(data, n_classes: int, beta: float, repeats: int = 3):
-    """Seconds per jitted ``Aspect.em_step`` (min of ``repeats``) and whether two calls gave the same bits."""
+def time_em_step(data, n_classes: int, betas: tuple[float, ...] = (1.0, 0.8), repeats: int = 3):
+    """(seconds, same bits) of a jitted ``Aspect.em_step`` at each β of ``betas`` (one compilation:
+    β is an argument)."""
     import jax
 
     from zoo.dyadic import Aspect
@@ -84,14 +94,7 @@ def time_em_step(data, n_classes: int, beta: float, repeats: int = 3):
     model = Aspect(n_classes=n_classes, backend="xla")
     params = model.init_params(jax.random.key(0), data)
     step = jax.jit(model.em_step)
-    first = jax.block_until_ready(step(params, data, beta))
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        again = jax.block_until_ready(step(params, data, beta))
-        seconds.append(time.perf_counter() - start)
-    same = all(bool((x == y).all()) for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(again)))
-    return min(seconds), same
+    return [_timed(step, params, data, beta, repeats=repeats)[:2] for beta in betas]
 
 
 def main(argv=None) -> int:
@@ -114,7 +117,8 @@ def main(argv=None) -> int:
         print(f"{nnz:>12,} {fixed * 1e3:>9.2f} {str(fixed_same):>8} {scatter * 1e3:>10.2f} {str(scatter_same):>8} "
               f"{fixed / scatter:>6.2f} {diff:>12.1e}", flush=True)
         sizes.append(nnz), fixed_times.append(fixed), ratios.append(fixed / scatter)
-        em_rows.append((nnz, *time_em_step(data, args.classes, 1.0), *time_em_step(data, args.classes, 0.8)))
+        (one, one_same), (tempered, tempered_same) = time_em_step(data, args.classes)
+        em_rows.append((nnz, one, one_same, tempered, tempered_same))
         del data
     slope = float(np.polyfit(np.log(sizes), np.log(fixed_times), 1)[0]) if len(sizes) > 1 else float("nan")
     print(f"log-log slope of the fixed-order time: {slope:.2f}")
