@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 from inference.em import tempered_em  # noqa: E402
 from inference.enumerated import enumerated_log_likelihood  # noqa: E402
+from inference.native import available_backends  # noqa: E402
 from inference.sparse import path_mixture_stats, row_cell_stats  # noqa: E402
 from zoo.data import CoOccurrence  # noqa: E402
 from zoo.dyadic.cluster_abstraction import (  # noqa: E402
@@ -124,7 +125,6 @@ def test_a_model_sized_by_its_number_of_leaves():
 
 # ----------------------------------------------------------------------------- kernel = program
 @pytest.mark.parametrize("tree", [Tree.complete(1, 3), Tree.complete(2, 2), IRREGULAR])
-@pytest.mark.numba
 def test_kernel_log_likelihood_equals_enumerated_program(x64, tree):
     rng = np.random.default_rng(tree.n_nodes)
     counts = rng.poisson(1.0, size=(5, 6))
@@ -143,8 +143,9 @@ def test_kernel_log_likelihood_equals_enumerated_program(x64, tree):
     by_hand = (logsumexp(np.log(np.asarray(params.cluster_prior)) + scores, axis=1).sum()
                + np.sum(sums * np.log(np.asarray(params.row_marginal))))
     np.testing.assert_allclose(by_hand, float(exact), rtol=1e-10)
-    # The XLA path is checked against the dense formulas below; compile it once here, for padding.
-    for backend in ("xla", "numba") if tree is IRREGULAR else ("numba",):
+    # The default backend (numba on the CPU, XLA elsewhere) on every tree; the XLA path, checked against
+    # the dense formulas below, once more on the CPU (one compilation, for padding).
+    for backend in available_backends() if tree is IRREGULAR else ("auto",):
         model = ClusterAbstraction(tree=tree, backend=backend)
         np.testing.assert_allclose(float(_log_lik(model, params, model.prepare(data))), float(exact), rtol=1e-5)
 
@@ -152,11 +153,10 @@ def test_kernel_log_likelihood_equals_enumerated_program(x64, tree):
 @settings(max_examples=6, deadline=None)
 @given(st.sampled_from([Tree.complete(1, 3), IRREGULAR]), st.floats(0.3, 3.0),
        st.integers(0, 2**31 - 1))
-@pytest.mark.numba
 def test_em_log_likelihood_never_decreases_at_beta_one(tree, rate, seed):
     rng = np.random.default_rng(seed)
     data = CoOccurrence.from_dense(rng.poisson(rate, size=(9, 8)) + 1)  # one shape: one compilation per tree
-    model = ClusterAbstraction(tree=tree, backend="numba")
+    model = ClusterAbstraction(tree=tree)
     arrays = model.prepare(data)
     log_lik = np.asarray(_em_log_liks(model, model.init_params(jax.random.key(seed), arrays), arrays, 25))
     assert np.all(np.isfinite(log_lik))
@@ -283,11 +283,10 @@ def test_empty_rows_long_rows_and_the_predictive_distribution():
 
 
 # ----------------------------------------------------------------------------- growth by annealing
-@pytest.mark.numba
 def test_annealing_splits_two_groups_and_leaves_homogeneous_data_alone():
     tree = Tree.complete(1, 2)
     data, truth = _simulate(tree, np.array([0.5, 0.5]), n_rows=40, n_cols=30, n_tokens=60, seed=3, concentration=0.3)
-    schedule = {"beta_start": 0.05, "beta_growth": 2.0, "max_leaves": 2, "backend": "numba", "max_iter_per_level": 100,
+    schedule = {"beta_start": 0.05, "beta_growth": 2.0, "max_leaves": 2, "max_iter_per_level": 100,
                 "tol": 1e-5}
     grown = anneal_tree(data, key=jax.random.key(0), **schedule)
     history = grown.history
@@ -312,25 +311,23 @@ def test_annealing_splits_two_groups_and_leaves_homogeneous_data_alone():
     assert isinstance(figure, matplotlib.figure.Figure)
 
 
-@pytest.mark.numba
 def test_annealing_with_validation_keeps_the_best_level():
     rng = np.random.default_rng(5)
     data = CoOccurrence.from_dense(rng.poisson(2.0, size=(12, 10)) + 1)
     train, valid = data.split_tokens([0.8, 0.2], rng=0)
     grown = anneal_tree(train, key=jax.random.key(1), valid=valid, max_leaves=2, beta_start=0.5, beta_growth=2.0,
-                        backend="numba", max_iter_per_level=50)
+                        max_iter_per_level=50)
     perplexities = grown.history["valid_perplexity"].to_numpy()
     assert np.all(np.isfinite(perplexities))
     best = int(np.argmin(perplexities))
     assert grown.beta == grown.history["beta"].iloc[best]
     assert grown.tree.n_leaves == grown.history["n_leaves"].iloc[best]
     last = anneal_tree(train, key=jax.random.key(1), valid=valid, max_leaves=2, beta_start=0.5, beta_growth=2.0,
-                       backend="numba", max_iter_per_level=50, keep="last")
+                       max_iter_per_level=50, keep="last")
     assert last.beta == 1.0 and last.tree.n_leaves == last.history["n_leaves"].iloc[-1]
     np.testing.assert_allclose(last.history["valid_perplexity"], perplexities, rtol=1e-6)
 
 
-@pytest.mark.numba
 def test_annealing_counts_validation_tokens_of_probability_zero_and_map_em_removes_them():
     rng = np.random.default_rng(5)
     train_counts = rng.poisson(2.0, size=(12, 10)) + 1
@@ -341,7 +338,7 @@ def test_annealing_counts_validation_tokens_of_probability_zero_and_map_em_remov
     valid_counts[:3, 9] = 1
     valid = CoOccurrence.from_dense(valid_counts)
     options = dict(key=jax.random.key(1), valid=valid, max_leaves=2, beta_start=0.5, beta_growth=2.0,
-                   backend="numba", max_iter_per_level=50)
+                   max_iter_per_level=50)
     ml = anneal_tree(train, **options)
     assert (ml.history["valid_zero_tokens"] == 3).all() and np.isinf(ml.history["valid_perplexity"]).all()
     assert ml.model.prior_count == 0.0

@@ -133,10 +133,9 @@ def _check_numba_and_xla_passes_agree():
     np.testing.assert_allclose(float(info_xla.objective), float(info_fast.objective), rtol=1e-5)
 
 
-@pytest.mark.numba
 def test_restarts_are_independent_and_the_best_is_kept():
     data = load_florentine_families()
-    model = LatentClassRelational(2, backend="numba")
+    model = LatentClassRelational(2)
     early = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40, tol=1e9).restart_scores
     assert len(set(early.tolist())) == 6  # six keys, six different starting points after two passes
     result = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40)
@@ -153,7 +152,6 @@ def test_restarts_are_independent_and_the_best_is_kept():
     assert not np.allclose(np.asarray(starts[0]), np.asarray(starts[1]))
 
 
-@pytest.mark.numba
 def test_recovers_planted_blocks_simulated_from_the_program():
     rng = np.random.default_rng(7)
     sizes, n_classes = (60, 45), (3, 2)
@@ -171,8 +169,7 @@ def test_recovers_planted_blocks_simulated_from_the_program():
     trace = handlers.trace(program).get_trace((jnp.asarray(cells),), None, schema=schema, n_classes=n_classes)
     values = np.asarray(trace["r"]["value"])
     data = RelationalData(domains, (Relation("r", ("rows", "cols"), sizes, cells, values),))
-    result = LatentClassRelational({"rows": 3, "cols": 2}, backend="numba").fit(data, key=jax.random.key(0),
-                                                                                n_restarts=10)
+    result = LatentClassRelational({"rows": 3, "cols": 2}).fit(data, key=jax.random.key(0), n_restarts=10)
     classes = result.classes()
     assert adjusted_rand_index(np.asarray(trace["class_rows"]["value"]), classes["rows"]) > 0.9
     assert adjusted_rand_index(np.asarray(trace["class_cols"]["value"]), classes["cols"]) > 0.9
@@ -187,17 +184,15 @@ def test_tempered_em_driver_runs_passes_at_beta():
     assert np.isfinite(result.log_likelihood(data))
 
 
-@pytest.mark.numba
 def test_held_out_prediction_hides_the_cell_and_its_mirror():
     data = load_florentine_families()
-    loss = leave_one_out_log_loss(LatentClassRelational(2, backend="numba"), data, key=jax.random.key(0),
+    loss = leave_one_out_log_loss(LatentClassRelational(2), data, key=jax.random.key(0),
                                   max_cases=8, n_restarts=2, max_passes=20)
     assert loss.losses.shape == (8,) and np.isfinite(loss.mean) and loss.standard_error > 0
     relation = data.relation()
     pair = np.array([[0, relation.mirror_index()[0]]])
-    probs = LatentClassRelational(2, backend="numba").predict_held_out(data, np.repeat(pair, 8, axis=0),
-                                                                       key=jax.random.key(1), n_restarts=2,
-                                                                       max_passes=20)[:1]
+    probs = LatentClassRelational(2).predict_held_out(data, np.repeat(pair, 8, axis=0), key=jax.random.key(1),
+                                                      n_restarts=2, max_passes=20)[:1]
     assert probs.shape == (1, 2, 2)
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
 

@@ -642,10 +642,13 @@ def test_ctrl_c_during_warmup_keeps_the_states_and_says_so(monkeypatch, which):
         assert more.samples["assignments"].shape == (2, 3, 16)
 
 
-def test_supervised_fit_refuses_reference_types_that_cannot_fit_in_memory():
+def test_supervised_fit_refuses_reference_types_that_cannot_fit_in_memory(monkeypatch):
     # max_types is not bounded by the data (the test capacity is, by the number of test
-    # references): 10^9 types were allocated as asked. Now refused from the states' shapes.
+    # references): 10^9 types were allocated as asked. Now refused from the states' shapes. The
+    # limit is set here: the ~90 GiB they need fit in an H200's memory (the test failed there).
     from zoo.dirichlet.supervised import SupervisedDP
+
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(16 * 2**30))
 
     rng = np.random.default_rng(0)
     train, test = rng.normal(size=(10, 3)), rng.normal(size=(6, 3))

@@ -20,6 +20,7 @@ from zoo.baselines import cdp_partition
 from zoo.metrics import clustering_scores
 from inference.chains import sample_chains, stack_states
 from inference.concentration import GammaPrior
+from inference.native import available_backends
 
 PRIOR_VARIANCE, SHAPE, RATE = 1.0, 1.0, 1.0
 ALPHA, ALPHA_TYPES = 0.8, 0.6
@@ -285,7 +286,6 @@ def test_numba_sweep_runs_vmapped_chains_like_single_ones():
         assert np.array_equal(batched.types[chain], single.types)
 
 
-@pytest.mark.numba
 def test_overflow_bits_name_the_capacity_and_only_that_capacity_grows():
     rng = np.random.default_rng(5)
     train, test = rng.normal(size=(12, 2)), 4.0 * rng.normal(size=(10, 2))
@@ -299,7 +299,7 @@ def test_overflow_bits_name_the_capacity_and_only_that_capacity_grows():
     for capacities, bit in (((1, 22), 1), ((10, 1), 2)):
         state = scdp.init(jax.random.key(0), train, labels, test, max_test_clusters=capacities[0],
                           max_types=capacities[1], alpha=50.0, alpha_types=50.0)
-        for backend in ("xla", "numba"):
+        for backend in available_backends():
             step = jax.jit(scdp.build_kernel(1, backend=backend))
             current = state
             for sweep in range(4):

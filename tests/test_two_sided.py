@@ -98,12 +98,11 @@ def test_objective_is_exact_with_one_cluster_per_side(x64):
     np.testing.assert_allclose(float(_objective(model, params, arrays)), independent, rtol=1e-12)
 
 
-@pytest.mark.numba
 def test_em_step_follows_equations_9_and_10(x64):
     rng = np.random.default_rng(5)
     counts = rng.poisson(1.5, size=(6, 5)).astype(float)
     data = CoOccurrence.from_dense(counts)
-    model = TwoSided(3, 2, backend="numba")
+    model = TwoSided(3, 2)
     arrays = model.prepare(data)
     rows = rng.dirichlet(np.ones(3), size=6)
     cols = rng.dirichlet(np.ones(2), size=5)

@@ -38,9 +38,9 @@ and asserts the same result; name both in the module's docstring (tests/test_nat
 that they exist).
 """
 
-from inference.native.backend import BACKENDS, numba_available, numba_threads, resolve_backend
+from inference.native.backend import BACKENDS, available_backends, numba_available, numba_threads, resolve_backend
 
-__all__ = ["BACKENDS", "resolve_backend", "numba_available", "numba_threads", "KERNEL_MODULES"]
+__all__ = ["BACKENDS", "resolve_backend", "available_backends", "numba_available", "numba_threads", "KERNEL_MODULES"]
 
 #: The kernel families, one module each (imported on demand: each imports numba).
 KERNEL_MODULES = (

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["BACKENDS", "resolve_backend", "numba_available", "numba_threads"]
+__all__ = ["BACKENDS", "resolve_backend", "available_backends", "numba_available", "numba_threads"]
 
 #: The values every ``backend=`` argument accepts.
 BACKENDS = ("auto", "xla", "numba")
@@ -43,12 +43,20 @@ def resolve_backend(backend: str) -> str:
         raise ValueError(f"backend: must be 'auto', 'xla' or 'numba', got {backend!r}")
     if backend == "auto":
         return "numba" if (jax.default_backend() == "cpu" and numba_available()) else "xla"
-    if backend == "numba" and not numba_available():
-        raise ValueError("backend: 'numba' requested but numba is not installed")
     if backend == "numba" and jax.default_backend() != "cpu":
         raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
                          f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
+    if backend == "numba" and not numba_available():
+        why = "switched off by LATENTZOO_DISABLE_NUMBA" if os.environ.get("LATENTZOO_DISABLE_NUMBA") else "not installed"
+        raise ValueError(f"backend: 'numba' requested but numba is {why}")
     return backend
+
+
+def available_backends() -> tuple[str, ...]:
+    """The backends a kernel can run here: ``("xla", "numba")`` when JAX runs on the CPU and numba
+    is available, else ``("xla",)`` (what a test that compares the two, or a user who times
+    them, can loop over on any device)."""
+    return ("xla", "numba") if resolve_backend("auto") == "numba" else ("xla",)
 
 
 def numba_threads() -> Any:
