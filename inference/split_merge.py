@@ -42,6 +42,18 @@ acceptance ratio of a split of C into A (holding i) and B is
 (P_split = 1 when K = 1, else 1/2), and a merge uses the negative of the ratio of its reverse
 split. Proposals that cannot be made (a split of a one-point cluster) leave the state unchanged.
 
+Restricted Gibbs launch states (``launch_scans = t > 0``; Jain & Neal 2004, §3). Sequential
+allocation decides the first points of a split from the anchors alone, so in many dimensions it
+rarely proposes the division the data favour; its q of that division is then tiny, and the merge
+that would undo it is rejected too. With t > 0 the points in play (all of C but the anchors, or
+of A ∪ B for a merge) are first put on a side by a fair coin each, then moved by t restricted
+Gibbs scans (each point in the visiting order drawn from p(side | the other points in play)):
+the launch state, made without looking at how the points are divided now. One more scan from
+it draws the split, q being the product of its conditional probabilities; for a merge, the same
+scan is forced to the current division and gives q of the reverse split. The launch is the same
+auxiliary draw for a move and its reverse, so q(final scan | launch) replaces the allocation's q
+in the ratio above and the move stays exact.
+
 Capacity. An accepted split needs a free slot; without one the move changes nothing and reports
 ``overflow``. Every draw is indexed by point or made with one uniform against cumulative sums
 over slots in a fixed order (inactive slots add exactly zero), so a move's outcome does not
@@ -280,6 +292,58 @@ class MoveResult(NamedTuple):
     stats: Any
 
 
+def _restricted_gibbs(model: SideModel, rng_key: jax.Array, uniforms: jax.Array, n_scans: int, order: jax.Array,
+                      n_visits: jax.Array, in_play: jax.Array, i: jax.Array, j: jax.Array, is_split: jax.Array,
+                      now_on_i: jax.Array):
+    """Jain & Neal's (2004) proposal of a division of the points in play between anchors i and j:
+    a launch state (each point on a side by a fair coin, then ``n_scans`` restricted Gibbs scans)
+    made without looking at the current division, then one more scan, which draws the split
+    (``uniforms``) or, for a merge, is forced to the current division (``now_on_i``); q is the
+    product of that scan's conditional probabilities. Returns what the sequential allocation does:
+    (stats of i's side, of j's side, their sizes, log q, on i's side per point)."""
+    point_stats = model.point_stats
+    n_points = in_play.shape[0]
+    dtype = uniforms.dtype
+    key_start, key_scans = jax.random.split(rng_key)
+    index = jnp.arange(n_points)
+    on_i = jnp.where(in_play, jax.random.uniform(key_start, (n_points,), dtype=dtype) < 0.5, index == i)
+    members_i, members_j = (in_play & on_i) | (index == i), (in_play & ~on_i) | (index == j)
+
+    def side(members):
+        return jax.tree_util.tree_map(lambda leaf: jnp.sum(jnp.where(
+            members.reshape((-1,) + (1,) * (leaf.ndim - 1)), leaf, 0), axis=0), point_stats)
+
+    def scan(scan_uniforms, forced):
+        def visit(position, carry):
+            side_i, side_j, size_i, size_j, log_q, on_i = carry
+            k = order[position]
+            own = _tree_rows(point_stats, k)
+            was_i = on_i[k]
+            # k taken out of its side: the conditional of k given every other point in play.
+            side_i = jax.tree_util.tree_map(lambda total, add: total - jnp.where(was_i, add, 0), side_i, own)
+            side_j = jax.tree_util.tree_map(lambda total, add: total - jnp.where(was_i, 0, add), side_j, own)
+            size_i, size_j = size_i - was_i, size_j - ~was_i
+            logit_i = jnp.log(size_i) + model.log_predictive(side_i, k)
+            logit_j = jnp.log(size_j) + model.log_predictive(side_j, k)
+            norm = jnp.logaddexp(logit_i, logit_j)
+            to_i = jnp.where(forced, now_on_i[k], scan_uniforms[k] < jnp.exp(logit_i - norm))
+            log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
+            side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
+            side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
+            return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_i.at[k].set(to_i)
+
+        return visit
+
+    carry = (side(members_i), side(members_j), jnp.sum(members_i).astype(dtype), jnp.sum(members_j).astype(dtype),
+             jnp.zeros((), dtype), on_i)
+    launch_uniforms = jax.random.uniform(key_scans, (n_scans, n_points), dtype=dtype)
+    for scan_index in range(n_scans):  # the launch state (its q is not part of the ratio)
+        carry = jax.lax.fori_loop(0, n_visits, scan(launch_uniforms[scan_index], jnp.zeros((), bool)),
+                                  carry[:4] + (jnp.zeros((), dtype), carry[5]))
+    carry = carry[:4] + (jnp.zeros((), dtype), carry[5])
+    return jax.lax.fori_loop(0, n_visits, scan(uniforms, ~is_split), carry)
+
+
 def split_merge_move(
     model: SideModel,
     rng_key: jax.Array,
@@ -289,6 +353,7 @@ def split_merge_move(
     movable: jax.Array | None = None,
     gains: jax.Array | None = None,
     stats: Any | None = None,
+    launch_scans: int = 0,
 ) -> MoveResult:
     """One split or merge Metropolis–Hastings move (see the module docstring).
 
@@ -312,6 +377,10 @@ def split_merge_move(
     stats : pytree, optional
         The point statistics summed per slot (leading axis K_max), e.g. the ``stats`` of the
         previous move's result; computed when not given (a pass over all N points).
+    launch_scans : int
+        0: the split is proposed by sequential allocation (Dahl 2003). t > 0: by one restricted
+        Gibbs scan from a launch state made of a random division and t restricted Gibbs scans
+        (Jain & Neal 2004, §3; see the module docstring). Static.
 
     Returns
     -------
@@ -323,7 +392,10 @@ def split_merge_move(
     dtype = jnp.result_type(log_alpha)
     if movable is None:
         movable = jnp.ones((n_slots,), bool)
-    key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(rng_key, 5)
+    if launch_scans == 0:
+        key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(rng_key, 5)
+    else:
+        key_kind, key_choice, key_order, key_allocate, key_accept, key_launch = jax.random.split(rng_key, 6)
     choice = jax.random.uniform(key_choice, (4,), dtype=dtype)
     active = (counts > 0) & movable
     n_clusters = jnp.sum(active).astype(jnp.int32)
@@ -381,8 +453,13 @@ def split_merge_move(
         return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i)
 
     one = jnp.ones((), dtype)
-    start = (_tree_rows(point_stats, i), _tree_rows(point_stats, j), one, one, jnp.zeros((), dtype), index == i)
-    side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, n_visits, allocate, start)
+    if launch_scans == 0:
+        start = (_tree_rows(point_stats, i), _tree_rows(point_stats, j), one, one, jnp.zeros((), dtype), index == i)
+        side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, n_visits, allocate, start)
+    else:
+        side_i, side_j, size_i, size_j, log_q, on_side_i = _restricted_gibbs(
+            model, key_launch, uniforms, launch_scans, order, n_visits, in_play, i, j, is_split,
+            assignments == label_i)
     size_both = size_i + size_j
     log_crp_ratio = log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
     log_posterior_ratio = log_crp_ratio + model.log_split_ratio(side_i, side_j, label_i, label_j)  # split / merged
@@ -465,8 +542,10 @@ def split_merge_moves(
     counts: jax.Array,
     alpha: jax.Array,
     n_moves: int,
+    launch_scans: int = 0,
 ) -> tuple[jax.Array, jax.Array, SplitMergeMoves, jax.Array]:
-    """``n_moves`` moves in a row on a DP mixture of ``family`` (keys ``fold_in(rng_key, move)``).
+    """``n_moves`` moves in a row on a DP mixture of ``family`` (keys ``fold_in(rng_key, move)``),
+    their splits proposed with ``launch_scans`` restricted Gibbs scans (:func:`split_merge_move`).
 
     Returns
     -------
@@ -483,7 +562,7 @@ def split_merge_moves(
     def move(carry, move_index):
         assignments, counts, gains, stats, moves, overflow = carry
         result = split_merge_move(model, jax.random.fold_in(rng_key, move_index), assignments, counts, log_alpha,
-                                  gains=gains, stats=stats)
+                                  gains=gains, stats=stats, launch_scans=launch_scans)
         return (result.assignments, result.counts, result.gains, result.stats, count_move(moves, result),
                 overflow | result.overflow), None
 

@@ -182,6 +182,10 @@ def test_bad_input_names_the_argument(fitted):
         DPMixture(family, n_auxiliary=0)
     with pytest.raises(ValueError, match="^n_split_merge"):
         DPMixture(family, n_split_merge=-2)
+    with pytest.raises(ValueError, match="^split_merge_scans"):
+        DPMixture(family, split_merge_scans=-1)
+    with pytest.raises(ValueError, match="^algorithm: 'subcluster' makes its own"):
+        DPMixture(family, algorithm="subcluster", split_merge_scans=3)
     with pytest.raises(ValueError, match="^algorithm"):
         DPMixture(family, algorithm="gibbs")
     with pytest.raises(TypeError, match="^family"):

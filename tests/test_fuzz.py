@@ -1490,7 +1490,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed", "subcluster")),
         "n_auxiliary": BAD_POSITIVE_INT, "max_clusters": st.one_of(BAD_POSITIVE_INT, st.just(2**40)),
         "on_overflow": not_one_of(("grow", "raise")),
-        "n_split_merge": BAD_COUNT.filter(lambda value: value is not None)}, {}),
+        "n_split_merge": BAD_COUNT.filter(lambda value: value is not None), "split_merge_scans": BAD_COUNT}, {}),
     "DPMixture.fit": (lambda kwargs: DPMixture(normal_gamma(2), max_clusters=4).fit(**kwargs),
                       {"data": POINTS, "rng_key": KEY, "n_chains": 1, "n_warmup": 0, "n_draws": 2, "progress": False}, {
         "data": BAD_POINTS, "rng_key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT, "n_warmup": BAD_COUNT,
@@ -1560,7 +1560,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "inference.neal.build_kernel": (lambda kwargs: neal.build_kernel(**kwargs), {"family": normal_gamma(2)}, {
         "family": st.sampled_from([None, "family", normal_gamma]),
         "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed")), "n_auxiliary": BAD_POSITIVE_INT,
-        "n_split_merge": BAD_COUNT, "backend": not_one_of(("auto", "xla", "numba"))}, {}),
+        "n_split_merge": BAD_COUNT, "split_merge_scans": BAD_COUNT, "backend": not_one_of(("auto", "xla", "numba"))},
+        {}),
     "sample_chains": (lambda kwargs: sample_chains(**kwargs),
                       {"rng_key": KEY, "step": lambda key, state, data: (state, {}), "init_states": {"x": jnp.zeros((2, 1))},
                        "data": None, "n_warmup": 0, "n_draws": 1, "progress": False, "record": lambda state, info: state}, {

@@ -3,8 +3,10 @@
 Exactness: chains made of the moves alone (no Gibbs sweep) must sample the enumerated partition
 posterior (helpers of ``tests/test_neal.py``), and two deliberately broken Hastings ratios — the
 merge's pair probability left out, the allocation probability q left out — must fail the same
-check. Purpose: a partition over-split into many pieces of a few tight groups is merged back in
-a few dozen moves, where pairs drawn uniformly (Jain & Neal's choice) have merged few of them.
+check; the same with splits proposed from restricted Gibbs launch states (Jain & Neal 2004), on
+five points, where a ratio without q fails too. Purpose: a partition over-split into many pieces
+of a few tight groups is merged back in a few dozen moves, where pairs drawn uniformly (Jain &
+Neal's choice) have merged few of them.
 Also: Δ_ab against a direct computation, the gains carried from move to move equal those
 computed afresh, moves restricted to movable slots, the outcome
 independent of the capacity, and overflow.
@@ -21,20 +23,21 @@ import pytest
 from jax.scipy.special import gammaln
 
 from inference import split_merge
-from test_neal import DATA_4, FAMILY_1D, NOISE_LIMIT, TV_LIMIT, empirical_tv, exact_posterior, expected_tv_noise
+from test_neal import DATA_4, DATA_6, FAMILY_1D, NOISE_LIMIT, TV_LIMIT, empirical_tv, exact_posterior, expected_tv_noise
 from zoo.dirichlet.families import normal_gamma
 
 MOVES_PER_DRAW = 3
 
 
-@partial(jax.jit, static_argnums=(0, 5))
-def _chains(family, keys, assignments, counts, data, n_draws):
+@partial(jax.jit, static_argnums=(0, 5, 6))
+def _chains(family, keys, assignments, counts, data, n_draws, launch_scans=0):
     """Chains made of split–merge moves only: MOVES_PER_DRAW moves per draw."""
     def chain(key, assignments, counts):
         def draw(carry, draw_key):
             assignments, counts = carry
             assignments, counts, moves, overflow = split_merge.split_merge_moves(
-                family, draw_key, data, assignments, counts, jnp.float32(0.8), MOVES_PER_DRAW)
+                family, draw_key, data, assignments, counts, jnp.float32(0.8), MOVES_PER_DRAW,
+                launch_scans=launch_scans)
             return (assignments, counts), (assignments, moves.splits_accepted + moves.merges_accepted, overflow)
 
         return jax.lax.scan(draw, (assignments, counts), jax.random.split(key, n_draws))[1]
@@ -42,15 +45,16 @@ def _chains(family, keys, assignments, counts, data, n_draws):
     return jax.vmap(chain)(keys, assignments, counts)
 
 
-def moves_alone_tv(seed=11, n_chains=96, n_draws=1000):
-    data = jnp.asarray(DATA_4, jnp.float32)
-    exact = exact_posterior(FAMILY_1D, DATA_4, alpha=0.8)
+def moves_alone_tv(seed=11, n_chains=96, n_draws=1000, points=DATA_4, launch_scans=0):
+    n_points = points.shape[0]
+    data = jnp.asarray(points, jnp.float32)
+    exact = exact_posterior(FAMILY_1D, points, alpha=0.8)
     # Two spare slots: a split always finds a free slot, so no move is dropped for capacity.
-    starts = np.array([np.arange(4) % (1 + chain % 4) for chain in range(n_chains)], np.int32)
-    counts = np.array([np.bincount(row, minlength=6) for row in starts], np.int32)
+    starts = np.array([np.arange(n_points) % (1 + chain % n_points) for chain in range(n_chains)], np.int32)
+    counts = np.array([np.bincount(row, minlength=n_points + 2) for row in starts], np.int32)
     keys = jax.random.split(jax.random.key(seed), n_chains)
-    draws, accepted, overflow = (np.asarray(a) for a in
-                                 _chains(FAMILY_1D, keys, jnp.asarray(starts), jnp.asarray(counts), data, n_draws))
+    draws, accepted, overflow = (np.asarray(a) for a in _chains(
+        FAMILY_1D, keys, jnp.asarray(starts), jnp.asarray(counts), data, n_draws, launch_scans))
     assert not overflow.any()
     draws = draws[:, 100:]  # burn-in
     noise = expected_tv_noise(exact.values(), draws.shape[0] * draws.shape[1] / MOVES_PER_DRAW)
@@ -64,6 +68,24 @@ def test_moves_alone_sample_the_exact_partition_posterior():
     tv, noise, accepted = moves_alone_tv()
     assert tv < TV_LIMIT, f"split–merge alone: total variation {tv:.4f} (expected noise {noise:.4f})"
     assert 0.05 < accepted.mean() / MOVES_PER_DRAW < 0.95  # proposed, and both accepted and rejected
+
+
+def test_moves_with_restricted_gibbs_launch_states_sample_the_exact_partition_posterior(launch_scans=2):
+    """Splits proposed by a restricted Gibbs scan from a launch state (Jain & Neal 2004), on five
+    points (up to three of them in play, divided by the scans)."""
+    tv, noise, accepted = moves_alone_tv(seed=13, n_chains=192, n_draws=2000, points=DATA_6[:5], launch_scans=launch_scans)
+    assert tv < TV_LIMIT, f"launch scans {launch_scans}: total variation {tv:.4f} (expected noise {noise:.4f})"
+    assert 0.05 < accepted.mean() / MOVES_PER_DRAW < 0.95
+
+
+def test_a_launch_state_ratio_without_q_fails_the_exactness_check(monkeypatch):
+    monkeypatch.setattr(split_merge, "_log_split_proposal", without_allocation_probability)
+    jax.clear_caches()
+    try:
+        tv, noise, _ = moves_alone_tv(seed=14, n_chains=192, n_draws=2000, points=DATA_6[:5], launch_scans=2)
+    finally:
+        jax.clear_caches()
+    assert tv > 3 * TV_LIMIT, f"a broken ratio passed: total variation {tv:.4f} (noise {noise:.4f})"
 
 
 def without_pair_probability(log_g, size_i, size_j, original=split_merge._log_merge_proposal):

@@ -43,6 +43,7 @@ def build_kernel(
     alpha_prior: GammaPrior | None = None,
     n_param_proposals: int = 5,
     n_split_merge: int = 0,
+    split_merge_scans: int = 0,
     backend: str = "auto",
 ) -> Callable[[jax.Array, GibbsState, jax.Array], tuple[GibbsState, GibbsInfo]]:
     """Build a pure Gibbs step: one sweep over the points, split–merge moves, parameters, then α.
@@ -70,6 +71,11 @@ def build_kernel(
         Split–merge Metropolis–Hastings moves per step, after the sweep (0: none; see the module
         docstring). Needs the family's marginal likelihoods, and for Algorithms 2 and 8 its
         posterior sampler (φ is redrawn from it after the moves).
+    split_merge_scans : int
+        How a split is proposed: 0, by sequential allocation (Dahl 2003); t > 0, by a restricted
+        Gibbs scan from a launch state made with t restricted Gibbs scans (Jain & Neal 2004), about
+        t + 1 times the allocation's cost, with proposals that find the divisions the data favour
+        (and merges whose reverse split is then likely enough to be accepted).
     backend : {"auto", "xla", "numba"}
         How the sequential loop over the points runs: ``"xla"`` as a ``lax.scan`` (any JAX
         backend), ``"numba"`` as a compiled loop on the host called through
@@ -111,6 +117,7 @@ def build_kernel(
     n_auxiliary = check_int("n_auxiliary", n_auxiliary, minimum=1)
     n_param_proposals = check_int("n_param_proposals", n_param_proposals, minimum=1)
     n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
+    split_merge_scans = check_int("split_merge_scans", split_merge_scans, minimum=0)
     if n_split_merge and not (family.has_marginal and (algorithm == "collapsed" or family.has_posterior)):
         raise ValueError(f"n_split_merge: split–merge moves need the marginal likelihoods of the family "
                          f"{family.name!r} (point_stats, log_marginal, log_predictive) and, for algorithm "
@@ -129,6 +136,7 @@ def build_kernel(
         alpha_prior=alpha_prior,
         n_param_proposals=n_param_proposals,
         n_split_merge=n_split_merge,
+        split_merge_scans=split_merge_scans,
         backend=resolve_backend(backend),
     )
     return partial(_step, config)
@@ -142,6 +150,7 @@ class _KernelConfig(NamedTuple):
     alpha_prior: GammaPrior | None
     n_param_proposals: int
     n_split_merge: int
+    split_merge_scans: int
     backend: str
 
 
@@ -279,7 +288,8 @@ def _step(
     split_merge_accepted = jnp.zeros((), jnp.int32)
     if config.n_split_merge and n_points > 1:
         assignments, counts, moves, split_overflow = split_merge_moves(
-            family, key_split_merge, data, assignments, counts, state.alpha, config.n_split_merge)
+            family, key_split_merge, data, assignments, counts, state.alpha, config.n_split_merge,
+            launch_scans=config.split_merge_scans)
         split_merge_accepted = moves.splits_accepted + moves.merges_accepted
         overflow = overflow | split_overflow
         assignments, counts = _keep_partition_on_overflow(overflow, state, assignments, counts)

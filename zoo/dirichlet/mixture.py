@@ -245,6 +245,10 @@ class DPMixture:
         8 when the family allows them (without them a chain keeps the number of clusters it
         started with on data such as scikit-learn's digits), 0 otherwise; the sub-cluster
         sampler makes its own.
+    split_merge_scans : int
+        How those moves propose a split: 0 (default), by sequential allocation (Dahl 2003); t > 0,
+        by a restricted Gibbs scan from a launch state made with t restricted Gibbs scans (Jain &
+        Neal 2004), about t + 1 times the cost per move (see :mod:`inference.split_merge`).
     max_clusters : int
         Initial capacity K_max >= 1 of every chain. ``fit`` refuses a capacity whose states do not
         fit in memory, naming ``max_clusters``; a growth during the run is checked again, and one
@@ -274,6 +278,7 @@ class DPMixture:
         n_auxiliary: int = 3,
         reuse_auxiliary: bool = False,
         n_split_merge: int | None = None,
+        split_merge_scans: int = 0,
         max_clusters: int = 32,
         on_overflow: str = "grow",
     ):
@@ -294,10 +299,11 @@ class DPMixture:
             allowed = family.has_marginal and (self.algorithm == "collapsed" or family.has_posterior)
             n_split_merge = DEFAULT_SPLIT_MERGE if allowed and self.algorithm != "subcluster" else 0
         self.n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
+        self.split_merge_scans = check_int("split_merge_scans", split_merge_scans, minimum=0)
         if self.algorithm == "subcluster":
-            if self.n_split_merge or reuse_auxiliary:
-                raise ValueError("algorithm: 'subcluster' makes its own splits and merges; leave n_split_merge "
-                                 "and reuse_auxiliary at their defaults")
+            if self.n_split_merge or self.split_merge_scans or reuse_auxiliary:
+                raise ValueError("algorithm: 'subcluster' makes its own splits and merges; leave n_split_merge, "
+                                 "split_merge_scans and reuse_auxiliary at their defaults")
             self.step = subcluster.build_kernel(family, alpha_prior=alpha_prior)
         else:
             self.step = build_kernel(
@@ -307,6 +313,7 @@ class DPMixture:
                 reuse_auxiliary=reuse_auxiliary,
                 alpha_prior=alpha_prior,
                 n_split_merge=self.n_split_merge,
+                split_merge_scans=self.split_merge_scans,
             )
 
     def program(self, data: Any = None, *, n_points: int | None = None) -> None:
