@@ -292,6 +292,35 @@ class MoveResult(NamedTuple):
     stats: Any
 
 
+def _visit(model: SideModel, order: jax.Array, uniforms: jax.Array, forced: jax.Array, now_on_i: jax.Array,
+           take_out: bool):
+    """The ``fori_loop`` body of one pass over the points in play (in ``order``): each point goes to
+    i's or j's side with probability ∝ size × posterior predictive of the side, drawn with
+    ``uniforms`` or, where ``forced``, as ``now_on_i`` says; log q adds up the probabilities of the
+    choices. ``take_out``: the point is first taken out of the side it is on (a restricted Gibbs
+    scan); without it the sides grow from the anchors (sequential allocation). The carry is
+    (stats of i's side, of j's side, their sizes, log q, on i's side per point)."""
+    def visit(position, carry):
+        side_i, side_j, size_i, size_j, log_q, on_i = carry
+        k = order[position]
+        own = _tree_rows(model.point_stats, k)
+        if take_out:  # the conditional of k given every other point in play
+            was_i = on_i[k]
+            side_i = jax.tree_util.tree_map(lambda total, add: total - jnp.where(was_i, add, 0), side_i, own)
+            side_j = jax.tree_util.tree_map(lambda total, add: total - jnp.where(was_i, 0, add), side_j, own)
+            size_i, size_j = size_i - was_i, size_j - ~was_i
+        logit_i = jnp.log(size_i) + model.log_predictive(side_i, k)
+        logit_j = jnp.log(size_j) + model.log_predictive(side_j, k)
+        norm = jnp.logaddexp(logit_i, logit_j)
+        to_i = jnp.where(forced, now_on_i[k], uniforms[k] < jnp.exp(logit_i - norm))
+        log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
+        side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
+        side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
+        return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_i.at[k].set(to_i)
+
+    return visit
+
+
 def _restricted_gibbs(model: SideModel, rng_key: jax.Array, uniforms: jax.Array, n_scans: int, order: jax.Array,
                       n_visits: jax.Array, in_play: jax.Array, i: jax.Array, j: jax.Array, is_split: jax.Array,
                       now_on_i: jax.Array):
@@ -299,9 +328,7 @@ def _restricted_gibbs(model: SideModel, rng_key: jax.Array, uniforms: jax.Array,
     a launch state (each point on a side by a fair coin, then ``n_scans`` restricted Gibbs scans)
     made without looking at the current division, then one more scan, which draws the split
     (``uniforms``) or, for a merge, is forced to the current division (``now_on_i``); q is the
-    product of that scan's conditional probabilities. Returns what the sequential allocation does:
-    (stats of i's side, of j's side, their sizes, log q, on i's side per point)."""
-    point_stats = model.point_stats
+    product of that scan's conditional probabilities. Returns the carry of :func:`_visit`."""
     n_points = in_play.shape[0]
     dtype = uniforms.dtype
     key_start, key_scans = jax.random.split(rng_key)
@@ -311,37 +338,17 @@ def _restricted_gibbs(model: SideModel, rng_key: jax.Array, uniforms: jax.Array,
 
     def side(members):
         return jax.tree_util.tree_map(lambda leaf: jnp.sum(jnp.where(
-            members.reshape((-1,) + (1,) * (leaf.ndim - 1)), leaf, 0), axis=0), point_stats)
-
-    def scan(scan_uniforms, forced):
-        def visit(position, carry):
-            side_i, side_j, size_i, size_j, log_q, on_i = carry
-            k = order[position]
-            own = _tree_rows(point_stats, k)
-            was_i = on_i[k]
-            # k taken out of its side: the conditional of k given every other point in play.
-            side_i = jax.tree_util.tree_map(lambda total, add: total - jnp.where(was_i, add, 0), side_i, own)
-            side_j = jax.tree_util.tree_map(lambda total, add: total - jnp.where(was_i, 0, add), side_j, own)
-            size_i, size_j = size_i - was_i, size_j - ~was_i
-            logit_i = jnp.log(size_i) + model.log_predictive(side_i, k)
-            logit_j = jnp.log(size_j) + model.log_predictive(side_j, k)
-            norm = jnp.logaddexp(logit_i, logit_j)
-            to_i = jnp.where(forced, now_on_i[k], scan_uniforms[k] < jnp.exp(logit_i - norm))
-            log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
-            side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
-            side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
-            return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_i.at[k].set(to_i)
-
-        return visit
+            members.reshape((-1,) + (1,) * (leaf.ndim - 1)), leaf, 0), axis=0), model.point_stats)
 
     carry = (side(members_i), side(members_j), jnp.sum(members_i).astype(dtype), jnp.sum(members_j).astype(dtype),
              jnp.zeros((), dtype), on_i)
     launch_uniforms = jax.random.uniform(key_scans, (n_scans, n_points), dtype=dtype)
-    for scan_index in range(n_scans):  # the launch state (its q is not part of the ratio)
-        carry = jax.lax.fori_loop(0, n_visits, scan(launch_uniforms[scan_index], jnp.zeros((), bool)),
-                                  carry[:4] + (jnp.zeros((), dtype), carry[5]))
-    carry = carry[:4] + (jnp.zeros((), dtype), carry[5])
-    return jax.lax.fori_loop(0, n_visits, scan(uniforms, ~is_split), carry)
+    never = jnp.zeros((), bool)
+    for scan_index in range(n_scans):  # the launch state
+        carry = jax.lax.fori_loop(0, n_visits, _visit(model, order, launch_uniforms[scan_index], never, now_on_i,
+                                                      take_out=True), carry)
+    carry = carry[:4] + (jnp.zeros((), dtype), carry[5])  # q is the last scan's alone
+    return jax.lax.fori_loop(0, n_visits, _visit(model, order, uniforms, ~is_split, now_on_i, take_out=True), carry)
 
 
 def split_merge_move(
@@ -439,27 +446,15 @@ def split_merge_move(
     uniforms = jax.random.uniform(key_allocate, (n_points,), dtype=dtype)
     n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
 
-    def allocate(position, carry):
-        side_i, side_j, size_i, size_j, log_q, on_side_i = carry
-        k = order[position]
-        logit_i = jnp.log(size_i) + model.log_predictive(side_i, k)
-        logit_j = jnp.log(size_j) + model.log_predictive(side_j, k)
-        norm = jnp.logaddexp(logit_i, logit_j)
-        to_i = jnp.where(is_split, uniforms[k] < jnp.exp(logit_i - norm), assignments[k] == label_i)
-        log_q = log_q + jnp.where(to_i, logit_i, logit_j) - norm
-        own = _tree_rows(point_stats, k)
-        side_i = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, add, 0), side_i, own)
-        side_j = jax.tree_util.tree_map(lambda total, add: total + jnp.where(to_i, 0, add), side_j, own)
-        return side_i, side_j, size_i + to_i, size_j + ~to_i, log_q, on_side_i.at[k].set(to_i)
-
-    one = jnp.ones((), dtype)
+    now_on_i = assignments == label_i
     if launch_scans == 0:
+        one = jnp.ones((), dtype)
         start = (_tree_rows(point_stats, i), _tree_rows(point_stats, j), one, one, jnp.zeros((), dtype), index == i)
+        allocate = _visit(model, order, uniforms, ~is_split, now_on_i, take_out=False)
         side_i, side_j, size_i, size_j, log_q, on_side_i = jax.lax.fori_loop(0, n_visits, allocate, start)
     else:
         side_i, side_j, size_i, size_j, log_q, on_side_i = _restricted_gibbs(
-            model, key_launch, uniforms, launch_scans, order, n_visits, in_play, i, j, is_split,
-            assignments == label_i)
+            model, key_launch, uniforms, launch_scans, order, n_visits, in_play, i, j, is_split, now_on_i)
     size_both = size_i + size_j
     log_crp_ratio = log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
     log_posterior_ratio = log_crp_ratio + model.log_split_ratio(side_i, side_j, label_i, label_j)  # split / merged
