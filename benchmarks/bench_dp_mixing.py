@@ -414,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--quick", action="store_true", help="tiny sizes (smoke run, not the published figures)")
     size.add_argument("--full", action="store_true", help="the issue's protocol: 300 s on digits, 100,000 points")
     parser.add_argument("--samplers", nargs="+", choices=tuple(SAMPLERS),
-                        help="default: all but alg3rg (with --quick: alg3 only, since compiling a sampler takes 10-60 s)")
+                        help="default: all but alg3rg (with --quick: alg3 only, since compiling a sampler takes "
+                             "10-60 s)")
     parser.add_argument("--datasets", nargs="+", choices=("digits", "simulated"), default=["digits", "simulated"])
     parser.add_argument("--digits-budget", type=float, help="sampling seconds per sampler on digits")
     parser.add_argument("--sim-points", type=int, help="points of the simulated mixture")

@@ -319,11 +319,9 @@ REFERENCE_WORKER = textwrap.dedent(
     import jax
     jax.config.update("jax_enable_x64", True)
     sys.path.insert(0, os.getcwd())
-    from tests.test_processes import chains_problem, save_chains
-    from inference.chains import sample_chains
+    from tests.test_processes import save_reference_chains
 
-    step, states, observations, options = chains_problem()
-    save_chains(sys.argv[1], sample_chains(jax.random.key(5), step, states, observations, **options))
+    save_reference_chains(sys.argv[1])
     """
 )
 
@@ -342,6 +340,14 @@ def chains_problem():
     return step, states, observations, dict(n_warmup=4, n_draws=8, draws_per_call=4, progress=False)
 
 
+def save_reference_chains(path) -> None:
+    """The one-process run of :func:`chains_problem` that every process must match, saved to ``path``."""
+    from inference.chains import sample_chains
+
+    step, states, observations, options = chains_problem()
+    save_chains(path, sample_chains(jax.random.key(5), step, states, observations, **options))
+
+
 def save_chains(path: str, run) -> None:
     """A chain run's draws, final states and counters, as one ``.npz`` file."""
     leaves = {f"final_{position}": np.asarray(leaf)
@@ -352,8 +358,6 @@ def save_chains(path: str, run) -> None:
 
 
 def _sample_over_processes(n_processes: int, tmp_path, timeout: float) -> None:
-    from inference.chains import sample_chains
-
     environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
     environment["JAX_PLATFORMS"] = "cpu"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -371,9 +375,7 @@ def _sample_over_processes(n_processes: int, tmp_path, timeout: float) -> None:
     assert [worker.returncode for worker in workers] == [0] * n_processes, "\n".join(error[-2000:] for error in errors)
 
     if jax.default_backend() == "cpu":
-        step, states, observations, options = chains_problem()
-        one = sample_chains(jax.random.key(5), step, states, observations, **options)
-        save_chains(tmp_path / "one.npz", one)
+        save_reference_chains(tmp_path / "one.npz")
     else:
         # The workers run on the CPU (gloo collectives), whose kernels (numba) are not this backend's:
         # the one-process run they must match bit for bit is made on the CPU too.

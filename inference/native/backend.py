@@ -47,7 +47,8 @@ def resolve_backend(backend: str) -> str:
         raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
                          f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
     if backend == "numba" and not numba_available():
-        why = "switched off by LATENTZOO_DISABLE_NUMBA" if os.environ.get("LATENTZOO_DISABLE_NUMBA") else "not installed"
+        switched_off = os.environ.get("LATENTZOO_DISABLE_NUMBA")
+        why = "switched off by LATENTZOO_DISABLE_NUMBA" if switched_off else "not installed"
         raise ValueError(f"backend: 'numba' requested but numba is {why}")
     return backend
 
