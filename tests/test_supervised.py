@@ -523,17 +523,19 @@ def _log_integrated_partition(test_labels, test, point_precisions, train_means, 
     return total
 
 
-@pytest.mark.parametrize("model", [1, 3])
-def test_split_merge_moves_alone_sample_the_exact_test_partition(x64, model):
+@pytest.mark.parametrize("model, alpha", [(1, 0.7), (3, 0.7), (3, 10.0)])
+def test_split_merge_moves_alone_sample_the_exact_test_partition(x64, model, alpha):
     # Types and precisions fixed, training means fixed: the moves (with their redraws of the
     # means they touch) must sample p(c_test | t, p_train) with the test means integrated.
+    # SCDP-3 at α = 10 puts mass on three and four test publications, whose moves condition on
+    # the means of the others: redrawing the means of an accepted split from the merged
+    # cluster's conditional (and a merged one's from one side's) gave TV 0.053 there.
     rng = np.random.default_rng(11)
     n_train, n_test, n_features = 3, 4, 2
     train = rng.normal(size=(n_train, n_features))
     test = np.array([[-1.2, 0.3], [-0.9, 0.1], [1.0, -0.4], [1.4, -0.2]])
     features = np.concatenate([train, test])
     labels = np.array([0, 1, 1])
-    alpha = 0.7
     state = scdp.init(jax.random.key(0), train, labels, test, max_test_clusters=n_test, max_types=3,
                       test_clusters=np.zeros(n_test, np.int32))
     types = np.array([0, 1, 0, 1, 2, 2, 0])

@@ -144,7 +144,7 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     n_rest, rest_total, _ = rest
     sides_weight = jnp.stack([result.stats_i[0], result.stats_j[0]])
     sides_weighted = jnp.stack([result.stats_i[1], result.stats_j[1]])
-    separate = result.split_proposed != result.accepted  # an accepted split or a rejected merge
+    separate = result.split_proposed == result.accepted  # an accepted split or a rejected merge
     mean_a, mean_b = _draw_coupled_means(config, key_means, context.coupling, n_rest, rest_total, sides_weight,
                                          sides_weighted)
     merged_precision, merged_linear = _coupled_means(
