@@ -572,6 +572,49 @@ def test_split_merge_moves_alone_sample_the_exact_test_partition(x64, model, alp
     assert _total_variation(exact, sampled) < 0.02
 
 
+
+@pytest.mark.numba
+@pytest.mark.parametrize("model", [1, 3])
+@pytest.mark.parametrize("start", ["one", "singletons"])
+def test_numba_and_xla_split_merge_moves_give_the_same_chain(x64, model, start):
+    # Three test groups and three training publications in 3-D; from one test publication the
+    # moves split, from singletons they merge. Both backends from the same keys, 3 chains (vmapped).
+    rng = np.random.default_rng(4)
+    centres = 2.5 * rng.normal(size=(6, 3))
+    train = np.concatenate([centres[c] + 0.5 * rng.normal(size=(5, 3)) for c in range(3)])
+    test = np.concatenate([centres[c] + 0.5 * rng.normal(size=(8, 3)) for c in range(3, 6)])
+    labels = np.repeat(np.arange(3), 5)
+    test_clusters = np.zeros(24, np.int32) if start == "one" else np.arange(24, dtype=np.int32)
+    states = stack_states([scdp.init(jax.random.key(c), train, labels, test, max_test_clusters=24, max_types=8,
+                                     test_clusters=test_clusters) for c in range(3)])
+    features = jnp.asarray(np.concatenate([train, test]))
+    keys = jax.random.split(jax.random.key(9), 3)
+    finals = {}
+    for backend in ("xla", "numba"):
+        config = scdp.build_kernel(model, n_split_merge=15, backend=backend).args[0]
+
+        def run(key, state):
+            carry = _Carry(state.clusters, state.cluster_counts, state.means, state.types, state.type_counts,
+                           state.precisions, state.overflow)
+
+            def call(carry, call_key):
+                carry, counted = split_merge._split_merge_moves(config, call_key, carry, features, 15, 3,
+                                                                jnp.asarray(1.5))
+                return carry, jnp.stack(counted)
+
+            return jax.lax.scan(call, carry, jax.random.split(key, 4))
+
+        finals[backend] = jax.jit(jax.vmap(run))(keys, states)
+    (xla, xla_moves), (native, native_moves) = finals["xla"], finals["numba"]
+    assert np.array_equal(xla_moves, native_moves)
+    accepted = np.asarray(xla_moves)[..., [1, 3]].sum()
+    assert accepted >= 3, accepted  # the comparison covers accepted splits and merges
+    assert np.array_equal(xla.clusters, native.clusters)
+    assert np.array_equal(xla.cluster_counts, native.cluster_counts)
+    assert np.array_equal(xla.overflow, native.overflow)
+    assert np.allclose(xla.means, native.means, rtol=1e-9, atol=1e-12)
+
+
 def _planted(seed: int, n_features: int = 8, n_per_cluster: int = 40):
     """Six well-separated publications simulated from :func:`supervised_program` (means N(0, 3²)
     per feature, two reference types of precision 4 and 16): three for training, three for test."""

@@ -20,6 +20,8 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
     ``_fresh_candidate_sweep`` and ``_reuse_sweep``; test: tests/test_neal.py;
   * :mod:`.supervised_sweep` — the supervised DP's assignment sweep; twin:
     ``zoo.dirichlet.supervised.sweep_xla._xla_sweep``; test: tests/test_supervised.py;
+  * :mod:`.supervised_moves` — the supervised DP's split–merge moves of the test partition; twin:
+    ``zoo.dirichlet.supervised.split_merge._split_merge_moves``; test: tests/test_supervised.py;
   * :mod:`.relational_em` — the latent-class relational model's incremental-EM pass; twin:
     ``zoo.relational._latent_class_passes._domain_pass``; test: tests/test_latent_class.py;
   * :mod:`.relational_gibbs` — the infinite relational model's Gibbs visits; twin:
@@ -47,6 +49,7 @@ KERNEL_MODULES = (
     "inference.native.sparse_cells",
     "inference.native.neal_sweeps",
     "inference.native.supervised_sweep",
+    "inference.native.supervised_moves",
     "inference.native.relational_em",
     "inference.native.relational_gibbs",
 )

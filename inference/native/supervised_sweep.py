@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["numba_sweep"]
+__all__ = ["numba_sweep", "flatten_batch"]
 
 
 # CPU fast path: the same sweep, with the same random numbers, as one compiled loop per chain on
@@ -323,19 +323,27 @@ def _numba_sweep_kernel():
 _SWEEP_INPUT_NDIMS = (2, 0, 1, 1, 2, 1, 1, 2, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2)
 
 
-def _sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
-    """Host side of the numba sweep: flatten any vmapped leading axes into one batch axis (size
-    1 for inputs shared by all chains), run the batch, restore the batch shape."""
+def flatten_batch(arrays, ndims):
+    """Host arrays of a ``pure_callback`` batched by ``vmap_method="expand_dims"``, each with
+    ``ndims`` axes of its own: (batch shape, n_batch, the arrays with their leading axes flattened
+    into one of size n_batch, or 1 for an input shared by all chains)."""
     arrays = [np.asarray(array) for array in arrays]
-    leading = [array.shape[: array.ndim - ndim] for array, ndim in zip(arrays, _SWEEP_INPUT_NDIMS)]
+    leading = [array.shape[: array.ndim - ndim] for array, ndim in zip(arrays, ndims)]
     batch_shape = np.broadcast_shapes(*leading)
     n_batch = math.prod(batch_shape)
     flat = []
-    for array, lead, ndim in zip(arrays, leading, _SWEEP_INPUT_NDIMS):
+    for array, lead, ndim in zip(arrays, leading, ndims):
         if math.prod(lead) not in (1, n_batch) or (math.prod(lead) == n_batch and lead != batch_shape):
             array = np.broadcast_to(array, batch_shape + array.shape[array.ndim - ndim:])
         tail = array.shape[array.ndim - ndim:]
         flat.append(np.ascontiguousarray(array.reshape((math.prod(array.shape[: array.ndim - ndim]),) + tail)))
+    return batch_shape, n_batch, flat
+
+
+def _sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
+    """Host side of the numba sweep: flatten any vmapped leading axes into one batch axis (size
+    1 for inputs shared by all chains), run the batch, restore the batch shape."""
+    batch_shape, n_batch, flat = flatten_batch(arrays, _SWEEP_INPUT_NDIMS)
     outputs = _numba_sweep_kernel()(n_batch, model, share_clusters, n_train, prior_variance, *flat)
     return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 

@@ -181,10 +181,10 @@ def build_kernel(
         SCDP-3: Metropolis steps on the log precisions per sweep (their conditional is not a
         Gamma, see :func:`_metropolis_precisions_conditioned`).
     backend : {"auto", "xla", "numba"}
-        Where the assignment sweep runs: "xla" as ``lax.scan`` loops (any device); "numba" as a
-        compiled host loop called through ``jax.pure_callback`` (CPU, much faster there); "auto"
-        picks numba on the CPU backend when numba is installed. Both use the same random numbers
-        and give the same chain.
+        Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
+        device); "numba" as compiled host loops called through ``jax.pure_callback``, the chains
+        in parallel (CPU, much faster there); "auto" picks numba on the CPU backend when numba is
+        installed. Both use the same random numbers and give the same chain.
 
     Returns
     -------

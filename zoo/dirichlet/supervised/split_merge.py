@@ -12,8 +12,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from inference.native.supervised_moves import MoveDraws, numba_split_merge_moves
 from inference.segments import segment_sum
-from inference.split_merge import SideModel, count_move, merge_gains, no_moves, split_merge_move
+from inference.split_merge import (SideModel, SplitMergeMoves, count_move, merge_gains, no_moves,
+                                   split_merge_move)
 from zoo.dirichlet.supervised.conditionals import _active_variance_total, _LOG_2PI
 from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
 
@@ -162,16 +164,46 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     return carry, result
 
 
+def _move_draws(rng_key, n_moves: int, n_points: int, n_features: int, dtype) -> MoveDraws:
+    """The random numbers of ``n_moves`` moves as :func:`_split_merge_move` draws them (move m from
+    ``fold_in(rng_key, m)``), for the numba moves."""
+    def one(move_index):
+        key_move, key_means = jax.random.split(jax.random.fold_in(rng_key, move_index))
+        key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(key_move, 5)
+        return MoveDraws(
+            kind=jax.random.uniform(key_kind, (), dtype=dtype),
+            choice=jax.random.uniform(key_choice, (4,), dtype=dtype),
+            keys=jax.random.bits(key_order, (n_points,), jnp.uint32) >> 1,
+            uniforms=jax.random.uniform(key_allocate, (n_points,), dtype=dtype),
+            accept=jax.random.uniform(key_accept, (), dtype=dtype),
+            noise=jax.random.normal(key_means, (2, n_features), dtype),
+            noise_merged=jax.random.normal(jax.random.fold_in(key_means, 1), (n_features,), dtype),
+        )
+
+    return jax.vmap(one)(jnp.arange(n_moves))
+
+
 def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_clusters, alpha):
-    """``config.n_split_merge`` moves in a row; returns (carry, SplitMergeMoves counts)."""
-    point_precisions = carry.precisions[carry.types]
+    """``config.n_split_merge`` moves in a row; returns (carry, SplitMergeMoves counts). With
+    ``config.backend == "numba"`` they run on the host
+    (:func:`inference.native.supervised_moves.numba_split_merge_moves`, same random numbers)."""
     coupling = _active_variance_total(carry.precisions, carry.type_counts)
+    coupling = coupling if config.model == 3 else jnp.zeros_like(coupling)
+    log_alpha = jnp.log(alpha).astype(features.dtype)
+    if config.backend == "numba":
+        draws = _move_draws(rng_key, config.n_split_merge, *features.shape, features.dtype)
+        clusters, counts, means, overflow, moves = numba_split_merge_moves(
+            config.prior_variance, features, carry.types, carry.precisions, coupling, n_train_clusters, log_alpha,
+            carry.clusters, carry.cluster_counts, carry.means, draws)
+        carry = carry._replace(clusters=clusters, cluster_counts=counts, means=means,
+                               overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))
+        return carry, SplitMergeMoves(*(moves[index] for index in range(4)))
+    point_precisions = carry.precisions[carry.types]
     context = _MoveContext(
         point_precisions=point_precisions,
         point_weighted=point_precisions * features,
-        coupling=coupling if config.model == 3 else jnp.zeros_like(coupling),
+        coupling=coupling,
     )
-    log_alpha = jnp.log(alpha).astype(features.dtype)
     counts = carry.cluster_counts
     movable = jnp.arange(counts.shape[0]) >= n_train_clusters
     model = _side_model(config, features, context, carry.means, counts)
