@@ -30,8 +30,9 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
 A kernel module is pure array code: it never imports ``zoo`` (the model packs its state into
 arrays, next to its XLA twin, and calls the module's ``numba_*`` function). The custom-call
 modules import numba when they are imported (:mod:`inference.sparse` imports :mod:`.sparse_cells`
-only once a backend has resolved to numba); the sweeps called through ``jax.pure_callback``
-import it when first compiled.
+only once a backend has resolved to numba), and so do the sweeps called through
+``jax.pure_callback``, which their models import once their backend has resolved to numba. Kernels
+are module-level functions: numba's disk cache does not keep closures made by a factory.
 
 To add a native twin: write the XLA version first; put the numba kernel, its custom-call
 handler (or host callback) and a ``numba_*`` function taking the XLA version's arrays in a module

@@ -12,184 +12,181 @@ Equality tests: tests/test_neal.py::test_numba_and_xla_give_the_same_chain (and 
 ``_conjugate`` and ``_without_dot_form`` variants): same keys, same chain on both backends.
 
 Both use the XLA sweep's uniforms (and ReUse positions), scoring a point only against the
-clusters and candidates it may join. Each has three layers: the numba kernel (compiled once,
-lazily, in :func:`_numba_sweep_kernels`, so importing this module does not import numba), the
-host function that flattens the chains of a ``vmap`` into one call spread over numba's threads
+clusters and candidates it may join. Each has three layers: the numba kernel (module-level, so
+numba's disk cache keeps it between processes; importing this module imports numba, which
+:mod:`inference.neal` does once a backend has resolved to numba), the host function that flattens the chains of a ``vmap`` into one call spread over numba's threads
 (``_*_host``), and the :func:`jax.pure_callback` the XLA sweep calls (``numba_*_sweep``).
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numba import njit, prange
 
 __all__ = ["numba_fresh_sweep", "numba_reuse_sweep"]
 
 
-@lru_cache(maxsize=None)
-def _numba_sweep_kernels():
-    from numba import njit, prange
+# fastmath: only reassociation and contraction, so that the feature dot products vectorise;
+# infinities keep their meaning (rows of weight zero have logit -inf).
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _inverse_cdf_draw(logits, n_live, cumulative, uniform):
+    """Index drawn from softmax(logits[:n_live]) with one uniform, as _draw_index."""
+    top = logits[:n_live].max()
+    cumulative[0] = np.exp(logits[0] - top)
+    for j in range(1, n_live):
+        cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
+    threshold = uniform * cumulative[n_live - 1]
+    j = 0
+    while j < n_live - 1 and cumulative[j] < threshold:
+        j += 1
+    return j
 
-    # fastmath: only reassociation and contraction, so that the feature dot products vectorise;
-    # infinities keep their meaning (rows of weight zero have logit -inf).
-    @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-    def _inverse_cdf_draw(logits, n_live, cumulative, uniform):
-        """Index drawn from softmax(logits[:n_live]) with one uniform, as _draw_index."""
-        top = logits[:n_live].max()
-        cumulative[0] = np.exp(logits[0] - top)
-        for j in range(1, n_live):
-            cumulative[j] = cumulative[j - 1] + np.exp(logits[j] - top)
-        threshold = uniform * cumulative[n_live - 1]
-        j = 0
-        while j < n_live - 1 and cumulative[j] < threshold:
-            j += 1
-        return j
 
-    @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
-    def reuse_sweep_kernel(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
-                           log_new_weight, n_pool, n_supply, use_table):
-        n_chains, n_rows, n_features = rows_cache.shape
-        n_points = row_labels.shape[1]
-        dtype = uniforms.dtype
-        first_supply_row = n_rows - n_supply - 1
-        # log n for n = 1..N, in the data's precision (the XLA path takes log of float counts).
-        log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
-        row_assignments = np.empty((n_chains, n_points), np.int32)
-        final_counts = np.empty((n_chains, n_rows), dtype)
-        overflow = np.zeros(n_chains, np.bool_)
-        for chain in prange(n_chains):
-            cache = rows_cache[chain]
-            chain_features = features[chain % features.shape[0]]  # one shared copy or one per chain
-            counts = initial_counts[chain].astype(np.int64)
-            pool_position = np.full(n_rows, -1, np.int32)
-            for row in range(n_pool):
-                pool_position[row] = row
-            # Rows of positive weight (clusters and pool members) in increasing order; the others
-            # add nothing to the cumulative sums, so the draw only visits (and scores) these. The
-            # list is rebuilt when a cluster is born or dies.
-            live = np.empty(n_rows, np.int64)
-            n_live = 0
-            stale = True
-            logits = np.empty(n_rows, dtype)
-            cumulative = np.empty(n_rows, dtype)
-            n_supplied = 0
-            for i in range(n_points):
-                label = row_labels[chain, i]
-                counts[label] -= 1
-                if counts[label] == 0:
-                    # ReUse step 1: the emptied cluster's φ replaces the pool member at a uniform
-                    # position.
-                    position = positions[chain, i]
-                    for row in range(n_rows):
-                        if pool_position[row] == position:
-                            pool_position[row] = -1
-                    pool_position[label] = position
-                    stale = True
-                if stale:
-                    n_live = 0
-                    for row in range(n_rows):
-                        if counts[row] > 0 or pool_position[row] >= 0:
-                            live[n_live] = row
-                            n_live += 1
-                    stale = False
-                point = chain_features[i]
-                for j in range(n_live):
-                    row = live[j]
-                    if use_table:
-                        log_lik = log_lik_table[chain, i, row]
-                    else:
-                        # log F(x_i | φ_row) = cache_row · features_i (the families' dot form).
-                        log_lik = cache[row, 0] * point[0]
-                        for feature in range(1, n_features):
-                            log_lik += cache[row, feature] * point[feature]
-                    if counts[row] > 0:
-                        logits[j] = log_count[counts[row] - 1] + log_lik
-                    else:
-                        logits[j] = log_new_weight[chain] + log_lik
-                choice = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
-                # ReUse step 2: a chosen pool member becomes a cluster; the next fresh draw takes
-                # its place.
-                chosen_position = pool_position[choice]
-                pool_position[choice] = -1
-                if chosen_position >= 0:
-                    stale = True
-                    if n_supplied < n_supply:
-                        pool_position[first_supply_row + n_supplied] = chosen_position
-                        n_supplied += 1
-                    else:
-                        overflow[chain] = True
-                counts[choice] += 1
-                row_assignments[chain, i] = choice
-            final_counts[chain] = counts.astype(dtype)
-        return row_assignments, final_counts, overflow
-
-    @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
-    def fresh_sweep_kernel(features, assignments, initial_counts, slot_cache, log_new_weight, candidate_log_lik,
-                           candidate_cache, uniforms, own_component_is_candidate):
-        n_chains, n_slots, n_features = slot_cache.shape
-        n_points, n_candidates = candidate_log_lik.shape[1:]
-        dtype = uniforms.dtype
-        log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
-        new_assignments = np.empty((n_chains, n_points), np.int32)
-        final_counts = np.empty((n_chains, n_slots), np.int32)
-        origin = np.empty((n_chains, n_slots), np.int32)
-        overflow = np.zeros(n_chains, np.bool_)
-        for chain in prange(n_chains):
-            cache = slot_cache[chain].copy()
-            chain_features = features[chain % features.shape[0]]  # one shared copy or one per chain
-            counts = initial_counts[chain].astype(np.int64)
-            chain_origin = np.arange(n_slots).astype(np.int32)
-            # Entries of positive weight in the order of the XLA path: slots, then candidates.
-            live = np.empty(n_slots + n_candidates, np.int64)
-            logits = np.empty(n_slots + n_candidates, dtype)
-            cumulative = np.empty(n_slots + n_candidates, dtype)
-            for i in range(n_points):
-                label = assignments[chain, i]
-                counts[label] -= 1
-                singleton = own_component_is_candidate and counts[label] == 0
-                point = chain_features[i]
+@njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _reuse_sweep_kernel(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
+                       log_new_weight, n_pool, n_supply, use_table):
+    n_chains, n_rows, n_features = rows_cache.shape
+    n_points = row_labels.shape[1]
+    dtype = uniforms.dtype
+    first_supply_row = n_rows - n_supply - 1
+    # log n for n = 1..N, in the data's precision (the XLA path takes log of float counts).
+    log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
+    row_assignments = np.empty((n_chains, n_points), np.int32)
+    final_counts = np.empty((n_chains, n_rows), dtype)
+    overflow = np.zeros(n_chains, np.bool_)
+    for chain in prange(n_chains):
+        cache = rows_cache[chain]
+        chain_features = features[chain % features.shape[0]]  # one shared copy or one per chain
+        counts = initial_counts[chain].astype(np.int64)
+        pool_position = np.full(n_rows, -1, np.int32)
+        for row in range(n_pool):
+            pool_position[row] = row
+        # Rows of positive weight (clusters and pool members) in increasing order; the others
+        # add nothing to the cumulative sums, so the draw only visits (and scores) these. The
+        # list is rebuilt when a cluster is born or dies.
+        live = np.empty(n_rows, np.int64)
+        n_live = 0
+        stale = True
+        logits = np.empty(n_rows, dtype)
+        cumulative = np.empty(n_rows, dtype)
+        n_supplied = 0
+        for i in range(n_points):
+            label = row_labels[chain, i]
+            counts[label] -= 1
+            if counts[label] == 0:
+                # ReUse step 1: the emptied cluster's φ replaces the pool member at a uniform
+                # position.
+                position = positions[chain, i]
+                for row in range(n_rows):
+                    if pool_position[row] == position:
+                        pool_position[row] = -1
+                pool_position[label] = position
+                stale = True
+            if stale:
                 n_live = 0
-                first_free = n_slots
-                for slot in range(n_slots):
-                    if counts[slot] > 0 or (singleton and slot == label):
-                        log_lik = cache[slot, 0] * point[0]
-                        for feature in range(1, n_features):
-                            log_lik += cache[slot, feature] * point[feature]
-                        if counts[slot] > 0:
-                            logits[n_live] = log_count[counts[slot] - 1] + log_lik
-                        else:
-                            # Neal (2000) Alg. 8: if x_i was alone, its φ is the first auxiliary.
-                            logits[n_live] = log_new_weight[chain] + log_lik
-                        live[n_live] = slot
+                for row in range(n_rows):
+                    if counts[row] > 0 or pool_position[row] >= 0:
+                        live[n_live] = row
                         n_live += 1
-                    if counts[slot] == 0 and first_free == n_slots:
-                        first_free = slot
-                for candidate in range(1 if singleton else 0, n_candidates):
-                    logits[n_live] = log_new_weight[chain] + candidate_log_lik[chain, i, candidate]
-                    live[n_live] = n_slots + candidate
-                    n_live += 1
-                choice = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
-                slot = choice
-                if choice >= n_slots:
-                    if first_free == n_slots:
-                        overflow[chain] = True
-                        slot = label
-                    else:
-                        slot = first_free
-                        candidate = choice - n_slots
-                        cache[slot] = candidate_cache[chain, i, candidate]
-                        chain_origin[slot] = n_slots + i * n_candidates + candidate
-                counts[slot] += 1
-                new_assignments[chain, i] = slot
-            final_counts[chain] = counts
-            origin[chain] = chain_origin
-        return new_assignments, final_counts, origin, overflow
+                stale = False
+            point = chain_features[i]
+            for j in range(n_live):
+                row = live[j]
+                if use_table:
+                    log_lik = log_lik_table[chain, i, row]
+                else:
+                    # log F(x_i | φ_row) = cache_row · features_i (the families' dot form).
+                    log_lik = cache[row, 0] * point[0]
+                    for feature in range(1, n_features):
+                        log_lik += cache[row, feature] * point[feature]
+                if counts[row] > 0:
+                    logits[j] = log_count[counts[row] - 1] + log_lik
+                else:
+                    logits[j] = log_new_weight[chain] + log_lik
+            choice = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
+            # ReUse step 2: a chosen pool member becomes a cluster; the next fresh draw takes
+            # its place.
+            chosen_position = pool_position[choice]
+            pool_position[choice] = -1
+            if chosen_position >= 0:
+                stale = True
+                if n_supplied < n_supply:
+                    pool_position[first_supply_row + n_supplied] = chosen_position
+                    n_supplied += 1
+                else:
+                    overflow[chain] = True
+            counts[choice] += 1
+            row_assignments[chain, i] = choice
+        final_counts[chain] = counts.astype(dtype)
+    return row_assignments, final_counts, overflow
 
-    return reuse_sweep_kernel, fresh_sweep_kernel
+
+@njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _fresh_sweep_kernel(features, assignments, initial_counts, slot_cache, log_new_weight, candidate_log_lik,
+                       candidate_cache, uniforms, own_component_is_candidate):
+    n_chains, n_slots, n_features = slot_cache.shape
+    n_points, n_candidates = candidate_log_lik.shape[1:]
+    dtype = uniforms.dtype
+    log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
+    new_assignments = np.empty((n_chains, n_points), np.int32)
+    final_counts = np.empty((n_chains, n_slots), np.int32)
+    origin = np.empty((n_chains, n_slots), np.int32)
+    overflow = np.zeros(n_chains, np.bool_)
+    for chain in prange(n_chains):
+        cache = slot_cache[chain].copy()
+        chain_features = features[chain % features.shape[0]]  # one shared copy or one per chain
+        counts = initial_counts[chain].astype(np.int64)
+        chain_origin = np.arange(n_slots).astype(np.int32)
+        # Entries of positive weight in the order of the XLA path: slots, then candidates.
+        live = np.empty(n_slots + n_candidates, np.int64)
+        logits = np.empty(n_slots + n_candidates, dtype)
+        cumulative = np.empty(n_slots + n_candidates, dtype)
+        for i in range(n_points):
+            label = assignments[chain, i]
+            counts[label] -= 1
+            singleton = own_component_is_candidate and counts[label] == 0
+            point = chain_features[i]
+            n_live = 0
+            first_free = n_slots
+            for slot in range(n_slots):
+                if counts[slot] > 0 or (singleton and slot == label):
+                    log_lik = cache[slot, 0] * point[0]
+                    for feature in range(1, n_features):
+                        log_lik += cache[slot, feature] * point[feature]
+                    if counts[slot] > 0:
+                        logits[n_live] = log_count[counts[slot] - 1] + log_lik
+                    else:
+                        # Neal (2000) Alg. 8: if x_i was alone, its φ is the first auxiliary.
+                        logits[n_live] = log_new_weight[chain] + log_lik
+                    live[n_live] = slot
+                    n_live += 1
+                if counts[slot] == 0 and first_free == n_slots:
+                    first_free = slot
+            for candidate in range(1 if singleton else 0, n_candidates):
+                logits[n_live] = log_new_weight[chain] + candidate_log_lik[chain, i, candidate]
+                live[n_live] = n_slots + candidate
+                n_live += 1
+            choice = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
+            slot = choice
+            if choice >= n_slots:
+                if first_free == n_slots:
+                    overflow[chain] = True
+                    slot = label
+                else:
+                    slot = first_free
+                    candidate = choice - n_slots
+                    cache[slot] = candidate_cache[chain, i, candidate]
+                    chain_origin[slot] = n_slots + i * n_candidates + candidate
+            counts[slot] += 1
+            new_assignments[chain, i] = slot
+        final_counts[chain] = counts
+        origin[chain] = chain_origin
+    return new_assignments, final_counts, origin, overflow
 
 
 def _reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table, row_labels, initial_counts,
@@ -197,7 +194,7 @@ def _reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table
     """Host side of the ReUse sweep. Arrays arrive with leading batch (chain) axes, of size 1
     where an argument is shared ("expand_dims"); they are flattened into one chain axis, and the
     shared features are not copied per chain."""
-    kernel = _numba_sweep_kernels()[0]
+    kernel = _reuse_sweep_kernel
     n_points = row_labels.shape[-1]
     n_rows, n_features = rows_cache.shape[-2:]
     batch = np.broadcast_shapes(
@@ -272,7 +269,7 @@ def numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_c
 def _fresh_host(own_component_is_candidate, features, assignments, counts, slot_cache, log_new_weight,
                       candidate_log_lik, candidate_cache, uniforms):
     """Host side of the fresh-candidate sweep (batch axes handled as in :func:`_reuse_host`)."""
-    kernel = _numba_sweep_kernels()[1]
+    kernel = _fresh_sweep_kernel
     n_points, n_features = features.shape[-2:]
     n_slots = counts.shape[-1]
     n_candidates = candidate_log_lik.shape[-1]

@@ -14,469 +14,455 @@ longest, one small operation at a time, and compute the K_max² merge gains of e
 at the start of each sweep; on the digits protocol (10 SCDP-1 chains, capacity 74) ten moves
 cost 45 ms a sweep against 25 ms for the rest of the sweep. Here each chain runs its own loop,
 over its active publications only, the chains in parallel on the CPU's threads, in one host
-call per sweep (``jax.pure_callback``; numba is imported when the kernel is first compiled).
+call per sweep (``jax.pure_callback``; numba is imported with this module, which the model imports
+once its backend has resolved to numba).
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
-from typing import NamedTuple
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numba import njit, prange
 
-from inference.native.supervised_sweep import flatten_batch
+from inference.native.supervised_sweep import batch_row, flatten_batch
 from inference.split_merge import UNIFORM_SHARE
 
-__all__ = ["MoveDraws", "numba_split_merge_moves"]
+__all__ = ["numba_split_merge_moves"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _FAST = {"nsz", "arcp", "contract", "reassoc"}  # no assumption about NaN or infinities
 
 
-class MoveDraws(NamedTuple):
-    """The random numbers of ``n_moves`` moves on N points with D features (leading axis: move),
-    as the XLA moves draw them: the kind (< 1/2: split), four uniforms choosing the cluster or
-    pair and the anchors, 31-bit keys ordering the points in play, the allocation's uniforms (one
-    per point), the acceptance uniform, and standard normals for the two sides' means (2, D) and
-    the merged mean (D)."""
-
-    kind: jax.Array
-    choice: jax.Array
-    keys: jax.Array
-    uniforms: jax.Array
-    accept: jax.Array
-    noise: jax.Array
-    noise_merged: jax.Array
+@njit(cache=True, nogil=True)
+def _log_add_exp(a, b):
+    top = max(a, b)
+    if top == -np.inf:
+        return -np.inf
+    return top + math.log1p(math.exp(-abs(a - b)))
 
 
-@lru_cache(maxsize=None)
-def _moves_kernel():
-    from numba import njit, prange
+@njit(cache=True, nogil=True)
+def _safe_log(value):
+    return math.log(value) if value > 0.0 else -np.inf
 
-    @njit(cache=True, nogil=True)
-    def log_add_exp(a, b):
-        top = max(a, b)
-        if top == -np.inf:
-            return -np.inf
-        return top + math.log1p(math.exp(-abs(a - b)))
 
-    @njit(cache=True, nogil=True)
-    def safe_log(value):
-        return math.log(value) if value > 0.0 else -np.inf
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _log_marginal(weight, weighted, inv_var, log_var):
+    """log ∫ G0^p(p) F(points | p) dp per feature, summed, of a set with statistics
+    A = Σ t_n, B = Σ t_n r_n (no coupling: it ranks the merges, a proposal). One log per block
+    of 8 features, as in :func:`_log_predictive`."""
+    n_features = weight.shape[0]
+    quadratic, log_det = 0.0, 0.0
+    for start in range(0, n_features, 8):
+        product = 1.0
+        for f in range(start, min(start + 8, n_features)):
+            diagonal = inv_var + weight[f]
+            quadratic += weighted[f] * weighted[f] / diagonal
+            product *= diagonal
+        log_det += math.log(product)
+    return -0.5 * n_features * log_var - 0.5 * log_det + 0.5 * quadratic
 
-    @njit(cache=True, nogil=True, fastmath=_FAST)
-    def log_marginal(weight, weighted, inv_var, log_var):
-        """log ∫ G0^p(p) F(points | p) dp per feature, summed, of a set with statistics
-        A = Σ t_n, B = Σ t_n r_n (no coupling: it ranks the merges, a proposal). One log per block
-        of 8 features, as in :func:`log_predictive`."""
-        n_features = weight.shape[0]
-        quadratic, log_det = 0.0, 0.0
-        for start in range(0, n_features, 8):
-            product = 1.0
-            for f in range(start, min(start + 8, n_features)):
-                diagonal = inv_var + weight[f]
-                quadratic += weighted[f] * weighted[f] / diagonal
-                product *= diagonal
-            log_det += math.log(product)
-        return -0.5 * n_features * log_var - 0.5 * log_det + 0.5 * quadratic
 
-    @njit(cache=True, nogil=True)
-    def side_moments(weight, weighted, inv_var, out_variance, out_mean):
-        """1 / Λ and B / Λ of a side (Λ = 1/σ² + A), kept while the side does not change."""
-        for f in range(weight.shape[0]):
-            posterior_precision = inv_var + weight[f]
-            out_variance[f] = 1.0 / posterior_precision
-            out_mean[f] = weighted[f] / posterior_precision
+@njit(cache=True, nogil=True)
+def _side_moments(weight, weighted, inv_var, out_variance, out_mean):
+    """1 / Λ and B / Λ of a side (Λ = 1/σ² + A), kept while the side does not change."""
+    for f in range(weight.shape[0]):
+        posterior_precision = inv_var + weight[f]
+        out_variance[f] = 1.0 / posterior_precision
+        out_mean[f] = weighted[f] / posterior_precision
 
-    # The allocation's inner loop: reassociated sums (they vectorise) and one log per block of 8
-    # features (a product of 8 variances stays inside the float64 range while each lies within
-    # float32's, 1e-38 to 1e38).
-    @njit(cache=True, nogil=True, fastmath=_FAST)
-    def log_predictive(side_variance, side_mean, x, point_variance):
-        """log N(x | B / Λ, 1 / Λ + 1 / t) summed over features, from :func:`side_moments`
-        and the point's 1 / t."""
-        n_features = x.shape[0]
-        quadratic, log_det = 0.0, 0.0
-        for start in range(0, n_features, 8):
-            product = 1.0
-            for f in range(start, min(start + 8, n_features)):
-                variance = side_variance[f] + point_variance[f]
-                difference = x[f] - side_mean[f]
-                quadratic += difference * difference / variance
-                product *= variance
-            log_det += math.log(product)
-        return -0.5 * (log_det + n_features * _LOG_2PI + quadratic)
 
-    @njit(cache=True, nogil=True)
-    def log_integrated(weights, weighteds, n_moving, coupling, n_rest, rest_total, rest_total_sq, inv_var, log_var):
-        """log ∫ Π_a G0^p(p_a) F(points of a | p_a) exp(-V · S(p)) dp over J = ``n_moving`` (1 or 2)
-        means (rows of ``weights`` / ``weighteds``), up to terms that do not depend on the split."""
-        total = 0.0
-        for f in range(weights.shape[1]):
-            v = coupling[f]
-            if n_moving == 1:
-                diagonal = inv_var + weights[0, f] + 2.0 * v * n_rest
-                linear = weighteds[0, f] + 2.0 * v * rest_total[f]
-                total += (-0.5 * log_var - 0.5 * math.log(diagonal) + 0.5 * linear ** 2 / diagonal
-                          - v * rest_total_sq[f])
-            else:
-                d0 = inv_var + weights[0, f] + 2.0 * v * (n_rest + 1.0)
-                d1 = inv_var + weights[1, f] + 2.0 * v * (n_rest + 1.0)
-                l0 = weighteds[0, f] + 2.0 * v * rest_total[f]
-                l1 = weighteds[1, f] + 2.0 * v * rest_total[f]
-                off = -2.0 * v
-                det = d0 * d1 - off * off
-                quad = (d1 * l0 ** 2 + d0 * l1 ** 2 - 2.0 * off * l0 * l1) / det
-                total += -log_var - 0.5 * math.log(det) + 0.5 * quad - 2.0 * v * rest_total_sq[f]
-        return total
+# The allocation's inner loop: reassociated sums (they vectorise) and one log per block of 8
+# features (a product of 8 variances stays inside the float64 range while each lies within
+# float32's, 1e-38 to 1e38).
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _log_predictive(side_variance, side_mean, x, point_variance):
+    """log N(x | B / Λ, 1 / Λ + 1 / t) summed over features, from :func:`_side_moments`
+    and the point's 1 / t."""
+    n_features = x.shape[0]
+    quadratic, log_det = 0.0, 0.0
+    for start in range(0, n_features, 8):
+        product = 1.0
+        for f in range(start, min(start + 8, n_features)):
+            variance = side_variance[f] + point_variance[f]
+            difference = x[f] - side_mean[f]
+            quadratic += difference * difference / variance
+            product *= variance
+        log_det += math.log(product)
+    return -0.5 * (log_det + n_features * _LOG_2PI + quadratic)
 
-    @njit(cache=True, nogil=True)
-    def gains_against(row_weight, row_weighted, row_count, weight, weighted, counts, single, log_alpha, valid,
-                      inv_var, log_var, out):
-        """Δ of merging a set (statistics, ``row_count`` points) with every slot's cluster; -inf
-        where ``valid`` is False (``inference.split_merge._gains_against``)."""
-        if row_count <= 0:
-            out[:] = -np.inf
-            return
-        n_features = row_weight.shape[0]
-        merged_weight, merged_weighted = np.empty(n_features), np.empty(n_features)
-        own = log_marginal(row_weight, row_weighted, inv_var, log_var)
-        for slot in range(counts.shape[0]):
-            if not valid[slot]:
-                out[slot] = -np.inf
-                continue
-            for f in range(n_features):
-                merged_weight[f] = row_weight[f] + weight[slot, f]
-                merged_weighted[f] = row_weighted[f] + weighted[slot, f]
-            size = float(counts[slot])
-            out[slot] = (-log_alpha + math.lgamma(row_count + size) - math.lgamma(row_count) - math.lgamma(size)
-                         + log_marginal(merged_weight, merged_weighted, inv_var, log_var) - own - single[slot])
 
-    @njit(cache=True, nogil=True)
-    def log_pair_probability(gain, log_total, n_clusters):
-        """log g({a, b} | z) (``inference.split_merge._log_pair_probability``)."""
-        if gain == -np.inf:
-            return -np.inf
-        n_pairs = max(n_clusters * (n_clusters - 1) // 2, 1)
-        return log_add_exp(math.log(UNIFORM_SHARE) - math.log(n_pairs),
-                           math.log1p(-UNIFORM_SHARE) + gain - log_total)
+@njit(cache=True, nogil=True)
+def _log_integrated(weights, weighteds, n_moving, coupling, n_rest, rest_total, rest_total_sq, inv_var, log_var):
+    """log ∫ Π_a G0^p(p_a) F(points of a | p_a) exp(-V · S(p)) dp over J = ``n_moving`` (1 or 2)
+    means (rows of ``weights`` / ``weighteds``), up to terms that do not depend on the split."""
+    total = 0.0
+    for f in range(weights.shape[1]):
+        v = coupling[f]
+        if n_moving == 1:
+            diagonal = inv_var + weights[0, f] + 2.0 * v * n_rest
+            linear = weighteds[0, f] + 2.0 * v * rest_total[f]
+            total += (-0.5 * log_var - 0.5 * math.log(diagonal) + 0.5 * linear ** 2 / diagonal
+                      - v * rest_total_sq[f])
+        else:
+            d0 = inv_var + weights[0, f] + 2.0 * v * (n_rest + 1.0)
+            d1 = inv_var + weights[1, f] + 2.0 * v * (n_rest + 1.0)
+            l0 = weighteds[0, f] + 2.0 * v * rest_total[f]
+            l1 = weighteds[1, f] + 2.0 * v * rest_total[f]
+            off = -2.0 * v
+            det = d0 * d1 - off * off
+            quad = (d1 * l0 ** 2 + d0 * l1 ** 2 - 2.0 * off * l0 * l1) / det
+            total += -log_var - 0.5 * math.log(det) + 0.5 * quad - 2.0 * v * rest_total_sq[f]
+    return total
 
-    @njit(cache=True, nogil=True)
-    def nth_member(mask, uniform, size):
-        """The ⌊uniform · size⌋-th index (0-based) where ``mask`` holds."""
-        rank = min(math.floor(uniform * size), size - 1)
-        seen = 0
-        for index in range(mask.shape[0]):
-            if mask[index]:
-                if seen == rank:
-                    return index
-                seen += 1
-        return 0
 
-    @njit(cache=True, nogil=True)
-    def set_row(gains, slot, row):
-        row[slot] = -np.inf
-        gains[slot, :] = row
-        gains[:, slot] = row
+@njit(cache=True, nogil=True)
+def _gains_against(row_weight, row_weighted, row_count, weight, weighted, counts, single, log_alpha, valid,
+                  inv_var, log_var, out):
+    """Δ of merging a set (statistics, ``row_count`` points) with every slot's cluster; -inf
+    where ``valid`` is False (``inference.split_merge._gains_against``)."""
+    if row_count <= 0:
+        out[:] = -np.inf
+        return
+    n_features = row_weight.shape[0]
+    merged_weight, merged_weighted = np.empty(n_features), np.empty(n_features)
+    own = _log_marginal(row_weight, row_weighted, inv_var, log_var)
+    for slot in range(counts.shape[0]):
+        if not valid[slot]:
+            out[slot] = -np.inf
+            continue
+        for f in range(n_features):
+            merged_weight[f] = row_weight[f] + weight[slot, f]
+            merged_weighted[f] = row_weighted[f] + weighted[slot, f]
+        size = float(counts[slot])
+        out[slot] = (-log_alpha + math.lgamma(row_count + size) - math.lgamma(row_count) - math.lgamma(size)
+                     + _log_marginal(merged_weight, merged_weighted, inv_var, log_var) - own - single[slot])
 
-    @njit(cache=True, nogil=True)
-    def moves_chain(features, types, precisions, coupling, inv_var, log_var, n_train_clusters, log_alpha,
-                    clusters, counts, means, kind, choice, keys, uniforms, accept, noise, noise_merged, moves):
-        """``kind.shape[0]`` moves of one chain, in place on clusters, counts and means; adds the
-        counts (splits proposed, accepted, merges proposed, accepted) to ``moves``; returns whether
-        an accepted split found no free slot."""
-        n_points, n_features = features.shape
-        n_slots = counts.shape[0]
-        point_precision = np.empty((n_points, n_features))
-        point_weighted = np.empty((n_points, n_features))
-        point_variance = 1.0 / precisions[types].astype(np.float64)
-        weight, weighted = np.zeros((n_slots, n_features)), np.zeros((n_slots, n_features))
-        for n in range(n_points):
-            for f in range(n_features):
-                point_precision[n, f] = precisions[types[n], f]
-                point_weighted[n, f] = point_precision[n, f] * features[n, f]
-                weight[clusters[n], f] += point_precision[n, f]
-                weighted[clusters[n], f] += point_weighted[n, f]
-        single = np.empty(n_slots)
-        for slot in range(n_slots):
-            single[slot] = log_marginal(weight[slot], weighted[slot], inv_var, log_var)
-        movable = np.arange(n_slots) >= n_train_clusters
+
+@njit(cache=True, nogil=True)
+def _log_pair_probability(gain, log_total, n_clusters):
+    """log g({a, b} | z) (``inference.split_merge._log_pair_probability``)."""
+    if gain == -np.inf:
+        return -np.inf
+    n_pairs = max(n_clusters * (n_clusters - 1) // 2, 1)
+    return _log_add_exp(math.log(UNIFORM_SHARE) - math.log(n_pairs),
+                       math.log1p(-UNIFORM_SHARE) + gain - log_total)
+
+
+@njit(cache=True, nogil=True)
+def _nth_member(mask, uniform, size):
+    """The ⌊uniform · size⌋-th index (0-based) where ``mask`` holds."""
+    rank = min(math.floor(uniform * size), size - 1)
+    seen = 0
+    for index in range(mask.shape[0]):
+        if mask[index]:
+            if seen == rank:
+                return index
+            seen += 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _set_row(gains, slot, row):
+    row[slot] = -np.inf
+    gains[slot, :] = row
+    gains[:, slot] = row
+
+
+@njit(cache=True, nogil=True)
+def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_train_clusters, log_alpha,
+                clusters, counts, means, kind, choice, keys, uniforms, accept, noise, noise_merged, moves):
+    """``kind.shape[0]`` moves of one chain, in place on clusters, counts and means; adds the
+    counts (splits proposed, accepted, merges proposed, accepted) to ``moves``; returns whether
+    an accepted split found no free slot."""
+    n_points, n_features = features.shape
+    n_slots = counts.shape[0]
+    point_precision = np.empty((n_points, n_features))
+    point_weighted = np.empty((n_points, n_features))
+    point_variance = 1.0 / precisions[types].astype(np.float64)
+    weight, weighted = np.zeros((n_slots, n_features)), np.zeros((n_slots, n_features))
+    for n in range(n_points):
+        for f in range(n_features):
+            point_precision[n, f] = precisions[types[n], f]
+            point_weighted[n, f] = point_precision[n, f] * features[n, f]
+            weight[clusters[n], f] += point_precision[n, f]
+            weighted[clusters[n], f] += point_weighted[n, f]
+    single = np.empty(n_slots)
+    for slot in range(n_slots):
+        single[slot] = _log_marginal(weight[slot], weighted[slot], inv_var, log_var)
+    movable = np.arange(n_slots) >= n_train_clusters
+    active = (counts > 0) & movable
+    gains = np.full((n_slots, n_slots), -np.inf)
+    pair_weight, pair_weighted = np.empty(n_features), np.empty(n_features)
+    for a in range(n_slots):
+        if not active[a]:
+            continue
+        for b in range(a + 1, n_slots):
+            if active[b]:
+                for f in range(n_features):
+                    pair_weight[f] = weight[a, f] + weight[b, f]
+                    pair_weighted[f] = weighted[a, f] + weighted[b, f]
+                size_a, size_b = float(counts[a]), float(counts[b])
+                gain = (-log_alpha + math.lgamma(size_a + size_b) - math.lgamma(size_a) - math.lgamma(size_b)
+                        + _log_marginal(pair_weight, pair_weighted, inv_var, log_var) - single[a] - single[b])
+                gains[a, b] = gain
+                gains[b, a] = gain
+    live = np.empty(n_slots, np.int64)
+    pair_probability = np.empty(n_slots * n_slots)
+    row_a, row_b, row_merged = np.empty(n_slots), np.empty(n_slots), np.empty(n_slots)
+    side_i, side_j = np.empty(n_features), np.empty(n_features)
+    side_i_weighted, side_j_weighted = np.empty(n_features), np.empty(n_features)
+    variance_i, variance_j = np.empty(n_features), np.empty(n_features)
+    mean_i, mean_j = np.empty(n_features), np.empty(n_features)
+    on_i = np.zeros(n_points, np.bool_)
+    in_play = np.empty(n_points, np.int64)
+    rest_total, rest_total_sq = np.empty(n_features), np.empty(n_features)
+    sides_weight, sides_weighted = np.empty((2, n_features)), np.empty((2, n_features))
+    overflow = False
+    for move in range(kind.shape[0]):
         active = (counts > 0) & movable
-        gains = np.full((n_slots, n_slots), -np.inf)
-        pair_weight, pair_weighted = np.empty(n_features), np.empty(n_features)
-        for a in range(n_slots):
-            if not active[a]:
+        # Only pairs of active movable slots have finite gains: the sums below skip exact zeros.
+        n_clusters = 0
+        for slot in range(n_slots):
+            if active[slot]:
+                live[n_clusters] = slot
+                n_clusters += 1
+        top = -np.inf
+        for a in range(n_clusters):
+            for b in range(a + 1, n_clusters):
+                top = max(top, gains[live[a], live[b]])
+        if not np.isfinite(top):
+            top = 0.0
+        total = 0.0
+        for a in range(n_clusters):
+            for b in range(a + 1, n_clusters):
+                total += math.exp(gains[live[a], live[b]] - top)
+        log_total = top + _safe_log(total)
+        is_split = n_clusters <= 1 or kind[move] < 0.5
+        split_slot, pair_low, pair_high = 0, 0, 0
+        if is_split:
+            split_slot = _nth_member(active, choice[move, 0], n_clusters)
+            n_split = counts[split_slot]
+            possible = n_clusters >= 1 and n_split >= 2
+            if not possible:
                 continue
-            for b in range(a + 1, n_slots):
-                if active[b]:
-                    for f in range(n_features):
-                        pair_weight[f] = weight[a, f] + weight[b, f]
-                        pair_weighted[f] = weighted[a, f] + weighted[b, f]
-                    size_a, size_b = float(counts[a]), float(counts[b])
-                    gain = (-log_alpha + math.lgamma(size_a + size_b) - math.lgamma(size_a) - math.lgamma(size_b)
-                            + log_marginal(pair_weight, pair_weighted, inv_var, log_var) - single[a] - single[b])
-                    gains[a, b] = gain
-                    gains[b, a] = gain
-        live = np.empty(n_slots, np.int64)
-        pair_probability = np.empty(n_slots * n_slots)
-        row_a, row_b, row_merged = np.empty(n_slots), np.empty(n_slots), np.empty(n_slots)
-        side_i, side_j = np.empty(n_features), np.empty(n_features)
-        side_i_weighted, side_j_weighted = np.empty(n_features), np.empty(n_features)
-        variance_i, variance_j = np.empty(n_features), np.empty(n_features)
-        mean_i, mean_j = np.empty(n_features), np.empty(n_features)
-        on_i = np.zeros(n_points, np.bool_)
-        in_play = np.empty(n_points, np.int64)
-        rest_total, rest_total_sq = np.empty(n_features), np.empty(n_features)
-        sides_weight, sides_weighted = np.empty((2, n_features)), np.empty((2, n_features))
-        overflow = False
-        for move in range(kind.shape[0]):
-            active = (counts > 0) & movable
-            # Only pairs of active movable slots have finite gains: the sums below skip exact zeros.
-            n_clusters = 0
-            for slot in range(n_slots):
-                if active[slot]:
-                    live[n_clusters] = slot
-                    n_clusters += 1
-            top = -np.inf
+            in_split = clusters == split_slot
+            i = _nth_member(in_split, choice[move, 1], n_split)
+            in_split[i] = False
+            j = _nth_member(in_split, choice[move, 2], n_split - 1)
+        else:
+            if n_clusters < 2:
+                continue
+            # The pair by inverse CDF over the pairs in row-major order (live is ascending).
+            cumulative, n_pairs = 0.0, 0
             for a in range(n_clusters):
                 for b in range(a + 1, n_clusters):
-                    top = max(top, gains[live[a], live[b]])
+                    cumulative += math.exp(_log_pair_probability(gains[live[a], live[b]], log_total, n_clusters))
+                    pair_probability[n_pairs] = cumulative
+                    n_pairs += 1
+            threshold = choice[move, 0] * cumulative
+            pair_low, pair_high, n_pairs = n_slots - 1, n_slots - 1, 0
+            found = False
+            for a in range(n_clusters):
+                for b in range(a + 1, n_clusters):
+                    if not found and pair_probability[n_pairs] > threshold:
+                        pair_low, pair_high, found = live[a], live[b], True
+                    n_pairs += 1
+            first = pair_low if choice[move, 3] < 0.5 else pair_high
+            second = pair_low + pair_high - first
+            i = _nth_member(clusters == first, choice[move, 1], counts[first])
+            j = _nth_member(clusters == second, choice[move, 2], counts[second])
+        label_i, label_j = clusters[i], clusters[j]
+        n_play = 0
+        for n in range(n_points):
+            if (clusters[n] == label_i or clusters[n] == label_j) and n != i and n != j:
+                in_play[n_play] = n
+                n_play += 1
+        play = in_play[:n_play]
+        order = play[np.argsort(keys[move][play], kind="mergesort")]
+        # Sequential allocation from the anchors (forced to the current division for a merge).
+        for f in range(n_features):
+            side_i[f], side_i_weighted[f] = point_precision[i, f], point_weighted[i, f]
+            side_j[f], side_j_weighted[f] = point_precision[j, f], point_weighted[j, f]
+        size_i, size_j, log_q = 1.0, 1.0, 0.0
+        on_i[i], on_i[j] = True, False
+        _side_moments(side_i, side_i_weighted, inv_var, variance_i, mean_i)
+        _side_moments(side_j, side_j_weighted, inv_var, variance_j, mean_j)
+        for k in order:
+            logit_i = math.log(size_i) + _log_predictive(variance_i, mean_i, features[k], point_variance[k])
+            logit_j = math.log(size_j) + _log_predictive(variance_j, mean_j, features[k], point_variance[k])
+            norm = _log_add_exp(logit_i, logit_j)
+            if is_split:
+                to_i = uniforms[move, k] < math.exp(logit_i - norm)
+            else:
+                to_i = clusters[k] == label_i
+            log_q += (logit_i if to_i else logit_j) - norm
+            if to_i:
+                side_i += point_precision[k]
+                side_i_weighted += point_weighted[k]
+                size_i += 1.0
+                _side_moments(side_i, side_i_weighted, inv_var, variance_i, mean_i)
+            else:
+                side_j += point_precision[k]
+                side_j_weighted += point_weighted[k]
+                size_j += 1.0
+                _side_moments(side_j, side_j_weighted, inv_var, variance_j, mean_j)
+            on_i[k] = to_i
+        size_both = size_i + size_j
+        log_crp_ratio = log_alpha + math.lgamma(size_i) + math.lgamma(size_j) - math.lgamma(size_both)
+        # The other publications' means (DM05 eq. 3 couples them to the moving ones for SCDP-3).
+        n_rest = 0.0
+        rest_total[:] = 0.0
+        rest_total_sq[:] = 0.0
+        for slot in range(n_slots):
+            if counts[slot] > 0 and slot != label_i and slot != label_j:
+                n_rest += 1.0
+                for f in range(n_features):
+                    rest_total[f] += means[slot, f]
+                    rest_total_sq[f] += means[slot, f] * means[slot, f]
+        sides_weight[0], sides_weight[1] = side_i, side_j
+        sides_weighted[0], sides_weighted[1] = side_i_weighted, side_j_weighted
+        merged_weight = side_i + side_j
+        merged_weighted = side_i_weighted + side_j_weighted
+        log_split_ratio = (
+            _log_integrated(sides_weight, sides_weighted, 2, coupling, n_rest, rest_total, rest_total_sq, inv_var,
+                           log_var)
+            - _log_integrated(merged_weight.reshape((1, n_features)), merged_weighted.reshape((1, n_features)), 1,
+                             coupling, n_rest, rest_total, rest_total_sq, inv_var, log_var))
+        log_posterior_ratio = log_crp_ratio + log_split_ratio
+        if is_split:
+            others = active.copy()
+            others[split_slot] = False
+            _gains_against(side_i, side_i_weighted, size_i, weight, weighted, counts, single, log_alpha, others,
+                          inv_var, log_var, row_a)
+            _gains_against(side_j, side_j_weighted, size_j, weight, weighted, counts, single, log_alpha, others,
+                          inv_var, log_var, row_b)
+            pair_ab = -(log_crp_ratio + _log_marginal(side_i, side_i_weighted, inv_var, log_var)
+                        + _log_marginal(side_j, side_j_weighted, inv_var, log_var)
+                        - _log_marginal(merged_weight, merged_weighted, inv_var, log_var))
+            # log Σ exp over the pairs of the split state: those without C, A's and B's rows, (A, B).
+            top = pair_ab
+            for a in range(n_clusters):
+                top = max(top, max(row_a[live[a]], row_b[live[a]]))
+                if live[a] != split_slot:
+                    for b in range(a + 1, n_clusters):
+                        if live[b] != split_slot:
+                            top = max(top, gains[live[a], live[b]])
             if not np.isfinite(top):
                 top = 0.0
-            total = 0.0
+            total = math.exp(pair_ab - top)
             for a in range(n_clusters):
-                for b in range(a + 1, n_clusters):
-                    total += math.exp(gains[live[a], live[b]] - top)
-            log_total = top + safe_log(total)
-            is_split = n_clusters <= 1 or kind[move] < 0.5
-            split_slot, pair_low, pair_high = 0, 0, 0
-            if is_split:
-                split_slot = nth_member(active, choice[move, 0], n_clusters)
-                n_split = counts[split_slot]
-                possible = n_clusters >= 1 and n_split >= 2
-                if not possible:
-                    continue
-                in_split = clusters == split_slot
-                i = nth_member(in_split, choice[move, 1], n_split)
-                in_split[i] = False
-                j = nth_member(in_split, choice[move, 2], n_split - 1)
-            else:
-                if n_clusters < 2:
-                    continue
-                # The pair by inverse CDF over the pairs in row-major order (live is ascending).
-                cumulative, n_pairs = 0.0, 0
-                for a in range(n_clusters):
+                total += math.exp(row_a[live[a]] - top) + math.exp(row_b[live[a]] - top)
+                if live[a] != split_slot:
                     for b in range(a + 1, n_clusters):
-                        cumulative += math.exp(log_pair_probability(gains[live[a], live[b]], log_total, n_clusters))
-                        pair_probability[n_pairs] = cumulative
-                        n_pairs += 1
-                threshold = choice[move, 0] * cumulative
-                pair_low, pair_high, n_pairs = n_slots - 1, n_slots - 1, 0
-                found = False
-                for a in range(n_clusters):
-                    for b in range(a + 1, n_clusters):
-                        if not found and pair_probability[n_pairs] > threshold:
-                            pair_low, pair_high, found = live[a], live[b], True
-                        n_pairs += 1
-                first = pair_low if choice[move, 3] < 0.5 else pair_high
-                second = pair_low + pair_high - first
-                i = nth_member(clusters == first, choice[move, 1], counts[first])
-                j = nth_member(clusters == second, choice[move, 2], counts[second])
-            label_i, label_j = clusters[i], clusters[j]
-            n_play = 0
-            for n in range(n_points):
-                if (clusters[n] == label_i or clusters[n] == label_j) and n != i and n != j:
-                    in_play[n_play] = n
-                    n_play += 1
-            play = in_play[:n_play]
-            order = play[np.argsort(keys[move][play], kind="mergesort")]
-            # Sequential allocation from the anchors (forced to the current division for a merge).
-            for f in range(n_features):
-                side_i[f], side_i_weighted[f] = point_precision[i, f], point_weighted[i, f]
-                side_j[f], side_j_weighted[f] = point_precision[j, f], point_weighted[j, f]
-            size_i, size_j, log_q = 1.0, 1.0, 0.0
-            on_i[i], on_i[j] = True, False
-            side_moments(side_i, side_i_weighted, inv_var, variance_i, mean_i)
-            side_moments(side_j, side_j_weighted, inv_var, variance_j, mean_j)
+                        if live[b] != split_slot:
+                            total += math.exp(gains[live[a], live[b]] - top)
+            log_g = _log_pair_probability(pair_ab, top + _safe_log(total), n_clusters + 1)
+            n_merged_clusters = n_clusters
+        else:
+            log_g = _log_pair_probability(gains[pair_low, pair_high], log_total, n_clusters)
+            n_merged_clusters = n_clusters - 1
+        log_kind = 0.0 if n_merged_clusters == 1 else math.log(0.5)
+        log_split_proposal = (log_kind - math.log(n_merged_clusters) - math.log(size_both)
+                              - math.log(size_both - 1.0) + log_q)
+        log_merge_proposal = math.log(0.25) + log_g - math.log(size_i) - math.log(size_j)
+        log_ratio = log_posterior_ratio + log_merge_proposal - log_split_proposal
+        if not is_split:
+            log_ratio = -log_ratio
+        accepted = _safe_log(accept[move]) < log_ratio
+        new_slot = -1
+        for slot in range(n_slots):
+            if counts[slot] == 0:
+                new_slot = slot
+                break
+        if accepted and is_split and new_slot < 0:
+            overflow = True
+            accepted = False
+        new_slot = max(new_slot, 0)
+        # The moved means' conditional, given the rest (the state before the move).
+        off = -2.0 * coupling
+        mean_a, mean_b, merged_mean = np.empty(n_features), np.empty(n_features), np.empty(n_features)
+        for f in range(n_features):
+            v = coupling[f]
+            d0 = inv_var + side_i[f] + 2.0 * v * (n_rest + 1.0)
+            d1 = inv_var + side_j[f] + 2.0 * v * (n_rest + 1.0)
+            l0 = side_i_weighted[f] + 2.0 * v * rest_total[f]
+            l1 = side_j_weighted[f] + 2.0 * v * rest_total[f]
+            marginal_precision = d1 - off[f] * off[f] / d0
+            marginal_linear = l1 - off[f] * l0 / d0
+            mean_b[f] = marginal_linear / marginal_precision + noise[move, 1, f] / math.sqrt(marginal_precision)
+            mean_a[f] = (l0 - off[f] * mean_b[f]) / d0 + noise[move, 0, f] / math.sqrt(d0)
+            diagonal = inv_var + merged_weight[f] + 2.0 * v * n_rest
+            linear = merged_weighted[f] + 2.0 * v * rest_total[f]
+            merged_mean[f] = linear / diagonal + noise_merged[move, f] / math.sqrt(diagonal)
+        if accepted and is_split:
             for k in order:
-                logit_i = math.log(size_i) + log_predictive(variance_i, mean_i, features[k], point_variance[k])
-                logit_j = math.log(size_j) + log_predictive(variance_j, mean_j, features[k], point_variance[k])
-                norm = log_add_exp(logit_i, logit_j)
-                if is_split:
-                    to_i = uniforms[move, k] < math.exp(logit_i - norm)
-                else:
-                    to_i = clusters[k] == label_i
-                log_q += (logit_i if to_i else logit_j) - norm
-                if to_i:
-                    side_i += point_precision[k]
-                    side_i_weighted += point_weighted[k]
-                    size_i += 1.0
-                    side_moments(side_i, side_i_weighted, inv_var, variance_i, mean_i)
-                else:
-                    side_j += point_precision[k]
-                    side_j_weighted += point_weighted[k]
-                    size_j += 1.0
-                    side_moments(side_j, side_j_weighted, inv_var, variance_j, mean_j)
-                on_i[k] = to_i
-            size_both = size_i + size_j
-            log_crp_ratio = log_alpha + math.lgamma(size_i) + math.lgamma(size_j) - math.lgamma(size_both)
-            # The other publications' means (DM05 eq. 3 couples them to the moving ones for SCDP-3).
-            n_rest = 0.0
-            rest_total[:] = 0.0
-            rest_total_sq[:] = 0.0
-            for slot in range(n_slots):
-                if counts[slot] > 0 and slot != label_i and slot != label_j:
-                    n_rest += 1.0
-                    for f in range(n_features):
-                        rest_total[f] += means[slot, f]
-                        rest_total_sq[f] += means[slot, f] * means[slot, f]
-            sides_weight[0], sides_weight[1] = side_i, side_j
-            sides_weighted[0], sides_weighted[1] = side_i_weighted, side_j_weighted
-            merged_weight = side_i + side_j
-            merged_weighted = side_i_weighted + side_j_weighted
-            log_split_ratio = (
-                log_integrated(sides_weight, sides_weighted, 2, coupling, n_rest, rest_total, rest_total_sq, inv_var,
-                               log_var)
-                - log_integrated(merged_weight.reshape((1, n_features)), merged_weighted.reshape((1, n_features)), 1,
-                                 coupling, n_rest, rest_total, rest_total_sq, inv_var, log_var))
-            log_posterior_ratio = log_crp_ratio + log_split_ratio
-            if is_split:
-                others = active.copy()
-                others[split_slot] = False
-                gains_against(side_i, side_i_weighted, size_i, weight, weighted, counts, single, log_alpha, others,
-                              inv_var, log_var, row_a)
-                gains_against(side_j, side_j_weighted, size_j, weight, weighted, counts, single, log_alpha, others,
-                              inv_var, log_var, row_b)
-                pair_ab = -(log_crp_ratio + log_marginal(side_i, side_i_weighted, inv_var, log_var)
-                            + log_marginal(side_j, side_j_weighted, inv_var, log_var)
-                            - log_marginal(merged_weight, merged_weighted, inv_var, log_var))
-                # log Σ exp over the pairs of the split state: those without C, A's and B's rows, (A, B).
-                top = pair_ab
-                for a in range(n_clusters):
-                    top = max(top, max(row_a[live[a]], row_b[live[a]]))
-                    if live[a] != split_slot:
-                        for b in range(a + 1, n_clusters):
-                            if live[b] != split_slot:
-                                top = max(top, gains[live[a], live[b]])
-                if not np.isfinite(top):
-                    top = 0.0
-                total = math.exp(pair_ab - top)
-                for a in range(n_clusters):
-                    total += math.exp(row_a[live[a]] - top) + math.exp(row_b[live[a]] - top)
-                    if live[a] != split_slot:
-                        for b in range(a + 1, n_clusters):
-                            if live[b] != split_slot:
-                                total += math.exp(gains[live[a], live[b]] - top)
-                log_g = log_pair_probability(pair_ab, top + safe_log(total), n_clusters + 1)
-                n_merged_clusters = n_clusters
-            else:
-                log_g = log_pair_probability(gains[pair_low, pair_high], log_total, n_clusters)
-                n_merged_clusters = n_clusters - 1
-            log_kind = 0.0 if n_merged_clusters == 1 else math.log(0.5)
-            log_split_proposal = (log_kind - math.log(n_merged_clusters) - math.log(size_both)
-                                  - math.log(size_both - 1.0) + log_q)
-            log_merge_proposal = math.log(0.25) + log_g - math.log(size_i) - math.log(size_j)
-            log_ratio = log_posterior_ratio + log_merge_proposal - log_split_proposal
-            if not is_split:
-                log_ratio = -log_ratio
-            accepted = safe_log(accept[move]) < log_ratio
-            new_slot = -1
-            for slot in range(n_slots):
-                if counts[slot] == 0:
-                    new_slot = slot
-                    break
-            if accepted and is_split and new_slot < 0:
-                overflow = True
-                accepted = False
-            new_slot = max(new_slot, 0)
-            # The moved means' conditional, given the rest (the state before the move).
-            off = -2.0 * coupling
-            mean_a, mean_b, merged_mean = np.empty(n_features), np.empty(n_features), np.empty(n_features)
-            for f in range(n_features):
-                v = coupling[f]
-                d0 = inv_var + side_i[f] + 2.0 * v * (n_rest + 1.0)
-                d1 = inv_var + side_j[f] + 2.0 * v * (n_rest + 1.0)
-                l0 = side_i_weighted[f] + 2.0 * v * rest_total[f]
-                l1 = side_j_weighted[f] + 2.0 * v * rest_total[f]
-                marginal_precision = d1 - off[f] * off[f] / d0
-                marginal_linear = l1 - off[f] * l0 / d0
-                mean_b[f] = marginal_linear / marginal_precision + noise[move, 1, f] / math.sqrt(marginal_precision)
-                mean_a[f] = (l0 - off[f] * mean_b[f]) / d0 + noise[move, 0, f] / math.sqrt(d0)
-                diagonal = inv_var + merged_weight[f] + 2.0 * v * n_rest
-                linear = merged_weighted[f] + 2.0 * v * rest_total[f]
-                merged_mean[f] = linear / diagonal + noise_merged[move, f] / math.sqrt(diagonal)
-            if accepted and is_split:
-                for k in order:
-                    if not on_i[k]:
-                        clusters[k] = new_slot
-                clusters[j] = new_slot
-                counts[split_slot], counts[new_slot] = np.int32(size_i), np.int32(size_j)
-                set_row(gains, split_slot, row_a)
-                set_row(gains, new_slot, row_b)
-                gains[split_slot, new_slot] = pair_ab
-                gains[new_slot, split_slot] = pair_ab
-                weight[split_slot], weighted[split_slot] = side_i, side_i_weighted
-                weight[new_slot], weighted[new_slot] = side_j, side_j_weighted
-                single[split_slot] = log_marginal(side_i, side_i_weighted, inv_var, log_var)
-                single[new_slot] = log_marginal(side_j, side_j_weighted, inv_var, log_var)
-            elif accepted:
-                valid = active.copy()
-                valid[label_i], valid[label_j] = False, False
-                gains_against(merged_weight, merged_weighted, size_both, weight, weighted, counts, single, log_alpha,
-                              valid, inv_var, log_var, row_merged)
-                for n in range(n_points):
-                    if clusters[n] == label_i:
-                        clusters[n] = label_j
-                counts[label_j] += counts[label_i]
-                counts[label_i] = 0
-                row_a[:] = -np.inf
-                set_row(gains, label_i, row_a)
-                set_row(gains, label_j, row_merged)
-                weight[label_i], weighted[label_i] = 0.0, 0.0
-                weight[label_j], weighted[label_j] = merged_weight, merged_weighted
-                single[label_i] = log_marginal(weight[label_i], weighted[label_i], inv_var, log_var)
-                single[label_j] = log_marginal(merged_weight, merged_weighted, inv_var, log_var)
-            # Two publications after an accepted split or a rejected merge, one otherwise.
-            separate = accepted == is_split
-            slot_i, slot_j = clusters[i], clusters[j]
-            means[slot_j] = mean_b if separate else merged_mean
-            means[slot_i] = mean_a if separate else merged_mean
-            counter = 0 if is_split else 2
-            moves[counter] += 1
-            if accepted:
-                moves[counter + 1] += 1
-        return overflow
+                if not on_i[k]:
+                    clusters[k] = new_slot
+            clusters[j] = new_slot
+            counts[split_slot], counts[new_slot] = np.int32(size_i), np.int32(size_j)
+            _set_row(gains, split_slot, row_a)
+            _set_row(gains, new_slot, row_b)
+            gains[split_slot, new_slot] = pair_ab
+            gains[new_slot, split_slot] = pair_ab
+            weight[split_slot], weighted[split_slot] = side_i, side_i_weighted
+            weight[new_slot], weighted[new_slot] = side_j, side_j_weighted
+            single[split_slot] = _log_marginal(side_i, side_i_weighted, inv_var, log_var)
+            single[new_slot] = _log_marginal(side_j, side_j_weighted, inv_var, log_var)
+        elif accepted:
+            valid = active.copy()
+            valid[label_i], valid[label_j] = False, False
+            _gains_against(merged_weight, merged_weighted, size_both, weight, weighted, counts, single, log_alpha,
+                          valid, inv_var, log_var, row_merged)
+            for n in range(n_points):
+                if clusters[n] == label_i:
+                    clusters[n] = label_j
+            counts[label_j] += counts[label_i]
+            counts[label_i] = 0
+            row_a[:] = -np.inf
+            _set_row(gains, label_i, row_a)
+            _set_row(gains, label_j, row_merged)
+            weight[label_i], weighted[label_i] = 0.0, 0.0
+            weight[label_j], weighted[label_j] = merged_weight, merged_weighted
+            single[label_i] = _log_marginal(weight[label_i], weighted[label_i], inv_var, log_var)
+            single[label_j] = _log_marginal(merged_weight, merged_weighted, inv_var, log_var)
+        # Two publications after an accepted split or a rejected merge, one otherwise.
+        separate = accepted == is_split
+        slot_i, slot_j = clusters[i], clusters[j]
+        means[slot_j] = mean_b if separate else merged_mean
+        means[slot_i] = mean_a if separate else merged_mean
+        counter = 0 if is_split else 2
+        moves[counter] += 1
+        if accepted:
+            moves[counter + 1] += 1
+    return overflow
 
-    @njit(cache=True, nogil=True)
-    def row(batch, array):
-        """Row of ``array`` for batch element ``batch``: itself, or 0 when shared (one row)."""
-        return 0 if array.shape[0] == 1 else np.int64(batch)
 
-    @njit(parallel=True, cache=True, nogil=True)
-    def moves_batch(n_batch, inv_var, log_var, features, types, precisions, coupling, n_train_clusters, log_alpha,
-                    clusters, counts, means, kind, choice, keys, uniforms, accept, noise, noise_merged):
-        out_clusters = np.empty((n_batch,) + clusters.shape[1:], clusters.dtype)
-        out_counts = np.empty((n_batch,) + counts.shape[1:], counts.dtype)
-        out_means = np.empty((n_batch,) + means.shape[1:], means.dtype)
-        out_overflow = np.zeros(n_batch, np.bool_)
-        out_moves = np.zeros((n_batch, 4), np.int32)
-        for b in prange(n_batch):
-            out_clusters[b] = clusters[row(b, clusters)]
-            out_counts[b] = counts[row(b, counts)]
-            out_means[b] = means[row(b, means)]
-            out_overflow[b] = moves_chain(
-                features[row(b, features)], types[row(b, types)], precisions[row(b, precisions)],
-                coupling[row(b, coupling)], inv_var, log_var, n_train_clusters[row(b, n_train_clusters)],
-                log_alpha[row(b, log_alpha)], out_clusters[b], out_counts[b], out_means[b], kind[row(b, kind)],
-                choice[row(b, choice)], keys[row(b, keys)], uniforms[row(b, uniforms)], accept[row(b, accept)],
-                noise[row(b, noise)], noise_merged[row(b, noise_merged)], out_moves[b],
-            )
-        return out_clusters, out_counts, out_means, out_overflow, out_moves
-
-    return moves_batch
+@njit(parallel=True, cache=True, nogil=True)
+def _moves_batch(n_batch, inv_var, log_var, features, types, precisions, coupling, n_train_clusters, log_alpha,
+                clusters, counts, means, kind, choice, keys, uniforms, accept, noise, noise_merged):
+    out_clusters = np.empty((n_batch,) + clusters.shape[1:], clusters.dtype)
+    out_counts = np.empty((n_batch,) + counts.shape[1:], counts.dtype)
+    out_means = np.empty((n_batch,) + means.shape[1:], means.dtype)
+    out_overflow = np.zeros(n_batch, np.bool_)
+    out_moves = np.zeros((n_batch, 4), np.int32)
+    for b in prange(n_batch):
+        out_clusters[b] = clusters[batch_row(b, clusters)]
+        out_counts[b] = counts[batch_row(b, counts)]
+        out_means[b] = means[batch_row(b, means)]
+        out_overflow[b] = _moves_chain(
+            features[batch_row(b, features)], types[batch_row(b, types)], precisions[batch_row(b, precisions)],
+            coupling[batch_row(b, coupling)], inv_var, log_var, n_train_clusters[batch_row(b, n_train_clusters)],
+            log_alpha[batch_row(b, log_alpha)], out_clusters[b], out_counts[b], out_means[b],
+            kind[batch_row(b, kind)], choice[batch_row(b, choice)], keys[batch_row(b, keys)],
+            uniforms[batch_row(b, uniforms)], accept[batch_row(b, accept)], noise[batch_row(b, noise)],
+            noise_merged[batch_row(b, noise_merged)], out_moves[b],
+        )
+    return out_clusters, out_counts, out_means, out_overflow, out_moves
 
 
 # Per-chain number of dimensions of each array input of the moves, in call order.
@@ -485,20 +471,24 @@ _MOVES_INPUT_NDIMS = (2, 1, 2, 1, 0, 0, 1, 1, 2, 1, 2, 2, 2, 1, 3, 2)
 
 def _moves_host(prior_variance, *arrays):
     batch_shape, n_batch, flat = flatten_batch(arrays, _MOVES_INPUT_NDIMS)
-    outputs = _moves_kernel()(n_batch, 1.0 / prior_variance, math.log(prior_variance), *flat)
+    outputs = _moves_batch(n_batch, 1.0 / prior_variance, math.log(prior_variance), *flat)
     return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 
 
 def numba_split_merge_moves(prior_variance, features, types, precisions, coupling, n_train_clusters, log_alpha,
-                            clusters, counts, means, draws: MoveDraws):
-    """``draws.kind.shape[0]`` split–merge moves of the test partition on the host (numba), with the
-    same random numbers as the XLA moves.
+                            clusters, counts, means, draws):
+    """``n_moves`` split–merge moves of the test partition on the host (numba), with the same random
+    numbers as the XLA moves.
 
     ``features`` (N, D); ``types`` (N,) and ``precisions`` (L, D): the reference types; ``coupling``
     (D,) V of DM05 eq. 3 (zeros for SCDP-1 and -2); slots below ``n_train_clusters`` are the
     training publications, never moved; ``clusters`` (N,), ``counts`` (K,), ``means`` (K, D) the
-    state. Returns (clusters, counts, means, overflow (bool), moves (int32 (4,): splits proposed,
-    accepted, merges proposed, accepted)).
+    state. ``draws``: the moves' random numbers, leading axis the move, in this order: the kind
+    (< 1/2: split), four uniforms choosing the cluster or pair and the anchors (4,), 31-bit keys
+    ordering the points in play (N,), the allocation's uniforms (N,), the acceptance uniform,
+    standard normals for the two sides' means (2, D) and for the merged mean (D,). Returns
+    (clusters, counts, means, overflow (bool), moves (int32 (4,): splits proposed, accepted,
+    merges proposed, accepted)).
     """
     result_shapes = (
         jax.ShapeDtypeStruct(clusters.shape, clusters.dtype), jax.ShapeDtypeStruct(counts.shape, counts.dtype),
@@ -508,6 +498,5 @@ def numba_split_merge_moves(prior_variance, features, types, precisions, couplin
     return jax.pure_callback(
         partial(_moves_host, float(prior_variance)), result_shapes,
         features, types, precisions, coupling, jnp.asarray(n_train_clusters, jnp.int32), log_alpha, clusters, counts,
-        means, draws.kind, draws.choice, draws.keys, draws.uniforms, draws.accept, draws.noise, draws.noise_merged,
-        vmap_method="expand_dims",
+        means, *draws, vmap_method="expand_dims",
     )

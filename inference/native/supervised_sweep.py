@@ -10,313 +10,319 @@ tests/test_supervised.py::test_numba_sweep_runs_vmapped_chains_like_single_ones)
 
 One compiled loop per chain on the host, called through ``jax.pure_callback``. Inside an XLA
 while loop each small per-reference operation costs a fixed dispatch overhead; the compiled loop
-pays none and skips empty slots. numba is imported when the kernel is first compiled.
+pays none and skips empty slots. numba is imported with this module, which the model imports
+once its backend has resolved to numba; the kernels are module-level functions, so numba's disk
+cache keeps them between processes (as closures made by a factory they were compiled again in
+every process, 20-30 s each).
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numba import njit, prange
 
-__all__ = ["numba_sweep", "flatten_batch"]
+__all__ = ["numba_sweep", "flatten_batch", "batch_row"]
 
 
 # CPU fast path: the same sweep, with the same random numbers, as one compiled loop per chain on
 # the host (numba), called through ``jax.pure_callback``. Inside an XLA while loop each small
 # per-reference operation costs a fixed dispatch overhead; the compiled loop pays none and skips
 # empty slots.
-@lru_cache(maxsize=None)
-def _numba_sweep_kernel():
-    from numba import njit, prange
+# Reassociation lets the per-feature sums vectorise; no assumption about NaN or infinities.
+_FAST = {"nsz", "arcp", "contract", "reassoc"}
 
-    # Reassociation lets the per-feature sums vectorise; no assumption about NaN or infinities.
-    fast = {"nsz", "arcp", "contract", "reassoc"}
 
-    @njit(cache=True, nogil=True, fastmath=fast)
-    def draw(logits, n_candidates, uniform):
-        top = -np.inf
-        for j in range(n_candidates):
-            top = max(top, logits[j])
-        total = 0.0
-        for j in range(n_candidates):
-            logits[j] = np.exp(logits[j] - top)
-            total += logits[j]
-        threshold = uniform * total
-        cumulative = 0.0
-        for j in range(n_candidates):
-            cumulative += logits[j]
-            if cumulative > threshold:
-                return j
-        return n_candidates - 1
 
-    @njit(cache=True, nogil=True)
-    def first_free(counts):
-        for k in range(counts.shape[0]):
-            if counts[k] == 0:
-                return k
-        return -1
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _draw(logits, n_candidates, uniform):
+    top = -np.inf
+    for j in range(n_candidates):
+        top = max(top, logits[j])
+    total = 0.0
+    for j in range(n_candidates):
+        logits[j] = np.exp(logits[j] - top)
+        total += logits[j]
+    threshold = uniform * total
+    cumulative = 0.0
+    for j in range(n_candidates):
+        cumulative += logits[j]
+        if cumulative > threshold:
+            return j
+    return n_candidates - 1
 
-    @njit(cache=True, nogil=True, fastmath=fast)
-    def active_totals(means, counts, total, total_sq):
-        """Number of active means, their sum and sum of squares per feature."""
-        total[:] = 0.0
-        total_sq[:] = 0.0
-        n_active = 0
-        for k in range(counts.shape[0]):
-            if counts[k] > 0:
-                n_active += 1
-                for f in range(means.shape[1]):
-                    total[f] += means[k, f]
-                    total_sq[f] += means[k, f] * means[k, f]
-        return n_active
 
-    @njit(cache=True, nogil=True, fastmath=fast)
-    def active_variance_total(precisions, type_counts, variance_total):
-        variance_total[:] = 0.0
-        for slot in range(type_counts.shape[0]):
-            if type_counts[slot] > 0:
-                for f in range(precisions.shape[1]):
-                    variance_total[f] += 1.0 / precisions[slot, f]
+@njit(cache=True, nogil=True)
+def _first_free(counts):
+    for k in range(counts.shape[0]):
+        if counts[k] == 0:
+            return k
+    return -1
 
-    @njit(cache=True, nogil=True, fastmath=fast)
-    def sweep_chain(model, share_clusters, n_train, prior_variance, x, n_train_clusters, clusters, counts, means,
-                    types, type_counts, precisions, alpha, alpha_types, shape, rate, uniforms, positions,
-                    cluster_supply, type_supply, cluster_pool, type_pool):
-        n_points, n_features = x.shape
-        n_test = n_points - n_train
-        n_slots, n_type_slots, n_auxiliary = counts.shape[0], type_counts.shape[0], cluster_pool.shape[0]
-        half_log_2pi_d = 0.5 * n_features * np.log(2.0 * np.pi)
-        first_allowed = 0 if share_clusters else n_train_clusters
-        logits = np.empty(max(n_slots, n_type_slots) + max(n_auxiliary, 1))
-        residual = np.empty(n_features)
-        type_log_det = np.zeros(n_type_slots)
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _active_totals(means, counts, total, total_sq):
+    """Number of active means, their sum and sum of squares per feature."""
+    total[:] = 0.0
+    total_sq[:] = 0.0
+    n_active = 0
+    for k in range(counts.shape[0]):
+        if counts[k] > 0:
+            n_active += 1
+            for f in range(means.shape[1]):
+                total[f] += means[k, f]
+                total_sq[f] += means[k, f] * means[k, f]
+    return n_active
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _active_variance_total(precisions, type_counts, variance_total):
+    variance_total[:] = 0.0
+    for slot in range(type_counts.shape[0]):
+        if type_counts[slot] > 0:
+            for f in range(precisions.shape[1]):
+                variance_total[f] += 1.0 / precisions[slot, f]
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _sweep_chain(model, share_clusters, n_train, prior_variance, x, n_train_clusters, clusters, counts, means,
+                types, type_counts, precisions, alpha, alpha_types, shape, rate, uniforms, positions,
+                cluster_supply, type_supply, cluster_pool, type_pool):
+    n_points, n_features = x.shape
+    n_test = n_points - n_train
+    n_slots, n_type_slots, n_auxiliary = counts.shape[0], type_counts.shape[0], cluster_pool.shape[0]
+    half_log_2pi_d = 0.5 * n_features * np.log(2.0 * np.pi)
+    first_allowed = 0 if share_clusters else n_train_clusters
+    logits = np.empty(max(n_slots, n_type_slots) + max(n_auxiliary, 1))
+    residual = np.empty(n_features)
+    type_log_det = np.zeros(n_type_slots)
+    for slot in range(n_type_slots):
+        if type_counts[slot] > 0:
+            for f in range(n_features):
+                type_log_det[slot] += np.log(precisions[slot, f])
+    overflow = 0
+    n_cluster_used = 0
+    n_type_used = 0
+    # SCDP-1/2: per type, precision of the new-publication marginal t / (1 + σ² t) and its
+    # log-determinant; the Student-t constant of the new-type marginal.
+    marginal = np.empty((n_type_slots, n_features))
+    marginal_log_det = np.zeros(n_type_slots)
+    student_constant = 0.0
+    # SCDP-3: the pools, their log-determinants, Σ_l 1 / t_l and the active-means totals.
+    pool_means = cluster_pool.copy()
+    pool_precisions = type_pool.copy()
+    pool_log_det = np.zeros(n_auxiliary)
+    variance_total = np.zeros(n_features)
+    total = np.zeros(n_features)
+    total_sq = np.zeros(n_features)
+    spread = np.zeros(n_features)
+    n_active = 0
+    if model == 3:
+        for member in range(n_auxiliary):
+            for f in range(n_features):
+                pool_log_det[member] += np.log(pool_precisions[member, f])
+        _active_variance_total(precisions, type_counts, variance_total)
+        n_active = _active_totals(means, counts, total, total_sq)
+    else:
         for slot in range(n_type_slots):
             if type_counts[slot] > 0:
                 for f in range(n_features):
-                    type_log_det[slot] += np.log(precisions[slot, f])
-        overflow = 0
-        n_cluster_used = 0
-        n_type_used = 0
-        # SCDP-1/2: per type, precision of the new-publication marginal t / (1 + σ² t) and its
-        # log-determinant; the Student-t constant of the new-type marginal.
-        marginal = np.empty((n_type_slots, n_features))
-        marginal_log_det = np.zeros(n_type_slots)
-        student_constant = 0.0
-        # SCDP-3: the pools, their log-determinants, Σ_l 1 / t_l and the active-means totals.
-        pool_means = cluster_pool.copy()
-        pool_precisions = type_pool.copy()
-        pool_log_det = np.zeros(n_auxiliary)
-        variance_total = np.zeros(n_features)
-        total = np.zeros(n_features)
-        total_sq = np.zeros(n_features)
-        spread = np.zeros(n_features)
-        n_active = 0
-        if model == 3:
-            for member in range(n_auxiliary):
-                for f in range(n_features):
-                    pool_log_det[member] += np.log(pool_precisions[member, f])
-            active_variance_total(precisions, type_counts, variance_total)
-            n_active = active_totals(means, counts, total, total_sq)
-        else:
-            for slot in range(n_type_slots):
-                if type_counts[slot] > 0:
-                    for f in range(n_features):
-                        marginal[slot, f] = precisions[slot, f] / (1.0 + prior_variance * precisions[slot, f])
-                        marginal_log_det[slot] += np.log(marginal[slot, f])
-            for f in range(n_features):
-                student_constant += (shape[f] * np.log(rate[f]) + math.lgamma(shape[f] + 0.5) - math.lgamma(shape[f])
-                                     - 0.5 * np.log(2.0 * np.pi))
-        for visit in range(n_points):
-            index = n_train + visit if visit < n_test else visit - n_test
-            point = x[index]
-            if index >= n_train:
-                # ---- c_n ----
-                old = clusters[index]
-                counts[old] -= 1
-                was_alone = counts[old] == 0
-                type_slot = types[index]
-                precision = precisions[type_slot]
-                log_det = type_log_det[type_slot]
-                for k in range(n_slots):
-                    if counts[k] > 0 and k >= first_allowed:
-                        square = 0.0
-                        for f in range(n_features):
-                            difference = point[f] - means[k, f]
-                            square += precision[f] * difference * difference
-                        logits[k] = np.log(counts[k]) + 0.5 * log_det - half_log_2pi_d - 0.5 * square
-                    else:
-                        logits[k] = -np.inf
-                if model == 3:
-                    if was_alone:
-                        position = positions[0, index]
-                        pool_means[position] = means[old]
-                        n_active = active_totals(means, counts, total, total_sq)
-                    log_weight = np.log(alpha / n_auxiliary)
-                    for member in range(n_auxiliary):
-                        square = 0.0
-                        coupling = 0.0
-                        for f in range(n_features):
-                            candidate = pool_means[member, f]
-                            difference = point[f] - candidate
-                            square += precision[f] * difference * difference
-                            coupling += variance_total[f] * (
-                                n_active * candidate * candidate - 2.0 * candidate * total[f] + total_sq[f]
-                            )
-                        logits[n_slots + member] = (log_weight + 0.5 * log_det - half_log_2pi_d - 0.5 * square
-                                                    - coupling)
-                    choice = draw(logits, n_slots + n_auxiliary, uniforms[0, index])
-                else:
+                    marginal[slot, f] = precisions[slot, f] / (1.0 + prior_variance * precisions[slot, f])
+                    marginal_log_det[slot] += np.log(marginal[slot, f])
+        for f in range(n_features):
+            student_constant += (shape[f] * np.log(rate[f]) + math.lgamma(shape[f] + 0.5) - math.lgamma(shape[f])
+                                 - 0.5 * np.log(2.0 * np.pi))
+    for visit in range(n_points):
+        index = n_train + visit if visit < n_test else visit - n_test
+        point = x[index]
+        if index >= n_train:
+            # ---- c_n ----
+            old = clusters[index]
+            counts[old] -= 1
+            was_alone = counts[old] == 0
+            type_slot = types[index]
+            precision = precisions[type_slot]
+            log_det = type_log_det[type_slot]
+            for k in range(n_slots):
+                if counts[k] > 0 and k >= first_allowed:
                     square = 0.0
                     for f in range(n_features):
-                        square += marginal[type_slot, f] * point[f] * point[f]
-                    logits[n_slots] = (np.log(alpha) + 0.5 * marginal_log_det[type_slot] - half_log_2pi_d
-                                       - 0.5 * square)
-                    choice = draw(logits, n_slots + 1, uniforms[0, index])
-                new = choice
-                if choice >= n_slots:
-                    free = first_free(counts)
-                    if free < 0:
-                        overflow |= 1
-                        new = old
-                    elif n_cluster_used >= cluster_supply.shape[0]:
-                        overflow |= 1
-                        new = free
-                        n_cluster_used += 1
-                    else:
-                        new = free
-                        supply = cluster_supply[n_cluster_used]
-                        n_cluster_used += 1
-                        if model == 3:
-                            member = choice - n_slots
-                            means[new] = pool_means[member]
-                            pool_means[member] = supply
-                        else:
-                            for f in range(n_features):
-                                posterior_precision = 1.0 / prior_variance + precision[f]
-                                means[new, f] = (precision[f] * point[f] / posterior_precision
-                                                 + supply[f] / np.sqrt(posterior_precision))
-                clusters[index] = new
-                counts[new] += 1
-                if model == 3 and (was_alone or choice >= n_slots):
-                    n_active = active_totals(means, counts, total, total_sq)
-            # ---- d_n ----
-            old = types[index]
-            type_counts[old] -= 1
-            was_alone = type_counts[old] == 0
-            mean = means[clusters[index]]
-            for f in range(n_features):
-                residual[f] = point[f] - mean[f]
-            for slot in range(n_type_slots):
-                if type_counts[slot] > 0:
-                    square = 0.0
-                    for f in range(n_features):
-                        square += precisions[slot, f] * residual[f] * residual[f]
-                    logits[slot] = (np.log(type_counts[slot]) + 0.5 * type_log_det[slot] - half_log_2pi_d
-                                    - 0.5 * square)
+                        difference = point[f] - means[k, f]
+                        square += precision[f] * difference * difference
+                    logits[k] = np.log(counts[k]) + 0.5 * log_det - half_log_2pi_d - 0.5 * square
                 else:
-                    logits[slot] = -np.inf
+                    logits[k] = -np.inf
             if model == 3:
                 if was_alone:
-                    position = positions[1, index]
-                    pool_precisions[position] = precisions[old]
-                    pool_log_det[position] = type_log_det[old]
-                for f in range(n_features):
-                    spread[f] = max(n_active * total_sq[f] - total[f] * total[f], 0.0)
-                log_weight = np.log(alpha_types / n_auxiliary)
+                    position = positions[0, index]
+                    pool_means[position] = means[old]
+                    n_active = _active_totals(means, counts, total, total_sq)
+                log_weight = np.log(alpha / n_auxiliary)
                 for member in range(n_auxiliary):
                     square = 0.0
-                    conditioning = 0.0
+                    coupling = 0.0
                     for f in range(n_features):
-                        square += pool_precisions[member, f] * residual[f] * residual[f]
-                        conditioning += spread[f] / pool_precisions[member, f]
-                    logits[n_type_slots + member] = (log_weight + 0.5 * pool_log_det[member] - half_log_2pi_d
-                                                     - 0.5 * square - conditioning)
-                choice = draw(logits, n_type_slots + n_auxiliary, uniforms[1, index])
+                        candidate = pool_means[member, f]
+                        difference = point[f] - candidate
+                        square += precision[f] * difference * difference
+                        coupling += variance_total[f] * (
+                            n_active * candidate * candidate - 2.0 * candidate * total[f] + total_sq[f]
+                        )
+                    logits[n_slots + member] = (log_weight + 0.5 * log_det - half_log_2pi_d - 0.5 * square
+                                                - coupling)
+                choice = _draw(logits, n_slots + n_auxiliary, uniforms[0, index])
             else:
-                log_student = student_constant
+                square = 0.0
                 for f in range(n_features):
-                    log_student -= (shape[f] + 0.5) * np.log(rate[f] + 0.5 * residual[f] * residual[f])
-                logits[n_type_slots] = np.log(alpha_types) + log_student
-                choice = draw(logits, n_type_slots + 1, uniforms[1, index])
+                    square += marginal[type_slot, f] * point[f] * point[f]
+                logits[n_slots] = (np.log(alpha) + 0.5 * marginal_log_det[type_slot] - half_log_2pi_d
+                                   - 0.5 * square)
+                choice = _draw(logits, n_slots + 1, uniforms[0, index])
             new = choice
-            if choice >= n_type_slots:
-                free = first_free(type_counts)
+            if choice >= n_slots:
+                free = _first_free(counts)
                 if free < 0:
-                    overflow |= 2
+                    overflow |= 1
                     new = old
-                elif n_type_used >= type_supply.shape[0]:
-                    overflow |= 2
+                elif n_cluster_used >= cluster_supply.shape[0]:
+                    overflow |= 1
                     new = free
-                    n_type_used += 1
+                    n_cluster_used += 1
                 else:
                     new = free
-                    supply = type_supply[n_type_used]
-                    n_type_used += 1
+                    supply = cluster_supply[n_cluster_used]
+                    n_cluster_used += 1
                     if model == 3:
-                        member = choice - n_type_slots
-                        precisions[new] = pool_precisions[member]
-                        type_log_det[new] = pool_log_det[member]
-                        pool_precisions[member] = supply
-                        pool_log_det[member] = 0.0
-                        for f in range(n_features):
-                            pool_log_det[member] += np.log(supply[f])
+                        member = choice - n_slots
+                        means[new] = pool_means[member]
+                        pool_means[member] = supply
                     else:
-                        type_log_det[new] = 0.0
-                        marginal_log_det[new] = 0.0
                         for f in range(n_features):
-                            log_fresh = supply[f] - np.log(rate[f] + 0.5 * residual[f] * residual[f])
-                            precisions[new, f] = np.exp(log_fresh)
-                            type_log_det[new] += log_fresh
-                            marginal[new, f] = precisions[new, f] / (1.0 + prior_variance * precisions[new, f])
-                            marginal_log_det[new] += np.log(marginal[new, f])
-            types[index] = new
-            type_counts[new] += 1
-            if model == 3 and (was_alone or choice >= n_type_slots):
-                active_variance_total(precisions, type_counts, variance_total)
-        return overflow
+                            posterior_precision = 1.0 / prior_variance + precision[f]
+                            means[new, f] = (precision[f] * point[f] / posterior_precision
+                                             + supply[f] / np.sqrt(posterior_precision))
+            clusters[index] = new
+            counts[new] += 1
+            if model == 3 and (was_alone or choice >= n_slots):
+                n_active = _active_totals(means, counts, total, total_sq)
+        # ---- d_n ----
+        old = types[index]
+        type_counts[old] -= 1
+        was_alone = type_counts[old] == 0
+        mean = means[clusters[index]]
+        for f in range(n_features):
+            residual[f] = point[f] - mean[f]
+        for slot in range(n_type_slots):
+            if type_counts[slot] > 0:
+                square = 0.0
+                for f in range(n_features):
+                    square += precisions[slot, f] * residual[f] * residual[f]
+                logits[slot] = (np.log(type_counts[slot]) + 0.5 * type_log_det[slot] - half_log_2pi_d
+                                - 0.5 * square)
+            else:
+                logits[slot] = -np.inf
+        if model == 3:
+            if was_alone:
+                position = positions[1, index]
+                pool_precisions[position] = precisions[old]
+                pool_log_det[position] = type_log_det[old]
+            for f in range(n_features):
+                spread[f] = max(n_active * total_sq[f] - total[f] * total[f], 0.0)
+            log_weight = np.log(alpha_types / n_auxiliary)
+            for member in range(n_auxiliary):
+                square = 0.0
+                conditioning = 0.0
+                for f in range(n_features):
+                    square += pool_precisions[member, f] * residual[f] * residual[f]
+                    conditioning += spread[f] / pool_precisions[member, f]
+                logits[n_type_slots + member] = (log_weight + 0.5 * pool_log_det[member] - half_log_2pi_d
+                                                 - 0.5 * square - conditioning)
+            choice = _draw(logits, n_type_slots + n_auxiliary, uniforms[1, index])
+        else:
+            log_student = student_constant
+            for f in range(n_features):
+                log_student -= (shape[f] + 0.5) * np.log(rate[f] + 0.5 * residual[f] * residual[f])
+            logits[n_type_slots] = np.log(alpha_types) + log_student
+            choice = _draw(logits, n_type_slots + 1, uniforms[1, index])
+        new = choice
+        if choice >= n_type_slots:
+            free = _first_free(type_counts)
+            if free < 0:
+                overflow |= 2
+                new = old
+            elif n_type_used >= type_supply.shape[0]:
+                overflow |= 2
+                new = free
+                n_type_used += 1
+            else:
+                new = free
+                supply = type_supply[n_type_used]
+                n_type_used += 1
+                if model == 3:
+                    member = choice - n_type_slots
+                    precisions[new] = pool_precisions[member]
+                    type_log_det[new] = pool_log_det[member]
+                    pool_precisions[member] = supply
+                    pool_log_det[member] = 0.0
+                    for f in range(n_features):
+                        pool_log_det[member] += np.log(supply[f])
+                else:
+                    type_log_det[new] = 0.0
+                    marginal_log_det[new] = 0.0
+                    for f in range(n_features):
+                        log_fresh = supply[f] - np.log(rate[f] + 0.5 * residual[f] * residual[f])
+                        precisions[new, f] = np.exp(log_fresh)
+                        type_log_det[new] += log_fresh
+                        marginal[new, f] = precisions[new, f] / (1.0 + prior_variance * precisions[new, f])
+                        marginal_log_det[new] += np.log(marginal[new, f])
+        types[index] = new
+        type_counts[new] += 1
+        if model == 3 and (was_alone or choice >= n_type_slots):
+            _active_variance_total(precisions, type_counts, variance_total)
+    return overflow
 
-    @njit(cache=True, nogil=True)
-    def row(batch, array):
-        """Row of ``array`` for batch element ``batch``: itself, or 0 when shared (one row)."""
-        return 0 if array.shape[0] == 1 else np.int64(batch)
 
-    @njit(parallel=True, cache=True, nogil=True)
-    def sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, features, n_train_clusters, clusters,
-                    cluster_counts, means, types, type_counts, precisions, overflow, alpha, alpha_types, shape,
-                    rate, uniforms, positions, cluster_supply, type_supply, cluster_pool, type_pool):
-        # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
-        out_clusters = np.empty((n_batch,) + clusters.shape[1:], clusters.dtype)
-        out_counts = np.empty((n_batch,) + cluster_counts.shape[1:], cluster_counts.dtype)
-        out_means = np.empty((n_batch,) + means.shape[1:], means.dtype)
-        out_types = np.empty((n_batch,) + types.shape[1:], types.dtype)
-        out_type_counts = np.empty((n_batch,) + type_counts.shape[1:], type_counts.dtype)
-        out_precisions = np.empty((n_batch,) + precisions.shape[1:], precisions.dtype)
-        out_overflow = np.empty(n_batch, overflow.dtype)
-        for b in prange(n_batch):
-            out_clusters[b] = clusters[row(b, clusters)]
-            out_counts[b] = cluster_counts[row(b, cluster_counts)]
-            out_means[b] = means[row(b, means)]
-            out_types[b] = types[row(b, types)]
-            out_type_counts[b] = type_counts[row(b, type_counts)]
-            out_precisions[b] = precisions[row(b, precisions)]
-            flag = sweep_chain(
-                model, share_clusters, n_train, prior_variance, features[row(b, features)],
-                n_train_clusters[row(b, n_train_clusters)], out_clusters[b], out_counts[b],
-                out_means[b], out_types[b], out_type_counts[b], out_precisions[b],
-                alpha[row(b, alpha)], alpha_types[row(b, alpha_types)],
-                shape[row(b, shape)], rate[row(b, rate)],
-                uniforms[row(b, uniforms)], positions[row(b, positions)],
-                cluster_supply[row(b, cluster_supply)], type_supply[row(b, type_supply)],
-                cluster_pool[row(b, cluster_pool)], type_pool[row(b, type_pool)],
-            )
-            out_overflow[b] = overflow[row(b, overflow)] | flag
-        return out_clusters, out_counts, out_means, out_types, out_type_counts, out_precisions, out_overflow
+@njit(cache=True, nogil=True)
+def batch_row(batch, array):
+    """Row of ``array`` for batch element ``batch``: itself, or 0 when shared (one row)."""
+    return 0 if array.shape[0] == 1 else np.int64(batch)
 
-    return sweep_batch
+
+@njit(parallel=True, cache=True, nogil=True)
+def _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, features, n_train_clusters, clusters,
+                cluster_counts, means, types, type_counts, precisions, overflow, alpha, alpha_types, shape,
+                rate, uniforms, positions, cluster_supply, type_supply, cluster_pool, type_pool):
+    # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
+    out_clusters = np.empty((n_batch,) + clusters.shape[1:], clusters.dtype)
+    out_counts = np.empty((n_batch,) + cluster_counts.shape[1:], cluster_counts.dtype)
+    out_means = np.empty((n_batch,) + means.shape[1:], means.dtype)
+    out_types = np.empty((n_batch,) + types.shape[1:], types.dtype)
+    out_type_counts = np.empty((n_batch,) + type_counts.shape[1:], type_counts.dtype)
+    out_precisions = np.empty((n_batch,) + precisions.shape[1:], precisions.dtype)
+    out_overflow = np.empty(n_batch, overflow.dtype)
+    for b in prange(n_batch):
+        out_clusters[b] = clusters[batch_row(b, clusters)]
+        out_counts[b] = cluster_counts[batch_row(b, cluster_counts)]
+        out_means[b] = means[batch_row(b, means)]
+        out_types[b] = types[batch_row(b, types)]
+        out_type_counts[b] = type_counts[batch_row(b, type_counts)]
+        out_precisions[b] = precisions[batch_row(b, precisions)]
+        flag = _sweep_chain(
+            model, share_clusters, n_train, prior_variance, features[batch_row(b, features)],
+            n_train_clusters[batch_row(b, n_train_clusters)], out_clusters[b], out_counts[b],
+            out_means[b], out_types[b], out_type_counts[b], out_precisions[b],
+            alpha[batch_row(b, alpha)], alpha_types[batch_row(b, alpha_types)],
+            shape[batch_row(b, shape)], rate[batch_row(b, rate)],
+            uniforms[batch_row(b, uniforms)], positions[batch_row(b, positions)],
+            cluster_supply[batch_row(b, cluster_supply)], type_supply[batch_row(b, type_supply)],
+            cluster_pool[batch_row(b, cluster_pool)], type_pool[batch_row(b, type_pool)],
+        )
+        out_overflow[b] = overflow[batch_row(b, overflow)] | flag
+    return out_clusters, out_counts, out_means, out_types, out_type_counts, out_precisions, out_overflow
 
 
 # Per-chain number of dimensions of each array input of the numba sweep, in call order.
@@ -344,7 +350,7 @@ def _sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
     """Host side of the numba sweep: flatten any vmapped leading axes into one batch axis (size
     1 for inputs shared by all chains), run the batch, restore the batch shape."""
     batch_shape, n_batch, flat = flatten_batch(arrays, _SWEEP_INPUT_NDIMS)
-    outputs = _numba_sweep_kernel()(n_batch, model, share_clusters, n_train, prior_variance, *flat)
+    outputs = _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, *flat)
     return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 
 

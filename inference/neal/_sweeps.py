@@ -21,7 +21,6 @@ import jax
 import jax.numpy as jnp
 
 from inference.components import ComponentFamily
-from inference.native.neal_sweeps import numba_fresh_sweep, numba_reuse_sweep
 from inference.neal._slots import (
     _concat_rows,
     _draw_index,
@@ -55,12 +54,14 @@ def _fresh_candidate_sweep(
     nowhere and is the "first free slot" only when every slot is taken.
 
     ``backend`` "numba" (families with the dot-product form only) runs the same updates, with the
-    same uniforms, in a compiled loop on the host (:func:`numba_fresh_sweep`).
+    same uniforms, in a compiled loop on the host (:func:`inference.native.neal_sweeps.numba_fresh_sweep`).
 
     Returns the new assignments (N,), counts (K,), the origin of every slot's parameters
     (its old slot k, or K + i·m + j for candidate j of point i) and the overflow flag.
     """
     if backend == "numba" and family.likelihood_cache is not None:
+        from inference.native.neal_sweeps import numba_fresh_sweep  # imports numba
+
         return numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, candidate_log_lik,
                                   candidate_cache, uniforms, own_component_is_candidate)
     n_slots = counts.shape[0]
@@ -148,7 +149,7 @@ def _reuse_sweep(
     ``backend`` "xla" computes log F(x_i | φ_r) for every point and row before the sweep (rows are
     fixed, so this is one batched product) and runs the points in a ``lax.scan``; "numba" runs
     the same updates, with the same uniforms and positions, in a compiled loop on the host
-    (:func:`numba_reuse_sweep`) that scores a point only against the rows it may join (the
+    (:func:`inference.native.neal_sweeps.numba_reuse_sweep`) that scores a point only against the rows it may join (the
     clusters and the pool) when the family has the dot-product form, else reads the table.
 
     Returns the row of every point (N,), the final counts per row (R,) and the overflow flag.
@@ -156,6 +157,8 @@ def _reuse_sweep(
     dtype = features.dtype
     row_labels = assignments + n_pool
     initial_counts = _reuse_initial_counts(counts, n_pool, n_supply, dtype)
+    if backend == "numba":
+        from inference.native.neal_sweeps import numba_reuse_sweep  # imports numba
     if backend == "numba" and family.likelihood_cache is not None:
         return numba_reuse_sweep(rows_cache, features, None, row_labels, initial_counts, uniforms, positions,
                                   log_new_weight, n_pool, n_supply)

@@ -14,7 +14,6 @@ import numpy as np
 
 from inference.concentration import escobar_west_multi_group_update, GammaPrior
 from inference.native.backend import resolve_backend
-from inference.native.supervised_sweep import numba_sweep
 from inference._validation import check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.supervised.conditionals import (
@@ -106,7 +105,10 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
         )
 
     # 2. Indicators, one reference at a time: c_n for test references, d_n for all.
-    sweep = numba_sweep if config.backend == "numba" else _xla_sweep
+    if config.backend == "numba":
+        from inference.native.supervised_sweep import numba_sweep as sweep  # imports numba
+    else:
+        sweep = _xla_sweep
     carry = sweep(config, carry, features, n_train, n_train_clusters, state.alpha, state.alpha_types, shape, rate,
                   draws)
 

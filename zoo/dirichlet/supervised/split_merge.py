@@ -12,7 +12,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from inference.native.supervised_moves import MoveDraws, numba_split_merge_moves
 from inference.segments import segment_sum
 from inference.split_merge import (SideModel, SplitMergeMoves, count_move, merge_gains, no_moves,
                                    split_merge_move)
@@ -164,6 +163,22 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     return carry, result
 
 
+class MoveDraws(NamedTuple):
+    """The random numbers of ``n_moves`` moves on N points with D features (leading axis: move),
+    as :func:`_split_merge_move` draws them, for the numba moves: the kind (< 1/2: split), four
+    uniforms choosing the cluster or pair and the anchors, 31-bit keys ordering the points in
+    play, the allocation's uniforms (one per point), the acceptance uniform, and standard normals
+    for the two sides' means (2, D) and the merged mean (D)."""
+
+    kind: jax.Array
+    choice: jax.Array
+    keys: jax.Array
+    uniforms: jax.Array
+    accept: jax.Array
+    noise: jax.Array
+    noise_merged: jax.Array
+
+
 def _move_draws(rng_key, n_moves: int, n_points: int, n_features: int, dtype) -> MoveDraws:
     """The random numbers of ``n_moves`` moves as :func:`_split_merge_move` draws them (move m from
     ``fold_in(rng_key, m)``), for the numba moves."""
@@ -191,6 +206,8 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
     coupling = coupling if config.model == 3 else jnp.zeros_like(coupling)
     log_alpha = jnp.log(alpha).astype(features.dtype)
     if config.backend == "numba":
+        from inference.native.supervised_moves import numba_split_merge_moves  # imports numba
+
         draws = _move_draws(rng_key, config.n_split_merge, *features.shape, features.dtype)
         clusters, counts, means, overflow, moves = numba_split_merge_moves(
             config.prior_variance, features, carry.types, carry.precisions, coupling, n_train_clusters, log_alpha,
