@@ -61,6 +61,9 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
             jnp.full((n_features,), config.precision_rate, dtype),
         )
     n_cluster_slots, n_type_slots = carry.means.shape[0], carry.precisions.shape[0]
+    # Every Gamma shape drawn below is a + n / 2 >= a: with a fixed prior shape a >= 1 (SCDP-1 and
+    # -3 by default; SCDP-2 re-sets a each sweep) the sampler needs no boost for shapes below one.
+    shape_at_least_one = config.model != 2 and config.precision_shape >= 1.0
     n_cluster_supply, n_type_supply = _supply_sizes(n_test, n_points, n_cluster_slots, n_type_slots)
 
     # 1. Parameters given the indicators (DM05 Fig. 2 first two lines; §4.2 for SCDP-3), and the
@@ -74,7 +77,8 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
             key_cluster_supply, (n_auxiliary + n_cluster_supply, n_features), dtype
         )
         type_draws = jnp.exp(
-            sample_log_gamma(key_type_supply, shape, (n_auxiliary + n_type_supply, n_features)) - jnp.log(rate)
+            sample_log_gamma(key_type_supply, shape, (n_auxiliary + n_type_supply, n_features),
+                             at_least_one=shape_at_least_one) - jnp.log(rate)
         )
         draws = _SweepDraws(
             uniforms=uniforms,
@@ -92,7 +96,8 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
         residuals = features - means[carry.clusters]
         # One bulk Gamma draw serves the precision posteriors and the new-type supply.
         precisions, log_gamma_unit = _sample_precisions(
-            key_precisions, residuals, carry.types, carry.type_counts, shape, rate, n_type_supply
+            key_precisions, residuals, carry.types, carry.type_counts, shape, rate, n_type_supply,
+            at_least_one=shape_at_least_one,
         )
         carry = carry._replace(means=means, precisions=precisions)
         draws = _SweepDraws(
