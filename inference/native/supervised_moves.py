@@ -183,11 +183,12 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
     n_slots = counts.shape[0]
     point_precision = np.empty((n_points, n_features))
     point_weighted = np.empty((n_points, n_features))
-    point_variance = 1.0 / precisions[types].astype(np.float64)
+    point_variance = np.empty((n_points, n_features))
     weight, weighted = np.zeros((n_slots, n_features)), np.zeros((n_slots, n_features))
     for n in range(n_points):
         for f in range(n_features):
             point_precision[n, f] = precisions[types[n], f]
+            point_variance[n, f] = 1.0 / point_precision[n, f]
             point_weighted[n, f] = point_precision[n, f] * features[n, f]
             weight[clusters[n], f] += point_precision[n, f]
             weighted[clusters[n], f] += point_weighted[n, f]
@@ -196,24 +197,21 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
         single[slot] = _log_marginal(weight[slot], weighted[slot], inv_var, log_var)
     movable = np.arange(n_slots) >= n_train_clusters
     active = (counts > 0) & movable
+    row_a, row_b, row_merged = np.empty(n_slots), np.empty(n_slots), np.empty(n_slots)
+    # The merge gains of every pair a < b of active movable slots, from a's row (merge_gains).
     gains = np.full((n_slots, n_slots), -np.inf)
-    pair_weight, pair_weighted = np.empty(n_features), np.empty(n_features)
     for a in range(n_slots):
-        if not active[a]:
-            continue
-        for b in range(a + 1, n_slots):
-            if active[b]:
-                for f in range(n_features):
-                    pair_weight[f] = weight[a, f] + weight[b, f]
-                    pair_weighted[f] = weighted[a, f] + weighted[b, f]
-                size_a, size_b = float(counts[a]), float(counts[b])
-                gain = (-log_alpha + math.lgamma(size_a + size_b) - math.lgamma(size_a) - math.lgamma(size_b)
-                        + _log_marginal(pair_weight, pair_weighted, inv_var, log_var) - single[a] - single[b])
-                gains[a, b] = gain
-                gains[b, a] = gain
+        if active[a]:
+            later = active.copy()
+            later[:a + 1] = False
+            _gains_against(weight[a], weighted[a], float(counts[a]), weight, weighted, counts, single, log_alpha,
+                           later, inv_var, log_var, row_a)
+            for b in range(a + 1, n_slots):
+                if later[b]:
+                    gains[a, b] = row_a[b]
+                    gains[b, a] = row_a[b]
     live = np.empty(n_slots, np.int64)
     pair_probability = np.empty(n_slots * n_slots)
-    row_a, row_b, row_merged = np.empty(n_slots), np.empty(n_slots), np.empty(n_slots)
     side_i, side_j = np.empty(n_features), np.empty(n_features)
     side_i_weighted, side_j_weighted = np.empty(n_features), np.empty(n_features)
     variance_i, variance_j = np.empty(n_features), np.empty(n_features)
@@ -341,8 +339,9 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
                           inv_var, log_var, row_a)
             _gains_against(side_j, side_j_weighted, size_j, weight, weighted, counts, single, log_alpha, others,
                           inv_var, log_var, row_b)
-            pair_ab = -(log_crp_ratio + _log_marginal(side_i, side_i_weighted, inv_var, log_var)
-                        + _log_marginal(side_j, side_j_weighted, inv_var, log_var)
+            log_marginal_i = _log_marginal(side_i, side_i_weighted, inv_var, log_var)
+            log_marginal_j = _log_marginal(side_j, side_j_weighted, inv_var, log_var)
+            pair_ab = -(log_crp_ratio + log_marginal_i + log_marginal_j
                         - _log_marginal(merged_weight, merged_weighted, inv_var, log_var))
             # log Σ exp over the pairs of the split state: those without C, A's and B's rows, (A, B).
             top = pair_ab
@@ -411,8 +410,7 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
             gains[new_slot, split_slot] = pair_ab
             weight[split_slot], weighted[split_slot] = side_i, side_i_weighted
             weight[new_slot], weighted[new_slot] = side_j, side_j_weighted
-            single[split_slot] = _log_marginal(side_i, side_i_weighted, inv_var, log_var)
-            single[new_slot] = _log_marginal(side_j, side_j_weighted, inv_var, log_var)
+            single[split_slot], single[new_slot] = log_marginal_i, log_marginal_j
         elif accepted:
             valid = active.copy()
             valid[label_i], valid[label_j] = False, False

@@ -214,7 +214,7 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
             carry.clusters, carry.cluster_counts, carry.means, draws)
         carry = carry._replace(clusters=clusters, cluster_counts=counts, means=means,
                                overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))
-        return carry, SplitMergeMoves(*(moves[index] for index in range(4)))
+        return carry, SplitMergeMoves(*moves)
     point_precisions = carry.precisions[carry.types]
     context = _MoveContext(
         point_precisions=point_precisions,
