@@ -74,6 +74,8 @@ from inference.segments import segment_sum
 
 __all__ = [
     "UNIFORM_SHARE",
+    "MoveUniforms",
+    "move_uniforms",
     "SideModel",
     "MoveResult",
     "SplitMergeMoves",
@@ -351,6 +353,35 @@ def _restricted_gibbs(model: SideModel, rng_key: jax.Array, uniforms: jax.Array,
     return jax.lax.fori_loop(0, n_visits, _visit(model, order, uniforms, ~is_split, now_on_i, take_out=True), carry)
 
 
+class MoveUniforms(NamedTuple):
+    """The random numbers of one :func:`split_merge_move`: the kind (< 1/2: split), four uniforms
+    choosing the cluster or pair and the anchors, 31-bit keys ordering the points in play, one
+    allocation uniform per point, the acceptance uniform."""
+
+    kind: jax.Array
+    choice: jax.Array
+    keys: jax.Array
+    uniforms: jax.Array
+    accept: jax.Array
+
+
+def move_uniforms(rng_key: jax.Array, n_points: int, dtype: Any, launch_scans: int = 0):
+    """(:class:`MoveUniforms`, key of the launch scans or None) of a move from ``rng_key``, as
+    :func:`split_merge_move` draws them (a native twin of the move draws the same ones here)."""
+    if launch_scans == 0:
+        key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(rng_key, 5)
+        key_launch = None
+    else:
+        key_kind, key_choice, key_order, key_allocate, key_accept, key_launch = jax.random.split(rng_key, 6)
+    return MoveUniforms(
+        kind=jax.random.uniform(key_kind, (), dtype=dtype),
+        choice=jax.random.uniform(key_choice, (4,), dtype=dtype),
+        keys=jax.random.bits(key_order, (n_points,), jnp.uint32) >> 1,
+        uniforms=jax.random.uniform(key_allocate, (n_points,), dtype=dtype),
+        accept=jax.random.uniform(key_accept, (), dtype=dtype),
+    ), key_launch
+
+
 def split_merge_move(
     model: SideModel,
     rng_key: jax.Array,
@@ -399,11 +430,8 @@ def split_merge_move(
     dtype = jnp.result_type(log_alpha)
     if movable is None:
         movable = jnp.ones((n_slots,), bool)
-    if launch_scans == 0:
-        key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(rng_key, 5)
-    else:
-        key_kind, key_choice, key_order, key_allocate, key_accept, key_launch = jax.random.split(rng_key, 6)
-    choice = jax.random.uniform(key_choice, (4,), dtype=dtype)
+    draws, key_launch = move_uniforms(rng_key, n_points, dtype, launch_scans)
+    choice = draws.choice
     active = (counts > 0) & movable
     n_clusters = jnp.sum(active).astype(jnp.int32)
     if stats is None:
@@ -413,7 +441,7 @@ def split_merge_move(
         gains = merge_gains(model.log_marginal, stats, counts, log_alpha, movable)
     pairs_now = _upper(gains)
     log_pair_now = _log_pair_probability(pairs_now, _log_sum_exp(pairs_now), n_clusters)
-    is_split = (n_clusters <= 1) | (jax.random.uniform(key_kind, (), dtype=dtype) < 0.5)
+    is_split = (n_clusters <= 1) | (draws.kind < 0.5)
 
     # Split: a cluster uniformly, then an ordered pair of distinct anchors uniformly in it.
     split_slot = _nth_member(active, choice[0], n_clusters.astype(dtype))
@@ -441,9 +469,8 @@ def split_merge_move(
     # inside the loop was cheaper there but copied its N-long array at every visit (5x slower on
     # 100,000 points). Equal keys (probability about n²/2³²) keep the points' index order, which
     # depends on the points in play only, the same for a split and the merge that reverses it.
-    keys = jax.random.bits(key_order, (n_points,), jnp.uint32) >> 1
-    order = jnp.argsort(jnp.where(in_play, keys, jnp.uint32(0xFFFFFFFF)))
-    uniforms = jax.random.uniform(key_allocate, (n_points,), dtype=dtype)
+    order = jnp.argsort(jnp.where(in_play, draws.keys, jnp.uint32(0xFFFFFFFF)))
+    uniforms = draws.uniforms
     n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
 
     now_on_i = assignments == label_i
@@ -481,7 +508,7 @@ def split_merge_move(
     log_merge_proposal = _log_merge_proposal(log_g, size_i, size_j)
     log_ratio = log_posterior_ratio + log_merge_proposal - log_split_proposal
     log_ratio = jnp.where(is_split, log_ratio, -log_ratio)
-    accepted = possible & (jnp.log(jax.random.uniform(key_accept, (), dtype=dtype)) < log_ratio)
+    accepted = possible & (jnp.log(draws.accept) < log_ratio)
     free = counts == 0
     overflow = accepted & is_split & ~jnp.any(free)
     accepted = accepted & ~overflow

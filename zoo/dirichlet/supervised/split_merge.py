@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from inference.segments import segment_sum
-from inference.split_merge import (SideModel, SplitMergeMoves, count_move, merge_gains, no_moves,
-                                   split_merge_move)
+from inference.split_merge import (MoveUniforms, SideModel, SplitMergeMoves, count_move, merge_gains, move_uniforms,
+                                   no_moves, split_merge_move)
 from zoo.dirichlet.supervised.conditionals import _active_variance_total, _LOG_2PI
 from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
 
@@ -165,16 +165,11 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
 
 class MoveDraws(NamedTuple):
     """The random numbers of ``n_moves`` moves on N points with D features (leading axis: move),
-    as :func:`_split_merge_move` draws them, for the numba moves: the kind (< 1/2: split), four
-    uniforms choosing the cluster or pair and the anchors, 31-bit keys ordering the points in
-    play, the allocation's uniforms (one per point), the acceptance uniform, and standard normals
-    for the two sides' means (2, D) and the merged mean (D)."""
+    as :func:`_split_merge_move` draws them, for the numba moves: those of the move itself
+    (:class:`inference.split_merge.MoveUniforms`) and standard normals for the two sides' means
+    (2, D) and the merged mean (D)."""
 
-    kind: jax.Array
-    choice: jax.Array
-    keys: jax.Array
-    uniforms: jax.Array
-    accept: jax.Array
+    move: MoveUniforms
     noise: jax.Array
     noise_merged: jax.Array
 
@@ -184,13 +179,8 @@ def _move_draws(rng_key, n_moves: int, n_points: int, n_features: int, dtype) ->
     ``fold_in(rng_key, m)``), for the numba moves."""
     def one(move_index):
         key_move, key_means = jax.random.split(jax.random.fold_in(rng_key, move_index))
-        key_kind, key_choice, key_order, key_allocate, key_accept = jax.random.split(key_move, 5)
         return MoveDraws(
-            kind=jax.random.uniform(key_kind, (), dtype=dtype),
-            choice=jax.random.uniform(key_choice, (4,), dtype=dtype),
-            keys=jax.random.bits(key_order, (n_points,), jnp.uint32) >> 1,
-            uniforms=jax.random.uniform(key_allocate, (n_points,), dtype=dtype),
-            accept=jax.random.uniform(key_accept, (), dtype=dtype),
+            move=move_uniforms(key_move, n_points, dtype)[0],
             noise=jax.random.normal(key_means, (2, n_features), dtype),
             noise_merged=jax.random.normal(jax.random.fold_in(key_means, 1), (n_features,), dtype),
         )
@@ -211,7 +201,7 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
         draws = _move_draws(rng_key, config.n_split_merge, *features.shape, features.dtype)
         clusters, counts, means, overflow, moves = numba_split_merge_moves(
             config.prior_variance, features, carry.types, carry.precisions, coupling, n_train_clusters, log_alpha,
-            carry.clusters, carry.cluster_counts, carry.means, draws)
+            carry.clusters, carry.cluster_counts, carry.means, (*draws.move, draws.noise, draws.noise_merged))
         carry = carry._replace(clusters=clusters, cluster_counts=counts, means=means,
                                overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))
         return carry, SplitMergeMoves(*moves)
