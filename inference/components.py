@@ -138,6 +138,26 @@ def _default_dtype():
 # ----------------------------------------------------------------------------------------------
 # The family record
 # ----------------------------------------------------------------------------------------------
+class NativePredictive(NamedTuple):
+    """A family's posterior predictive in a form that the numba Algorithm 3 sweep computes
+    (:mod:`inference.native.collapsed_sweep`).
+
+    ``kind`` is ``"normal_known"`` (Gaussian components of known precision, Normal prior on
+    the means; ``hyper`` = (τ, m0, p0)) or ``"normal_gamma"`` (Normal–Gamma; ``hyper`` = (m0,
+    κ0, a0, b0)); each ``hyper`` entry is a tuple of floats, one per feature or one for all
+    (tuples, so that the family stays hashable as a static argument of ``jax.jit``). Build one
+    with :meth:`of`.
+    """
+
+    kind: str
+    hyper: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def of(cls, kind: str, *hyper: Any) -> "NativePredictive":
+        """From per-feature arrays (or scalars)."""
+        return cls(kind, tuple(tuple(float(v) for v in np.ravel(np.asarray(value, np.float64))) for value in hyper))
+
+
 class ComponentFamily(NamedTuple):
     """A component distribution F(x | φ) and its base measure G0(φ), as pure functions.
 
@@ -178,6 +198,9 @@ class ComponentFamily(NamedTuple):
         against K clusters without recomputing Gamma functions (None: the statistics).
     log_predictive_from_cache : callable or None
         ``(c, x) -> scalar`` equal to ``log_predictive(stats, x)`` (None: ``log_predictive``).
+    native_predictive : NativePredictive or None
+        The same predictive in a form that the numba Algorithm 3 sweep computes (a kind and the
+        prior's per-feature arrays); None: Algorithm 3 runs the XLA sweep on every backend.
     check_data : callable or None
         ``(name, data) -> np.ndarray``, validates a data matrix, raising ``ValueError`` naming it.
     warn_data : callable or None
@@ -202,6 +225,7 @@ class ComponentFamily(NamedTuple):
     likelihood_cache: Callable[[Any], Any] | None = None
     predictive_cache: Callable[[Any], Any] | None = None
     log_predictive_from_cache: Callable[[Any, jax.Array], jax.Array] | None = None
+    native_predictive: NativePredictive | None = None
     check_data: Callable[[str, Any], np.ndarray] | None = None
     warn_data: Callable[..., None] | None = None
     program_params: Callable[[int], Any] | None = None

@@ -337,6 +337,7 @@ BACKEND_VARIANTS = {
     "auxiliary-reuse": dict(algorithm="auxiliary", n_auxiliary=3, reuse_auxiliary=True),
     "auxiliary": dict(algorithm="auxiliary", n_auxiliary=3),
     "conjugate": dict(algorithm="conjugate"),
+    "collapsed": dict(algorithm="collapsed"),
 }
 
 
@@ -391,10 +392,22 @@ def check_numba_and_xla_give_the_same_chain(variant, family=None):
     assert np.any(overflow[:, -1]) and not np.any(overflow[:, 0]), "expected both exact and overflowing sweeps"
 
 
-@pytest.mark.parametrize("variant", ["auxiliary-reuse", "auxiliary"])
+@pytest.mark.parametrize("variant", ["auxiliary-reuse", "auxiliary", "collapsed"])
 @pytest.mark.numba
 def test_numba_and_xla_give_the_same_chain(variant):
     check_numba_and_xla_give_the_same_chain(variant)
+
+
+@pytest.mark.parametrize("family", [
+    normal_known_precision(2, precision=[2.0, 0.5], mean=[0.0, 1.0], prior_variance=[4.0, 9.0]),
+    normal_gamma(2, mean=[0.0, 1.0], kappa=[0.2, 0.5], shape=[1.0, 2.5], rate=[1.0, 0.5]),
+], ids=["known-precision", "normal-gamma-per-feature-shape"])
+@pytest.mark.numba
+def test_numba_and_xla_collapsed_give_the_same_chain(family):
+    """Algorithm 3's numba sweep computes each family's predictive itself
+    (``ComponentFamily.native_predictive``): per-feature priors, and the Normal–Gamma shapes that
+    differ between features (one log1p per feature instead of one log per eight)."""
+    check_numba_and_xla_give_the_same_chain("collapsed", family)
 
 
 @pytest.mark.numba

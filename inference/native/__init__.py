@@ -18,6 +18,9 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
     tests/test_cluster_abstraction.py;
   * :mod:`.neal_sweeps` — Neal's Algorithms 2 and 8; twins: ``inference.neal._sweeps``'s
     ``_fresh_candidate_sweep`` and ``_reuse_sweep``; test: tests/test_neal.py;
+  * :mod:`.collapsed_sweep` — Neal's Algorithm 3 for the families that declare a
+    ``native_predictive`` (the Gaussian ones); twin: ``inference.neal._sweeps._collapsed_sweep``;
+    test: tests/test_neal.py;
   * :mod:`.supervised_sweep` — the supervised DP's assignment sweep; twin:
     ``zoo.dirichlet.supervised.sweep_xla._xla_sweep``; test: tests/test_supervised.py;
   * :mod:`.supervised_moves` — the supervised DP's split–merge moves of the test partition; twin:
@@ -49,6 +52,7 @@ __all__ = ["BACKENDS", "resolve_backend", "available_backends", "numba_available
 KERNEL_MODULES = (
     "inference.native.sparse_cells",
     "inference.native.neal_sweeps",
+    "inference.native.collapsed_sweep",
     "inference.native.supervised_sweep",
     "inference.native.supervised_moves",
     "inference.native.relational_em",

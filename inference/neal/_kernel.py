@@ -167,7 +167,8 @@ def _sweep(config: _KernelConfig, rng_key: jax.Array, state: GibbsState, data: j
         empty = family.empty_stats(data[0])
         prior_log_pred = jax.vmap(family.log_predictive, in_axes=(None, 0))(empty, data)
         assignments, counts, overflow = _collapsed_sweep(
-            family, data, state.assignments, state.counts, state.stats, jnp.log(alpha), prior_log_pred, uniforms
+            family, data, state.assignments, state.counts, state.stats, jnp.log(alpha), prior_log_pred, uniforms,
+            config.backend,
         )
         return (*_keep_partition_on_overflow(overflow, state, assignments, counts), None, overflow)
 

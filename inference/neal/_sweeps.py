@@ -9,8 +9,9 @@ compiles once and ``vmap``-s over chains:
 * :func:`_reuse_sweep` — Algorithm 8 whose auxiliaries persist from point to point (Favaro & Teh
   2013), on a fixed table of rows that :func:`_compact_rows` maps back to slots.
 
-The last two hand the loop to their numba twins (:mod:`inference.native.neal_sweeps`) when the
-kernel's backend is ``"numba"``; both use the same uniforms and give the same chain.
+All three hand the loop to numba twins (:mod:`inference.native.neal_sweeps`, and
+:mod:`inference.native.collapsed_sweep` for families with a ``native_predictive``) when the
+kernel's backend is ``"numba"``; each twin uses the same uniforms and gives the same chain.
 """
 
 from __future__ import annotations
@@ -231,8 +232,19 @@ def _collapsed_sweep(
     log_alpha: jax.Array,
     prior_log_pred: jax.Array,
     uniforms: jax.Array,
+    backend: str = "xla",
 ):
-    """One pass of Neal (2000) Algorithm 3 over the points (parameters integrated out)."""
+    """One pass of Neal (2000) Algorithm 3 over the points (parameters integrated out).
+
+    ``backend`` "numba" (families with a ``native_predictive``) runs the same updates, with the
+    same uniforms, in a compiled loop on the host that scores each point against the occupied
+    clusters only (:func:`inference.native.collapsed_sweep.numba_collapsed_sweep`).
+    """
+    if backend == "numba" and family.native_predictive is not None:
+        from inference.native.collapsed_sweep import numba_collapsed_sweep  # imports numba
+
+        return numba_collapsed_sweep(family.native_predictive, data, assignments, counts, stats, log_alpha,
+                                     prior_log_pred, uniforms)
     n_slots = counts.shape[0]
     dtype = data.dtype
     rows = jnp.arange(n_slots + 1)

@@ -46,7 +46,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from inference._validation import as_float_array, check_int, check_real
-from inference.components import (ComponentFamily, _as_float, _default_dtype, _log_dirichlet, add_stats,
+from inference.components import (ComponentFamily, NativePredictive, _as_float, _default_dtype, _log_dirichlet, add_stats,
                                   sample_log_gamma, subtract_stats)
 from zoo.dirichlet.ties import warn_tied_features
 
@@ -328,6 +328,7 @@ def normal_gamma(
         likelihood_cache=_ng_cache,
         predictive_cache=partial(_ng_predictive_cache, prior),
         log_predictive_from_cache=_ng_log_predictive_from_cache,
+        native_predictive=NativePredictive.of("normal_gamma", prior.mean, prior.kappa, prior.shape, prior.rate),
         check_data=partial(_check_finite_matrix, n_features=n_features),
         warn_data=warn_tied_features,
         program_params=partial(_ng_program_params, prior),

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference._validation import check_int
-from inference.components import ComponentFamily, _as_float, _default_dtype
+from inference.components import ComponentFamily, NativePredictive, _as_float, _default_dtype
 from zoo.dirichlet.families import (_LOG_2PI, GaussianParams, GaussianStats, _check_finite_matrix, _ng_cache,
                                     _ng_features, _ng_log_likelihood, _ng_point_stats, _per_feature)
 
@@ -198,6 +198,7 @@ def normal_known_precision(
         likelihood_cache=_ng_cache,
         predictive_cache=partial(_predictive_cache, prior),
         log_predictive_from_cache=_log_predictive_from_cache,
+        native_predictive=NativePredictive.of("normal_known", prior.precision, prior.mean, prior.prior_precision),
         check_data=partial(_check_finite_matrix, n_features=n_features),
         program_params=partial(_program_params, prior),
         program_observe=partial(_program_observe, prior),

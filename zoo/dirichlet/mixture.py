@@ -36,6 +36,7 @@ import xarray as xr
 from inference import diagnostics, subcluster
 from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
+from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
 from inference._validation import (as_index_array, check_choice, check_int, check_key, check_memory, check_real,
@@ -256,6 +257,11 @@ class DPMixture:
     on_overflow : {"grow", "raise"}
         Grow the capacity when a chain runs out of it, or raise
         :class:`inference.chains.CapacityError`.
+    backend : {"auto", "xla", "numba"}
+        Where the point loops of Algorithms 2, 3 and 8 run (:func:`inference.neal.build_kernel`):
+        ``"auto"`` is numba on the CPU when it is installed (Algorithm 3 for the families with a
+        ``native_predictive``, Algorithms 2 and 8 for those of the dot-product form), XLA
+        elsewhere; both give the same chain. The sub-cluster sampler is XLA only.
 
     Examples
     --------
@@ -281,6 +287,7 @@ class DPMixture:
         split_merge_scans: int = 0,
         max_clusters: int = 32,
         on_overflow: str = "grow",
+        backend: str = "auto",
     ):
         if not isinstance(family, ComponentFamily):
             raise TypeError(f"family: expected a ComponentFamily, got {type(family).__name__}")
@@ -294,6 +301,7 @@ class DPMixture:
         self.max_clusters = check_int("max_clusters", max_clusters, minimum=1,
                                       maximum=np.iinfo(np.int32).max)  # cluster labels are int32
         self.on_overflow = check_choice("on_overflow", on_overflow, ("grow", "raise"))
+        self.backend = resolve_backend(backend)  # a ValueError naming backend for a bad one
         self.reuse_auxiliary = reuse_auxiliary
         if n_split_merge is None:
             allowed = family.has_marginal and (self.algorithm == "collapsed" or family.has_posterior)
@@ -314,6 +322,7 @@ class DPMixture:
                 alpha_prior=alpha_prior,
                 n_split_merge=self.n_split_merge,
                 split_merge_scans=self.split_merge_scans,
+                backend=self.backend,
             )
 
     def program(self, data: Any = None, *, n_points: int | None = None) -> None:
