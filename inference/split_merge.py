@@ -565,9 +565,14 @@ def split_merge_moves(
     alpha: jax.Array,
     n_moves: int,
     launch_scans: int = 0,
+    backend: str = "xla",
 ) -> tuple[jax.Array, jax.Array, SplitMergeMoves, jax.Array]:
     """``n_moves`` moves in a row on a DP mixture of ``family`` (keys ``fold_in(rng_key, move)``),
     their splits proposed with ``launch_scans`` restricted Gibbs scans (:func:`split_merge_move`).
+
+    ``backend`` "numba" (families with a ``native_predictive``, ``launch_scans=0``) runs the same
+    moves, with the same random numbers, on the host
+    (:func:`inference.native.dp_moves.numba_split_merge_moves`).
 
     Returns
     -------
@@ -575,8 +580,16 @@ def split_merge_moves(
         The partition after the moves, their :class:`SplitMergeMoves` counts, and whether any
         accepted split found no free slot.
     """
-    model = family_side_model(family, data)
     log_alpha = jnp.log(alpha).astype(data.dtype)
+    if backend == "numba" and launch_scans == 0 and family.native_predictive is not None:
+        from inference.native.dp_moves import numba_split_merge_moves  # imports numba
+
+        draws = jax.vmap(lambda move: move_uniforms(jax.random.fold_in(rng_key, move), data.shape[0], data.dtype)[0])(
+            jnp.arange(n_moves))
+        assignments, counts, moves, overflow = numba_split_merge_moves(
+            family.native_predictive, data, assignments, counts, log_alpha, draws)
+        return assignments, counts, SplitMergeMoves(*(moves[index] for index in range(4))), overflow
+    model = family_side_model(family, data)
 
     stats = jax.tree_util.tree_map(lambda leaf: segment_sum(leaf, assignments, num_segments=counts.shape[0]),
                                    model.point_stats)

@@ -229,3 +229,44 @@ def test_gains_and_statistics_carried_from_move_to_move_equal_those_computed_afr
         finite = np.isfinite(expected)
         np.testing.assert_allclose(np.asarray(gains)[finite], expected[finite], rtol=1e-4, atol=1e-2)
     assert n_accepted >= 3
+
+
+@pytest.mark.parametrize("family_name", ["normal-gamma", "normal-gamma-per-feature", "known-precision"])
+@pytest.mark.numba
+def test_numba_and_xla_dp_moves_give_the_same_chain(family_name):
+    """inference.native.dp_moves runs the same moves as the XLA ones, with the same random
+    numbers: the same partitions and move counts, for chains whose merges are accepted (an
+    over-split start), whose splits are accepted (one cluster of six groups) and one that runs
+    out of slots (overflow: two slots)."""
+    if family_name == "known-precision":
+        from zoo.dirichlet.known_precision import normal_known_precision
+        family = normal_known_precision(8, precision=10.0, prior_variance=100.0)
+    elif family_name == "normal-gamma":
+        family = normal_gamma(8)
+    else:
+        family = normal_gamma(8, mean=np.linspace(-1, 1, 8), kappa=0.5, shape=np.linspace(1, 3, 8), rate=0.5)
+    data, truth, labels = over_split_groups()
+    together = np.zeros_like(labels)
+    # Over-split, one cluster, the truth (32 slots); one cluster in 2 slots, whose splits overflow.
+    for starts, n_slots in (np.stack([labels, together, truth.astype(np.int32)]), 32), (together[None], 2):
+        counts = np.array([np.bincount(row, minlength=n_slots) for row in starts], np.int32)
+        results = {}
+        for backend in ("numba", "xla"):
+            run = jax.jit(jax.vmap(partial(split_merge.split_merge_moves, family, n_moves=40, backend=backend),
+                                   in_axes=(0, None, 0, 0, None)))
+            assignments, slot_counts, history = jnp.asarray(starts), jnp.asarray(counts), []
+            for step in range(3):
+                keys = jax.random.split(jax.random.key(step), len(starts))
+                assignments, slot_counts, moves, overflow = run(keys, jnp.asarray(data), assignments, slot_counts,
+                                                                jnp.float32(1.0))
+                history.append((np.asarray(assignments), np.asarray(slot_counts),
+                                np.stack([np.asarray(m) for m in moves]), np.asarray(overflow)))
+            results[backend] = history
+        for numba_step, xla_step in zip(results["numba"], results["xla"]):
+            for numba_part, xla_part in zip(numba_step, xla_step):
+                np.testing.assert_array_equal(numba_part, xla_part)
+        moves = sum(step[2] for step in results["numba"])  # (4 counts, chain)
+        if n_slots == 32:
+            assert moves[3, 0] > 0 and moves[1, 1] > 0, "expected accepted merges (chain 0) and splits (chain 1)"
+        else:
+            assert moves[1, 0] == 1 and any(step[3][0] for step in results["numba"]), "expected an overflow"

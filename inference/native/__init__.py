@@ -21,6 +21,8 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
   * :mod:`.collapsed_sweep` — Neal's Algorithm 3 for the families that declare a
     ``native_predictive`` (the Gaussian ones); twin: ``inference.neal._sweeps._collapsed_sweep``;
     test: tests/test_neal.py;
+  * :mod:`.dp_moves` — the DP mixture's split–merge moves for the same families; twin:
+    ``inference.split_merge.split_merge_moves``; test: tests/test_split_merge.py;
   * :mod:`.supervised_sweep` — the supervised DP's assignment sweep; twin:
     ``zoo.dirichlet.supervised.sweep_xla._xla_sweep``; test: tests/test_supervised.py;
   * :mod:`.supervised_moves` — the supervised DP's split–merge moves of the test partition; twin:
@@ -53,6 +55,7 @@ KERNEL_MODULES = (
     "inference.native.sparse_cells",
     "inference.native.neal_sweeps",
     "inference.native.collapsed_sweep",
+    "inference.native.dp_moves",
     "inference.native.supervised_sweep",
     "inference.native.supervised_moves",
     "inference.native.relational_em",

@@ -290,7 +290,7 @@ def _step(
     if config.n_split_merge and n_points > 1:
         assignments, counts, moves, split_overflow = split_merge_moves(
             family, key_split_merge, data, assignments, counts, state.alpha, config.n_split_merge,
-            launch_scans=config.split_merge_scans)
+            launch_scans=config.split_merge_scans, backend=config.backend)
         split_merge_accepted = moves.splits_accepted + moves.merges_accepted
         overflow = overflow | split_overflow
         assignments, counts = _keep_partition_on_overflow(overflow, state, assignments, counts)
