@@ -28,26 +28,14 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
 
+from inference.native.dp_moves import (_draw_pair, _live_slots, _log_acceptance, _log_add_exp, _log_pair_probability,
+                                       _nth_member, _pairs_log_total, _safe_log, _set_row, _split_state_log_total)
 from inference.native.supervised_sweep import batch_row, flatten_batch
-from inference.split_merge import UNIFORM_SHARE
 
 __all__ = ["numba_split_merge_moves"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _FAST = {"nsz", "arcp", "contract", "reassoc"}  # no assumption about NaN or infinities
-
-
-@njit(cache=True, nogil=True)
-def _log_add_exp(a, b):
-    top = max(a, b)
-    if top == -np.inf:
-        return -np.inf
-    return top + math.log1p(math.exp(-abs(a - b)))
-
-
-@njit(cache=True, nogil=True)
-def _safe_log(value):
-    return math.log(value) if value > 0.0 else -np.inf
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -144,36 +132,6 @@ def _gains_against(row_weight, row_weighted, row_count, weight, weighted, counts
 
 
 @njit(cache=True, nogil=True)
-def _log_pair_probability(gain, log_total, n_clusters):
-    """log g({a, b} | z) (``inference.split_merge._log_pair_probability``)."""
-    if gain == -np.inf:
-        return -np.inf
-    n_pairs = max(n_clusters * (n_clusters - 1) // 2, 1)
-    return _log_add_exp(math.log(UNIFORM_SHARE) - math.log(n_pairs),
-                       math.log1p(-UNIFORM_SHARE) + gain - log_total)
-
-
-@njit(cache=True, nogil=True)
-def _nth_member(mask, uniform, size):
-    """The ⌊uniform · size⌋-th index (0-based) where ``mask`` holds."""
-    rank = min(math.floor(uniform * size), size - 1)
-    seen = 0
-    for index in range(mask.shape[0]):
-        if mask[index]:
-            if seen == rank:
-                return index
-            seen += 1
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def _set_row(gains, slot, row):
-    row[slot] = -np.inf
-    gains[slot, :] = row
-    gains[:, slot] = row
-
-
-@njit(cache=True, nogil=True)
 def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_train_clusters, log_alpha,
                 clusters, counts, means, kind, choice, keys, uniforms, accept, noise, noise_merged, moves):
     """``kind.shape[0]`` moves of one chain, in place on clusters, counts and means; adds the
@@ -223,23 +181,9 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
     overflow = False
     for move in range(kind.shape[0]):
         active = (counts > 0) & movable
-        # Only pairs of active movable slots have finite gains: the sums below skip exact zeros.
-        n_clusters = 0
-        for slot in range(n_slots):
-            if active[slot]:
-                live[n_clusters] = slot
-                n_clusters += 1
-        top = -np.inf
-        for a in range(n_clusters):
-            for b in range(a + 1, n_clusters):
-                top = max(top, gains[live[a], live[b]])
-        if not np.isfinite(top):
-            top = 0.0
-        total = 0.0
-        for a in range(n_clusters):
-            for b in range(a + 1, n_clusters):
-                total += math.exp(gains[live[a], live[b]] - top)
-        log_total = top + _safe_log(total)
+        # Only pairs of active movable slots have finite gains: the sums skip exact zeros.
+        n_clusters = _live_slots(active, live)
+        log_total = _pairs_log_total(gains, live, n_clusters)
         is_split = n_clusters <= 1 or kind[move] < 0.5
         split_slot, pair_low, pair_high = 0, 0, 0
         if is_split:
@@ -253,23 +197,7 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
             in_split[i] = False
             j = _nth_member(in_split, choice[move, 2], n_split - 1)
         else:
-            if n_clusters < 2:
-                continue
-            # The pair by inverse CDF over the pairs in row-major order (live is ascending).
-            cumulative, n_pairs = 0.0, 0
-            for a in range(n_clusters):
-                for b in range(a + 1, n_clusters):
-                    cumulative += math.exp(_log_pair_probability(gains[live[a], live[b]], log_total, n_clusters))
-                    pair_probability[n_pairs] = cumulative
-                    n_pairs += 1
-            threshold = choice[move, 0] * cumulative
-            pair_low, pair_high, n_pairs = n_slots - 1, n_slots - 1, 0
-            found = False
-            for a in range(n_clusters):
-                for b in range(a + 1, n_clusters):
-                    if not found and pair_probability[n_pairs] > threshold:
-                        pair_low, pair_high, found = live[a], live[b], True
-                    n_pairs += 1
+            pair_low, pair_high = _draw_pair(gains, live, n_clusters, log_total, choice[move, 0], pair_probability)
             first = pair_low if choice[move, 3] < 0.5 else pair_high
             second = pair_low + pair_high - first
             i = _nth_member(clusters == first, choice[move, 1], counts[first])
@@ -343,35 +271,13 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
             log_marginal_j = _log_marginal(side_j, side_j_weighted, inv_var, log_var)
             pair_ab = -(log_crp_ratio + log_marginal_i + log_marginal_j
                         - _log_marginal(merged_weight, merged_weighted, inv_var, log_var))
-            # log Σ exp over the pairs of the split state: those without C, A's and B's rows, (A, B).
-            top = pair_ab
-            for a in range(n_clusters):
-                top = max(top, max(row_a[live[a]], row_b[live[a]]))
-                if live[a] != split_slot:
-                    for b in range(a + 1, n_clusters):
-                        if live[b] != split_slot:
-                            top = max(top, gains[live[a], live[b]])
-            if not np.isfinite(top):
-                top = 0.0
-            total = math.exp(pair_ab - top)
-            for a in range(n_clusters):
-                total += math.exp(row_a[live[a]] - top) + math.exp(row_b[live[a]] - top)
-                if live[a] != split_slot:
-                    for b in range(a + 1, n_clusters):
-                        if live[b] != split_slot:
-                            total += math.exp(gains[live[a], live[b]] - top)
-            log_g = _log_pair_probability(pair_ab, top + _safe_log(total), n_clusters + 1)
+            log_total_split = _split_state_log_total(gains, live, n_clusters, split_slot, row_a, row_b, pair_ab)
+            log_g = _log_pair_probability(pair_ab, log_total_split, n_clusters + 1)
             n_merged_clusters = n_clusters
         else:
             log_g = _log_pair_probability(gains[pair_low, pair_high], log_total, n_clusters)
             n_merged_clusters = n_clusters - 1
-        log_kind = 0.0 if n_merged_clusters == 1 else math.log(0.5)
-        log_split_proposal = (log_kind - math.log(n_merged_clusters) - math.log(size_both)
-                              - math.log(size_both - 1.0) + log_q)
-        log_merge_proposal = math.log(0.25) + log_g - math.log(size_i) - math.log(size_j)
-        log_ratio = log_posterior_ratio + log_merge_proposal - log_split_proposal
-        if not is_split:
-            log_ratio = -log_ratio
+        log_ratio = _log_acceptance(is_split, log_posterior_ratio, log_g, n_merged_clusters, size_i, size_j, log_q)
         accepted = _safe_log(accept[move]) < log_ratio
         new_slot = -1
         for slot in range(n_slots):
