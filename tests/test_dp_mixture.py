@@ -188,6 +188,8 @@ def test_bad_input_names_the_argument(fitted):
         DPMixture(family, algorithm="subcluster", split_merge_scans=3)
     with pytest.raises(ValueError, match="^algorithm"):
         DPMixture(family, algorithm="gibbs")
+    with pytest.raises(ValueError, match="^backend"):
+        DPMixture(family, backend="cuda")
     with pytest.raises(TypeError, match="^family"):
         DPMixture("gaussian")
     with pytest.raises(TypeError, match="^alpha_prior"):

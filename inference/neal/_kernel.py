@@ -84,8 +84,10 @@ def build_kernel(
         use the same random numbers and make the same decisions, so they give the same chain up
         to floating-point rounding. Used by Algorithms 2 and 8 (fresh or reused auxiliaries)
         when the family has the dot-product form of :mod:`zoo.dirichlet.families` (the built-in
-        ones), and by Algorithm 8 with reused auxiliaries for any family; Algorithm 3 always runs
-        its loop in XLA.
+        ones), by Algorithm 8 with reused auxiliaries for any family, and by Algorithm 3 and the
+        split–merge moves (with ``split_merge_scans=0``) when the family declares a
+        ``native_predictive`` (:func:`zoo.dirichlet.families.normal_gamma`,
+        :func:`zoo.dirichlet.known_precision.normal_known_precision`); the others run in XLA.
 
     Returns
     -------

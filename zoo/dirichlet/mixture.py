@@ -258,10 +258,12 @@ class DPMixture:
         Grow the capacity when a chain runs out of it, or raise
         :class:`inference.chains.CapacityError`.
     backend : {"auto", "xla", "numba"}
-        Where the point loops of Algorithms 2, 3 and 8 run (:func:`inference.neal.build_kernel`):
-        ``"auto"`` is numba on the CPU when it is installed (Algorithm 3 for the families with a
-        ``native_predictive``, Algorithms 2 and 8 for those of the dot-product form), XLA
-        elsewhere; both give the same chain. The sub-cluster sampler is XLA only.
+        Where the point loops of Algorithms 2, 3 and 8 and the split–merge moves run
+        (:func:`inference.neal.build_kernel`): ``"auto"`` is numba on the CPU when it is
+        installed, XLA elsewhere; both give the same chain. Numba runs Algorithms 2 and 8 for the
+        families of the dot-product form, and Algorithm 3 and the moves (sequential allocation,
+        ``split_merge_scans=0``) for those with a ``native_predictive`` (the Gaussian ones);
+        the rest, and the sub-cluster sampler, run in XLA.
 
     Examples
     --------
