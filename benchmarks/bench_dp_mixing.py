@@ -26,8 +26,9 @@ of nats apart. The chains run in segments of a few sweeps (``DPMixture.fit`` for
 then :func:`inference.chains.sample_chains` continued from ``final_state`` with ``first_sweep``)
 until a sampling-time budget is spent. Reported:
 
-* *time to R-hat < 1.01*: after each segment, the rank-normalised split R-hat (``arviz.rhat``) of
-  K and of the log joint over the second half of the draws so far (the first half discarded as
+* *time to R-hat < 1.01*: after the segment that ends each second of sampling (``CHECK_EVERY_S``)
+  and after the last one (checked after every segment, the checks cost more than the sampling of
+  the fastest samplers), the rank-normalised split R-hat (``arviz.rhat``) of K and of the log joint over the second half of the draws so far (the first half discarded as
   warm-up, at least ``MIN_KEPT`` draws per chain kept); the first cumulative sampling time at
   which both are below 1.01, or "not reached";
 * *bulk ESS per second* (``arviz.ess(method="bulk")``) of the log joint and of K over the second
@@ -99,6 +100,7 @@ N_CHAINS = 4
 RHAT_TARGET = 1.01
 ARI_TARGET = 0.95
 MIN_KEPT = 20  # draws per chain, after discarding the first half, before R-hat is trusted
+CHECK_EVERY_S = 1.0  # sampling seconds between two R-hat checks (the time's resolution)
 SIM_FEATURES, SIM_CLUSTERS = 16, 20
 
 SAMPLERS = {
@@ -326,8 +328,12 @@ def run_digits(sampler: str, data: np.ndarray, truth: np.ndarray, init: np.ndarr
                segment: int, max_clusters: int, family: str = "identity") -> tuple[Run, dict]:
     model = make_model(sampler, data.shape[1], max_clusters, family)
 
+    last_check = [-math.inf]
+
     def check(run: Run, _result) -> bool:
-        if run.rhat_time is None:
+        due = run.total_seconds - last_check[0] >= CHECK_EVERY_S or run.total_seconds >= budget  # and the last
+        if run.rhat_time is None and due:
+            last_check[0] = run.total_seconds
             ok, _, _ = converged(run.k(), run.lj())
             if ok:
                 run.rhat_time = run.total_seconds
