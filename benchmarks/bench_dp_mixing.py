@@ -28,9 +28,10 @@ until a sampling-time budget is spent. Reported:
 
 * *time to R-hat < 1.01*: after the segment that ends each second of sampling (``CHECK_EVERY_S``)
   and after the last one (checked after every segment, the checks cost more than the sampling of
-  the fastest samplers), the rank-normalised split R-hat (``arviz.rhat``) of K and of the log joint over the second half of the draws so far (the first half discarded as
-  warm-up, at least ``MIN_KEPT`` draws per chain kept); the first cumulative sampling time at
-  which both are below 1.01, or "not reached";
+  the fastest samplers), the rank-normalised split R-hat (``arviz.rhat``) of K and of the log
+  joint over the second half of the draws so far (the first half discarded as warm-up, at least
+  ``MIN_KEPT`` draws per chain kept); the first cumulative sampling time at which both are below
+  1.01, or "not reached";
 * *bulk ESS per second* (``arviz.ess(method="bulk")``) of the log joint and of K over the second
   half of all draws, divided by the sampling seconds of that half (steady-state efficiency; the
   burn-in cost is what the R-hat time shows).
