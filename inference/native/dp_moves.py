@@ -157,6 +157,42 @@ def _split_state_log_total(gains, live, n_clusters, split_slot, row_a, row_b, pa
 
 
 @njit(cache=True, nogil=True)
+def _propose(move_kind, choice, keys, assignments, counts, active, gains, live, n_clusters, log_total, cumulative,
+             in_play):
+    """The proposal of one move (``inference.split_merge.split_merge_move``): split (``move_kind``
+    < 1/2, or a single cluster) of a uniform cluster at two uniform anchors, or merge of a pair
+    drawn from g with an anchor uniform in each cluster; then the points in play in the order
+    of their ``keys``. Returns (possible, is_split, split_slot, pair_low, pair_high, i, j, order);
+    ``possible`` is False for a split of a one-point cluster (nothing is proposed)."""
+    is_split = n_clusters <= 1 or move_kind < 0.5
+    split_slot, pair_low, pair_high, i, j = 0, 0, 0, 0, 0
+    if is_split:
+        split_slot = _nth_member(active, choice[0], n_clusters)
+        n_split = counts[split_slot]
+        if n_clusters < 1 or n_split < 2:
+            return False, is_split, split_slot, pair_low, pair_high, i, j, in_play[:0]
+        in_split = assignments == split_slot
+        i = _nth_member(in_split, choice[1], n_split)
+        in_split[i] = False
+        j = _nth_member(in_split, choice[2], n_split - 1)
+    else:
+        pair_low, pair_high = _draw_pair(gains, live, n_clusters, log_total, choice[0], cumulative)
+        first = pair_low if choice[3] < 0.5 else pair_high
+        second = pair_low + pair_high - first
+        i = _nth_member(assignments == first, choice[1], counts[first])
+        j = _nth_member(assignments == second, choice[2], counts[second])
+    label_i, label_j = assignments[i], assignments[j]
+    n_play = 0
+    for n in range(assignments.shape[0]):
+        if (assignments[n] == label_i or assignments[n] == label_j) and n != i and n != j:
+            in_play[n_play] = n
+            n_play += 1
+    play = in_play[:n_play]
+    order = play[np.argsort(keys[play], kind="mergesort")]  # stable, as jnp.argsort
+    return True, is_split, split_slot, pair_low, pair_high, i, j, order
+
+
+@njit(cache=True, nogil=True)
 def _log_acceptance(is_split, log_posterior_ratio, log_g, n_merged_clusters, size_i, size_j, log_q):
     """The log Metropolis–Hastings ratio of a split (or, negated, of a merge) from the posterior
     ratio (split / merged), the merge's pair probability and the allocation's log q."""
@@ -167,6 +203,61 @@ def _log_acceptance(is_split, log_posterior_ratio, log_g, n_merged_clusters, siz
     log_merge_proposal = math.log(0.25) + log_g - math.log(size_i) - math.log(size_j)
     log_ratio = log_posterior_ratio + log_merge_proposal - log_split_proposal
     return log_ratio if is_split else -log_ratio
+
+
+@njit(cache=True, nogil=True)
+def _decide(is_split, log_posterior_ratio, log_q, size_i, size_j, accept, gains, live, n_clusters, log_total,
+            split_slot, pair_low, pair_high, row_a, row_b, pair_ab, counts):
+    """Accept or reject a proposed move: g of the pair in the split state (for a split, from the
+    current gains without C, A's and B's rows ``row_a``/``row_b`` and the gain ``pair_ab`` of
+    merging A and B), the Hastings ratio, the acceptance uniform, and a free slot for an
+    accepted split. Returns (accepted, overflow, new slot; -1 when none is free)."""
+    if is_split:
+        log_total_split = _split_state_log_total(gains, live, n_clusters, split_slot, row_a, row_b, pair_ab)
+        log_g = _log_pair_probability(pair_ab, log_total_split, n_clusters + 1)
+        n_merged_clusters = n_clusters
+    else:
+        log_g = _log_pair_probability(gains[pair_low, pair_high], log_total, n_clusters)
+        n_merged_clusters = n_clusters - 1
+    log_ratio = _log_acceptance(is_split, log_posterior_ratio, log_g, n_merged_clusters, size_i, size_j, log_q)
+    accepted = _safe_log(accept) < log_ratio
+    new_slot = -1
+    for slot in range(counts.shape[0]):
+        if counts[slot] == 0:
+            new_slot = slot
+            break
+    overflow = accepted and is_split and new_slot < 0
+    return accepted and not overflow, overflow, new_slot
+
+
+@njit(cache=True, nogil=True)
+def _apply_split(assignments, counts, gains, order, on_i, j, split_slot, new_slot, size_i, size_j, row_a, row_b,
+                 pair_ab):
+    """An accepted split: j's side to ``new_slot``, the counts, and the gains rows of A (in C's
+    slot) and B and their pair."""
+    for k in order:
+        if not on_i[k]:
+            assignments[k] = new_slot
+    assignments[j] = new_slot
+    counts[split_slot], counts[new_slot] = np.int32(size_i), np.int32(size_j)
+    _set_row(gains, split_slot, row_a)
+    _set_row(gains, new_slot, row_b)
+    gains[split_slot, new_slot] = pair_ab
+    gains[new_slot, split_slot] = pair_ab
+
+
+@njit(cache=True, nogil=True)
+def _apply_merge(assignments, counts, gains, label_i, label_j, row_merged, scratch_row):
+    """An accepted merge: i's cluster into j's slot, the counts, the gains rows (i's emptied,
+    j's the merged cluster's ``row_merged``)."""
+    for n in range(assignments.shape[0]):
+        if assignments[n] == label_i:
+            assignments[n] = label_j
+    counts[label_j] += counts[label_i]
+    counts[label_i] = 0
+    scratch_row[:] = -np.inf
+    _set_row(gains, label_i, scratch_row)
+    _set_row(gains, label_j, row_merged)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -287,31 +378,12 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
         active = counts > 0
         n_clusters = _live_slots(active, live)
         log_total = _pairs_log_total(gains, live, n_clusters)
-        is_split = n_clusters <= 1 or move_kind[move] < 0.5
-        split_slot, pair_low, pair_high = 0, 0, 0
-        if is_split:
-            split_slot = _nth_member(active, choice[move, 0], n_clusters)
-            n_split = counts[split_slot]
-            if n_clusters < 1 or n_split < 2:
-                continue  # a one-point cluster cannot split: nothing proposed
-            in_split = assignments == split_slot
-            i = _nth_member(in_split, choice[move, 1], n_split)
-            in_split[i] = False
-            j = _nth_member(in_split, choice[move, 2], n_split - 1)
-        else:
-            pair_low, pair_high = _draw_pair(gains, live, n_clusters, log_total, choice[move, 0], cumulative)
-            first = pair_low if choice[move, 3] < 0.5 else pair_high
-            second = pair_low + pair_high - first
-            i = _nth_member(assignments == first, choice[move, 1], counts[first])
-            j = _nth_member(assignments == second, choice[move, 2], counts[second])
+        possible, is_split, split_slot, pair_low, pair_high, i, j, order = _propose(
+            move_kind[move], choice[move], keys[move], assignments, counts, active, gains, live, n_clusters, log_total,
+            cumulative, in_play)
+        if not possible:
+            continue
         label_i, label_j = assignments[i], assignments[j]
-        n_play = 0
-        for n in range(n_points):
-            if (assignments[n] == label_i or assignments[n] == label_j) and n != i and n != j:
-                in_play[n_play] = n
-                n_play += 1
-        play = in_play[:n_play]
-        order = play[np.argsort(keys[move][play], kind="mergesort")]  # stable, as jnp.argsort
         # Sequential allocation from the anchors (forced to the current division for a merge).
         for side, anchor in ((0, i), (1, j)):
             for d in range(n_features):
@@ -363,33 +435,14 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
                            total_sq, single, log_alpha, others, row_a, merged_total, merged_total_sq, scratch)
             _gains_against(kind, uniform_hyper, hyper, size_j, side_total[1], side_total_sq[1], counts, total,
                            total_sq, single, log_alpha, others, row_b, merged_total, merged_total_sq, scratch)
-            pair_ab = -log_posterior_ratio  # Δ of merging A and B, as merge_gains has it
-            log_total_split = _split_state_log_total(gains, live, n_clusters, split_slot, row_a, row_b, pair_ab)
-            log_g = _log_pair_probability(pair_ab, log_total_split, n_clusters + 1)
-            n_merged_clusters = n_clusters
-        else:
-            log_g = _log_pair_probability(gains[pair_low, pair_high], log_total, n_clusters)
-            n_merged_clusters = n_clusters - 1
-        log_ratio = _log_acceptance(is_split, log_posterior_ratio, log_g, n_merged_clusters, size_i, size_j, log_q)
-        accepted = _safe_log(accept[move]) < log_ratio
-        new_slot = -1
-        for slot in range(n_slots):
-            if counts[slot] == 0:
-                new_slot = slot
-                break
-        if accepted and is_split and new_slot < 0:
-            overflow = True
-            accepted = False
+        pair_ab = -log_posterior_ratio  # Δ of merging A and B, as merge_gains has it
+        accepted, overflow_now, new_slot = _decide(
+            is_split, log_posterior_ratio, log_q, size_i, size_j, accept[move], gains, live, n_clusters, log_total,
+            split_slot, pair_low, pair_high, row_a, row_b, pair_ab, counts)
+        overflow = overflow or overflow_now
         if accepted and is_split:
-            for k in order:
-                if not on_i[k]:
-                    assignments[k] = new_slot
-            assignments[j] = new_slot
-            counts[split_slot], counts[new_slot] = np.int32(size_i), np.int32(size_j)
-            _set_row(gains, split_slot, row_a)
-            _set_row(gains, new_slot, row_b)
-            gains[split_slot, new_slot] = pair_ab
-            gains[new_slot, split_slot] = pair_ab
+            _apply_split(assignments, counts, gains, order, on_i, j, split_slot, new_slot, size_i, size_j, row_a,
+                         row_b, pair_ab)
             total[split_slot], total_sq[split_slot] = side_total[0], side_total_sq[0]
             total[new_slot], total_sq[new_slot] = side_total[1], side_total_sq[1]
             single[split_slot], single[new_slot] = log_marginal_i, log_marginal_j
@@ -402,14 +455,7 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
             both_total, both_total_sq = merged_total.copy(), merged_total_sq.copy()
             _gains_against(kind, uniform_hyper, hyper, size_both, both_total, both_total_sq, counts, total, total_sq,
                            single, log_alpha, valid, row_merged, merged_total, merged_total_sq, scratch)
-            for n in range(n_points):
-                if assignments[n] == label_i:
-                    assignments[n] = label_j
-            counts[label_j] += counts[label_i]
-            counts[label_i] = 0
-            row_a[:] = -np.inf
-            _set_row(gains, label_i, row_a)
-            _set_row(gains, label_j, row_merged)
+            _apply_merge(assignments, counts, gains, label_i, label_j, row_merged, row_a)
             total[label_i], total_sq[label_i] = 0.0, 0.0
             total[label_j], total_sq[label_j] = both_total, both_total_sq
             single[label_i] = 0.0  # log m of no points

@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
 
-from inference.native.dp_moves import (_draw_pair, _live_slots, _log_acceptance, _log_add_exp, _log_pair_probability,
-                                       _nth_member, _pairs_log_total, _safe_log, _set_row, _split_state_log_total)
+from inference.native.dp_moves import (_apply_merge, _apply_split, _decide, _live_slots, _log_add_exp,
+                                       _pairs_log_total, _propose)
 from inference.native.supervised_sweep import batch_row, flatten_batch
 
 __all__ = ["numba_split_merge_moves"]
@@ -184,32 +184,12 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
         # Only pairs of active movable slots have finite gains: the sums skip exact zeros.
         n_clusters = _live_slots(active, live)
         log_total = _pairs_log_total(gains, live, n_clusters)
-        is_split = n_clusters <= 1 or kind[move] < 0.5
-        split_slot, pair_low, pair_high = 0, 0, 0
-        if is_split:
-            split_slot = _nth_member(active, choice[move, 0], n_clusters)
-            n_split = counts[split_slot]
-            possible = n_clusters >= 1 and n_split >= 2
-            if not possible:
-                continue
-            in_split = clusters == split_slot
-            i = _nth_member(in_split, choice[move, 1], n_split)
-            in_split[i] = False
-            j = _nth_member(in_split, choice[move, 2], n_split - 1)
-        else:
-            pair_low, pair_high = _draw_pair(gains, live, n_clusters, log_total, choice[move, 0], pair_probability)
-            first = pair_low if choice[move, 3] < 0.5 else pair_high
-            second = pair_low + pair_high - first
-            i = _nth_member(clusters == first, choice[move, 1], counts[first])
-            j = _nth_member(clusters == second, choice[move, 2], counts[second])
+        possible, is_split, split_slot, pair_low, pair_high, i, j, order = _propose(
+            kind[move], choice[move], keys[move], clusters, counts, active, gains, live, n_clusters, log_total,
+            pair_probability, in_play)
+        if not possible:
+            continue
         label_i, label_j = clusters[i], clusters[j]
-        n_play = 0
-        for n in range(n_points):
-            if (clusters[n] == label_i or clusters[n] == label_j) and n != i and n != j:
-                in_play[n_play] = n
-                n_play += 1
-        play = in_play[:n_play]
-        order = play[np.argsort(keys[move][play], kind="mergesort")]
         # Sequential allocation from the anchors (forced to the current division for a merge).
         for f in range(n_features):
             side_i[f], side_i_weighted[f] = point_precision[i, f], point_weighted[i, f]
@@ -271,22 +251,12 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
             log_marginal_j = _log_marginal(side_j, side_j_weighted, inv_var, log_var)
             pair_ab = -(log_crp_ratio + log_marginal_i + log_marginal_j
                         - _log_marginal(merged_weight, merged_weighted, inv_var, log_var))
-            log_total_split = _split_state_log_total(gains, live, n_clusters, split_slot, row_a, row_b, pair_ab)
-            log_g = _log_pair_probability(pair_ab, log_total_split, n_clusters + 1)
-            n_merged_clusters = n_clusters
         else:
-            log_g = _log_pair_probability(gains[pair_low, pair_high], log_total, n_clusters)
-            n_merged_clusters = n_clusters - 1
-        log_ratio = _log_acceptance(is_split, log_posterior_ratio, log_g, n_merged_clusters, size_i, size_j, log_q)
-        accepted = _safe_log(accept[move]) < log_ratio
-        new_slot = -1
-        for slot in range(n_slots):
-            if counts[slot] == 0:
-                new_slot = slot
-                break
-        if accepted and is_split and new_slot < 0:
-            overflow = True
-            accepted = False
+            pair_ab = 0.0  # not used by a merge
+        accepted, overflow_now, new_slot = _decide(
+            is_split, log_posterior_ratio, log_q, size_i, size_j, accept[move], gains, live, n_clusters, log_total,
+            split_slot, pair_low, pair_high, row_a, row_b, pair_ab, counts)
+        overflow = overflow or overflow_now
         new_slot = max(new_slot, 0)
         # The moved means' conditional, given the rest (the state before the move).
         off = -2.0 * coupling
@@ -305,15 +275,8 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
             linear = merged_weighted[f] + 2.0 * v * rest_total[f]
             merged_mean[f] = linear / diagonal + noise_merged[move, f] / math.sqrt(diagonal)
         if accepted and is_split:
-            for k in order:
-                if not on_i[k]:
-                    clusters[k] = new_slot
-            clusters[j] = new_slot
-            counts[split_slot], counts[new_slot] = np.int32(size_i), np.int32(size_j)
-            _set_row(gains, split_slot, row_a)
-            _set_row(gains, new_slot, row_b)
-            gains[split_slot, new_slot] = pair_ab
-            gains[new_slot, split_slot] = pair_ab
+            _apply_split(clusters, counts, gains, order, on_i, j, split_slot, new_slot, size_i, size_j, row_a, row_b,
+                         pair_ab)
             weight[split_slot], weighted[split_slot] = side_i, side_i_weighted
             weight[new_slot], weighted[new_slot] = side_j, side_j_weighted
             single[split_slot], single[new_slot] = log_marginal_i, log_marginal_j
@@ -322,14 +285,7 @@ def _moves_chain(features, types, precisions, coupling, inv_var, log_var, n_trai
             valid[label_i], valid[label_j] = False, False
             _gains_against(merged_weight, merged_weighted, size_both, weight, weighted, counts, single, log_alpha,
                           valid, inv_var, log_var, row_merged)
-            for n in range(n_points):
-                if clusters[n] == label_i:
-                    clusters[n] = label_j
-            counts[label_j] += counts[label_i]
-            counts[label_i] = 0
-            row_a[:] = -np.inf
-            _set_row(gains, label_i, row_a)
-            _set_row(gains, label_j, row_merged)
+            _apply_merge(clusters, counts, gains, label_i, label_j, row_merged, row_a)
             weight[label_i], weighted[label_i] = 0.0, 0.0
             weight[label_j], weighted[label_j] = merged_weight, merged_weighted
             single[label_i] = _log_marginal(weight[label_i], weighted[label_i], inv_var, log_var)
