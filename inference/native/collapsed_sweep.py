@@ -42,12 +42,29 @@ from numba import njit, prange
 
 from inference.components import NativePredictive
 from inference.native.neal_sweeps import _inverse_cdf_draw
+from inference.native.supervised_sweep import batch_row, flatten_batch
 
-__all__ = ["KINDS", "numba_collapsed_sweep"]
+__all__ = ["KINDS", "native_arguments", "numba_collapsed_sweep"]
 
 KINDS = ("normal_known", "normal_gamma")
 _KIND_INDEX = {kind: index for index, kind in enumerate(KINDS)}
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def native_arguments(native: NativePredictive, n_features: int) -> tuple[int, bool, bool, np.ndarray]:
+    """The kernels' static view of a family's predictive: (kind index, whether the Student-t
+    power is the same for every feature, whether the whole prior is, the prior as a
+    (n_hyper, D) float64 array)."""
+    hyper = np.stack([np.broadcast_to(np.asarray(value, np.float64), (n_features,)) for value in native.hyper])
+    uniform_power = bool(native.kind == "normal_gamma" and np.all(hyper[2] == hyper[2, 0]))
+    uniform_hyper = bool(np.all(hyper == hyper[:, :1]))
+    return _KIND_INDEX[native.kind], uniform_power, uniform_hyper, hyper
+
+
+@njit(cache=True, nogil=True)
+def _row_size(kind, n_features):
+    """Entries of a cluster's cached row (see :func:`_cache_row`)."""
+    return 2 * n_features + 1 if kind == 0 else 3 * n_features + 1
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -144,21 +161,26 @@ def _score(kind, uniform_power, row, z, n_features):
 
 
 @njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _collapsed_kernel(kind, uniform_power, uniform_hyper, hyper, data, assignments, initial_counts, initial_total, initial_total_sq,
-                      log_alpha, prior_log_pred, uniforms):
-    n_chains, n_slots = initial_counts.shape
+def _collapsed_kernel(n_batch, kind, uniform_power, uniform_hyper, hyper, data, assignments, initial_counts,
+                      initial_total, initial_total_sq, log_alpha, prior_log_pred, uniforms):
+    # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
+    n_slots = initial_counts.shape[1]
     n_points, n_features = data.shape[1:]
-    row_size = 2 * n_features + 1 if kind == 0 else 3 * n_features + 1
+    row_size = _row_size(kind, n_features)
     dtype = uniforms.dtype
     log_count = np.log(np.arange(1, n_points + 1).astype(dtype))
-    new_assignments = np.empty((n_chains, n_points), np.int32)
-    final_counts = np.empty((n_chains, n_slots), np.int32)
-    overflow = np.zeros(n_chains, np.bool_)
-    for chain in prange(n_chains):
-        x_all = data[chain % data.shape[0]]  # one shared copy or one per chain
-        counts = initial_counts[chain].astype(np.int64)
-        total = initial_total[chain].astype(np.float64)
-        total_sq = initial_total_sq[chain].astype(np.float64)
+    new_assignments = np.empty((n_batch, n_points), np.int32)
+    final_counts = np.empty((n_batch, n_slots), np.int32)
+    overflow = np.zeros(n_batch, np.bool_)
+    for chain in prange(n_batch):
+        x_all = data[batch_row(chain, data)]
+        chain_assignments = assignments[batch_row(chain, assignments)]
+        chain_prior_log_pred = prior_log_pred[batch_row(chain, prior_log_pred)]
+        chain_uniforms = uniforms[batch_row(chain, uniforms)]
+        chain_log_alpha = log_alpha[batch_row(chain, log_alpha)]
+        counts = initial_counts[batch_row(chain, initial_counts)].astype(np.int64)
+        total = initial_total[batch_row(chain, initial_total)].astype(np.float64)
+        total_sq = initial_total_sq[batch_row(chain, initial_total_sq)].astype(np.float64)
         cache = np.zeros((n_slots, row_size), np.float64)
         scratch = np.empty(n_features, np.float64)
         saved_row = np.empty(row_size, np.float64)
@@ -178,7 +200,7 @@ def _collapsed_kernel(kind, uniform_power, uniform_hyper, hyper, data, assignmen
             for d in range(n_features):
                 x[d] = x_all[i, d]
                 x_sq[d] = x[d] * x[d]
-            label = assignments[chain, i]
+            label = chain_assignments[i]
             # Remove x_i from its cluster (an emptied slot gets exact zeros), keeping the
             # cluster's row and statistics to put back if x_i returns to it.
             saved_row[:] = cache[label]
@@ -203,10 +225,10 @@ def _collapsed_kernel(kind, uniform_power, uniform_hyper, hyper, data, assignmen
                     n_live += 1
                 elif first_free == n_slots:
                     first_free = slot
-            logits[n_live] = log_alpha[chain] + prior_log_pred[chain % prior_log_pred.shape[0], i]
+            logits[n_live] = chain_log_alpha + chain_prior_log_pred[i]
             live[n_live] = n_slots  # a new cluster
             n_live += 1
-            slot = live[_inverse_cdf_draw(logits, n_live, cumulative, uniforms[chain, i])]
+            slot = live[_inverse_cdf_draw(logits, n_live, cumulative, chain_uniforms[i])]
             if slot == n_slots:
                 if first_free == n_slots:
                     overflow[chain] = True
@@ -229,42 +251,16 @@ def _collapsed_kernel(kind, uniform_power, uniform_hyper, hyper, data, assignmen
     return new_assignments, final_counts, overflow
 
 
-def _collapsed_host(kind, uniform_power, uniform_hyper, hyper, data, assignments, counts, total, total_sq, log_alpha, prior_log_pred,
-                    uniforms):
-    """Host side: arrays arrive with leading batch (chain) axes, of size 1 where an argument is
-    shared (``vmap_method="expand_dims"``); they are flattened into one chain axis, and shared
-    data are not copied per chain."""
-    n_points, n_features = data.shape[-2:]
-    n_slots = counts.shape[-1]
-    batch = np.broadcast_shapes(assignments.shape[:-1], counts.shape[:-1], total.shape[:-2], total_sq.shape[:-2],
-                                log_alpha.shape, prior_log_pred.shape[:-1], uniforms.shape[:-1], data.shape[:-2])
-    dtype = uniforms.dtype
+# Per-chain number of dimensions of each array input of the sweep, in call order.
+_SWEEP_INPUT_NDIMS = (2, 1, 1, 2, 2, 0, 1, 1)
 
-    def per_chain(array, tail, kind_):
-        flat = np.broadcast_to(array, batch + tail).reshape((math.prod(batch),) + tail)
-        return np.ascontiguousarray(flat, dtype=kind_)
 
-    def shared_or_per_chain(array, tail):
-        if math.prod(array.shape[: array.ndim - len(tail)]) == 1:
-            return np.ascontiguousarray(array.reshape((1,) + tail), dtype=dtype)
-        return per_chain(array, tail, dtype)
-
-    new_assignments, final_counts, overflow = _collapsed_kernel(
-        kind,
-        uniform_power,
-        uniform_hyper,
-        hyper,
-        shared_or_per_chain(data, (n_points, n_features)),
-        per_chain(assignments, (n_points,), np.int32),
-        per_chain(counts, (n_slots,), np.int32),
-        per_chain(total, (n_slots, n_features), dtype),
-        per_chain(total_sq, (n_slots, n_features), dtype),
-        per_chain(log_alpha, (), dtype),
-        shared_or_per_chain(prior_log_pred, (n_points,)),
-        per_chain(uniforms, (n_points,), dtype),
-    )
-    return (new_assignments.reshape(batch + (n_points,)), final_counts.reshape(batch + (n_slots,)),
-            overflow.reshape(batch))
+def _collapsed_host(kind, uniform_power, uniform_hyper, hyper, *arrays):
+    """Host side: flatten any vmapped leading axes into one batch axis (size 1 for inputs shared
+    by all chains, such as the data), run the batch, restore the batch shape."""
+    batch_shape, n_batch, flat = flatten_batch(arrays, _SWEEP_INPUT_NDIMS)
+    outputs = _collapsed_kernel(n_batch, kind, uniform_power, uniform_hyper, hyper, *flat)
+    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 
 
 def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, stats, log_alpha, prior_log_pred,
@@ -278,17 +274,13 @@ def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, s
     n_points = assignments.shape[0]
     n_slots = counts.shape[0]
     dtype = uniforms.dtype
-    n_features = data.shape[-1]
-    hyper = np.stack([np.broadcast_to(np.asarray(value, np.float64), (n_features,)) for value in native.hyper])
-    uniform_power = bool(native.kind == "normal_gamma" and np.all(hyper[2] == hyper[2, 0]))
-    uniform_hyper = bool(np.all(hyper == hyper[:, :1]))
     shapes = (
         jax.ShapeDtypeStruct((n_points,), jnp.int32),
         jax.ShapeDtypeStruct((n_slots,), jnp.int32),
         jax.ShapeDtypeStruct((), jnp.bool_),
     )
     return jax.pure_callback(
-        partial(_collapsed_host, _KIND_INDEX[native.kind], uniform_power, uniform_hyper, hyper),
+        partial(_collapsed_host, *native_arguments(native, data.shape[-1])),
         shapes,
         data.astype(dtype),
         assignments.astype(jnp.int32),

@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit, prange
 
 from inference.components import NativePredictive
-from inference.native.collapsed_sweep import _KIND_INDEX, _LOG_2PI, _cache_row, _log_of_product, _score
+from inference.native.collapsed_sweep import _LOG_2PI, _cache_row, _log_of_product, _row_size, _score, native_arguments
+from inference.native.supervised_sweep import batch_row, flatten_batch
 from inference.split_merge import UNIFORM_SHARE
 
 __all__ = ["numba_split_merge_moves"]
@@ -340,9 +341,10 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
     an accepted split found no free slot."""
     n_points, n_features = data.shape
     n_slots = counts.shape[0]
-    row_size = 2 * n_features + 1 if kind == 0 else 3 * n_features + 1
+    row_size = _row_size(kind, n_features)
     scratch = np.empty(n_features)
-    merged_total, merged_total_sq = np.empty(n_features), np.empty(n_features)
+    merged_total, merged_total_sq = np.empty(n_features), np.empty(n_features)  # _gains_against's scratch
+    both_total, both_total_sq = np.empty(n_features), np.empty(n_features)  # the two sides together
     total, total_sq = np.zeros((n_slots, n_features)), np.zeros((n_slots, n_features))
     for n in range(n_points):
         for d in range(n_features):
@@ -420,17 +422,15 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
         size_both = size_i + size_j
         log_crp_ratio = log_alpha + math.lgamma(size_i) + math.lgamma(size_j) - math.lgamma(size_both)
         for d in range(n_features):
-            merged_total[d] = side_total[0, d] + side_total[1, d]
-            merged_total_sq[d] = side_total_sq[0, d] + side_total_sq[1, d]
+            both_total[d] = side_total[0, d] + side_total[1, d]
+            both_total_sq[d] = side_total_sq[0, d] + side_total_sq[1, d]
         log_marginal_i = _log_marginal(kind, uniform_hyper, hyper, size_i, side_total[0], side_total_sq[0], scratch)
         log_marginal_j = _log_marginal(kind, uniform_hyper, hyper, size_j, side_total[1], side_total_sq[1], scratch)
-        log_marginal_both = _log_marginal(kind, uniform_hyper, hyper, size_both, merged_total, merged_total_sq,
-                                          scratch)
+        log_marginal_both = _log_marginal(kind, uniform_hyper, hyper, size_both, both_total, both_total_sq, scratch)
         log_posterior_ratio = log_crp_ratio + log_marginal_i + log_marginal_j - log_marginal_both
         if is_split:
             others = active.copy()
             others[split_slot] = False
-            # _gains_against overwrites merged_total(_sq): the sides are summed again below.
             _gains_against(kind, uniform_hyper, hyper, size_i, side_total[0], side_total_sq[0], counts, total,
                            total_sq, single, log_alpha, others, row_a, merged_total, merged_total_sq, scratch)
             _gains_against(kind, uniform_hyper, hyper, size_j, side_total[1], side_total_sq[1], counts, total,
@@ -449,10 +449,6 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
         elif accepted:
             valid = active.copy()
             valid[label_i], valid[label_j] = False, False
-            for d in range(n_features):
-                merged_total[d] = side_total[0, d] + side_total[1, d]
-                merged_total_sq[d] = side_total_sq[0, d] + side_total_sq[1, d]
-            both_total, both_total_sq = merged_total.copy(), merged_total_sq.copy()
             _gains_against(kind, uniform_hyper, hyper, size_both, both_total, both_total_sq, counts, total, total_sq,
                            single, log_alpha, valid, row_merged, merged_total, merged_total_sq, scratch)
             _apply_merge(assignments, counts, gains, label_i, label_j, row_merged, row_a)
@@ -468,49 +464,35 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _moves_batch(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, assignments, counts, move_kind, choice,
-                 keys, uniforms, accept):
-    n_batch = assignments.shape[0]
-    out_assignments = assignments.copy()
-    out_counts = counts.copy()
+def _moves_batch(n_batch, kind, uniform_power, uniform_hyper, hyper, data, log_alpha, assignments, counts, move_kind,
+                 choice, keys, uniforms, accept):
+    # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
+    out_assignments = np.empty((n_batch,) + assignments.shape[1:], assignments.dtype)
+    out_counts = np.empty((n_batch,) + counts.shape[1:], counts.dtype)
     out_overflow = np.zeros(n_batch, np.bool_)
     out_moves = np.zeros((n_batch, 4), np.int32)
     for b in prange(n_batch):
+        out_assignments[b] = assignments[batch_row(b, assignments)]
+        out_counts[b] = counts[batch_row(b, counts)]
         out_overflow[b] = _moves_chain(
-            kind, uniform_power, uniform_hyper, hyper, data[b % data.shape[0]], log_alpha[b], out_assignments[b],
-            out_counts[b], move_kind[b], choice[b], keys[b], uniforms[b], accept[b], out_moves[b])
+            kind, uniform_power, uniform_hyper, hyper, data[batch_row(b, data)], log_alpha[batch_row(b, log_alpha)],
+            out_assignments[b], out_counts[b], move_kind[batch_row(b, move_kind)], choice[batch_row(b, choice)],
+            keys[batch_row(b, keys)], uniforms[batch_row(b, uniforms)], accept[batch_row(b, accept)], out_moves[b])
     return out_assignments, out_counts, out_overflow, out_moves
 
 
-def _moves_host(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, assignments, counts, move_kind, choice,
-                keys, uniforms, accept):
-    """Host side: arrays arrive with leading batch (chain) axes, of size 1 where an argument is
-    shared (``vmap_method="expand_dims"``); they are flattened into one chain axis (the data,
-    shared, are not copied per chain)."""
-    n_points, n_features = data.shape[-2:]
-    n_moves = move_kind.shape[-1]
-    batch = np.broadcast_shapes(log_alpha.shape, assignments.shape[:-1], counts.shape[:-1], move_kind.shape[:-1],
-                                choice.shape[:-2], keys.shape[:-2], uniforms.shape[:-2], accept.shape[:-1],
-                                data.shape[:-2])
-    n_batch = math.prod(batch)
+# Per-chain number of dimensions of each array input of the moves, in call order.
+_MOVES_INPUT_NDIMS = (2, 0, 1, 1, 1, 2, 2, 2, 1)
 
-    def per_chain(array, tail, dtype):
-        flat = np.broadcast_to(array, batch + tail).reshape((n_batch,) + tail)
-        return np.ascontiguousarray(flat, dtype=dtype)
 
-    if math.prod(data.shape[:-2]) == 1:
-        data = np.ascontiguousarray(data.reshape((1, n_points, n_features)), dtype=np.float64)
-    else:
-        data = per_chain(data, (n_points, n_features), np.float64)
-    out_assignments, out_counts, overflow, moves = _moves_batch(
-        kind, uniform_power, uniform_hyper, hyper, data, per_chain(log_alpha, (), np.float64),
-        per_chain(assignments, (n_points,), np.int32), per_chain(counts, (counts.shape[-1],), np.int32),
-        per_chain(move_kind, (n_moves,), np.float64), per_chain(choice, (n_moves, 4), np.float64),
-        per_chain(keys, (n_moves, n_points), np.uint32), per_chain(uniforms, (n_moves, n_points), np.float64),
-        per_chain(accept, (n_moves,), np.float64))
-    return (out_assignments.reshape(batch + (n_points,)).astype(assignments.dtype),
-            out_counts.reshape(batch + counts.shape[-1:]).astype(counts.dtype), overflow.reshape(batch),
-            moves.reshape(batch + (4,)))
+def _moves_host(kind, uniform_power, uniform_hyper, hyper, *arrays):
+    """Host side: flatten any vmapped leading axes into one batch axis (size 1 for inputs shared
+    by all chains, such as the data), run the batch, restore the batch shape. The data go in as
+    float64, so that the kernel's squares and sums are those of the float64 values."""
+    data, *rest = arrays
+    batch_shape, n_batch, flat = flatten_batch((np.asarray(data, np.float64), *rest), _MOVES_INPUT_NDIMS)
+    outputs = _moves_batch(n_batch, kind, uniform_power, uniform_hyper, hyper, *flat)
+    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 
 
 def numba_split_merge_moves(native: NativePredictive, data, assignments, counts, log_alpha, draws):
@@ -521,18 +503,15 @@ def numba_split_merge_moves(native: NativePredictive, data, assignments, counts,
     move, move m from ``fold_in(rng_key, m)``). Returns (assignments, counts, moves (int32 (4,):
     splits proposed, accepted, merges proposed, accepted), overflow).
     """
-    n_features = data.shape[-1]
-    hyper = np.stack([np.broadcast_to(np.asarray(value, np.float64), (n_features,)) for value in native.hyper])
-    uniform_power = bool(native.kind == "normal_gamma" and np.all(hyper[2] == hyper[2, 0]))
-    uniform_hyper = bool(np.all(hyper == hyper[:, :1]))
     shapes = (
-        jax.ShapeDtypeStruct(assignments.shape, assignments.dtype),
-        jax.ShapeDtypeStruct(counts.shape, counts.dtype),
+        jax.ShapeDtypeStruct(assignments.shape, jnp.int32),
+        jax.ShapeDtypeStruct(counts.shape, jnp.int32),
         jax.ShapeDtypeStruct((), jnp.bool_),
         jax.ShapeDtypeStruct((4,), jnp.int32),
     )
     new_assignments, new_counts, overflow, moves = jax.pure_callback(
-        partial(_moves_host, _KIND_INDEX[native.kind], uniform_power, uniform_hyper, hyper),
-        shapes, data, jnp.asarray(log_alpha), assignments, counts, draws.kind, draws.choice, draws.keys,
+        partial(_moves_host, *native_arguments(native, data.shape[-1])),
+        shapes, data, jnp.asarray(log_alpha),
+        assignments.astype(jnp.int32), counts.astype(jnp.int32), draws.kind, draws.choice, draws.keys,
         draws.uniforms, draws.accept, vmap_method="expand_dims")
-    return new_assignments, new_counts, moves, overflow
+    return new_assignments.astype(assignments.dtype), new_counts.astype(counts.dtype), moves, overflow
