@@ -436,10 +436,13 @@ def test_ctrl_c_during_irm_held_out_cases_keeps_the_finished_cases(monkeypatch):
 
 
 def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
-    # Seven cases in one call, in calls of three (the last padded) and one by one: the same bits,
-    # for the LRM and for the IRM. The IRM's chains outgrow a capacity of 3 clusters in later
-    # calls (one by one: the 5th case, then the 10th call), and every case is then run again with
-    # the larger capacity, as in one call.
+    # Seven cases in one call, in calls of three (the last padded) and one by one: the same bits on
+    # the CPU, for the LRM and for the IRM. On a GPU the vmapped kernels of a batch of 7, 3 or 1
+    # cases reduce in shape-dependent orders (an H100 gave 4 of 28 LRM probabilities 2e-7 apart),
+    # so there the promise is float32 rounding across call sizes and the same bits for the same
+    # call size. The IRM's chains outgrow a capacity of 3 clusters in later calls (one by one: the
+    # 5th case, then the 10th call), and every case is then run again with the larger capacity, as
+    # in one call.
     from zoo.relational import infinite
     from zoo.relational.data import load_florentine_families
     from zoo.relational.evaluation import held_out_cases
@@ -458,10 +461,16 @@ def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
                            (InfiniteRelational(max_clusters=3, init_clusters=1), dict(n_chains=1, n_sweeps=4))]:
         runs = [model.predict_held_out(data, hidden, key=jax.random.key(0), cases_per_call=calls, **options)
                 for calls in (7, 3, 1)]
+        one_by_one = capacities[-17:]  # the IRM's (last model's) run in calls of one case
         assert np.isfinite(runs[0]).all()
         for run in runs[1:]:
-            np.testing.assert_array_equal(run, runs[0])
-    one_by_one = capacities[-17:]  # the IRM's last run
+            if jax.default_backend() == "cpu":
+                np.testing.assert_array_equal(run, runs[0])
+            else:
+                np.testing.assert_allclose(run, runs[0], rtol=1e-5, atol=1e-6)
+        if jax.default_backend() != "cpu":
+            again = model.predict_held_out(data, hidden, key=jax.random.key(0), cases_per_call=3, **options)
+            np.testing.assert_array_equal(again, runs[1])
     assert one_by_one[:5] == [3, 3, 3, 3, 6] and one_by_one[-1] == 12, capacities
 
 

@@ -342,8 +342,10 @@ class LatentClassRelational:
         n_restarts, max_passes, tol
             As in :meth:`fit`, for every case.
         cases_per_call : int
-            At most this many cases' fits per jitted call (cut evenly; the predictions do not
-            depend on it). Between calls Ctrl-C is acted on: the first one returns the cases
+            At most this many cases' fits per jitted call (cut evenly; on the CPU the predictions
+            do not depend on it, bit for bit; on a GPU they agree within float32 rounding, since
+            XLA reduces a batch of another size in another order, and the same value gives the
+            same bits). Between calls Ctrl-C is acted on: the first one returns the cases
             finished by the end of the current call, the others NaN, with a ``RuntimeWarning``
             saying how many were run; a second one abandons with ``KeyboardInterrupt``.
 
