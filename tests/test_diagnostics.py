@@ -56,7 +56,7 @@ def test_inference_data_layout():
     assert assignments.shape == (N_CHAINS, N_DRAWS, N_POINTS)
     assert list(assignments.coords["points"].values) == list("abcde")
     assert idata.posterior["alpha"].dims == ("chain", "draw")
-    assert set(idata.sample_stats.data_vars) == {"n_clusters", "log_joint"}
+    assert set(idata.sample_stats.data_vars) == {"n_clusters", "log_joint", "partition_entropy"}
     assert idata.posterior.attrs["n_warmup"] == 10 and idata.posterior.attrs["thin"] == 2
 
 
@@ -65,9 +65,9 @@ def test_summary_is_label_invariant_and_marks_constants():
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixingWarning)  # i.i.d. draws mix: no warning
         table = diagnostics.summary(diagnostics.to_inference_data(result))
-    assert list(table.index) == ["n_clusters", "alpha", "log_joint"]
+    assert list(table.index) == ["n_clusters", "alpha", "log_joint", "partition_entropy"]
     assert list(table.columns) == ["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "status"]
-    assert list(table["status"]) == ["ok"] * 3
+    assert list(table["status"]) == ["ok"] * 4
     np.testing.assert_allclose(table.loc["n_clusters", "mean"], result.samples["n_clusters"].mean(), atol=1e-3)
     # i.i.d. draws: R-hat close to 1 and bulk ESS near the number of draws.
     assert np.all(table["r_hat"] < 1.02)
@@ -77,6 +77,41 @@ def test_summary_is_label_invariant_and_marks_constants():
     assert constant.loc["alpha", ["r_hat", "ess_bulk", "ess_tail"]].isna().all()  # not computed
     view = diagnostics.label_invariant(diagnostics.to_inference_data(result))
     np.testing.assert_allclose(az.rhat(view)["n_clusters"].values, table.loc["n_clusters", "r_hat"], atol=0.01)
+
+
+def test_partition_entropy_tells_apart_chains_with_the_same_k_in_different_cuts():
+    entropy = diagnostics.partition_entropy
+    assert entropy(np.zeros(6, np.int32)) == 0.0
+    np.testing.assert_allclose(entropy(np.arange(6)), np.log(6))
+    # Sizes (2, 1, 1) of 4 points under two labellings: -(½ log ½ + 2 · ¼ log ¼) = 1.5 log 2.
+    np.testing.assert_allclose(entropy(np.array([[0, 0, 1, 2], [9, 9, 4, 7]])), [1.5 * np.log(2)] * 2)
+    # Two chains at K = 2 in every draw, with i.i.d. log joints and α: one moves a point between
+    # sizes (8, 2) and (7, 3), the other between (5, 5) and (6, 4). K, α and the log joint pass;
+    # only the entropy says the chains cut the data differently.
+    rng = np.random.default_rng(0)
+    n_draws = 400
+    first_sizes = np.stack([rng.choice([8, 7], n_draws), rng.choice([5, 6], n_draws)])
+    labels = (np.arange(10)[None, None, :] >= first_sizes[..., None]).astype(np.int32)
+    result = ChainResult(
+        samples={"assignments": labels, "alpha": rng.gamma(2.0, 1.0, (2, n_draws)).astype(np.float32),
+                 "n_clusters": np.full((2, n_draws), 2, np.int32),
+                 "log_joint": rng.normal(-50.0, 2.0, (2, n_draws)).astype(np.float32)},
+        final_state={}, n_warmup=0, thin=1, completed=True, seconds=1.0,
+    )
+    with pytest.warns(MixingWarning, match="partition_entropy"):
+        table = diagnostics.summary(diagnostics.to_inference_data(result))
+    assert table.loc["n_clusters", "status"] == "constant"
+    assert table.loc["alpha", "status"] == "ok" and table.loc["log_joint", "status"] == "ok"
+    assert table.loc["partition_entropy", "status"] == "not mixing" and table.loc["partition_entropy", "r_hat"] > 2
+    # An InferenceData without the recorded entropy (saved before it was) gets it from the labels.
+    idata = diagnostics.to_inference_data(result)
+    stored = idata.sample_stats["partition_entropy"].values
+    del idata.sample_stats["partition_entropy"]
+    np.testing.assert_array_equal(diagnostics.label_invariant(idata).posterior["partition_entropy"].values, stored)
+    with pytest.raises(ValueError, match="assignments"):
+        entropy(np.array([[0, -1]]))
+    with pytest.raises(ValueError, match="assignments"):
+        entropy(np.zeros((2, 3)))
 
 
 def test_co_clustering_and_point_estimate():
@@ -246,7 +281,7 @@ def test_dp_mixture_fit_summary_warns_and_mixing_does_not():
         summary = fit.summary()
     assert record[0].filename == __file__
     assert summary.equals(table)
-    assert list(_no_mixing_warning(DPMixtureFit(result).summary)["status"]) == ["ok", "constant", "ok"]
+    assert list(_no_mixing_warning(DPMixtureFit(result).summary)["status"]) == ["ok", "constant", "ok", "ok"]
 
 
 

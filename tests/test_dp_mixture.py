@@ -144,7 +144,7 @@ def test_fit_recovers_separated_clusters(fitted):
         table = fit.summary()
     assert "n_clusters" in table.index and table.loc["alpha", "status"] == "constant"
     assert fit.co_clustering().shape == (len(SEPARATED), len(SEPARATED))
-    assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint"}
+    assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint", "partition_entropy"}
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains

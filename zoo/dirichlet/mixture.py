@@ -145,7 +145,8 @@ class DPMixtureFit:
     result : ChainResult
         Raw draws (chain, draw, ...) and the final states.
     idata : arviz.InferenceData
-        ``posterior`` (assignments, alpha) and ``sample_stats`` (n_clusters, log_joint).
+        ``posterior`` (assignments, alpha) and ``sample_stats`` (n_clusters, log_joint,
+        partition_entropy).
     """
 
     def __init__(self, result: ChainResult):
@@ -167,7 +168,8 @@ class DPMixtureFit:
 
     @property
     def mixing(self) -> pd.DataFrame:
-        """Mean, sd, ESS, R-hat and mixing status of K, α and the log joint, without a warning.
+        """Mean, sd, ESS, R-hat and mixing status of K, α, the log joint and the entropy of the
+        cluster sizes (:func:`inference.diagnostics.partition_entropy`), without a warning.
 
         The table of :func:`inference.diagnostics.summary` (computed once, a copy each time).
         """
@@ -187,7 +189,8 @@ class DPMixtureFit:
         return table
 
     def label_invariant(self) -> az.InferenceData:
-        """K, α and log joint as a ``posterior`` group, for ``az.plot_trace`` / ``az.plot_rank``."""
+        """K, α, log joint and partition entropy as a ``posterior`` group, for ``az.plot_trace`` /
+        ``az.plot_rank``."""
         return diagnostics.label_invariant(self.idata)
 
     def co_clustering(self) -> xr.DataArray:

@@ -38,7 +38,9 @@ class SupervisedDPFit:
         Raw draws (chain, draw, ...) and final states.
     idata : arviz.InferenceData
         ``posterior``: ``assignments`` (chain, draw, points), ``alpha``, ``alpha_types``;
-        ``sample_stats``: ``n_clusters`` (test publications), ``n_types``, ``log_joint``.
+        ``sample_stats``: ``n_clusters`` (test publications), ``n_types``, ``log_joint``,
+        ``partition_entropy`` (of the test publications' sizes,
+        :func:`inference.diagnostics.partition_entropy`).
     """
 
     def __init__(self, result: ChainResult):
@@ -58,6 +60,7 @@ class SupervisedDPFit:
                 "n_clusters": samples["n_clusters"],
                 "n_types": samples["n_types"],
                 "log_joint": samples["log_joint"],
+                "partition_entropy": diagnostics.partition_entropy(samples["assignments"]),
             },
             coords={"points": np.arange(n_test)},
             dims={"assignments": ["points"]},
@@ -82,13 +85,15 @@ class SupervisedDPFit:
     @property
     def mixing(self) -> pd.DataFrame:
         """Mean, sd, bulk and tail ESS, R-hat and mixing status of the label-invariant quantities
-        (test publications, reference types, log joint, α^p, α^t), without a warning; see
+        (test publications, reference types, log joint, entropy of the test publications' sizes,
+        α^p, α^t), without a warning; see
         :func:`inference.diagnostics.mixing_table`. Quantities constant within each chain but
         different between chains are reported as "chains disagree" (R-hat inf)."""
         table = getattr(self, "_mixing", None)
         if table is None:
             view = xr.Dataset(
-                {name: self.idata.sample_stats[name] for name in ("n_clusters", "n_types", "log_joint")}
+                {name: self.idata.sample_stats[name]
+                 for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
                 | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")}
             )
             table = self._mixing = diagnostics.mixing_table(view)
