@@ -132,14 +132,20 @@ def partition_entropy(assignments: Any) -> np.ndarray:
     if labels.min() < 0:
         raise ValueError("assignments: cluster labels must be non-negative")
     lead, n_points = labels.shape[:-1], labels.shape[-1]
-    rows = labels.reshape(-1, n_points).astype(np.int64)
+    rows = labels.reshape(-1, n_points)
     width = int(rows.max()) + 1
-    counts = np.bincount((rows + width * np.arange(rows.shape[0])[:, None]).ravel(),
-                         minlength=rows.shape[0] * width).reshape(rows.shape[0], width)
-    shares = counts / n_points
-    with np.errstate(divide="ignore", invalid="ignore"):
+    entropy = np.empty(rows.shape[0])
+    # Blocks of draws, so that the int64 copy stays near 10^7 labels (a 100,000-point fit keeps
+    # thousands of draws).
+    block = max(1, 10_000_000 // max(n_points, width))
+    for first in range(0, rows.shape[0], block):
+        part = rows[first:first + block].astype(np.int64)
+        counts = np.bincount((part + width * np.arange(part.shape[0])[:, None]).ravel(),
+                             minlength=part.shape[0] * width).reshape(part.shape[0], width)
+        shares = counts / n_points
         terms = np.where(counts > 0, shares * np.log(np.where(counts > 0, shares, 1.0)), 0.0)
-    return (-terms.sum(axis=1)).reshape(lead)
+        entropy[first:first + block] = np.maximum(-terms.sum(axis=1), 0.0)  # no -0.0 for one cluster
+    return entropy.reshape(lead)
 
 
 def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None = None) -> az.InferenceData:
