@@ -32,6 +32,9 @@ until a sampling-time budget is spent. Reported:
   joint over the second half of the draws so far (the first half discarded as warm-up, at least
   ``MIN_KEPT`` draws per chain kept); the first cumulative sampling time at which both are below
   1.01, or "not reached";
+* *R-hat of the partition entropy* (the entropy of the cluster sizes,
+  :func:`inference.diagnostics.partition_entropy`) over the same draws: reported beside the two
+  R-hats of the target, since chains can agree on K and the log joint in different cuts of the data;
 * *bulk ESS per second* (``arviz.ess(method="bulk")``) of the log joint and of K over the second
   half of all draws, divided by the sampling seconds of that half (steady-state efficiency; the
   burn-in cost is what the R-hat time shows).
@@ -91,7 +94,7 @@ from sklearn.preprocessing import StandardScaler
 
 from inference.chains import sample_chains
 from inference.concentration import gamma_prior
-from inference.diagnostics import mixing_table
+from inference.diagnostics import mixing_table, partition_entropy
 from zoo.dirichlet.families import normal_gamma
 from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture
@@ -220,6 +223,7 @@ class Run:
     draws: list[int] = field(default_factory=list)  # draws per chain after each segment
     n_clusters: list[np.ndarray] = field(default_factory=list)  # (chain, draw) per segment
     log_joint: list[np.ndarray] = field(default_factory=list)
+    entropy: list[np.ndarray] = field(default_factory=list)  # partition entropy (chain, draw) per segment
     last_assignments: np.ndarray | None = None  # (chain, N) of the last draw
     capacity_start: int = 0
     capacity_end: int = 0
@@ -238,6 +242,9 @@ class Run:
 
     def lj(self) -> np.ndarray:
         return np.concatenate(self.log_joint, axis=1)
+
+    def entropies(self) -> np.ndarray:
+        return np.concatenate(self.entropy, axis=1)
 
     def draw_times(self) -> np.ndarray:
         """Cumulative sampling seconds at the end of every draw (linear within a segment)."""
@@ -294,6 +301,7 @@ def run_segments(model: DPMixture, data: np.ndarray, init, seed: int, segment: i
             run.draws.append(run.n_draws + result.n_draws)
             run.n_clusters.append(np.asarray(result.samples["n_clusters"]))
             run.log_joint.append(np.asarray(result.samples["log_joint"]))
+            run.entropy.append(partition_entropy(np.asarray(result.samples["assignments"])))
             run.last_assignments = np.asarray(result.samples["assignments"][:, -1])
             run.capacity_end = int(result.final_state.max_clusters)
             if on_segment is not None and on_segment(run, result):
@@ -319,6 +327,7 @@ def digits_report(run: Run) -> dict:
         ess_k=bulk_ess(k[:, first:]) / kept_seconds if kept_seconds > 0 else math.nan,
         rhat_k=r_k,
         rhat_lj=r_lj,
+        rhat_entropy=rhat(run.entropies()[:, first:]) if k.shape[1] - first >= MIN_KEPT else math.nan,
         rhat_time=run.rhat_time,
         k_last=k[:, -1].tolist(),
         k_mean=float(k[:, first:].mean()),
@@ -459,9 +468,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{budget:g} s of sampling per sampler in segments of {args.segment} sweeps")
         print("  seconds: sampling wall time, compilation excluded (the 'compile' column is a warm run of 2 "
               "segments); a sweep updates all 4 chains; R-hat and ESS over the second half of the draws; "
+              "H: entropy of the cluster sizes (inference.diagnostics.partition_entropy; reported, not part of the "
+              "issue's R-hat target); "
               "ARI: last draw of the chain with the highest log joint vs the digit labels")
         header = (f"  {'sampler':30s} {'compile s':>9s} {'sweeps':>6s} {'ms/sweep':>8s} {'K last (per chain)':>20s} "
-                  f"{'ESS/s logp':>10s} {'ESS/s K':>8s} {'Rhat logp':>9s} {'Rhat K':>7s} {'Rhat<1.01 at':>13s} "
+                  f"{'ESS/s logp':>10s} {'ESS/s K':>8s} {'Rhat logp':>9s} {'Rhat K':>7s} {'Rhat H':>7s} "
+                  f"{'Rhat<1.01 at':>13s} "
                   f"{'ARI':>5s} {'grew':>8s}")
         print(header)
         results = {}
@@ -480,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             grew = f"{run.capacity_start}->{run.capacity_end}" if run.capacity_end != run.capacity_start else "no"
             print(f"  {label:30s} {run.compile_seconds:9.1f} {report['draws']:6d} {report['sweep_ms']:8.1f} "
                   f"{str(report['k_last']):>20s} {_f(report['ess_lj'], '.2f'):>10s} {_f(report['ess_k'], '.2f'):>8s} "
-                  f"{_f(report['rhat_lj'], '9.3f'):>9s} {_f(report['rhat_k'], '7.3f'):>7s} {reached:>13s} "
+                  f"{_f(report['rhat_lj'], '9.3f'):>9s} {_f(report['rhat_k'], '7.3f'):>7s} "
+                  f"{_f(report['rhat_entropy'], '7.3f'):>7s} {reached:>13s} "
                   f"{report['ari']:5.2f} {grew:>8s}", flush=True)
         peer = run_sklearn(data, truth, args.max_clusters, settings["bgm_iter"])
         print(f"  {'sklearn BayesianGaussianMixture':30s} {peer['seconds']:.1f} s wall, ARI {peer['ari']:.2f}, "
