@@ -327,7 +327,8 @@ def digits_report(run: Run) -> dict:
         ess_k=bulk_ess(k[:, first:]) / kept_seconds if kept_seconds > 0 else math.nan,
         rhat_k=r_k,
         rhat_lj=r_lj,
-        rhat_entropy=rhat(run.entropies()[:, first:]) if k.shape[1] - first >= MIN_KEPT else math.nan,
+        rhat_entropy=(rhat(run.entropies()[:, first:]) if run.entropy and k.shape[1] - first >= MIN_KEPT
+                      else math.nan),
         rhat_time=run.rhat_time,
         k_last=k[:, -1].tolist(),
         k_mean=float(k[:, first:].mean()),
