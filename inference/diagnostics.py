@@ -36,7 +36,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
+from scipy import special, stats
 
 from inference.chains import ChainResult
 from inference.partitions import co_clustering, point_partition
@@ -142,9 +142,8 @@ def partition_entropy(assignments: Any) -> np.ndarray:
         part = rows[first:first + block].astype(np.int64)
         counts = np.bincount((part + width * np.arange(part.shape[0])[:, None]).ravel(),
                              minlength=part.shape[0] * width).reshape(part.shape[0], width)
-        shares = counts / n_points
-        terms = np.where(counts > 0, shares * np.log(np.where(counts > 0, shares, 1.0)), 0.0)
-        entropy[first:first + block] = np.maximum(-terms.sum(axis=1), 0.0)  # no -0.0 for one cluster
+        # entr(p) = -p log p, 0 at p = 0; the maximum turns one cluster's -0.0 into 0.0.
+        entropy[first:first + block] = np.maximum(special.entr(counts / n_points).sum(axis=1), 0.0)
     return entropy.reshape(lead)
 
 

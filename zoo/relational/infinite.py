@@ -335,10 +335,10 @@ class InfiniteRelational:
         cases_per_call : int — at most this many cases' chains per jitted call (cut evenly; on the
             CPU the predictions do not depend on it, bit for bit: when a chain outgrows its
             capacity, every case is run again with the larger one, as in one call; on a GPU a batch
-            of another size reduces in another order, as for the LRM). Between calls Ctrl-C is acted on: the first
-            one returns the cases finished by the end of the current call, the others NaN, with a
-            ``RuntimeWarning`` saying how many were run; a second one abandons with
-            ``KeyboardInterrupt``.
+            of another size reduces in another order, as for the LRM). Between calls Ctrl-C is
+            acted on: the first one returns the cases finished by the end of the current call, the
+            others NaN, with a ``RuntimeWarning`` saying how many were run; a second one abandons
+            with ``KeyboardInterrupt``.
 
         Returns
         -------
