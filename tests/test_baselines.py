@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from zoo.baselines import (
+    _held_out_folds,
     binary_partition,
     coarse_partition,
     fine_partition,
@@ -58,6 +59,39 @@ def test_xing_metric_downweights_the_noise_feature():
     train, labels = _two_feature_clusters(0, 5, 12)
     weights = learn_diagonal_metric(train, labels)
     assert weights[0] > 50 * weights[1]
+
+
+def test_xing_metric_gives_no_weight_to_a_feature_that_never_varies_in_training():
+    # Pixels blank in every training digit but inked in a few test digits: the objective does not
+    # depend on such a feature, and left at its starting weight it ruled the metric while the
+    # others shrank, so K-means split off the few test points that vary there (F 0.37 on the
+    # digits protocol, Coarse's score).
+    train, train_labels = _two_feature_clusters(0, 5, 12)
+    test, test_labels = _two_feature_clusters(1, 3, 10)
+    train = np.column_stack([train, np.zeros(len(train))])
+    test = np.column_stack([test, np.zeros(len(test))])
+    test[[0, 15], 2] = 5.0  # two test points inked where no training point is
+    weights = learn_diagonal_metric(train, train_labels)
+    assert weights[2] == 0.0 and weights[0] > 0.0
+    xing = clustering_scores(test_labels, xing_kmeans_partition(train, train_labels, test, 3))["F"]
+    assert xing > 0.95
+
+
+def test_binary_tuning_holds_out_at_least_two_clusters_per_fold():
+    # A fold of one held-out cluster is "clustered" best by merging everything, whatever the
+    # threshold; with five training digits and three folds that chose one cluster for every test
+    # digit. Folds now hold out two clusters or more (and train on two or more).
+    rng = np.random.default_rng(0)
+    five = np.repeat(np.arange(5), 4)
+    for folds in (3, 10):
+        masks = _held_out_folds(five, folds, rng)
+        assert len(masks) == 2 and np.all(np.sum(masks, axis=0) == 1)
+        for held_out in masks:
+            assert np.unique(five[held_out]).size >= 2 and np.unique(five[~held_out]).size >= 2
+    three = np.repeat(np.arange(3), 6)  # too few clusters to hold two out: points of every cluster
+    masks = _held_out_folds(three, 3, rng)
+    assert len(masks) == 3 and np.all(np.sum(masks, axis=0) == 1)
+    assert all(held_out.sum() == 6 for held_out in masks)
 
 
 def test_xing_kmeans_and_binary_separate_clusters_that_plain_kmeans_mixes():

@@ -268,7 +268,10 @@ def binary_partition(
        golden-section search under 10-fold CV; a grid here).
     2. Link (single, complete, average) and threshold on the pair distance 1 / (1 + e^{f(x)})
        chosen by cross-validation over training clusters: the SVM is refitted without one fold of
-       clusters, that fold is clustered, and the mean F-score decides.
+       clusters, that fold is clustered, and the mean F-score decides. Each fold holds out at
+       least two clusters (so at most ``n_training_clusters // 2`` folds; with fewer than four
+       training clusters, points of every cluster are held out instead); without any fold that
+       can be scored, average link at 0.5, the SVM's decision boundary.
     3. The final SVM (all training pairs) and the chosen link and threshold cluster the test points.
 
     Parameters
@@ -308,15 +311,14 @@ def binary_partition(
     search.fit(_pair_features(train, pairs), same)
     best_c, best_gamma = search.best_params_["C"], search.best_params_["gamma"]
 
-    n_clusters = int(labels.max()) + 1
-    fold_of_cluster = rng.permutation(n_clusters) % min(n_folds, n_clusters)
     links = ("single", "complete", "average")
     scores = np.zeros((len(links), thresholds.size))
-    for fold in np.unique(fold_of_cluster):
-        held_out = fold_of_cluster[labels] == fold
+    scored = 0
+    for held_out in _held_out_folds(labels, n_folds, rng):
         inner_pairs, inner_same = _sample_pairs(labels[~held_out], max_pairs, rng)
-        if inner_same.all() or not inner_same.any():
+        if inner_same.all() or not inner_same.any() or np.unique(labels[held_out]).size < 2:
             continue
+        scored += 1
         classifier = SVC(kernel="rbf", C=best_c, gamma=best_gamma).fit(
             _pair_features(train[~held_out], inner_pairs), inner_same
         )
@@ -325,9 +327,30 @@ def binary_partition(
             for threshold_index, threshold in enumerate(thresholds):
                 predicted = _agglomerate(distances, link, threshold)
                 scores[link_index, threshold_index] += clustering_scores(labels[held_out], predicted)["F"]
-    link_index, threshold_index = np.unravel_index(np.argmax(scores), scores.shape)
+    if scored:
+        link_index, threshold_index = np.unravel_index(np.argmax(scores), scores.shape)
+        link, threshold = links[link_index], float(thresholds[threshold_index])
+    else:  # too few training points to tune: the SVM's own boundary (decision 0), average link
+        link, threshold = "average", 0.5
     classifier = SVC(kernel="rbf", C=best_c, gamma=best_gamma).fit(_pair_features(train, pairs), same)
-    return _agglomerate(_pair_distances(classifier, test), links[link_index], float(thresholds[threshold_index]))
+    return _agglomerate(_pair_distances(classifier, test), link, threshold)
+
+
+def _held_out_folds(labels: np.ndarray, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Masks of the held-out training points of Binary's second cross-validation.
+
+    Whole clusters are held out, as the test clusters are unseen, in groups of at least two: a
+    group of one cluster is best "clustered" by merging everything (F = 1 at any threshold that
+    merges it), which on DM05's digits protocol (five training digits, three folds) chose a
+    threshold that put every test digit in one cluster. With fewer than four training clusters
+    (two held out, two to train on) the folds hold out points of every cluster instead.
+    """
+    n_clusters = int(labels.max()) + 1
+    if n_clusters >= 4:
+        fold_of_cluster = rng.permutation(n_clusters) % min(n_folds, n_clusters // 2)
+        return [fold_of_cluster[labels] == fold for fold in range(min(n_folds, n_clusters // 2))]
+    fold_of_point = rng.permutation(labels.size) % n_folds
+    return [fold_of_point == fold for fold in range(n_folds)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -377,7 +400,10 @@ def learn_diagonal_metric(
     Returns
     -------
     np.ndarray (D,)
-        The weights w.
+        The weights w; 0 for a feature on which no sampled training pair differs (the objective
+        does not depend on it: on scikit-learn's digits, pixels blank in every training digit
+        but inked in a few test digits would otherwise keep their starting weight while the
+        others shrink about a hundredfold, and K-means would split off those few test digits).
     """
     train, labels = _check_train(train_features, train_labels)
     trade_off = check_real("trade_off", trade_off, low=0.0, low_open=True)
@@ -395,7 +421,11 @@ def learn_diagonal_metric(
         _, grads = _xing_value_and_grad(log_weights, similar_sq, dissimilar_sq, trade_off)
         updates, opt_state = optimizer.update(grads, opt_state)
         log_weights = optax.apply_updates(log_weights, updates)
-    return np.exp(np.asarray(log_weights))
+    # A feature on which no training pair differs leaves the objective unchanged (its gradient is 0),
+    # so it would keep its starting weight 1 while the others shrink, and rule the metric on test
+    # points that do vary there: weight 0, as the training data give no reason to use it.
+    informative = differences.sum(axis=0) > 0
+    return np.where(informative, np.exp(np.asarray(log_weights)), 0.0)
 
 
 def xing_kmeans_partition(
