@@ -27,3 +27,71 @@ def test_notebook_runs(path, monkeypatch):
         if output.get("output_type") == "error"
     ]
     assert not errors
+
+
+# ---------------------------------------------------------------------------------------------
+# The committed notebooks: read without running anything, so their stored outputs must be whole.
+# ---------------------------------------------------------------------------------------------
+#: Calls whose value is the point of the call: a pandas table or a string that is shown only as a
+#: cell's last expression (elsewhere in a cell its value is thrown away unless displayed).
+PURE_METHODS = {"round", "head", "tail", "describe", "sort_values", "to_string", "to_frame", "style",
+                "summary", "unstack", "pivot", "pivot_table", "set_index", "reset_index", "format"}
+#: Top-level calls that draw a figure (inline figures are stored as image/png outputs).
+FIGURE_CALLS = {"subplots", "figure", "imshow"}
+
+
+def _code_cells(path):
+    nbformat = pytest.importorskip("nbformat")
+    return [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+
+
+def _statements(source):
+    import ast
+
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    return ast.parse("\n".join(lines)).body
+
+
+def _called_name(call):
+    import ast
+
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_no_cell_throws_away_a_value_it_computes(path):
+    # A bare expression before a cell's last statement is computed and dropped: a table meant to be
+    # read (`table.round(3)`) never reaches the stored outputs. Wrap it in display().
+    import ast
+
+    dropped = []
+    for number, cell in enumerate(_code_cells(path)):
+        for statement in _statements(cell.source)[:-1]:
+            if not isinstance(statement, ast.Expr):
+                continue
+            value = statement.value
+            if not isinstance(value, ast.Call) or _called_name(value) in PURE_METHODS:
+                dropped.append(f"code cell {number}: {ast.unparse(statement)}")
+    assert not dropped, f"{path.name}: values computed and thrown away: {dropped}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_stored_outputs_are_one_whole_full_size_run(path):
+    # Users read the committed outputs without running anything: they must come from one run, top
+    # to bottom, at full size (not CI's small one), without errors, with every figure drawn.
+    import ast
+
+    cells = _code_cells(path)
+    counts = [cell.execution_count for cell in cells]
+    assert counts == list(range(1, len(cells) + 1)), f"{path.name}: cells not run once, in order: {counts}"
+    outputs = [output for cell in cells for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.get("output_type") == "error"], f"{path.name}: stored errors"
+    assert not any("CI mode" in output.get("text", "") for output in outputs), f"{path.name}: outputs of a CI-size run"
+    for number, cell in enumerate(cells):
+        draws = any(isinstance(node, ast.Call) and _called_name(node) in FIGURE_CALLS | {"plot_trace"}
+                    for statement in _statements(cell.source) if not isinstance(statement, (ast.FunctionDef, ast.ClassDef))
+                    for node in ast.walk(statement))
+        if draws:
+            images = [output for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
+            assert images, f"{path.name}: code cell {number} draws a figure but stores none (run with an inline backend)"
