@@ -529,7 +529,9 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         Run longer, ..."`` (the sentence on modes when the chains' mean log joints differ by more
         than 10 nats and than the pooled standard deviation), or ``"Mixing cannot
         be judged: ..."`` when the only problems are too few draws or non-finite values. With a
-        single chain the sentence speaks of the chain and of split R-hat.
+        single chain the sentence speaks of the chain and of split R-hat. The closing advice is
+        written for the Dirichlet-process samplers; a sampler without their moves sets its own in
+        ``table.attrs["advice"]`` (as :class:`zoo.relational.IRMResult` does).
 
     Raises
     ------
@@ -559,10 +561,11 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
     if any(status in _NOT_MIXING for status in statuses):
-        advice = ("Run longer, with more split-merge moves per sweep or the sub-cluster sampler, and check with "
-                  "several chains from dispersed starts." if single else
-                  "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains "
-                  "from dispersed starts.")
+        advice = table.attrs.get("advice") or (
+            "Run longer, with more split-merge moves per sweep or the sub-cluster sampler, and check with "
+            "several chains from dispersed starts." if single else
+            "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains "
+            "from dispersed starts.")
         return f"{subject} {'does' if single else 'do'} NOT mix: {problems}.{_separate_modes(table)} {advice}"
     return f"Mixing cannot be judged: {problems}."
 

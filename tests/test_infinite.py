@@ -1,6 +1,7 @@
 """IRM: the Gibbs sampler against the exact posterior over joint partitions, recovery, overflow, diagnostics."""
 import math
 import re
+import warnings
 from collections import Counter
 
 import jax
@@ -11,12 +12,14 @@ from numpyro import handlers
 from scipy.special import gammaln
 
 from inference.concentration import GammaPrior
+from inference.diagnostics import MixingWarning
 from zoo.metrics import adjusted_rand_index
 from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families
 from zoo.relational.evaluation import leave_one_out_log_loss
 from zoo.relational.infinite import (
     HYPER_GRID,
     InfiniteRelational,
+    IRMResult,
     _resample_hyper,
     infinite_relational_program,
 )
@@ -202,6 +205,39 @@ def test_recovers_planted_blocks_simulated_from_the_program():
     assert np.all(np.isin(hyper, HYPER_GRID.astype(hyper.dtype)))  # the grid in the working dtype
     probs = result.predict_proba([[0, 1], [2, 3]])
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
+
+
+def _result_from_draws(n_clusters, log_joint, hyper):
+    draws = np.shape(log_joint)
+    return IRMResult(schema=None, capacities=(8,), n_clusters={"people": np.asarray(n_clusters)},
+                     concentrations={"people": np.ones(draws)}, hyper={"knows": np.asarray(hyper)},
+                     log_joint=np.asarray(log_joint), warmup_log_joint=np.zeros((draws[0], 0)), assignments=None)
+
+
+def test_summary_says_when_the_chains_do_not_mix_and_is_quiet_when_they_do():
+    rng = np.random.default_rng(0)
+    hyper = rng.choice([0.5, 1.0, 2.0], size=(4, 1000, 2))
+    mixed = _result_from_draws(rng.integers(3, 6, (4, 1000)), rng.normal(-50, 2, (4, 1000)), hyper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        table = mixed.summary()
+    assert list(table.index) == ["n_clusters_people", "concentration_people", "hyper_knows[0]", "hyper_knows[1]",
+                                 "log_joint"]
+    assert table.loc["n_clusters_people", "status"] == "ok" and table.loc["concentration_people", "status"] == "constant"
+    # Each chain stays at its own K: reported as such, with advice for this sampler, never a silent R-hat.
+    stuck = _result_from_draws(np.repeat([[3], [4], [5], [6]], 1000, axis=1), rng.normal(-50, 2, (4, 1000)), hyper)
+    with pytest.warns(MixingWarning, match=r"n_clusters_people \(chains disagree.*more chains from dispersed starts"):
+        table = stuck.summary()
+    assert table.loc["n_clusters_people", "status"] == "chains disagree" and table.loc["n_clusters_people", "r_hat"] == np.inf
+    assert "sub-cluster" not in str(table.attrs["advice"])
+
+
+def test_sample_warns_when_its_chains_do_not_mix():
+    # Four draws per chain cannot give a bulk ESS of 400: the run says so when it returns.
+    with pytest.warns(MixingWarning, match="Chains do NOT mix"):
+        result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_chains=2,
+                                             n_sweeps=8, n_warmup=4)
+    assert result.mixing.loc["log_joint", "status"] != "ok"
 
 
 def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():
