@@ -95,3 +95,22 @@ def test_stored_outputs_are_one_whole_full_size_run(path):
         if draws:
             images = [output for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
             assert images, f"{path.name}: code cell {number} draws a figure but stores none (run with an inline backend)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_the_stored_outputs_line_names_the_run_that_is_stored(path):
+    # The first cell says which run the reader sees ("*Stored outputs: full-size run on DATE (...),
+    # N s ...*"); the outputs print the run's date and, in their last cell, its seconds. A re-run
+    # without updating the line left one notebook naming a run two days and 286 s away from its outputs.
+    import re
+
+    nbformat = pytest.importorskip("nbformat")
+    cells = nbformat.read(path, as_version=4).cells
+    prose = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
+    printed = "\n".join(output.get("text", "") for cell in cells if cell.cell_type == "code"
+                        for output in cell.get("outputs", []))
+    line = re.search(r"\*Stored outputs: full-size run on (\d{4}-\d\d-\d\d) [^*]*?, (\d+) s", prose)
+    assert line, f"{path.name}: no '*Stored outputs: full-size run on DATE (...), N s' line"
+    assert re.findall(r"(?:run on|Run:) (\d{4}-\d\d-\d\d)", printed) == [line.group(1)], f"{path.name}: another date"
+    seconds = re.findall(r"(?:notebook run time: |, )(\d+) s(?: since the first cell)?\n", printed)
+    assert seconds and seconds[-1] == line.group(2), f"{path.name}: says {line.group(2)} s, printed {seconds[-1:]}"
