@@ -1,6 +1,9 @@
-"""Every notebook in notebooks/ runs top to bottom (small sizes under CI=true), so none can rot."""
+"""Every notebook in notebooks/ runs top to bottom (small sizes under CI=true), so none can rot, and
+its committed outputs are one whole full-size run that a reader can trust without running it."""
 
+import ast
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -46,15 +49,11 @@ def _code_cells(path):
 
 
 def _statements(source):
-    import ast
-
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     return ast.parse("\n".join(lines)).body
 
 
 def _called_name(call):
-    import ast
-
     function = call.func
     return function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
 
@@ -63,8 +62,6 @@ def _called_name(call):
 def test_no_cell_throws_away_a_value_it_computes(path):
     # A bare expression before a cell's last statement is computed and dropped: a table meant to be
     # read (`table.round(3)`) never reaches the stored outputs. Wrap it in display().
-    import ast
-
     dropped = []
     for number, cell in enumerate(_code_cells(path)):
         for statement in _statements(cell.source)[:-1]:
@@ -80,8 +77,6 @@ def test_no_cell_throws_away_a_value_it_computes(path):
 def test_stored_outputs_are_one_whole_full_size_run(path):
     # Users read the committed outputs without running anything: they must come from one run, top
     # to bottom, at full size (not CI's small one), without errors, with every figure drawn.
-    import ast
-
     cells = _code_cells(path)
     counts = [cell.execution_count for cell in cells]
     assert counts == list(range(1, len(cells) + 1)), f"{path.name}: cells not run once, in order: {counts}"
@@ -102,8 +97,6 @@ def test_the_stored_outputs_line_names_the_run_that_is_stored(path):
     # The first cell says which run the reader sees ("*Stored outputs: full-size run on DATE (...),
     # N s ...*"); the outputs print the run's date and, in their last cell, its seconds. A re-run
     # without updating the line left one notebook naming a run two days and 286 s away from its outputs.
-    import re
-
     nbformat = pytest.importorskip("nbformat")
     cells = nbformat.read(path, as_version=4).cells
     prose = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
