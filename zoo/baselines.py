@@ -347,8 +347,9 @@ def _held_out_folds(labels: np.ndarray, n_folds: int, rng: np.random.Generator) 
     """
     n_clusters = int(labels.max()) + 1
     if n_clusters >= 4:
-        fold_of_cluster = rng.permutation(n_clusters) % min(n_folds, n_clusters // 2)
-        return [fold_of_cluster[labels] == fold for fold in range(min(n_folds, n_clusters // 2))]
+        n_groups = min(n_folds, n_clusters // 2)
+        fold_of_cluster = rng.permutation(n_clusters) % n_groups
+        return [fold_of_cluster[labels] == fold for fold in range(n_groups)]
     fold_of_point = rng.permutation(labels.size) % n_folds
     return [fold_of_point == fold for fold in range(n_folds)]
 

@@ -440,12 +440,15 @@ class IRMResult:
         :func:`inference.diagnostics.mixing_table`, ``az.plot_trace`` or ``az.plot_rank``)."""
         import xarray as xr
 
-        variables = {f"n_clusters_{name}": values for name, values in self.n_clusters.items()}
-        variables.update({f"concentration_{name}": values for name, values in self.concentrations.items()})
-        for name, values in self.hyper.items():
-            variables.update({f"hyper_{name}[{value}]": values[..., value] for value in range(values.shape[-1])})
-        variables["log_joint"] = self.log_joint
-        return xr.Dataset({name: (("chain", "draw"), np.asarray(values)) for name, values in variables.items()})
+        scalars = {}
+        for name, array in self.to_inference_data().posterior.data_vars.items():
+            extra = [dim for dim in array.dims if dim not in ("chain", "draw")]
+            if not extra:
+                scalars[name] = array
+            else:  # hyper_<relation>, over the relation's values: one scalar per value
+                scalars.update({f"{name}[{value}]": array.isel({extra[0]: value}, drop=True)
+                                for value in range(array.sizes[extra[0]])})
+        return xr.Dataset(scalars)
 
     @property
     def mixing(self):
