@@ -17,7 +17,9 @@ cells in cluster k. For a relation over D × D the cells r(a, a') and r(a', a) o
 so the block (k, k) receives both at once and is scored jointly. Each sweep then resamples every
 α_D by Escobar & West's update (:func:`inference.concentration.escobar_west_update`) and every
 γ_{r,u} by griddy Gibbs on a log-spaced grid (:data:`HYPER_GRID`, 0.01 to 100) under an
-exponential prior restricted to the grid — an exact Gibbs update for that discretised prior.
+exponential prior discretised on the grid (each point weighted by its cell's prior mass,
+:func:`~zoo.relational._infinite_kernel.hyper_log_prior`) — an exact Gibbs update for that
+discretised prior.
 
 Two implementations of the Gibbs visits compute the same conditionals and draw with the same
 uniforms (one per individual and sweep, inverse CDF), so the same key gives the same chain on
@@ -155,7 +157,8 @@ class InfiniteRelational:
     concentration_prior : GammaPrior
         Gamma(shape, rate) prior of every α_D (Escobar & West).
     hyper_prior_rate : float
-        Rate of the exponential prior of every γ_{r,u}.
+        Rate of the exponential prior of every γ_{r,u} (discretised on :data:`HYPER_GRID`; prior
+        mean within 5% of 1 / rate for rates between about 0.05 and 5).
     sample_concentration, sample_hyper : bool
         Resample α_D / γ_r after every sweep (otherwise they stay at their initial values).
     max_clusters : int
