@@ -37,6 +37,12 @@ merges of the pairs of publications whose merge would raise the posterior most;
 ``n_split_merge``): without them a chain started with the test references in one publication
 kept them there, however far apart the groups were.
 
+SCDP-1 and -2 can also move the reference-type partition by split–merge moves (all references,
+the precisions integrated given the means; ``n_type_split_merge``, off by default):
+one-reference updates open a type only from one reference's residual, so in many dimensions a
+chain otherwise keeps the number of types its first sweeps gave it (see :func:`build_kernel`
+for the data where they helped and where they did not).
+
 α^p and α^t are resampled every sweep by the Escobar–West update in the multi-group form of DM05
 App. B (groups: the training and the test references when clusters are not shared).
 

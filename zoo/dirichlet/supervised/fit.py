@@ -205,6 +205,9 @@ class SupervisedDP:
     n_split_merge, n_precision_steps : int
         Split–merge moves of the test partition per sweep, and SCDP-3's Metropolis steps on the
         precisions (see :func:`build_kernel`).
+    n_type_split_merge : int
+        SCDP-1 and -2: split–merge moves of the reference types per sweep (default 0, off; see
+        :func:`build_kernel` for when they help and when they did not; SCDP-3 has none).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 
@@ -238,6 +241,7 @@ class SupervisedDP:
         n_split_merge: int = 10,
         n_precision_steps: int = 8,
         backend: str = "auto",
+        n_type_split_merge: int = 0,
     ):
         self.step = build_kernel(
             model,
@@ -251,6 +255,7 @@ class SupervisedDP:
             n_split_merge=n_split_merge,
             n_precision_steps=n_precision_steps,
             backend=backend,
+            n_type_split_merge=n_type_split_merge,
         )
         self.model = int(model)
         self.share_clusters = bool(share_clusters)

@@ -20,7 +20,7 @@ from zoo.dirichlet.supervised.conditionals import (
     _gibbs_means_conditioned, _log_joint, _metropolis_precisions_conditioned, _sample_means, _sample_precisions,
     _separation_prior,
 )
-from zoo.dirichlet.supervised.split_merge import _split_merge_moves
+from zoo.dirichlet.supervised.split_merge import _split_merge_moves, _type_split_merge_moves
 from zoo.dirichlet.supervised.state import _Carry, _Config, MODELS, SupervisedData, SupervisedInfo, SupervisedState
 from zoo.dirichlet.supervised.sweep_xla import _SweepDraws, _xla_sweep
 
@@ -42,6 +42,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     n_train_clusters = jnp.max(data.train_labels) + 1
     (key_means, key_precisions, key_uniform, key_positions, key_cluster_supply, key_type_supply,
      key_alpha, key_alpha_types, key_split_merge) = jax.random.split(rng_key, 9)
+    key_type_moves = jax.random.fold_in(rng_key, 9)  # a key of its own: the chains without type moves are unchanged
 
     carry = _Carry(
         state.clusters, state.cluster_counts, state.means, state.types, state.type_counts, state.precisions,
@@ -49,7 +50,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     )
     # 0. Split–merge moves of the test partition, means integrated given the types (they move
     #    whole groups of references, which one-reference updates cannot do).
-    n_accepted = jnp.zeros((), jnp.int32)
+    n_accepted = n_type_accepted = jnp.zeros((), jnp.int32)
     if config.n_split_merge and n_test >= 2:
         carry, moves = _split_merge_moves(config, key_split_merge, carry, features, n_train, n_train_clusters,
                                           state.alpha)
@@ -94,6 +95,12 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
             key_means, features, carry.clusters, point_precisions, n_cluster_slots, config.prior_variance
         )
         residuals = features - means[carry.clusters]
+        if config.n_type_split_merge:
+            # Split–merge moves of the types, their precisions integrated given the means; the
+            # precisions drawn next for every type complete the block update of (d, t).
+            carry, type_moves = _type_split_merge_moves(config, key_type_moves, carry, residuals, shape, rate,
+                                                        state.alpha_types)
+            n_type_accepted = type_moves.splits_accepted + type_moves.merges_accepted
         # One bulk Gamma draw serves the precision posteriors and the new-type supply.
         precisions, log_gamma_unit = _sample_precisions(
             key_precisions, residuals, carry.types, carry.type_counts, shape, rate, n_type_supply,
@@ -143,6 +150,7 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
         alpha_types=alpha_types,
         overflow=carry.overflow,
         split_merge_accepted=n_accepted,
+        type_split_merge_accepted=n_type_accepted,
     )
     return new_state, info
 
@@ -160,6 +168,7 @@ def build_kernel(
     n_split_merge: int = 10,
     n_precision_steps: int = 8,
     backend: str = "auto",
+    n_type_split_merge: int = 0,
 ):
     """Build the Gibbs step of SCDP-1, -2 or -3.
 
@@ -187,6 +196,19 @@ def build_kernel(
     n_precision_steps : int
         SCDP-3: Metropolis steps on the log precisions per sweep (their conditional is not a
         Gamma, see :func:`_metropolis_precisions_conditioned`).
+    n_type_split_merge : int
+        SCDP-1 and -2: split–merge moves of the reference-type partition per sweep
+        (:func:`.split_merge._type_split_merge_moves`: all references, training and test, the
+        precisions integrated given the publication means), run between the means and the
+        precisions. Without them a chain keeps about the number of types its first sweeps open
+        (one-reference updates open a type from one reference's residual, in many dimensions
+        almost never). Off by default: on the digits of ``notebooks/supervised_digits.ipynb``
+        five per sweep brought SCDP-1's chains to the same types and 550–1,090 nats higher, but on
+        the FEBRL records of ``notebooks/record_linkage.ipynb`` (16 coordinates) they merged the
+        chains' third type early and left them in test partitions 70–1,280 nats lower (F 0.42
+        against 0.87). SCDP-1's run on either backend (numba as the Normal–Gamma DP mixture's
+        moves), SCDP-2's in XLA (its prior changes every sweep; about 12 ms per move for four
+        chains on the digits); SCDP-3 has none (its precisions are tied to the means by eq. 3).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
         device); "numba" as compiled host loops called through ``jax.pure_callback``, the chains
@@ -206,6 +228,9 @@ def build_kernel(
     for name, prior in (("alpha_prior", alpha_prior), ("alpha_types_prior", alpha_types_prior)):
         if prior is not None and not isinstance(prior, GammaPrior):
             raise TypeError(f"{name}: expected a GammaPrior or None, got {type(prior).__name__}")
+    if check_int("n_type_split_merge", n_type_split_merge, minimum=0) and int(model) == 3:
+        raise ValueError("n_type_split_merge: SCDP-3's reference types have no split-merge moves (their precisions "
+                         "are conditioned on the means by DM05 eq. 3); give 0")
     config = _Config(
         model=int(model),
         share_clusters=bool(share_clusters),
@@ -218,5 +243,6 @@ def build_kernel(
         n_split_merge=check_int("n_split_merge", n_split_merge, minimum=0),
         n_precision_steps=check_int("n_precision_steps", n_precision_steps, minimum=1),
         backend=resolve_backend(backend),
+        n_type_split_merge=check_int("n_type_split_merge", n_type_split_merge, minimum=0),
     )
     return partial(_step, config)

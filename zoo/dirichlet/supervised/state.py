@@ -147,6 +147,9 @@ class SupervisedInfo(NamedTuple):
         Overflow bit mask of the state after this sweep (see :class:`SupervisedState`).
     split_merge_accepted : int32
         Split–merge moves of the test partition accepted in this sweep (of ``n_split_merge``).
+    type_split_merge_accepted : int32
+        Split–merge moves of the reference-type partition accepted in this sweep (of
+        ``n_type_split_merge``).
     """
 
     n_clusters: jax.Array
@@ -156,6 +159,7 @@ class SupervisedInfo(NamedTuple):
     alpha_types: jax.Array
     overflow: jax.Array
     split_merge_accepted: jax.Array
+    type_split_merge_accepted: jax.Array
 
 
 class _Config(NamedTuple):
@@ -170,6 +174,7 @@ class _Config(NamedTuple):
     n_split_merge: int
     n_precision_steps: int
     backend: str
+    n_type_split_merge: int = 0
 
 
 class _Carry(NamedTuple):
@@ -298,4 +303,5 @@ def _record(n_train: int, state: SupervisedState, info: SupervisedInfo) -> dict[
         "n_types": info.n_types,
         "log_joint": info.log_joint,
         "split_merge_accepted": info.split_merge_accepted,
+        "type_split_merge_accepted": info.type_split_merge_accepted,
     }
