@@ -404,6 +404,10 @@ def test_feature_mismatch_and_bad_settings_are_rejected():
         SupervisedDP(model=4)
     with pytest.raises(ValueError, match="^prior_variance: "):
         SupervisedDP(prior_variance=-1.0)
+    with pytest.raises(ValueError, match="^n_type_split_merge: SCDP-3"):
+        SupervisedDP(3, n_type_split_merge=2)
+    with pytest.raises(ValueError, match="^n_type_split_merge: "):
+        SupervisedDP(1, n_type_split_merge=-1)
 
 
 # ----------------------------------------------------------------------------------------------
