@@ -120,10 +120,7 @@ def _exact_test_posterior(train, train_labels, test, share_clusters, conditionin
         ]
         key = _canonical(clusters[n_train:])
         log_post[key] = np.logaddexp(log_post.get(key, -np.inf), np.logaddexp.reduce(terms))
-    keys = list(log_post)
-    values = np.array([log_post[k] for k in keys])
-    probabilities = np.exp(values - np.logaddexp.reduce(values))
-    return dict(zip(keys, probabilities))
+    return _normalised(log_post)
 
 
 def _sampled_test_posterior(train, train_labels, test, share_clusters, key, n_chains, n_draws, model=1,
@@ -146,16 +143,27 @@ def _sampled_test_posterior(train, train_labels, test, share_clusters, key, n_ch
         record=scdp.record_supervised(len(train)),
     )
     draws = result.samples["assignments"].reshape(-1, len(test))
-    counts: dict = {}
-    for row in draws:
-        k = _canonical(row)
-        counts[k] = counts.get(k, 0) + 1
-    return {k: v / len(draws) for k, v in counts.items()}, len(draws)
+    return _frequencies(draws), len(draws)
 
 
 TRAIN = np.array([[-0.9], [-0.6]])
 TRAIN_LABELS = ["a", "a"]
 TEST = np.array([[-0.8], [0.7], [1.1]])
+
+
+def _frequencies(rows) -> dict:
+    """Share of each partition (canonical tuple) among the sampled label rows."""
+    counts: dict = {}
+    for row in rows:
+        key = _canonical(row)
+        counts[key] = counts.get(key, 0) + 1
+    return {key: count / len(rows) for key, count in counts.items()}
+
+
+def _normalised(log_target: dict) -> dict:
+    """Probabilities from unnormalised log probabilities."""
+    values = np.array(list(log_target.values()))
+    return dict(zip(log_target, np.exp(values - np.logaddexp.reduce(values))))
 
 
 def _total_variation(exact, sampled):
@@ -561,21 +569,16 @@ def test_split_merge_moves_alone_sample_the_exact_test_partition(x64, model, alp
         return jax.lax.scan(one, carry, jax.random.split(key, 300))[1][50:]
 
     draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(1), 200))).reshape(-1, n_test)
-    sampled: dict = {}
-    for row in draws:
-        sampled[_canonical(row)] = sampled.get(_canonical(row), 0) + 1 / len(draws)
+    sampled = _frequencies(draws)
     coupling = (1.0 / precisions).sum(0) if model == 3 else np.zeros(n_features)
     point_precisions = precisions[types[n_train:]]
     log_target = {
         part: _log_integrated_partition(part, test, point_precisions, np.asarray(state.means[:2]), coupling, alpha)
         for part in _set_partitions(n_test)
     }
-    values = np.array(list(log_target.values()))
-    exact = dict(zip(log_target, np.exp(values - np.logaddexp.reduce(values))))
+    exact = _normalised(log_target)
     assert sum(p for part, p in exact.items() if len(set(part)) >= 2) > 0.5
     assert _total_variation(exact, sampled) < 0.02
-
-
 
 
 def _log_type_partition(types, residuals, alpha_types):
@@ -622,13 +625,9 @@ def test_type_split_merge_moves_alone_sample_the_exact_type_partition(x64, model
         return jax.tree_util.tree_map(lambda leaf: leaf[50:], jax.lax.scan(one, carry, jax.random.split(key, 300))[1])
 
     types, precisions_of_0 = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(2), 400))
-    types = np.asarray(types).reshape(-1, n_train + len(test))
-    sampled: dict = {}
-    for row in types:
-        sampled[_canonical(row)] = sampled.get(_canonical(row), 0) + 1 / len(types)
-    log_target = {part: _log_type_partition(part, residuals, alpha_types) for part in _set_partitions(len(residuals))}
-    values = np.array(list(log_target.values()))
-    exact = dict(zip(log_target, np.exp(values - np.logaddexp.reduce(values))))
+    sampled = _frequencies(np.asarray(types).reshape(-1, n_train + len(test)))
+    exact = _normalised({part: _log_type_partition(part, residuals, alpha_types)
+                         for part in _set_partitions(len(residuals))})
     assert sum(p for part, p in exact.items() if len(set(part)) >= 2) > 0.5
     total_variation = _total_variation(exact, sampled)
     assert total_variation < 0.05, total_variation  # 0.46 and 0.55 with the proposal terms left out

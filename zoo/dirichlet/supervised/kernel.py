@@ -204,9 +204,9 @@ def build_kernel(
         (one-reference updates open a type from one reference's residual, in many dimensions
         almost never). Off by default: on the digits of ``notebooks/supervised_digits.ipynb``
         five per sweep brought SCDP-1's chains to the same types and 550–1,090 nats higher, but on
-        the FEBRL records of ``notebooks/record_linkage.ipynb`` (16 coordinates) they merged the
-        chains' third type early and left them in test partitions 70–1,280 nats lower (F 0.42
-        against 0.87). SCDP-1's run on either backend (numba as the Normal–Gamma DP mixture's
+        the FEBRL records of ``notebooks/record_linkage.ipynb`` (16 coordinates) the chains held
+        2 types where those without the moves held 2–3, and ended in test partitions 70–1,280
+        nats lower (F 0.42 against 0.87). SCDP-1's run on either backend (numba as the Normal–Gamma DP mixture's
         moves), SCDP-2's in XLA (its prior changes every sweep; about 12 ms per move for four
         chains on the digits); SCDP-3 has none (its precisions are tied to the means by eq. 3).
     backend : {"auto", "xla", "numba"}
@@ -228,7 +228,8 @@ def build_kernel(
     for name, prior in (("alpha_prior", alpha_prior), ("alpha_types_prior", alpha_types_prior)):
         if prior is not None and not isinstance(prior, GammaPrior):
             raise TypeError(f"{name}: expected a GammaPrior or None, got {type(prior).__name__}")
-    if check_int("n_type_split_merge", n_type_split_merge, minimum=0) and int(model) == 3:
+    n_type_split_merge = check_int("n_type_split_merge", n_type_split_merge, minimum=0)
+    if n_type_split_merge and int(model) == 3:
         raise ValueError("n_type_split_merge: SCDP-3's reference types have no split-merge moves (their precisions "
                          "are conditioned on the means by DM05 eq. 3); give 0")
     config = _Config(
@@ -243,6 +244,6 @@ def build_kernel(
         n_split_merge=check_int("n_split_merge", n_split_merge, minimum=0),
         n_precision_steps=check_int("n_precision_steps", n_precision_steps, minimum=1),
         backend=resolve_backend(backend),
-        n_type_split_merge=check_int("n_type_split_merge", n_type_split_merge, minimum=0),
+        n_type_split_merge=n_type_split_merge,
     )
     return partial(_step, config)

@@ -231,7 +231,6 @@ def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_cluste
     return carry, moves
 
 
-
 # ----------------------------------------------------------------------------------------------
 # Moves of the reference-type partition (SCDP-1 and -2)
 # ----------------------------------------------------------------------------------------------
@@ -280,8 +279,8 @@ def _type_split_merge_moves(config, rng_key, carry, residuals, shape, rate, alph
     digits of ``notebooks/supervised_digits.ipynb`` four SCDP-1 chains held 9, 7, 7 and 8 types
     for 300 sweeps; with five moves per sweep all four held 6 types, at log joints 550 to 1,090
     nats higher and within 110 nats of each other; they are off by default, see
-    :func:`.kernel.build_kernel`). SCDP-3's precisions are tied to the means by eq. 3, so its types have no such
-    marginal. Returns (carry, SplitMergeMoves counts).
+    :func:`.kernel.build_kernel`). SCDP-3's precisions are tied to the means by eq. 3, so its
+    types have no such marginal. Returns (carry, SplitMergeMoves counts).
     """
     types, counts, moves, overflow = split_merge_moves(
         _type_family(config, shape, rate), rng_key, residuals, carry.types, carry.type_counts, alpha_types,

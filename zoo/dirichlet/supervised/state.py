@@ -174,7 +174,7 @@ class _Config(NamedTuple):
     n_split_merge: int
     n_precision_steps: int
     backend: str
-    n_type_split_merge: int = 0
+    n_type_split_merge: int
 
 
 class _Carry(NamedTuple):
