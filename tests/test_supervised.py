@@ -90,8 +90,10 @@ def _log_marginal(features_1d, clusters, types, n_nodes=24, conditioning=False):
     return top + math.log(np.exp(total - top).sum())
 
 
-def _exact_test_posterior(train, train_labels, test, share_clusters, conditioning=False, n_nodes=24):
-    """Posterior probabilities of every test partition (canonical tuples)."""
+def _exact_test_posterior(train, train_labels, test, share_clusters, conditioning=False, n_nodes=24,
+                          marginal="test"):
+    """Posterior probabilities of every test partition (canonical tuples), or with
+    ``marginal="types"`` of every partition of all references into types."""
     features = np.concatenate([train, test])[:, 0]
     n_train, n_points = len(train), len(train) + len(test)
     train_codes = _canonical(train_labels)
@@ -118,16 +120,26 @@ def _exact_test_posterior(train, train_labels, test, share_clusters, conditionin
             + _log_marginal(features, clusters_dense, types, n_nodes=n_nodes, conditioning=conditioning)
             for types in type_partitions
         ]
-        key = _canonical(clusters[n_train:])
-        log_post[key] = np.logaddexp(log_post.get(key, -np.inf), np.logaddexp.reduce(terms))
+        if marginal == "types":
+            for types, term in zip(type_partitions, terms):
+                key = _canonical(types)
+                log_post[key] = np.logaddexp(log_post.get(key, -np.inf), term)
+        else:
+            key = _canonical(clusters[n_train:])
+            log_post[key] = np.logaddexp(log_post.get(key, -np.inf), np.logaddexp.reduce(terms))
     return _normalised(log_post)
 
 
+def _record_types(state, info):
+    """Recorder of every reference's type (for the type-partition marginal)."""
+    return {"assignments": state.types}
+
+
 def _sampled_test_posterior(train, train_labels, test, share_clusters, key, n_chains, n_draws, model=1,
-                            backend="auto", n_split_merge=10):
+                            backend="auto", n_split_merge=10, n_type_split_merge=0, marginal="test"):
     step = scdp.build_kernel(model, share_clusters=share_clusters, prior_variance=PRIOR_VARIANCE,
                              precision_shape=SHAPE, precision_rate=RATE, backend=backend,
-                             n_split_merge=n_split_merge)
+                             n_split_merge=n_split_merge, n_type_split_merge=n_type_split_merge)
     init_keys = jax.random.split(jax.random.fold_in(key, 1), n_chains)
     states = stack_states([
         scdp.init(k, train, train_labels, test, max_test_clusters=len(test), max_types=len(train) + len(test),
@@ -140,9 +152,9 @@ def _sampled_test_posterior(train, train_labels, test, share_clusters, key, n_ch
     )
     result = sample_chains(
         key, step, states, data, n_warmup=50, n_draws=n_draws, draws_per_call=n_draws, progress=False,
-        record=scdp.record_supervised(len(train)),
+        record=_record_types if marginal == "types" else scdp.record_supervised(len(train)),
     )
-    draws = result.samples["assignments"].reshape(-1, len(test))
+    draws = result.samples["assignments"].reshape(n_chains * n_draws, -1)
     return _frequencies(draws), len(draws)
 
 
@@ -238,6 +250,19 @@ def test_scdp1_matches_a_posterior_of_separate_test_clusters(x64, backend, n_spl
     assert sum(p for partition, p in exact.items() if len(set(partition)) >= 2) > 0.75
     sampled, _ = _sampled_test_posterior(TRAIN, TRAIN_LABELS, TEST_APART, False, jax.random.key(8), n_chains=8,
                                          n_draws=1000, backend=backend, n_split_merge=n_split_merge)
+    assert _total_variation(exact, sampled) < 0.05
+
+
+@pytest.mark.numba
+def test_kernel_with_type_moves_samples_the_exact_type_partition(x64):
+    # The whole SCDP-1 kernel with type moves, not the moves alone (as in
+    # test_type_split_merge_moves_alone_sample_the_exact_type_partition): the means, the moves,
+    # the precisions and the one-reference updates together keep the joint posterior. The type
+    # partition of all five references is the marginal the moves act on; the test partition's
+    # hardly depends on them here.
+    exact = _exact_test_posterior(TRAIN, TRAIN_LABELS, TEST_APART, False, marginal="types")
+    sampled, _ = _sampled_test_posterior(TRAIN, TRAIN_LABELS, TEST_APART, False, jax.random.key(12), n_chains=8,
+                                         n_draws=1000, backend="numba", n_type_split_merge=3, marginal="types")
     assert _total_variation(exact, sampled) < 0.05
 
 
