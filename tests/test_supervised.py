@@ -762,7 +762,46 @@ def test_summary_says_when_chains_stay_where_they_started():
     table = fit.mixing
     assert table.loc["n_clusters", "status"] == "chains disagree"
     assert table.loc["n_clusters", "r_hat"] == np.inf
+    assert "sub-cluster" not in table.attrs["advice"]  # a sampler SupervisedDP does not have
     # With the moves (the default) both chains find the two test publications.
     fit = SupervisedDP(1).fit(train, truth, test, key=jax.random.key(0), n_chains=2, n_sweeps=40, init=starts,
                               progress=False)
     assert fit.result.samples["n_clusters"][:, -1].tolist() == [2, 2]
+
+
+def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
+    # Each chain keeps its own number of types (as SCDP-1's chains did on the digits without the
+    # type moves): the advice points at n_type_split_merge, and never at a sampler SCDP lacks.
+    from inference.chains import ChainResult
+    from inference.diagnostics import MixingWarning
+    from zoo.dirichlet.supervised import SupervisedDPFit
+
+    rng = np.random.default_rng(0)
+    n_chains, n_draws = 2, 60
+    samples = {
+        "assignments": rng.integers(0, 3, (n_chains, n_draws, 6)),
+        "alpha": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
+        "alpha_types": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
+        "n_clusters": rng.integers(2, 4, (n_chains, n_draws)),
+        "n_types": np.repeat([[7], [9]], n_draws, axis=1),
+        "log_joint": rng.normal(0.0, 1.0, (n_chains, n_draws)),
+    }
+    result = ChainResult(samples, None, 0, 1, True, 0.0)
+    for settings, names_type_moves in (({"model": 1, "n_type_split_merge": 0}, True),
+                                       ({"model": 2, "n_type_split_merge": 0}, True),
+                                       ({"model": 1, "n_type_split_merge": 5}, False),
+                                       ({"model": 3, "n_type_split_merge": 0}, False),
+                                       ({}, False)):
+        fit = SupervisedDPFit(result, **settings)
+        assert fit.mixing.loc["n_types", "status"] == "chains disagree"
+        advice = fit.mixing.attrs["advice"]
+        assert ("n_type_split_merge" in advice) == names_type_moves, settings
+        assert "sub-cluster" not in advice and "n_split_merge" in advice
+        with pytest.warns(MixingWarning) as caught:
+            fit.summary()
+        assert str(caught[0].message).endswith(advice)
+    # Types that differ little between chains (R-hat below 1.1) are no reason for the moves.
+    samples["n_types"] = rng.integers(7, 9, (n_chains, n_draws))
+    table = SupervisedDPFit(result, model=1, n_type_split_merge=0).mixing
+    assert table.loc["n_types", "status"] == "not mixing" and table.loc["n_types", "r_hat"] < 1.1  # ESS < 400
+    assert "n_type_split_merge" not in table.attrs["advice"]

@@ -32,6 +32,14 @@ __all__ = ["SupervisedDPFit", "INITS", "SupervisedDP"]
 class SupervisedDPFit:
     """Draws of the test partition from a fitted :class:`SupervisedDP`.
 
+    Parameters
+    ----------
+    result : ChainResult
+        From :func:`inference.chains.sample_chains` with :func:`.state.record_supervised`.
+    model, n_type_split_merge : int, optional
+        The SCDP model and type moves per sweep the chains ran with (:meth:`SupervisedDP.fit`
+        gives them), so that the advice of :attr:`mixing` names what was not tried.
+
     Attributes
     ----------
     result : ChainResult
@@ -43,8 +51,10 @@ class SupervisedDPFit:
         :func:`inference.diagnostics.partition_entropy`).
     """
 
-    def __init__(self, result: ChainResult):
+    def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None):
         self.result = result
+        # The settings the chains ran with (None: unknown), for the advice of :attr:`mixing`.
+        self._model, self._n_type_split_merge = model, n_type_split_merge
         samples = result.samples
         if not samples:  # stopped during warm-up: the states are kept in result.final_state
             self._idata = None
@@ -88,7 +98,11 @@ class SupervisedDPFit:
         (test publications, reference types, log joint, entropy of the test publications' sizes,
         α^p, α^t), without a warning; see
         :func:`inference.diagnostics.mixing_table`. Quantities constant within each chain but
-        different between chains are reported as "chains disagree" (R-hat inf)."""
+        different between chains are reported as "chains disagree" (R-hat inf).
+
+        ``table.attrs["advice"]``, the closing sentence of the warnings, names what this sampler
+        offers: when the chains of SCDP-1 or -2, run without type moves, hold different reference
+        types (R-hat of ``n_types`` above 1.1), it suggests ``n_type_split_merge``."""
         table = getattr(self, "_mixing", None)
         if table is None:
             view = xr.Dataset(
@@ -97,7 +111,23 @@ class SupervisedDPFit:
                 | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")}
             )
             table = self._mixing = diagnostics.mixing_table(view)
+            table.attrs["advice"] = self._advice(table)
         return table.copy()
+
+    def _advice(self, table: pd.DataFrame) -> str:
+        """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
+        advice = ("Run longer, with more split-merge moves of the test publications per sweep (n_split_merge), "
+                  "or more chains from dispersed starts.")
+        # Only when the chains clearly hold different types (R-hat above 1.1, or inf when each chain
+        # keeps its own): on FEBRL's records, where the types' only fault was a bulk ESS of 359,
+        # the type moves made things worse.
+        types_apart = ("n_types" in table.index and str(table.loc["n_types", "status"]) not in ("ok", "constant")
+                       and float(table.loc["n_types", "r_hat"]) > 1.1)
+        if types_apart and self._model in (1, 2) and self._n_type_split_merge == 0:
+            advice = ("The reference types do not mix: SupervisedDP(..., n_type_split_merge=5) moves them in "
+                      "blocks (off by default; build_kernel's docstring says where it helped and where it did "
+                      "not). " + advice)
+        return advice
 
     def summary(self) -> pd.DataFrame:
         """:attr:`mixing`, with an :class:`inference.diagnostics.MixingWarning` naming the
@@ -258,6 +288,7 @@ class SupervisedDP:
             n_type_split_merge=n_type_split_merge,
         )
         self.model = int(model)
+        self.n_type_split_merge = int(n_type_split_merge)
         self.share_clusters = bool(share_clusters)
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
         self.alpha_types = check_real("alpha_types", alpha_types, low=0.0, low_open=True)
@@ -379,7 +410,7 @@ class SupervisedDP:
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow",
         )
-        fit = SupervisedDPFit(result)
+        fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge)
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
         elif n_chains >= 2:
