@@ -146,7 +146,10 @@ class NativePredictive(NamedTuple):
     the means; ``hyper`` = (τ, m0, p0)) or ``"normal_gamma"`` (Normal–Gamma; ``hyper`` = (m0,
     κ0, a0, b0)); each ``hyper`` entry is a tuple of floats, one per feature or one for all
     (tuples, so that the family stays hashable as a static argument of ``jax.jit``). Build one
-    with :meth:`of`.
+    with :meth:`of`. The numba split–merge moves
+    (:func:`inference.native.dp_moves.numba_split_merge_moves`) also take ``hyper`` as an array
+    (n_hyper, D) computed inside a traced program (SCDP-2's types, whose prior changes every
+    sweep); the collapsed sweep takes tuples only.
     """
 
     kind: str

@@ -275,9 +275,11 @@ def test_scdp1_xla_sweep_matches_enumerated_posterior(x64):
     assert _total_variation(exact, sampled) < 0.05
 
 
-@pytest.mark.parametrize("model", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("model, n_type_split_merge", [(1, 0), (2, 3), pytest.param(1, 3, marks=pytest.mark.slow),
+                                                       pytest.param(2, 0, marks=pytest.mark.slow),
+                                                       pytest.param(3, 0, marks=pytest.mark.slow)])
 @pytest.mark.numba
-def test_numba_and_xla_sweeps_give_the_same_chain(x64, model):
+def test_numba_and_xla_sweeps_give_the_same_chain(x64, model, n_type_split_merge):
     rng = np.random.default_rng(1)
     train, test = rng.normal(size=(12, 2)), 1.5 * rng.normal(size=(9, 2))
     labels = rng.integers(0, 3, 12)
@@ -288,10 +290,12 @@ def test_numba_and_xla_sweeps_give_the_same_chain(x64, model):
     finals = {}
     for backend in ("xla", "numba"):
         step = jax.jit(scdp.build_kernel(model, backend=backend, alpha_prior=GammaPrior(1.0, 1.0),
-                                         alpha_types_prior=GammaPrior(1.0, 1.0)))
-        current = state
+                                         alpha_types_prior=GammaPrior(1.0, 1.0),
+                                         n_type_split_merge=n_type_split_merge))
+        current, accepted_type_moves = state, 0
         for sweep in range(8):
             current, info = step(jax.random.key(sweep), current, data)
+            accepted_type_moves += int(info.type_split_merge_accepted)
         finals[backend] = (current, info)
     (xla_state, xla_info), (numba_state, numba_info) = finals["xla"], finals["numba"]
     assert not bool(xla_state.overflow)
@@ -300,6 +304,9 @@ def test_numba_and_xla_sweeps_give_the_same_chain(x64, model):
     assert np.allclose(xla_state.means, numba_state.means, rtol=1e-9, atol=1e-12)
     assert np.allclose(xla_state.precisions, numba_state.precisions, rtol=1e-9)
     assert float(xla_info.log_joint) == pytest.approx(float(numba_info.log_joint), rel=1e-10)
+    if n_type_split_merge:  # the type moves ran, and moved
+        assert int(xla_info.type_split_merge_accepted) == int(numba_info.type_split_merge_accepted)
+        assert accepted_type_moves > 0
 
 
 @pytest.mark.slow
@@ -620,13 +627,13 @@ def _log_type_partition(types, residuals, alpha_types):
 
 
 @pytest.mark.parametrize("model, backend, alpha_types",
-                         [(1, "numba", 0.6), (1, "numba", 3.0), (1, "xla", 3.0), (2, "xla", 3.0)])
+                         [(1, "numba", 0.6), (1, "numba", 3.0), (1, "xla", 3.0), (2, "xla", 3.0), (2, "numba", 3.0)])
 def test_type_split_merge_moves_alone_sample_the_exact_type_partition(x64, model, backend, alpha_types):
     # Publications and their means fixed: the moves of the reference types must sample
     # p(d | c, p, r) with the precisions integrated; the precisions the step then draws for
     # every type are checked through the type of reference 0, whose precisions must have their
-    # exact posterior mean. SCDP-1's moves run on either backend; SCDP-2's (whose prior of the
-    # precisions changes every sweep) run in XLA, here on SCDP-1's prior.
+    # exact posterior mean. SCDP-2's moves (whose prior of the precisions changes every sweep, so
+    # it is traced) run here on SCDP-1's prior.
     n_train, n_features = 3, 2
     train = np.array([[0.1, -0.2], [1.9, 1.1], [2.3, 0.7]])
     test = np.array([[-3.0, 0.0], [3.0, 0.2], [2.2, -1.4]])  # residuals 0, ±0.2 and ±3: two kinds of type

@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit, prange
 
 from inference.components import NativePredictive
-from inference.native.collapsed_sweep import _LOG_2PI, _cache_row, _log_of_product, _row_size, _score, native_arguments
+from inference.native.collapsed_sweep import (_KIND_INDEX, _LOG_2PI, _cache_row, _log_of_product, _row_size, _score,
+                                              native_arguments)
 from inference.native.supervised_sweep import batch_row, flatten_batch
 from inference.split_merge import UNIFORM_SHARE
 
@@ -466,7 +467,8 @@ def _moves_chain(kind, uniform_power, uniform_hyper, hyper, data, log_alpha, ass
 @njit(parallel=True, cache=True, nogil=True)
 def _moves_batch(n_batch, kind, uniform_power, uniform_hyper, hyper, data, log_alpha, assignments, counts, move_kind,
                  choice, keys, uniforms, accept):
-    # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
+    # Every input has a leading batch axis of size n_batch or 1 (shared by all chains), the
+    # prior ``hyper`` too: one (n_hyper, D) row per chain when it is traced (SCDP-2's types).
     out_assignments = np.empty((n_batch,) + assignments.shape[1:], assignments.dtype)
     out_counts = np.empty((n_batch,) + counts.shape[1:], counts.dtype)
     out_overflow = np.zeros(n_batch, np.bool_)
@@ -475,23 +477,30 @@ def _moves_batch(n_batch, kind, uniform_power, uniform_hyper, hyper, data, log_a
         out_assignments[b] = assignments[batch_row(b, assignments)]
         out_counts[b] = counts[batch_row(b, counts)]
         out_overflow[b] = _moves_chain(
-            kind, uniform_power, uniform_hyper, hyper, data[batch_row(b, data)], log_alpha[batch_row(b, log_alpha)],
+            kind, uniform_power, uniform_hyper, hyper[batch_row(b, hyper)], data[batch_row(b, data)],
+            log_alpha[batch_row(b, log_alpha)],
             out_assignments[b], out_counts[b], move_kind[batch_row(b, move_kind)], choice[batch_row(b, choice)],
             keys[batch_row(b, keys)], uniforms[batch_row(b, uniforms)], accept[batch_row(b, accept)], out_moves[b])
     return out_assignments, out_counts, out_overflow, out_moves
 
 
 # Per-chain number of dimensions of each array input of the moves, in call order.
-_MOVES_INPUT_NDIMS = (2, 0, 1, 1, 1, 2, 2, 2, 1)
+_MOVES_INPUT_NDIMS = (2, 2, 0, 1, 1, 1, 2, 2, 2, 1)
 
 
-def _moves_host(kind, uniform_power, uniform_hyper, hyper, *arrays):
+def _moves_host(kind, uniform_power, uniform_hyper, fixed_hyper, *arrays):
     """Host side: flatten any vmapped leading axes into one batch axis (size 1 for inputs shared
-    by all chains, such as the data), run the batch, restore the batch shape. The data go in as
-    float64, so that the kernel's squares and sums are those of the float64 values."""
-    data, *rest = arrays
-    batch_shape, n_batch, flat = flatten_batch((np.asarray(data, np.float64), *rest), _MOVES_INPUT_NDIMS)
-    outputs = _moves_batch(n_batch, kind, uniform_power, uniform_hyper, hyper, *flat)
+    by all chains, such as the data), run the batch, restore the batch shape. The data and the
+    prior go in as float64, so that the kernel's squares and sums are those of the float64
+    values; a fixed prior (``fixed_hyper``, not None) keeps the float64 values of its floats,
+    a traced one is the first array."""
+    if fixed_hyper is None:
+        hyper, data, *rest = arrays
+    else:
+        hyper, (data, *rest) = fixed_hyper, arrays
+    batch_shape, n_batch, flat = flatten_batch(
+        (np.asarray(hyper, np.float64), np.asarray(data, np.float64), *rest), _MOVES_INPUT_NDIMS)
+    outputs = _moves_batch(n_batch, kind, uniform_power, uniform_hyper, *flat)
     return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
 
 
@@ -500,8 +509,11 @@ def numba_split_merge_moves(native: NativePredictive, data, assignments, counts,
     host, for a family with a :class:`inference.components.NativePredictive`.
 
     ``draws`` is the :class:`inference.split_merge.MoveUniforms` of every move (leading axis the
-    move, move m from ``fold_in(rng_key, m)``). Returns (assignments, counts, moves (int32 (4,):
-    splits proposed, accepted, merges proposed, accepted), overflow).
+    move, move m from ``fold_in(rng_key, m)``). ``native.hyper`` is usually the family's fixed
+    prior (tuples of floats); it may also be an array (n_hyper, D) computed in the traced
+    program, such as SCDP-2's prior of the precisions, which changes every sweep (then no
+    feature is assumed to share another's prior). Returns (assignments, counts, moves (int32
+    (4,): splits proposed, accepted, merges proposed, accepted), overflow).
     """
     shapes = (
         jax.ShapeDtypeStruct(assignments.shape, jnp.int32),
@@ -509,9 +521,15 @@ def numba_split_merge_moves(native: NativePredictive, data, assignments, counts,
         jax.ShapeDtypeStruct((), jnp.bool_),
         jax.ShapeDtypeStruct((4,), jnp.int32),
     )
+    if isinstance(native.hyper, tuple):
+        kind, uniform_power, uniform_hyper, fixed_hyper = native_arguments(native, data.shape[-1])
+        traced = ()
+    else:
+        kind, uniform_power, uniform_hyper, fixed_hyper = _KIND_INDEX[native.kind], False, False, None
+        traced = (jnp.asarray(native.hyper),)
     new_assignments, new_counts, overflow, moves = jax.pure_callback(
-        partial(_moves_host, *native_arguments(native, data.shape[-1])),
-        shapes, data, jnp.asarray(log_alpha),
+        partial(_moves_host, kind, uniform_power, uniform_hyper, fixed_hyper),
+        shapes, *traced, data, jnp.asarray(log_alpha),
         assignments.astype(jnp.int32), counts.astype(jnp.int32), draws.kind, draws.choice, draws.keys,
         draws.uniforms, draws.accept, vmap_method="expand_dims")
     return new_assignments.astype(assignments.dtype), new_counts.astype(counts.dtype), moves, overflow

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from inference.components import NativePredictive
 from inference.segments import segment_sum
 from inference.split_merge import (MoveUniforms, SideModel, SplitMergeMoves, count_move, merge_gains, move_uniforms,
                                    no_moves, split_merge_move, split_merge_moves)
@@ -252,15 +253,18 @@ def _type_family(config, shape, rate):
     """The component family of the types' moves: :func:`zoo.dirichlet.families.normal_gamma` with
     the mean pinned at 0 (:data:`KNOWN_MEAN_KAPPA`). SCDP-1's prior is fixed, so it is the
     family itself, with its numba twin; SCDP-2 re-sets the prior every sweep (traced values), so
-    it gets the family's XLA functions on that prior."""
+    it gets the family's XLA functions on that prior, and for the numba moves the prior as an
+    array."""
     n_features = shape.shape[-1]
     if config.model == 1:
         return normal_gamma(n_features, mean=0.0, kappa=KNOWN_MEAN_KAPPA, shape=config.precision_shape,
                             rate=config.precision_rate)
     prior = _NormalGammaPrior(mean=jnp.zeros_like(shape), kappa=jnp.full_like(shape, KNOWN_MEAN_KAPPA), shape=shape,
                               rate=rate, n_features=n_features)
+    # The numba moves take a traced prior as an array (n_hyper, D) in NativePredictive's order.
+    native = NativePredictive("normal_gamma", jnp.stack([prior.mean, prior.kappa, prior.shape, prior.rate]))
     return SimpleNamespace(point_stats=_ng_point_stats, log_marginal=partial(_ng_log_marginal, prior),
-                           log_predictive=partial(_ng_log_predictive, prior), native_predictive=None)
+                           log_predictive=partial(_ng_log_predictive, prior), native_predictive=native)
 
 
 def _type_split_merge_moves(config, rng_key, carry, residuals, shape, rate, alpha_types):
