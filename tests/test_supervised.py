@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import html
 import math
 
 import jax
@@ -782,6 +783,7 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
     from inference.chains import ChainResult
     from inference.diagnostics import MixingWarning
     from zoo.dirichlet.supervised import SupervisedDPFit
+    from zoo.report import report_html
 
     rng = np.random.default_rng(0)
     n_chains, n_draws = 2, 60
@@ -807,6 +809,7 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
         with pytest.warns(MixingWarning) as caught:
             fit.summary()
         assert str(caught[0].message).endswith(advice)
+        assert html.escape(advice) in report_html(fit)  # the HTML report's verdict says the same
     # Types that differ little between chains (R-hat below 1.1) are no reason for the moves.
     samples["n_types"] = rng.integers(7, 9, (n_chains, n_draws))
     table = SupervisedDPFit(result, model=1, n_type_split_merge=0).mixing

@@ -583,12 +583,13 @@ def _block_order(matrix: np.ndarray) -> np.ndarray:
     return leaves_list(linkage(distances, method="average"))
 
 
-def chains_sections(idata: Any) -> list[str]:
+def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
     """HTML sections for Gibbs chains: mixing verdict and diagnostics, trace and rank plots, co-clustering.
 
     The verdict is :func:`inference.diagnostics.mixing_verdict` of the table of
     :func:`inference.diagnostics.mixing_table`, shown in green when every quantity is "ok" or
-    "constant" and in red otherwise. Constant quantities keep their row in the table but are left
+    "constant" and in red otherwise; ``advice`` replaces its closing advice for the
+    Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). Constant quantities keep their row in the table but are left
     out of the trace and rank plots, as are quantities with non-finite draws.
     """
     import arviz as az
@@ -610,6 +611,8 @@ def chains_sections(idata: Any) -> list[str]:
     names: list[str] = []
     if view is not None:
         table = mixing_table(view)
+        if advice:
+            table.attrs["advice"] = advice
         mixing = bool(table["status"].isin(("ok", "constant")).all())
         sections.append(
             "<h2>Label-invariant diagnostics</h2>"
@@ -680,7 +683,11 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         fitted = fitted.result_
     if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator
         fitted = fitted.fit_
+    advice = None
     if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit
+        # A fit's own mixing table carries the advice for its sampler (SupervisedDPFit's names
+        # what SCDP offers, not the sub-cluster sampler).
+        advice = getattr(getattr(fitted, "mixing", None), "attrs", {}).get("advice")
         fitted = fitted.idata
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
@@ -689,7 +696,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
                                 col_names if col_names is not None else getattr(data, "col_names", None))
         default_title = f"EM fit: {type(fitted.model).__name__}"
     elif isinstance(fitted, az.InferenceData):
-        sections = chains_sections(fitted)
+        sections = chains_sections(fitted, advice=advice)
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains"
