@@ -264,6 +264,7 @@ def test_kernel_with_type_moves_samples_the_exact_type_partition(x64):
     exact = _exact_test_posterior(TRAIN, TRAIN_LABELS, TEST_APART, False, marginal="types")
     sampled, _ = _sampled_test_posterior(TRAIN, TRAIN_LABELS, TEST_APART, False, jax.random.key(12), n_chains=8,
                                          n_draws=1000, backend="numba", n_type_split_merge=3, marginal="types")
+    # 0.032 measured; 0.114 with the moves' proposal terms left out, 0.081 with every split accepted.
     assert _total_variation(exact, sampled) < 0.05
 
 
