@@ -589,8 +589,9 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
     The verdict is :func:`inference.diagnostics.mixing_verdict` of the table of
     :func:`inference.diagnostics.mixing_table`, shown in green when every quantity is "ok" or
     "constant" and in red otherwise; ``advice`` replaces its closing advice for the
-    Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). Constant quantities keep their row in the table but are left
-    out of the trace and rank plots, as are quantities with non-finite draws.
+    Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). Constant quantities
+    keep their row in the table but are left out of the trace and rank plots, as are quantities
+    with non-finite draws.
     """
     import arviz as az
     from matplotlib.ticker import MaxNLocator
