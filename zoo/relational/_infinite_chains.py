@@ -44,7 +44,8 @@ def _advance_chain(state, predictive, arrays, flat, hidden_cells, indices, keys,
     step = build_kernel(schema, capacities, concentration_prior=settings["concentration_prior"],
                         hyper_prior_rate=settings["hyper_prior_rate"],
                         sample_concentration=settings["sample_concentration"],
-                        sample_hyper=settings["sample_hyper"], backend=settings["backend"])
+                        sample_hyper=settings["sample_hyper"], backend=settings["backend"],
+                        n_split_merge=settings["n_split_merge"], split_merge_scans=settings["split_merge_scans"])
 
     def sweep(carry, inputs):
         state, predictive = carry

@@ -3,10 +3,12 @@
 A sweep visits every individual of every domain (collapsed Gibbs in the style of Neal's
 Algorithm 3, a ``lax.scan`` per domain, :func:`_gibbs_domain`, or its numba twin
 :func:`inference.native.relational_gibbs.numba_gibbs_sweep` run as an XLA custom call, called by
-:func:`_numba_gibbs`), then resamples every α_D (Escobar & West) and every γ_r (griddy Gibbs
-on :data:`HYPER_GRID`). Block counts are integers, so every log Γ is a look-up in a table of
-log Γ(γ_u + m) built once per sweep (:func:`log_gamma_tables`). The model and its equations are
-described in :mod:`zoo.relational.infinite`.
+:func:`_numba_gibbs`), optionally makes split–merge moves of each domain
+(:mod:`zoo.relational._infinite_moves`), then resamples every α_D (Escobar & West) and every γ_r
+(griddy Gibbs on :data:`HYPER_GRID`). The conditional of one individual is in
+:mod:`zoo.relational._infinite_conditional`; block counts are integers, so every log Γ is a
+look-up in a table of log Γ(γ_u + m) built once per sweep (:func:`log_gamma_tables`). The model
+and its equations are described in :mod:`zoo.relational.infinite`.
 """
 
 from __future__ import annotations
@@ -16,65 +18,16 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.native.relational_gibbs import numba_gibbs_sweep
+from zoo.relational._infinite_conditional import log_gamma_tables, put_in, slot_log_weights, take_out
+from zoo.relational._infinite_moves import MOVE_STATISTICS, split_merge_moves
 from zoo.relational._infinite_state import IRMInfo, IRMState, _log_beta, log_joint
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
 
 # ----------------------------------------------------------------------------- Gibbs over one domain
-def _cell_counts(relation: int, position: int, individual: Any, state_assignments: tuple,
-                 arrays: RelationalArrays, schema: RelationalSchema, capacities: tuple) -> Any:
-    """C[l, u]: weight of the individual's cells with value u whose other argument sits in slot l."""
-    cells = arrays.blankets[relation][position][individual]
-    seen = (arrays.weights[relation][cells] > 0).astype(jnp.int32)
-    values = arrays.values[relation][cells]
-    domains = schema.relation_domains[relation]
-    n_values = schema.n_values[relation]
-    if len(domains) == 1:
-        return jnp.zeros(n_values, jnp.int32).at[values].add(seen)
-    other = 1 - position
-    slots = state_assignments[domains[other]][arrays.entries[relation][cells, other]]
-    return jnp.zeros((capacities[domains[other]], n_values), jnp.int32).at[slots, values].add(seen)
-
-
-def _move(counts: Any, slot: Any, added: Any, position: int, arity: int) -> Any:
-    if arity == 1 or position == 0:
-        return counts.at[slot].add(added)
-    return counts.at[:, slot].add(added)
-
-
-def log_gamma_tables(hyper: tuple, arrays: RelationalArrays) -> tuple:
-    """Per relation, T[u, m] = log Γ(γ_u + m) and T[|r|, m] = log Γ(Σ_u γ_u + m) for m = 0..n_observed.
-
-    Block counts are integers, so during the Gibbs sweep (γ fixed) every log Γ is a table look-up.
-    """
-    tables = []
-    for concentration, weights in zip(hyper, arrays.weights):
-        counts = jnp.arange(weights.shape[0], dtype=concentration.dtype)
-        shifts = jnp.concatenate([concentration, jnp.sum(concentration)[None]])
-        tables.append(gammaln(shifts[:, None] + counts[None, :]))
-    return tuple(tables)
-
-
-def _sum_log_beta(table: Any, terms: list) -> Any:
-    """Σ_t sign_t Σ_{reduced axes} log B(γ + n_t), with log Γ looked up in ``table``.
-
-    ``terms`` holds (n, sign, n_reduce): integer counts ``n`` of shape (K, ..., |r|); the log B
-    values are summed over the ``n_reduce`` axes after the first, one (K,) vector per term.
-    """
-    n_values = table.shape[0] - 1
-    total = 0.0
-    for counts, sign, n_reduce in terms:
-        per_value = sum(table[value][counts[..., value]] for value in range(n_values))
-        per_block = per_value - table[n_values][jnp.sum(counts, axis=-1)]
-        reduced = jnp.sum(per_block, axis=tuple(range(1, 1 + n_reduce))) if n_reduce else per_block
-        total = total + sign * reduced
-    return total
-
-
 def _inverse_cdf(logits: Any, uniform: Any) -> Any:
     """Index drawn from softmax(``logits``) with one ``uniform`` in [0, 1), as the numba loop draws it:
     the first index whose running sum of exp(logits - max) reaches ``uniform`` × the total (a
@@ -88,63 +41,17 @@ def _inverse_cdf(logits: Any, uniform: Any) -> Any:
 def _gibbs_domain(domain: int, uniforms: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, *,
                   schema: RelationalSchema, capacities: tuple) -> IRMState:
     """One collapsed Gibbs update (Neal 2000 Algorithm 3) per individual of ``domain``, each drawn
-    by inverse CDF with its own entry of ``uniforms`` (one per individual of the domain)."""
-    incidences = schema.incidences(domain)
-    capacity = capacities[domain]
-    slots = jnp.arange(capacity)
+    by inverse CDF with its own entry of ``uniforms`` (one per individual of the domain); the
+    conditional is :func:`~zoo.relational._infinite_conditional.slot_log_weights`."""
 
-    def visit(carry, inputs):
-        state = carry
+    def visit(state, inputs):
         individual, uniform = inputs
-        old = state.assignments[domain][individual]
-        cell_counts = [_cell_counts(relation, position, individual, state.assignments, arrays, schema, capacities)
-                       for relation, position in incidences]
-        counts = list(state.counts)
-        for (relation, position), added in zip(incidences, cell_counts):
-            arity = len(schema.relation_domains[relation])
-            counts[relation] = _move(counts[relation], old, -added, position, arity)
-        sizes = state.sizes[domain].at[old].add(-1)
-        # CRP prior: n_k for an occupied slot, α for the first free slot (Algorithm 3).
-        occupied = sizes > 0
-        free = ~occupied
-        first_free = jnp.argmax(free)
-        has_free = jnp.any(free)
-        dtype = state.concentrations.dtype
-        log_prior = jnp.where(occupied, jnp.log(jnp.maximum(sizes, 1).astype(dtype)), -jnp.inf)
-        log_prior = jnp.where(has_free & (slots == first_free), jnp.log(state.concentrations[domain]), log_prior)
-        # Collapsed predictive of a's cells in each candidate slot k:
-        # Σ_blocks log B(γ + n + c) - log B(γ + n) over the blocks a's cells fall in.
-        log_like = jnp.zeros(capacity, dtype)
-        pair_parts = {}
-        for (relation, position), added in zip(incidences, cell_counts):
-            base = counts[relation]
-            if len(schema.relation_domains[relation]) == 1:
-                terms = [(base + added[None, :], 1.0, 0), (base, -1.0, 0)]
-            else:
-                rows = base if position == 0 else jnp.swapaxes(base, 0, 1)
-                terms = [(rows + added[None, :, :], 1.0, 1), (rows, -1.0, 1)]
-                pair_parts.setdefault(relation, {})[position] = added
-            log_like = log_like + _sum_log_beta(tables[relation], terms)
-        for relation, parts in pair_parts.items():
-            if len(parts) == 2:
-                # Relation over D × D: block (k, k) receives a's row and column cells together, so
-                # its term is L(n + r + c) - L(n) instead of [L(n + r) - L(n)] + [L(n + c) - L(n)].
-                diagonal = jnp.diagonal(counts[relation], axis1=0, axis2=1).T
-                as_row, as_column = parts[0], parts[1]
-                terms = [(diagonal + as_row + as_column, 1.0, 0), (diagonal + as_row, -1.0, 0),
-                         (diagonal + as_column, -1.0, 0), (diagonal, 1.0, 0)]
-                log_like = log_like + _sum_log_beta(tables[relation], terms)
-        new = _inverse_cdf(log_prior + log_like, uniform.astype(dtype))
-        for (relation, position), added in zip(incidences, cell_counts):
-            arity = len(schema.relation_domains[relation])
-            counts[relation] = _move(counts[relation], new, added, position, arity)
-        all_sizes = list(state.sizes)
-        all_sizes[domain] = sizes.at[new].add(1)
-        assignments = list(state.assignments)
-        assignments[domain] = assignments[domain].at[individual].set(new)
-        state = state._replace(assignments=tuple(assignments), sizes=tuple(all_sizes), counts=tuple(counts),
-                               overflow=state.overflow | ~has_free)
-        return state, None
+        out = take_out(state, domain, individual, arrays, schema=schema, capacities=capacities)
+        logits, has_free = slot_log_weights(out, domain, state.concentrations[domain], tables, schema=schema,
+                                            capacities=capacities)
+        new = _inverse_cdf(logits, uniform.astype(logits.dtype))
+        state = put_in(state, out, domain, individual, new, schema=schema)
+        return state._replace(overflow=state.overflow | ~has_free), None
 
     individuals = jnp.arange(schema.domain_sizes[domain])
     state, _ = jax.lax.scan(visit, state, (individuals, uniforms))
@@ -240,14 +147,18 @@ def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, table
 # ----------------------------------------------------------------------------- the kernel
 def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, concentration_prior: GammaPrior,
                  hyper_prior_rate: float, sample_concentration: bool = True, sample_hyper: bool = True,
-                 backend: str = "xla"):
+                 backend: str = "xla", n_split_merge: int = 0, split_merge_scans: int = 0):
     """Return ``step(rng_key, state, arrays, flat=None) -> (state, info)``: one sweep of the IRM sampler.
 
-    A sweep visits every individual of every domain (Gibbs, Algorithm 3 style), then resamples
-    each α_D (Escobar & West) and each γ_r (griddy Gibbs), as enabled. ``backend="xla"`` runs the
-    visits as a ``lax.scan`` per domain (any device); ``"numba"`` runs them in a compiled host loop
-    (CPU; needs ``flat`` from :func:`zoo.relational.latent_class.flat_cells`). ``backend`` is
-    resolved already (:func:`inference.native.resolve_backend`).
+    A sweep visits every individual of every domain (Gibbs, Algorithm 3 style), then makes
+    ``n_split_merge`` split–merge moves of each domain of two or more individuals
+    (:func:`zoo.relational._infinite_moves.split_merge_moves`, launch states from
+    ``split_merge_scans`` restricted Gibbs scans), then resamples each α_D (Escobar & West) and
+    each γ_r (griddy Gibbs), as enabled. ``backend="xla"`` runs the visits as a ``lax.scan`` per
+    domain (any device); ``"numba"`` runs them in a compiled host loop (CPU; needs ``flat`` from
+    :func:`zoo.relational.latent_class.flat_cells`); the moves run in XLA on both, with the same
+    random numbers. ``backend`` is resolved already (:func:`inference.native.resolve_backend`).
+    Without moves the chain's random numbers are those of a kernel that has none.
     """
 
     def step(rng_key: Any, state: IRMState, arrays: RelationalArrays, flat: Any = None) -> tuple[IRMState, IRMInfo]:
@@ -264,6 +175,15 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
             for domain in range(n_domains):
                 state = _gibbs_domain(domain, uniforms[offsets[domain]: offsets[domain + 1]], state, arrays, tables,
                                       schema=schema, capacities=capacities)
+        moves = jnp.zeros((n_domains, len(MOVE_STATISTICS)), jnp.int32)
+        if n_split_merge:
+            keys = jax.random.split(jax.random.fold_in(rng_key, 1), n_domains)  # the other keys as without moves
+            for domain in range(n_domains):
+                if schema.domain_sizes[domain] >= 2:
+                    state, counts = split_merge_moves(keys[domain], state, arrays, tables, domain=domain,
+                                                      n_moves=n_split_merge, n_scans=split_merge_scans,
+                                                      schema=schema, capacities=capacities)
+                    moves = moves.at[domain].set(counts)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:
             # One Escobar–West update per domain, vmapped so the program holds a single copy.
@@ -276,7 +196,8 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
             state = state._replace(hyper=tuple(
                 _resample_hyper(key, counts, hyper, hyper_prior_rate).astype(hyper.dtype)
                 for key, counts, hyper in zip(keys, state.counts, state.hyper)))
-        info = IRMInfo(n_clusters, log_joint(state, schema), state.concentrations, state.hyper, state.overflow)
+        info = IRMInfo(n_clusters, log_joint(state, schema), state.concentrations, state.hyper, state.overflow,
+                       moves)
         return state, info
 
     return step

@@ -52,6 +52,8 @@ class IRMInfo(NamedTuple):
     concentrations : (n_domains,)
     hyper : tuple of (|r|,)
     overflow : bool
+    moves : int32 (n_domains, 4) — the sweep's split–merge moves per domain: splits proposed and
+        accepted, merges proposed and accepted (``zoo.relational._infinite_moves.MOVE_STATISTICS``)
     """
 
     n_clusters: Any
@@ -59,6 +61,7 @@ class IRMInfo(NamedTuple):
     concentrations: Any
     hyper: tuple
     overflow: Any
+    moves: Any
 
 
 # ----------------------------------------------------------------------------- collapsed likelihood
