@@ -30,7 +30,9 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
   * :mod:`.relational_em` — the latent-class relational model's incremental-EM pass; twin:
     ``zoo.relational._latent_class_passes._domain_pass``; test: tests/test_latent_class.py;
   * :mod:`.relational_gibbs` — the infinite relational model's Gibbs visits; twin:
-    ``zoo.relational._infinite_kernel._gibbs_domain``; test: tests/test_infinite.py.
+    ``zoo.relational._infinite_kernel._gibbs_domain``; test: tests/test_infinite.py;
+  * :mod:`.relational_moves` — its split–merge moves; twin:
+    ``zoo.relational._infinite_moves.split_merge_moves``; test: tests/test_infinite.py.
 
 A kernel module is pure array code: it never imports ``zoo`` (the model packs its state into
 arrays, next to its XLA twin, and calls the module's ``numba_*`` function). The custom-call
@@ -60,4 +62,5 @@ KERNEL_MODULES = (
     "inference.native.supervised_moves",
     "inference.native.relational_em",
     "inference.native.relational_gibbs",
+    "inference.native.relational_moves",
 )

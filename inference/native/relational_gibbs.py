@@ -7,7 +7,9 @@ XLA twin: :func:`numba_gibbs_sweep` — ``zoo.relational._infinite_kernel._gibbs
 the blocks an individual's cells fall in, with the same uniform per individual for an inverse-CDF
 draw (``zoo.relational._infinite_kernel._inverse_cdf``), so both give the same chain.
 ``zoo.relational._infinite_kernel._numba_gibbs`` packs the chain's state into the arrays this
-module takes; this module is pure array code and imports nothing of ``zoo``.
+module takes; this module is pure array code and imports nothing of ``zoo``. The pieces of a visit
+(:func:`collect_cells`, :func:`shift_cells`, :func:`add_predictive`) also serve the split–merge
+moves' restricted scans (:mod:`inference.native.relational_moves`).
 
 Equality test: tests/test_infinite.py::test_numba_and_xla_sweeps_give_the_same_chain (same key,
 same chain, α and γ resampled; and each backend against the exact posterior in
@@ -43,6 +45,82 @@ def _block_log_beta(table, counts, n_values):
 
 
 @njit(cache=True, nogil=True)
+def collect_cells(individual, z, first, second, values, relation, seen, item_start, item_cell, item_position,
+                  relation_n_values, added, touched, partners, n_partners):
+    """The individual's observed cells by relation r, argument position and the slot l of the other
+    argument: ``added[r, position, l, u]`` counts value u, for the ``n_partners[r, position]`` slots
+    in ``partners[r, position]`` (``touched[r, position]``: the individual has such cells)."""
+    touched[:] = False
+    n_partners[:] = 0
+    for item in range(item_start[individual], item_start[individual + 1]):
+        cell = item_cell[item]
+        position = item_position[item]
+        r = relation[cell]
+        if not touched[r, position]:
+            touched[r, position] = True
+            added[r, position] = 0
+        if seen[cell] == 0:
+            continue
+        other = z[second[cell]] if position == 0 else z[first[cell]]
+        fresh = True
+        for u in range(relation_n_values[r]):
+            if added[r, position, other, u] != 0:
+                fresh = False
+        if fresh:
+            partners[r, position, n_partners[r, position]] = other
+            n_partners[r, position] += 1
+        added[r, position, other, values[cell]] += 1
+
+
+@njit(cache=True, nogil=True)
+def shift_cells(counts, slot, sign, relation_n_values, added, touched, partners, n_partners):
+    """Add (``sign`` 1) or remove (-1) the collected cells (:func:`collect_cells`) in ``slot``'s blocks."""
+    for r in range(counts.shape[0]):
+        for position in range(2):
+            if touched[r, position]:
+                for index in range(n_partners[r, position]):
+                    l = partners[r, position, index]
+                    for u in range(relation_n_values[r]):
+                        if position == 0:
+                            counts[r, slot, l, u] += sign * added[r, position, l, u]
+                        else:
+                            counts[r, l, slot, u] += sign * added[r, position, l, u]
+
+
+@njit(cache=True, nogil=True)
+def add_predictive(score, k, counts, tables, relation_n_values, same_domain, added, touched, partners, n_partners,
+                   work, work2):
+    """``score`` plus log P(y_a | slot k): Σ_blocks L(n + c) - L(n) over the blocks the collected
+    cells of a fall in, taken out of ``counts`` already (the terms added in a fixed order)."""
+    for r in range(counts.shape[0]):
+        n_values = relation_n_values[r]
+        for position in range(2):
+            if not touched[r, position]:
+                continue
+            for index in range(n_partners[r, position]):
+                l = partners[r, position, index]
+                for u in range(n_values):
+                    work[u] = counts[r, k, l, u] if position == 0 else counts[r, l, k, u]
+                    work2[u] = work[u] + added[r, position, l, u]
+                score += _block_log_beta(tables[r], work2, n_values) - _block_log_beta(tables[r], work, n_values)
+        if same_domain[r] and touched[r, 0] and touched[r, 1]:
+            # Block (k, k) gets the row and column cells together: L(n+a+b) - L(n+a) - L(n+b) + L(n).
+            for u in range(n_values):
+                work[u] = counts[r, k, k, u] + added[r, 0, k, u] + added[r, 1, k, u]
+            score += _block_log_beta(tables[r], work, n_values)
+            for u in range(n_values):
+                work[u] = counts[r, k, k, u] + added[r, 0, k, u]
+            score -= _block_log_beta(tables[r], work, n_values)
+            for u in range(n_values):
+                work[u] = counts[r, k, k, u] + added[r, 1, k, u]
+            score -= _block_log_beta(tables[r], work, n_values)
+            for u in range(n_values):
+                work[u] = counts[r, k, k, u]
+            score += _block_log_beta(tables[r], work, n_values)
+    return score
+
+
+@njit(cache=True, nogil=True)
 def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, values, relation, seen, item_start,
                  item_cell, item_position, domain_of, capacities, relation_n_values, same_domain):
     """Neal (2000) Algorithm 3 over all individuals in global order (see :func:`_gibbs_domain`).
@@ -64,37 +142,10 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
         domain = domain_of[individual]
         capacity = capacities[domain]
         old = z[individual]
-        touched[:] = False
-        n_partners[:] = 0
-        for item in range(item_start[individual], item_start[individual + 1]):
-            cell = item_cell[item]
-            position = item_position[item]
-            r = relation[cell]
-            if not touched[r, position]:
-                touched[r, position] = True
-                added[r, position] = 0
-            if seen[cell] == 0:
-                continue
-            other = z[second[cell]] if position == 0 else z[first[cell]]
-            fresh = True
-            for u in range(relation_n_values[r]):
-                if added[r, position, other, u] != 0:
-                    fresh = False
-            if fresh:
-                partners[r, position, n_partners[r, position]] = other
-                n_partners[r, position] += 1
-            added[r, position, other, values[cell]] += 1
+        collect_cells(individual, z, first, second, values, relation, seen, item_start, item_cell, item_position,
+                      relation_n_values, added, touched, partners, n_partners)
         # Remove the individual's cells from its blocks.
-        for r in range(n_relations):
-            for position in range(2):
-                if touched[r, position]:
-                    for index in range(n_partners[r, position]):
-                        l = partners[r, position, index]
-                        for u in range(relation_n_values[r]):
-                            if position == 0:
-                                counts[r, old, l, u] -= added[r, position, l, u]
-                            else:
-                                counts[r, l, old, u] -= added[r, position, l, u]
+        shift_cells(counts, old, -1, relation_n_values, added, touched, partners, n_partners)
         sizes[domain, old] -= 1
         first_free = -1
         for k in range(capacity):
@@ -112,33 +163,9 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
             else:
                 scores[k] = -np.inf
                 continue
-            for r in range(n_relations):
-                n_values = relation_n_values[r]
-                for position in range(2):
-                    if not touched[r, position]:
-                        continue
-                    for index in range(n_partners[r, position]):
-                        l = partners[r, position, index]
-                        for u in range(n_values):
-                            work[u] = counts[r, k, l, u] if position == 0 else counts[r, l, k, u]
-                            work2[u] = work[u] + added[r, position, l, u]
-                        score += _block_log_beta(tables[r], work2, n_values) - _block_log_beta(tables[r], work, n_values)
-                if same_domain[r] and touched[r, 0] and touched[r, 1]:
-                    # Block (k, k) gets the row and column cells together: L(n+a+b) - L(n+a) - L(n+b) + L(n).
-                    for u in range(n_values):
-                        work[u] = counts[r, k, k, u] + added[r, 0, k, u] + added[r, 1, k, u]
-                    score += _block_log_beta(tables[r], work, n_values)
-                    for u in range(n_values):
-                        work[u] = counts[r, k, k, u] + added[r, 0, k, u]
-                    score -= _block_log_beta(tables[r], work, n_values)
-                    for u in range(n_values):
-                        work[u] = counts[r, k, k, u] + added[r, 1, k, u]
-                    score -= _block_log_beta(tables[r], work, n_values)
-                    for u in range(n_values):
-                        work[u] = counts[r, k, k, u]
-                    score += _block_log_beta(tables[r], work, n_values)
-            scores[k] = score
-            largest = max(largest, score)
+            scores[k] = add_predictive(score, k, counts, tables, relation_n_values, same_domain, added, touched,
+                                       partners, n_partners, work, work2)
+            largest = max(largest, scores[k])
         total = 0.0
         for k in range(capacity):
             scores[k] = np.exp(scores[k] - largest)
@@ -152,16 +179,7 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
                 running += scores[k]
                 if running >= target:
                     break
-        for r in range(n_relations):
-            for position in range(2):
-                if touched[r, position]:
-                    for index in range(n_partners[r, position]):
-                        l = partners[r, position, index]
-                        for u in range(relation_n_values[r]):
-                            if position == 0:
-                                counts[r, new, l, u] += added[r, position, l, u]
-                            else:
-                                counts[r, l, new, u] += added[r, position, l, u]
+        shift_cells(counts, new, 1, relation_n_values, added, touched, partners, n_partners)
         sizes[domain, new] += 1
         z[individual] = new
     return overflow

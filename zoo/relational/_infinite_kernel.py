@@ -13,6 +13,7 @@ and its equations are described in :mod:`zoo.relational.infinite`.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import jax
@@ -21,8 +22,9 @@ import numpy as np
 
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.native.relational_gibbs import numba_gibbs_sweep
+from inference.native.relational_moves import numba_split_merge_moves
 from zoo.relational._infinite_conditional import log_gamma_tables, put_in, slot_log_weights, take_out
-from zoo.relational._infinite_moves import MOVE_STATISTICS, split_merge_moves
+from zoo.relational._infinite_moves import MOVE_STATISTICS, all_move_draws, split_merge_moves
 from zoo.relational._infinite_state import IRMInfo, IRMState, _log_beta, log_joint
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
@@ -104,15 +106,10 @@ def _resample_hyper(rng_key: Any, counts: Any, hyper: Any, prior_rate: float) ->
     return hyper
 
 
-def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
-                 schema: RelationalSchema, capacities: tuple) -> IRMState:
-    """All Gibbs updates of one sweep in the numba loop (:func:`numba_gibbs_sweep`): the chain's
-    state stacked and padded into the arrays the loop takes, and the result split back.
-
-    Uses the same uniform per individual as :func:`_gibbs_domain` to pick its new slot by inverse
-    CDF, so both give the same chain (up to float rounding).
-    """
-    n_domains = len(schema.domain_sizes)
+def _pack(state: IRMState, tables: tuple, *, schema: RelationalSchema, capacities: tuple):
+    """The chain's state stacked and padded into the arrays the numba loops take: z (n_individuals
+    + 1,) in global order (the virtual individual last), sizes (D, K), counts (R, K, K, V) and the
+    log Γ tables (R, V + 1, L), K, V and L the largest of their kind."""
     n_max = max(capacities)
     n_values_max = max(schema.n_values)
     length = max(table.shape[1] for table in tables)
@@ -123,16 +120,15 @@ def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, table
                                  (0, n_values_max - c.shape[-1])]) for c in state.counts])
     table = jnp.stack([jnp.pad(t, [(0, n_values_max + 1 - t.shape[0]), (0, length - t.shape[1])]) for t in tables])
     # The total row of each table sits at index |r| (padding rows come after it).
-    log_alpha = jnp.log(state.concentrations)
-    seen = jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
-    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
-    z, sizes, counts, overflow = numba_gibbs_sweep(
-        z, sizes, counts, table, log_alpha, uniforms, seen, flat, domain_of, np.asarray(capacities, np.int64),
-        np.asarray(schema.n_values, np.int64),
-        np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_))
+    return z, sizes, counts, table
+
+
+def _unpack(state: IRMState, z: Any, sizes: Any, counts: Any, overflow: Any, *, schema: RelationalSchema,
+            capacities: tuple) -> IRMState:
+    """``state`` with the numba loops' z, sizes and counts split back (inverse of :func:`_pack`)."""
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
-    assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(n_domains))
-    new_sizes = tuple(sizes[d, : capacities[d]] for d in range(n_domains))
+    assignments = tuple(z[offsets[d]: offsets[d + 1]] for d in range(len(schema.domain_sizes)))
+    new_sizes = tuple(sizes[d, : capacities[d]] for d in range(len(schema.domain_sizes)))
     new_counts = []
     for r, domains in enumerate(schema.relation_domains):
         block = counts[r, : capacities[domains[0]]]
@@ -142,6 +138,45 @@ def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, table
             new_counts.append(block[:, 0, : schema.n_values[r]])
     return state._replace(assignments=assignments, sizes=new_sizes, counts=tuple(new_counts),
                           overflow=state.overflow | overflow)
+
+
+def _same_domain(schema: RelationalSchema) -> np.ndarray:
+    return np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_)
+
+
+def _seen(arrays: RelationalArrays) -> Any:
+    return jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
+
+
+def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
+                 schema: RelationalSchema, capacities: tuple) -> IRMState:
+    """All Gibbs updates of one sweep in the numba loop (:func:`numba_gibbs_sweep`): the chain's
+    state packed (:func:`_pack`) into the arrays the loop takes, and the result split back.
+
+    Uses the same uniform per individual as :func:`_gibbs_domain` to pick its new slot by inverse
+    CDF, so both give the same chain (up to float rounding).
+    """
+    z, sizes, counts, table = _pack(state, tables, schema=schema, capacities=capacities)
+    log_alpha = jnp.log(state.concentrations)
+    domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
+    z, sizes, counts, overflow = numba_gibbs_sweep(
+        z, sizes, counts, table, log_alpha, uniforms, _seen(arrays), flat, domain_of, np.asarray(capacities, np.int64),
+        np.asarray(schema.n_values, np.int64), _same_domain(schema))
+    return _unpack(state, z, sizes, counts, overflow, schema=schema, capacities=capacities)
+
+
+def _numba_moves(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *, domain: int,
+                 n_moves: int, n_scans: int, schema: RelationalSchema, capacities: tuple) -> tuple[IRMState, Any]:
+    """The split–merge moves of ``domain`` in the numba loop
+    (:func:`inference.native.relational_moves.numba_split_merge_moves`), from the random numbers
+    of the XLA moves (:func:`zoo.relational._infinite_moves.all_move_draws`): the same chain."""
+    draws = all_move_draws(rng_key, n_moves, schema.domain_sizes[domain], n_scans, tables[0].dtype)
+    z, sizes, counts, table = _pack(state, tables, schema=schema, capacities=capacities)
+    z, sizes, counts, overflow, moves = numba_split_merge_moves(
+        z, sizes, counts, table, state.concentrations, draws, _seen(arrays), flat, domain=domain,
+        offset=int(sum(schema.domain_sizes[:domain])), domain_sizes=schema.domain_sizes, n_values=schema.n_values,
+        relation_domains=schema.relation_domains)
+    return _unpack(state, z, sizes, counts, overflow, schema=schema, capacities=capacities), moves
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -156,8 +191,8 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
     ``split_merge_scans`` restricted Gibbs scans), then resamples each α_D (Escobar & West) and
     each γ_r (griddy Gibbs), as enabled. ``backend="xla"`` runs the visits as a ``lax.scan`` per
     domain (any device); ``"numba"`` runs them in a compiled host loop (CPU; needs ``flat`` from
-    :func:`zoo.relational.latent_class.flat_cells`); the moves run in XLA on both, with the same
-    random numbers. ``backend`` is resolved already (:func:`inference.native.resolve_backend`).
+    :func:`zoo.relational.latent_class.flat_cells`), and the moves likewise (:func:`_numba_moves`),
+    with the XLA moves' random numbers. ``backend`` is resolved already (:func:`inference.native.resolve_backend`).
     Without moves the chain's random numbers are those of a kernel that has none.
     """
 
@@ -180,9 +215,10 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
             keys = jax.random.split(jax.random.fold_in(rng_key, 1), n_domains)  # the other keys as without moves
             for domain in range(n_domains):
                 if schema.domain_sizes[domain] >= 2:
-                    state, counts = split_merge_moves(keys[domain], state, arrays, tables, domain=domain,
-                                                      n_moves=n_split_merge, n_scans=split_merge_scans,
-                                                      schema=schema, capacities=capacities)
+                    moves_of = partial(_numba_moves, flat=flat) if backend == "numba" else split_merge_moves
+                    state, counts = moves_of(keys[domain], state, arrays, tables, domain=domain,
+                                             n_moves=n_split_merge, n_scans=split_merge_scans, schema=schema,
+                                             capacities=capacities)
                     moves = moves.at[domain].set(counts)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:

@@ -28,11 +28,15 @@ drawn from P(side | everything else), the IRM conditional of
 The random launch is an auxiliary draw made alike for a move and its reverse, so the move is
 exact for any t ≥ 0 (t = 0: the coins alone). The moves leave the partition posterior invariant;
 with them alone (no Gibbs visits) the chain still reaches every partition.
+
+Every random number of a move is drawn first (:func:`move_draws`), so the numba twin of these
+moves (:mod:`inference.native.relational_moves`, the ``"numba"`` backend, called by
+:func:`zoo.relational._infinite_kernel._numba_moves`) makes the same moves from the same numbers.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -41,7 +45,7 @@ from zoo.relational._infinite_conditional import put_in, slot_log_weights, take_
 from zoo.relational._infinite_state import IRMState, block_counts, log_joint
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
-__all__ = ["MOVE_STATISTICS", "split_merge_move", "split_merge_moves"]
+__all__ = ["MOVE_STATISTICS", "MoveDraws", "move_draws", "all_move_draws", "split_merge_move", "split_merge_moves"]
 
 #: What :func:`split_merge_moves` counts, in this order: splits proposed and accepted, merges
 #: proposed and accepted.
@@ -84,20 +88,49 @@ def _restricted_scan(state: IRMState, order: Any, n_play: Any, uniforms: Any, sl
     return jax.lax.fori_loop(0, n_play, visit, (state, jnp.zeros((), uniforms.dtype)))
 
 
-def split_merge_move(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, *, domain: int,
-                     n_scans: int, schema: RelationalSchema, capacities: tuple) -> tuple[IRMState, Any]:
-    """One split or merge of ``domain``'s clusters (see the module), accepted by Metropolis–Hastings.
+class MoveDraws(NamedTuple):
+    """The random numbers of one move (of several, with a leading axis the move).
 
-    ``tables`` are :func:`~zoo.relational._infinite_conditional.log_gamma_tables` of the state's
-    γ and ``n_scans`` the launch's restricted Gibbs scans (t). Needs a domain of two or more
-    individuals. Returns the state and int32 (4,) counts in the order of :data:`MOVE_STATISTICS`.
+    Attributes
+    ----------
+    i, j : int32 — the two distinct individuals, within the domain
+    order : (n,) — the points in play are visited in the order of these keys
+    coins : bool (n,) — the launch's side of each point in play (True: j's side)
+    uniforms : (t + 1, n) — one per restricted scan and position in the visiting order
+    accept : scalar — the Metropolis–Hastings uniform
     """
-    n_individuals = schema.domain_sizes[domain]
+
+    i: Any
+    j: Any
+    order: Any
+    coins: Any
+    uniforms: Any
+    accept: Any
+
+
+def move_draws(rng_key: Any, n_individuals: int, n_scans: int, dtype: Any) -> MoveDraws:
+    """Everything random in one move, drawn from ``rng_key`` (the XLA and numba moves use the same)."""
     key_i, key_j, key_order, key_launch, key_scans, key_accept = jax.random.split(rng_key, 6)
-    dtype = tables[0].dtype
     i = jax.random.randint(key_i, (), 0, n_individuals)
     j = jax.random.randint(key_j, (), 0, n_individuals - 1)
-    j = j + (j >= i)
+    return MoveDraws(i, j + (j >= i), jax.random.uniform(key_order, (n_individuals,)),
+                     jax.random.bernoulli(key_launch, 0.5, (n_individuals,)),
+                     jax.random.uniform(key_scans, (n_scans + 1, n_individuals), dtype),
+                     jax.random.uniform(key_accept, (), dtype))
+
+
+def split_merge_move(draws: MoveDraws, state: IRMState, arrays: RelationalArrays, tables: tuple, *, domain: int,
+                     schema: RelationalSchema, capacities: tuple) -> tuple[IRMState, Any]:
+    """One split or merge of ``domain``'s clusters (see the module), accepted by Metropolis–Hastings.
+
+    ``draws`` from :func:`move_draws` (their ``uniforms`` give the launch's t + 1 restricted
+    scans); ``tables`` are :func:`~zoo.relational._infinite_conditional.log_gamma_tables` of the
+    state's γ. Needs a domain of two or more individuals. Returns the state and int32 (4,)
+    counts in the order of :data:`MOVE_STATISTICS`.
+    """
+    n_individuals = schema.domain_sizes[domain]
+    n_scans = draws.uniforms.shape[0] - 1
+    i, j = draws.i, draws.j
     assignments = state.assignments[domain]
     slot_i, slot_j = assignments[i], assignments[j]
     is_split = slot_i == slot_j
@@ -110,12 +143,11 @@ def split_merge_move(rng_key: Any, state: IRMState, arrays: RelationalArrays, ta
     in_play = touched & (individuals != i) & (individuals != j)
     n_play = jnp.sum(in_play)
     # The points in play first, in a uniformly random order (the same order for every scan).
-    order = jnp.argsort(jnp.where(in_play, jax.random.uniform(key_order, (n_individuals,)), 2.0))
-    coins = jax.random.bernoulli(key_launch, 0.5, (n_individuals,))
-    launch_assignments = jnp.where(in_play, jnp.where(coins, slot_b, slot_a), assignments)
+    order = jnp.argsort(jnp.where(in_play, draws.order, 2.0))
+    launch_assignments = jnp.where(in_play, jnp.where(draws.coins, slot_b, slot_a), assignments)
     launch_assignments = launch_assignments.at[i].set(slot_a).at[j].set(slot_b)
     proposal = _with_assignments(state, domain, launch_assignments, arrays, schema=schema, capacities=capacities)
-    uniforms = jax.random.uniform(key_scans, (n_scans + 1, n_individuals), dtype)
+    uniforms = draws.uniforms
     scan = dict(arrays=arrays, tables=tables, domain=domain, schema=schema, capacities=capacities)
     for index in range(n_scans):
         proposal, _ = _restricted_scan(proposal, order, n_play, uniforms[index], slot_a, slot_b, in_play,
@@ -128,7 +160,7 @@ def split_merge_move(rng_key: Any, state: IRMState, arrays: RelationalArrays, ta
     divided = jax.tree_util.tree_map(lambda new, old: jnp.where(is_split, new, old), proposal, state)
     log_split_ratio = log_joint(divided, schema) - log_joint(merged, schema) - log_q
     log_ratio = jnp.where(is_split, log_split_ratio, -log_split_ratio)
-    accept = (jnp.log(jax.random.uniform(key_accept, (), dtype)) < log_ratio) & (has_free | ~is_split)
+    accept = (jnp.log(draws.accept) < log_ratio) & (has_free | ~is_split)
     new_state = jax.tree_util.tree_map(lambda split, merge, old: jnp.where(accept, jnp.where(is_split, split, merge),
                                                                            old), proposal, merged, state)
     new_state = new_state._replace(overflow=state.overflow | (is_split & ~has_free))
@@ -136,14 +168,19 @@ def split_merge_move(rng_key: Any, state: IRMState, arrays: RelationalArrays, ta
     return new_state, counts
 
 
+def all_move_draws(rng_key: Any, n_moves: int, n_individuals: int, n_scans: int, dtype: Any) -> MoveDraws:
+    """:func:`move_draws` of ``n_moves`` moves (leading axis the move; move m from the m-th split key)."""
+    return jax.vmap(lambda key: move_draws(key, n_individuals, n_scans, dtype))(jax.random.split(rng_key, n_moves))
+
+
 def split_merge_moves(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, *, domain: int,
                       n_moves: int, n_scans: int, schema: RelationalSchema,
                       capacities: tuple) -> tuple[IRMState, Any]:
     """``n_moves`` :func:`split_merge_move` s of ``domain`` in a row; their counts summed (int32 (4,))."""
 
-    def one(state, key):
-        return split_merge_move(key, state, arrays, tables, domain=domain, n_scans=n_scans, schema=schema,
-                                capacities=capacities)
+    def one(state, draws):
+        return split_merge_move(draws, state, arrays, tables, domain=domain, schema=schema, capacities=capacities)
 
-    state, counts = jax.lax.scan(one, state, jax.random.split(rng_key, n_moves))
+    draws = all_move_draws(rng_key, n_moves, schema.domain_sizes[domain], n_scans, tables[0].dtype)
+    state, counts = jax.lax.scan(one, state, draws)
     return state, jnp.sum(counts, axis=0)
