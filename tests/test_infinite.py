@@ -383,3 +383,11 @@ def test_numba_and_xla_moves_give_the_same_chain(x64, make_data):
     np.testing.assert_allclose(runs["xla"].log_joint, runs["numba"].log_joint, rtol=1e-10)
     accepted = runs["xla"].split_merge_acceptance[["splits_accepted", "merges_accepted"]].to_numpy()
     assert accepted.sum(axis=1).min() > 0
+
+
+def test_split_merge_moves_run_in_held_out_cases():
+    """Held-out cases vmap the chains twice (cases × chains); the moves run there too."""
+    data = load_florentine_families()
+    loss = leave_one_out_log_loss(InfiniteRelational(n_split_merge=2), data, key=jax.random.key(0), max_cases=2,
+                                  n_chains=2, n_sweeps=20)
+    assert np.isfinite(loss.mean) and loss.losses.shape == (2,)
