@@ -15,6 +15,9 @@ from inference.concentration import GammaPrior
 from inference.diagnostics import MixingWarning
 from zoo.metrics import adjusted_rand_index
 from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families
+from zoo.relational._infinite_conditional import log_gamma_tables
+from zoo.relational._infinite_moves import split_merge_moves
+from zoo.relational._infinite_state import init
 from zoo.relational.evaluation import leave_one_out_log_loss
 from zoo.relational.infinite import (
     HYPER_GRID,
@@ -316,10 +319,6 @@ def test_bad_input_names_the_argument(call, argument):
 def _moves_only(data, alpha, hyper, *, n_chains, n_steps, n_scans, seed):
     """Chains of split–merge moves alone (one per domain and step, no Gibbs visits), at capacity = the
     domain's size (a split always finds a free slot): the assignments of every step."""
-    from zoo.relational._infinite_conditional import log_gamma_tables
-    from zoo.relational._infinite_moves import split_merge_moves
-    from zoo.relational._infinite_state import init
-
     arrays, schema = data.to_arrays(), data.schema
     capacities = tuple(schema.domain_sizes)
 

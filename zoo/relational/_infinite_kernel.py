@@ -213,9 +213,9 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
         moves = jnp.zeros((n_domains, len(MOVE_STATISTICS)), jnp.int32)
         if n_split_merge:
             keys = jax.random.split(jax.random.fold_in(rng_key, 1), n_domains)  # the other keys as without moves
+            moves_of = partial(_numba_moves, flat=flat) if backend == "numba" else split_merge_moves
             for domain in range(n_domains):
                 if schema.domain_sizes[domain] >= 2:
-                    moves_of = partial(_numba_moves, flat=flat) if backend == "numba" else split_merge_moves
                     state, counts = moves_of(keys[domain], state, arrays, tables, domain=domain,
                                              n_moves=n_split_merge, n_scans=split_merge_scans, schema=schema,
                                              capacities=capacities)
