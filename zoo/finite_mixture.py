@@ -112,6 +112,7 @@ class GaussianMixture:
 
     def init_params(self, rng_key: Any, points: Any) -> GaussianMixtureParams:
         """Means at K distinct random points, unit-free scales from the data's spread."""
+        points = jnp.asarray(points)  # a NumPy float64 array becomes JAX's default float (no dtype warning)
         n_points, n_features = points.shape
         chosen = jax.random.choice(rng_key, n_points, (self.n_classes,), replace=False)
         spread = jnp.std(points, axis=0) + 1e-3
