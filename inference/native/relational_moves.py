@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
 
-from inference.native.relational_gibbs import add_predictive, collect_cells, shift_cells
+from inference.native.relational_gibbs import _block_log_beta, add_predictive, collect_cells, shift_cells
 from inference.native.supervised_sweep import batch_row, flatten_batch
 
 __all__ = ["numba_split_merge_moves"]
@@ -59,16 +59,8 @@ def _local_log_joint(sizes, counts, tables, alpha, domain, slot_a, slot_b, relat
         for k in range(counts.shape[1]):
             row = as_first and (k == slot_a or k == slot_b)
             for l in range(counts.shape[2]):
-                if not (row or (as_second and (l == slot_a or l == slot_b))):
-                    continue
-                total_count = 0
-                block = -prior
-                for u in range(n_values):
-                    count = counts[r, k, l, u]
-                    total_count += count
-                    block += table[u, count]
-                if total_count > 0:
-                    total += block - table[n_values, total_count]
+                if (row or (as_second and (l == slot_a or l == slot_b))) and counts[r, k, l, :n_values].sum() > 0:
+                    total += _block_log_beta(table, counts[r, k, l], n_values) - prior
     return total
 
 

@@ -219,7 +219,7 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
                     state, counts = moves_of(keys[domain], state, arrays, tables, domain=domain,
                                              n_moves=n_split_merge, n_scans=split_merge_scans, schema=schema,
                                              capacities=capacities)
-                    moves = moves.at[domain].set(counts.astype(moves.dtype))  # int64 sums under x64
+                    moves = moves.at[domain].set(counts)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:
             # One Escobar–West update per domain, vmapped so the program holds a single copy.

@@ -183,4 +183,4 @@ def split_merge_moves(rng_key: Any, state: IRMState, arrays: RelationalArrays, t
 
     draws = all_move_draws(rng_key, n_moves, schema.domain_sizes[domain], n_scans, tables[0].dtype)
     state, counts = jax.lax.scan(one, state, draws)
-    return state, jnp.sum(counts, axis=0)
+    return state, jnp.sum(counts, axis=0, dtype=jnp.int32)
