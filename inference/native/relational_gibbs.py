@@ -6,7 +6,7 @@ XLA twin: :func:`numba_gibbs_sweep` — ``zoo.relational._infinite_kernel._gibbs
 ``lax.scan`` per domain): the same conditionals over every individual in global order, scoring only
 the blocks an individual's cells fall in, with the same uniform per individual for an inverse-CDF
 draw (``zoo.relational._infinite_kernel._inverse_cdf``), so both give the same chain.
-``zoo.relational._infinite_kernel._numba_gibbs`` packs the chain's state into the arrays this
+``zoo.relational._infinite_kernel._numba_sweep`` packs the chain's state into the arrays this
 module takes; this module is pure array code and imports nothing of ``zoo``. The pieces of a visit
 (:func:`collect_cells`, :func:`shift_cells`, :func:`add_predictive`) also serve the split–merge
 moves' restricted scans (:mod:`inference.native.relational_moves`).

@@ -14,21 +14,22 @@ Equality test: tests/test_infinite.py::test_numba_and_xla_moves_give_the_same_ch
 moves against the exact posterior,
 tests/test_infinite.py::test_gibbs_with_split_merge_moves_matches_the_exact_posterior).
 
-The moves run through ``jax.pure_callback``, one host call per domain and sweep for all chains.
+The moves run as an XLA custom call (JAX's typed FFI, :mod:`inference.native.ffi`), one per domain and sweep
+for all chains, on the state the Gibbs sweep's custom call left packed.
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from inference.native.ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
+                                 ret_buffer, write_element)
 from inference.native.relational_gibbs import _block_log_beta, add_predictive, collect_cells, shift_cells
-from inference.native.supervised_sweep import batch_row, flatten_batch
 
 __all__ = ["numba_split_merge_moves"]
 
@@ -181,50 +182,78 @@ def _moves_chain(z, sizes, counts, tables, alpha, draw_i, draw_j, order_uniforms
     return overflow
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _moves_batch(n_batch, domain, offset, z, sizes, counts, tables, alpha, draw_i, draw_j, order_uniforms, coins,
-                 scan_uniforms, accept_uniforms, first, second, values, relation, seen, item_start, item_cell,
-                 item_position, domain_sizes, relation_n_values, same_domain, first_domain, second_domain):
-    # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
-    out_z = np.empty((n_batch,) + z.shape[1:], np.int64)
-    out_sizes = np.empty((n_batch,) + sizes.shape[1:], np.int64)
-    out_counts = np.empty((n_batch,) + counts.shape[1:], np.int64)
-    out_overflow = np.zeros(n_batch, np.bool_)
-    out_stats = np.zeros((n_batch, 4), np.int64)
-    for b in prange(n_batch):
-        out_z[b] = z[batch_row(b, z)]
-        out_sizes[b] = sizes[batch_row(b, sizes)]
-        out_counts[b] = counts[batch_row(b, counts)]
-        out_overflow[b] = _moves_chain(
-            out_z[b], out_sizes[b], out_counts[b], tables[batch_row(b, tables)], alpha[batch_row(b, alpha)],
-            draw_i[batch_row(b, draw_i)], draw_j[batch_row(b, draw_j)], order_uniforms[batch_row(b, order_uniforms)],
-            coins[batch_row(b, coins)], scan_uniforms[batch_row(b, scan_uniforms)],
-            accept_uniforms[batch_row(b, accept_uniforms)], domain, offset, first[0], second[0], values[0],
-            relation[0], seen[0], item_start[0], item_cell[0], item_position[0], domain_sizes[0],
-            relation_n_values[0], same_domain[0], first_domain[0], second_domain[0], out_stats[b])
-    return out_z, out_sizes, out_counts, out_overflow, out_stats
+# The moves run as an XLA custom call (inference.native.ffi), like the Gibbs sweep: no Python
+# between XLA and the numba loop. Under vmap (chains) every argument gets the same leading axes, of
+# size 1 where it is shared; the chains run one after the other. Arguments: z, sizes, counts
+# (int32); tables, alpha (the model's float dtype); draw_i, draw_j (int32); order (float); coins
+# (int32); scan uniforms, accept uniforms (float); first, second, values, relation, seen,
+# item_start, item_cell, item_position, domain_sizes, relation_n_values, same_domain,
+# first_domain, second_domain and (domain, offset) (int32). Results: z, sizes, counts (int32),
+# overflow (bool) and the moves' counts (int32 (4,)), each with the batch axes.
+_MOVES_ARGS, _MOVES_RETS = 25, 5
 
 
-# Per-chain number of dimensions of each array input of the moves, in call order (the cell
-# lists and the schema's constants are shared by all chains: their batch axis has size 1).
-_MOVES_INPUT_NDIMS = (1, 2, 4, 3, 1, 1, 1, 2, 2, 3, 1) + (1,) * 13
+@njit(inline="always")
+def _moves_call(frame, real):
+    done, code = prologue(frame, _MOVES_ARGS, _MOVES_RETS)
+    if done:
+        return code
+    z_shape, n_lead, n_chains = batch_layout(frame, 1)
+    out_z = buffer_flat(ret_buffer(frame, 0), I32)
+    out_sizes = buffer_flat(ret_buffer(frame, 1), I32)
+    out_counts = buffer_flat(ret_buffer(frame, 2), I32)
+    out_overflow = buffer_flat(ret_buffer(frame, 3), np.uint8(0))  # XLA's PRED: one byte
+    out_stats = buffer_flat(ret_buffer(frame, 4), I32)
+    for chain in range(n_chains):
+        z, _ = batch_element(frame, 0, z_shape, n_lead, chain, I32)
+        sizes, size_dims = batch_element(frame, 1, z_shape, n_lead, chain, I32)
+        counts, count_dims = batch_element(frame, 2, z_shape, n_lead, chain, I32)
+        table, table_dims = batch_element(frame, 3, z_shape, n_lead, chain, real)
+        alpha, _ = batch_element(frame, 4, z_shape, n_lead, chain, real)
+        draw_i, _ = batch_element(frame, 5, z_shape, n_lead, chain, I32)
+        draw_j, _ = batch_element(frame, 6, z_shape, n_lead, chain, I32)
+        order, order_dims = batch_element(frame, 7, z_shape, n_lead, chain, real)
+        coins, _ = batch_element(frame, 8, z_shape, n_lead, chain, I32)
+        scans, scan_dims = batch_element(frame, 9, z_shape, n_lead, chain, real)
+        accept, _ = batch_element(frame, 10, z_shape, n_lead, chain, real)
+        cells = [batch_element(frame, index, z_shape, n_lead, chain, I32)[0] for index in range(11, 24)]
+        where, _ = batch_element(frame, 24, z_shape, n_lead, chain, I32)
+        z_chain = z.astype(np.int64)
+        sizes_chain = sizes.astype(np.int64).reshape((size_dims[0], size_dims[1]))
+        counts_chain = counts.astype(np.int64).reshape((count_dims[0], count_dims[1], count_dims[2], count_dims[3]))
+        stats = np.zeros(4, np.int64)
+        overflow = _moves_chain(
+            z_chain, sizes_chain, counts_chain,
+            table.astype(np.float64).reshape((table_dims[0], table_dims[1], table_dims[2])),
+            alpha.astype(np.float64), draw_i.astype(np.int64), draw_j.astype(np.int64),
+            order.astype(np.float64).reshape((order_dims[0], order_dims[1])),
+            (coins != 0).reshape((order_dims[0], order_dims[1])),
+            scans.astype(np.float64).reshape((scan_dims[0], scan_dims[1], scan_dims[2])), accept.astype(np.float64),
+            np.int64(where[0]), np.int64(where[1]), cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
+            cells[6], cells[7], cells[8], cells[9], cells[10] != 0, cells[11], cells[12], stats)
+        write_element(out_z, chain, z_chain)
+        write_element(out_sizes, chain, sizes_chain.reshape(-1))
+        write_element(out_counts, chain, counts_chain.reshape(-1))
+        write_element(out_stats, chain, stats)
+        out_overflow[chain] = np.uint8(1) if overflow else np.uint8(0)
+    return 0
 
 
-def _moves_host(domain, offset, *arrays):
-    """Host side: flatten any vmapped leading axes into one batch axis, run the batch, restore the
-    batch shape. Counts go in as int64, the tables and uniforms as float64."""
-    kinds = (np.int64, np.int64, np.int64, np.float64, np.float64, np.int64, np.int64, np.float64, np.bool_,
-             np.float64, np.float64) + (np.int64,) * 10 + (np.bool_, np.int64, np.int64)
-    arrays = [np.asarray(array, kind) for array, kind in zip(arrays, kinds)]
-    batch_shape, n_batch, flat = flatten_batch(arrays, _MOVES_INPUT_NDIMS)
-    outputs = _moves_batch(n_batch, domain, offset, *flat)
-    return tuple(output.reshape(batch_shape + output.shape[1:]).astype(kind)
-                 for output, kind in zip(outputs, (np.int32, np.int32, np.int32, np.bool_, np.int32)))
+def _moves_f32(frame):
+    return _moves_call(frame, np.float32(0))
+
+
+def _moves_f64(frame):
+    return _moves_call(frame, np.float64(0))
+
+
+_MOVES_HANDLERS = {"float32": _moves_f32, "float64": _moves_f64}
 
 
 def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, *, domain, offset, domain_sizes,
                             n_values, relation_domains):
-    """The moves of ``zoo.relational._infinite_moves.split_merge_moves`` for one domain, on the host.
+    """The moves of ``zoo.relational._infinite_moves.split_merge_moves`` for one domain, run by XLA
+    as a custom call.
 
     ``z`` (n_individuals + 1,), ``sizes`` (D, K), ``counts`` (R, K, K, V) and ``tables`` (R, V + 1, L)
     packed as for :func:`inference.native.relational_gibbs.numba_gibbs_sweep`; ``alpha`` (D,);
@@ -237,12 +266,15 @@ def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, 
     shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),
               jax.ShapeDtypeStruct(counts.shape, jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_),
               jax.ShapeDtypeStruct((4,), jnp.int32))
-    first_domain = np.asarray([domains[0] for domains in relation_domains], np.int64)
-    second_domain = np.asarray([domains[1] if len(domains) == 2 else -1 for domains in relation_domains], np.int64)
-    constants = (np.asarray(domain_sizes, np.int64), np.asarray(n_values, np.int64), first_domain == second_domain,
-                 first_domain, second_domain)
-    return jax.pure_callback(
-        partial(_moves_host, int(domain), int(offset)), shapes, z, sizes, counts, tables, alpha,
-        draws.i, draws.j, draws.order, draws.coins, draws.uniforms, draws.accept, flat.first, flat.second,
-        flat.values, flat.relation, seen, flat.item_start, flat.item_cell, flat.item_position, *constants,
-        vmap_method="expand_dims")
+    real = jnp.dtype(tables.dtype).name
+    first_domain = np.asarray([domains[0] for domains in relation_domains])
+    second_domain = np.asarray([domains[1] if len(domains) == 2 else -1 for domains in relation_domains])
+    constants = (domain_sizes, n_values, first_domain == second_domain, first_domain, second_domain,
+                 (domain, offset))
+    name = register_handler(f"latentzoo_irm_moves_{real}", _MOVES_HANDLERS[real])
+    return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
+        z.astype(jnp.int32), sizes.astype(jnp.int32), counts.astype(jnp.int32), tables, alpha.astype(tables.dtype),
+        draws.i.astype(jnp.int32), draws.j.astype(jnp.int32), draws.order.astype(tables.dtype),
+        draws.coins.astype(jnp.int32), draws.uniforms.astype(tables.dtype), draws.accept.astype(tables.dtype),
+        flat.first, flat.second, flat.values, flat.relation, seen.astype(jnp.int32), flat.item_start,
+        flat.item_cell, flat.item_position, *(jnp.asarray(np.asarray(constant), jnp.int32) for constant in constants))

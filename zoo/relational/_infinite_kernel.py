@@ -3,8 +3,8 @@
 A sweep visits every individual of every domain (collapsed Gibbs in the style of Neal's
 Algorithm 3, a ``lax.scan`` per domain, :func:`_gibbs_domain`, or its numba twin
 :func:`inference.native.relational_gibbs.numba_gibbs_sweep` run as an XLA custom call, called by
-:func:`_numba_gibbs`), optionally makes split–merge moves of each domain
-(:mod:`zoo.relational._infinite_moves`), then resamples every α_D (Escobar & West) and every γ_r
+:func:`_numba_sweep`), optionally makes split–merge moves of each domain
+(:mod:`zoo.relational._infinite_moves`, or their numba twin, also a custom call), then resamples every α_D (Escobar & West) and every γ_r
 (griddy Gibbs on :data:`HYPER_GRID`). The conditional of one individual is in
 :mod:`zoo.relational._infinite_conditional`; block counts are integers, so every log Γ is a
 look-up in a table of log Γ(γ_u + m) built once per sweep (:func:`log_gamma_tables`). The model
@@ -13,7 +13,6 @@ and its equations are described in :mod:`zoo.relational.infinite`.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import jax
@@ -148,34 +147,37 @@ def _seen(arrays: RelationalArrays) -> Any:
     return jnp.concatenate([(w[:-1] > 0).astype(jnp.int32) for w in arrays.weights])
 
 
-def _numba_gibbs(uniforms: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *,
-                 schema: RelationalSchema, capacities: tuple) -> IRMState:
-    """All Gibbs updates of one sweep in the numba loop (:func:`numba_gibbs_sweep`): the chain's
-    state packed (:func:`_pack`) into the arrays the loop takes, and the result split back.
+def _numba_sweep(uniforms: Any, move_keys: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any,
+                 *, n_moves: int, n_scans: int, schema: RelationalSchema,
+                 capacities: tuple) -> tuple[IRMState, Any]:
+    """One sweep's Gibbs updates and split–merge moves in numba loops run by XLA as custom calls.
 
-    Uses the same uniform per individual as :func:`_gibbs_domain` to pick its new slot by inverse
-    CDF, so both give the same chain (up to float rounding).
+    The chain's state is packed once (:func:`_pack`) into the arrays the loops take, all Gibbs
+    updates run in one call (:func:`numba_gibbs_sweep`, the same uniform per individual as
+    :func:`_gibbs_domain` picks its new slot by inverse CDF), then ``n_moves`` moves of each domain
+    of two or more individuals in one call per domain
+    (:func:`inference.native.relational_moves.numba_split_merge_moves`, from the random numbers of
+    the XLA moves, :func:`zoo.relational._infinite_moves.all_move_draws`, with ``move_keys[d]``),
+    and the result is split back. Both backends give the same chain (up to float rounding).
+    Returns the state and the moves' counts (D, 4).
     """
     z, sizes, counts, table = _pack(state, tables, schema=schema, capacities=capacities)
     log_alpha = jnp.log(state.concentrations)
     domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
+    seen = _seen(arrays)
     z, sizes, counts, overflow = numba_gibbs_sweep(
-        z, sizes, counts, table, log_alpha, uniforms, _seen(arrays), flat, domain_of, np.asarray(capacities, np.int64),
+        z, sizes, counts, table, log_alpha, uniforms, seen, flat, domain_of, np.asarray(capacities, np.int64),
         np.asarray(schema.n_values, np.int64), _same_domain(schema))
-    return _unpack(state, z, sizes, counts, overflow, schema=schema, capacities=capacities)
-
-
-def _numba_moves(rng_key: Any, state: IRMState, arrays: RelationalArrays, tables: tuple, flat: Any, *, domain: int,
-                 n_moves: int, n_scans: int, schema: RelationalSchema, capacities: tuple) -> tuple[IRMState, Any]:
-    """The split–merge moves of ``domain`` in the numba loop
-    (:func:`inference.native.relational_moves.numba_split_merge_moves`), from the random numbers
-    of the XLA moves (:func:`zoo.relational._infinite_moves.all_move_draws`): the same chain."""
-    draws = all_move_draws(rng_key, n_moves, schema.domain_sizes[domain], n_scans, tables[0].dtype)
-    z, sizes, counts, table = _pack(state, tables, schema=schema, capacities=capacities)
-    z, sizes, counts, overflow, moves = numba_split_merge_moves(
-        z, sizes, counts, table, state.concentrations, draws, _seen(arrays), flat, domain=domain,
-        offset=int(sum(schema.domain_sizes[:domain])), domain_sizes=schema.domain_sizes, n_values=schema.n_values,
-        relation_domains=schema.relation_domains)
+    moves = jnp.zeros((len(schema.domain_sizes), len(MOVE_STATISTICS)), jnp.int32)
+    for domain, n_individuals in enumerate(schema.domain_sizes):
+        if n_moves and n_individuals >= 2:
+            draws = all_move_draws(move_keys[domain], n_moves, n_individuals, n_scans, tables[0].dtype)
+            z, sizes, counts, moves_overflow, domain_moves = numba_split_merge_moves(
+                z, sizes, counts, table, state.concentrations, draws, seen, flat, domain=domain,
+                offset=int(sum(schema.domain_sizes[:domain])), domain_sizes=schema.domain_sizes,
+                n_values=schema.n_values, relation_domains=schema.relation_domains)
+            overflow = overflow | moves_overflow
+            moves = moves.at[domain].set(domain_moves)
     return _unpack(state, z, sizes, counts, overflow, schema=schema, capacities=capacities), moves
 
 
@@ -191,7 +193,7 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
     ``split_merge_scans`` restricted Gibbs scans), then resamples each α_D (Escobar & West) and
     each γ_r (griddy Gibbs), as enabled. ``backend="xla"`` runs the visits as a ``lax.scan`` per
     domain (any device); ``"numba"`` runs them in a compiled host loop (CPU; needs ``flat`` from
-    :func:`zoo.relational.latent_class.flat_cells`), and the moves likewise (:func:`_numba_moves`),
+    :func:`zoo.relational.latent_class.flat_cells`), and the moves likewise (:func:`_numba_sweep`),
     with the XLA moves' random numbers. ``backend`` is resolved already (:func:`inference.native.resolve_backend`).
     Without moves the chain's random numbers are those of a kernel that has none.
     """
@@ -203,22 +205,22 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
         # One uniform per individual in global order (and one for the virtual individual of unary
         # relations), drawn before the visits so that both backends use the same numbers.
         uniforms = jax.random.uniform(key_domains, (sum(schema.domain_sizes) + 1,), jnp.result_type(*tables))
+        # The moves' keys, apart from the other keys as in a kernel without moves.
+        move_keys = jax.random.split(jax.random.fold_in(rng_key, 1), n_domains)
+        moves = jnp.zeros((n_domains, len(MOVE_STATISTICS)), jnp.int32)
         if backend == "numba":
-            state = _numba_gibbs(uniforms, state, arrays, tables, flat, schema=schema, capacities=capacities)
+            state, moves = _numba_sweep(uniforms, move_keys, state, arrays, tables, flat, n_moves=n_split_merge,
+                                        n_scans=split_merge_scans, schema=schema, capacities=capacities)
         else:
             offsets = np.cumsum([0, *schema.domain_sizes])
             for domain in range(n_domains):
                 state = _gibbs_domain(domain, uniforms[offsets[domain]: offsets[domain + 1]], state, arrays, tables,
                                       schema=schema, capacities=capacities)
-        moves = jnp.zeros((n_domains, len(MOVE_STATISTICS)), jnp.int32)
-        if n_split_merge:
-            keys = jax.random.split(jax.random.fold_in(rng_key, 1), n_domains)  # the other keys as without moves
-            moves_of = partial(_numba_moves, flat=flat) if backend == "numba" else split_merge_moves
             for domain in range(n_domains):
-                if schema.domain_sizes[domain] >= 2:
-                    state, counts = moves_of(keys[domain], state, arrays, tables, domain=domain,
-                                             n_moves=n_split_merge, n_scans=split_merge_scans, schema=schema,
-                                             capacities=capacities)
+                if n_split_merge and schema.domain_sizes[domain] >= 2:
+                    state, counts = split_merge_moves(move_keys[domain], state, arrays, tables, domain=domain,
+                                                      n_moves=n_split_merge, n_scans=split_merge_scans, schema=schema,
+                                                      capacities=capacities)
                     moves = moves.at[domain].set(counts)
         n_clusters = jnp.stack([jnp.sum(sizes > 0).astype(jnp.int32) for sizes in state.sizes])
         if sample_concentration:

@@ -31,7 +31,7 @@ with them alone (no Gibbs visits) the chain still reaches every partition.
 
 Every random number of a move is drawn first (:func:`move_draws`), so the numba twin of these
 moves (:mod:`inference.native.relational_moves`, the ``"numba"`` backend, called by
-:func:`zoo.relational._infinite_kernel._numba_moves`) makes the same moves from the same numbers.
+:func:`zoo.relational._infinite_kernel._numba_sweep`) makes the same moves from the same numbers.
 """
 
 from __future__ import annotations
