@@ -274,6 +274,10 @@ def test_sample_warns_when_its_chains_do_not_mix():
         result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_chains=2,
                                              n_sweeps=8, n_warmup=4)
     assert result.mixing.loc["log_joint", "status"] != "ok"
+    # Once per run: summary() does not repeat the warning sample() issued (its table says the same).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        assert result.summary().loc["log_joint", "status"] != "ok"
 
 
 def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import html
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -772,6 +773,9 @@ def test_summary_says_when_chains_stay_where_they_started():
     assert table.loc["n_clusters", "status"] == "chains disagree"
     assert table.loc["n_clusters", "r_hat"] == np.inf
     assert "sub-cluster" not in table.attrs["advice"]  # a sampler SupervisedDP does not have
+    with warnings.catch_warnings():  # fit warned already; summary() does not repeat it
+        warnings.simplefilter("error", MixingWarning)
+        assert fit.summary().equals(table)
     # With the moves (the default) both chains find the two test publications.
     fit = SupervisedDP(1).fit(train, truth, test, key=jax.random.key(0), n_chains=2, n_sweeps=40, init=starts,
                               progress=False)

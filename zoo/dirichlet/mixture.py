@@ -152,6 +152,7 @@ class DPMixtureFit:
     def __init__(self, result: ChainResult):
         self.result = result
         self._idata = diagnostics.to_inference_data(result) if result.samples else None
+        self._warned = False  # whether the fit that made this object issued its MixingWarning
 
     @property
     def idata(self) -> az.InferenceData:
@@ -182,10 +183,13 @@ class DPMixtureFit:
         """Mean, sd, ESS, R-hat and mixing status of the number of clusters, α and the log joint.
 
         See :func:`inference.diagnostics.summary`; issues an
-        :class:`inference.diagnostics.MixingWarning` naming the quantities that do not mix.
+        :class:`inference.diagnostics.MixingWarning` naming the quantities that do not mix, unless
+        :meth:`DPMixture.fit` issued it already when it returned this fit (the table's ``status``
+        column says the same).
         """
         table = self.mixing
-        diagnostics.warn_if_not_mixing(table, stacklevel=2)
+        if not getattr(self, "_warned", False):  # objects restored without __init__ have none
+            diagnostics.warn_if_not_mixing(table, stacklevel=2)
         return table
 
     def label_invariant(self) -> az.InferenceData:
@@ -455,6 +459,6 @@ class DPMixture:
         if not result.samples:  # stopped during warm-up: the states are kept, nothing to summarise
             warnings.warn(f"DPMixture.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
         elif n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
-            diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=2)
+            fitted._warned = diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=2)
         return fitted
 

@@ -366,7 +366,7 @@ class InfiniteRelational:
             _arrays=arrays,
         )
         if n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
-            diagnostics.warn_if_not_mixing(result.mixing, stacklevel=2)
+            result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=2)
         return result
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
@@ -462,6 +462,7 @@ class IRMResult:
     completed: bool = True
     split_merge: dict | None = field(default=None, repr=False)
     _arrays: Any = field(default=None, repr=False)
+    _warned: bool = field(default=False, repr=False)  # whether sample() issued its MixingWarning
 
     @property
     def split_merge_acceptance(self):
@@ -526,14 +527,16 @@ class IRMResult:
 
     def summary(self):
         """The :attr:`mixing` table, with an :class:`inference.diagnostics.MixingWarning` naming the
-        quantities that do not mix.
+        quantities that do not mix, unless :meth:`InfiniteRelational.sample` issued it already when
+        it returned this result (the table's ``status`` column says the same).
 
         One-individual-at-a-time Gibbs sweeps change the number of clusters slowly: on Zachary's
         karate club, 4 chains of 400 sweeps leave R-hat(K) near 1.2, and 4,000 sweeps bring it to
         about 1.01 with a bulk ESS of about 120.
         """
         table = self.mixing
-        diagnostics.warn_if_not_mixing(table, stacklevel=2)
+        if not getattr(self, "_warned", False):  # objects restored without __init__ have none
+            diagnostics.warn_if_not_mixing(table, stacklevel=2)
         return table
 
     def map_partition(self) -> dict[str, np.ndarray]:

@@ -55,6 +55,7 @@ class SupervisedDPFit:
         self.result = result
         # The settings the chains ran with (None: unknown), for the advice of :attr:`mixing`.
         self._model, self._n_type_split_merge = model, n_type_split_merge
+        self._warned = False  # whether the fit that made this object issued its MixingWarning
         samples = result.samples
         if not samples:  # stopped during warm-up: the states are kept in result.final_state
             self._idata = None
@@ -130,9 +131,12 @@ class SupervisedDPFit:
 
     def summary(self) -> pd.DataFrame:
         """:attr:`mixing`, with an :class:`inference.diagnostics.MixingWarning` naming the
-        quantities that do not mix (R-hat > 1.01 or bulk ESS < 400, Vehtari et al. 2021)."""
+        quantities that do not mix (R-hat > 1.01 or bulk ESS < 400, Vehtari et al. 2021), unless
+        :meth:`SupervisedDP.fit` issued it already when it returned this fit (the table's ``status``
+        column says the same)."""
         table = self.mixing
-        diagnostics.warn_if_not_mixing(table, stacklevel=2)
+        if not getattr(self, "_warned", False):  # objects restored without __init__ have none
+            diagnostics.warn_if_not_mixing(table, stacklevel=2)
         return table
 
     def co_clustering(self) -> xr.DataArray:
@@ -413,5 +417,5 @@ class SupervisedDP:
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
         elif n_chains >= 2:
-            diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=2)
+            fit._warned = diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=2)
         return fit
