@@ -180,22 +180,27 @@ class InfiniteRelational:
         CPU backend when numba is installed, else XLA.
     n_split_merge : int
         Split–merge moves of each domain per sweep, after the Gibbs visits (Jain & Neal 2004;
-        :mod:`zoo.relational._infinite_moves`); 0 for Gibbs alone. On the karate club (4 chains
-        × 4,000 sweeps, seeds 11–13, numba, 2 CPU cores) Gibbs alone left R-hat(K) at 1.012–1.047
-        and R-hat(log joint) at 1.016–1.043; with ten moves they were 1.005–1.006 and 1.004–1.007
-        (1.020 and 1.004 in ``notebooks/relational_blocks.ipynb``'s run), the log joint's bulk ESS
-        per second 18.8 against 7.4 and K's 14.6 against 13.5, at 7.2 against 4.9 ms per sweep.
-        Off by default: where Gibbs alone mixes the moves cost effective samples per second
-        (same protocol, seeds 11–12: on Davis's women × events, R-hat below 1.003 either way,
-        ten moves took a sweep from 3.2 to 9.8 ms and the bulk ESS per second of K_women from
-        67–78 to 34–41, of the log joint from 236–249 to 105–109; on the Florentine families,
-        R-hat(K) 1.005–1.008 → 1.000–1.001, the ESS per second was unchanged: K 71–72 → 67–75,
-        log joint 175–188 → 177–179), and a move visits every member of the clusters it touches,
-        so its cost grows with them (200 individuals in 10 clusters: 5 moves took a sweep from
-        18.5 to 34 ms). On small data most of their cost does not depend on their number: on
-        Davis's two domains five moves added 4.8 ms to a sweep and ten added 6.6 ms, about
-        1.5 ms per domain and sweep before the first move (the numba moves' host call and the
-        moves' random numbers).
+        :mod:`zoo.relational._infinite_moves`); 0 for Gibbs alone. Measured on 2 CPU cores, numba,
+        4 chains × 4,000 sweeps, seeds 11 and 12 (bulk ESS per second of the whole run):
+
+        ===========  =====  ==========  ============  ==========  ===============
+        data         moves  ms / sweep  R-hat(K)      ESS/s of K  ESS/s log joint
+        ===========  =====  ==========  ============  ==========  ===============
+        karate club  0      5.2, 5.3    1.047, 1.012  9.7, 17     3.2, 9.1
+        karate club  10     7.9, 7.1    1.006, 1.005  16, 12      19, 13
+        Davis women  0      3.0, 3.0    1.002, 1.003  81, 73      260, 258
+        Davis women  10     5.0, 4.9    1.003, 1.003  70, 77      217, 203
+        Florentine   0      3.1, 3.4    1.008, 1.005  86, 80      229, 194
+        Florentine   10     4.2, 4.2    1.000, 1.001  100, 99     237, 263
+        ===========  =====  ==========  ============  ==========  ===============
+
+        On the karate club Gibbs alone does not mix and ten moves do; where Gibbs alone mixes they
+        cost up to a fifth of the effective samples per second (Davis) or gain as much
+        (Florentine). Off by default because a move visits every member of the two clusters it
+        touches, with all their cells, so on larger data it costs more than the Gibbs sweep: on a
+        200 × 150 binary matrix planted with 8 × 6 blocks, ten moves took a sweep from 19 to 54 ms
+        and changed no R-hat. The MixingWarning of :meth:`sample` names this option when the chains
+        do not mix.
     split_merge_scans : int
         Restricted Gibbs scans that make each move's launch state (t in Jain & Neal 2004; 0: the
         points in play are put on a side by a fair coin, and one scan from there proposes).
