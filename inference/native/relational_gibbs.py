@@ -195,37 +195,45 @@ _SWEEP_ARGS, _SWEEP_RETS = 18, 4
 
 
 @njit(inline="always")
+def chain_state(frame, z_shape, n_lead, chain, real):
+    """Chain ``chain``'s packed state, arguments 0–3 of an IRM custom call (z, sizes, counts int32;
+    the log Γ tables in ``real``'s dtype), as int64 / float64 working copies of their shapes."""
+    z, _ = batch_element(frame, 0, z_shape, n_lead, chain, I32)
+    sizes, size_dims = batch_element(frame, 1, z_shape, n_lead, chain, I32)
+    counts, count_dims = batch_element(frame, 2, z_shape, n_lead, chain, I32)
+    table, table_dims = batch_element(frame, 3, z_shape, n_lead, chain, real)
+    return (z.astype(np.int64), sizes.astype(np.int64).reshape((size_dims[0], size_dims[1])),
+            counts.astype(np.int64).reshape((count_dims[0], count_dims[1], count_dims[2], count_dims[3])),
+            table.astype(np.float64).reshape((table_dims[0], table_dims[1], table_dims[2])))
+
+
+@njit(inline="always")
+def write_chain_state(frame, chain, z, sizes, counts, overflow):
+    """Write chain ``chain``'s z, sizes, counts (int32) and overflow (XLA's PRED, one byte) into
+    results 0–3 of an IRM custom call."""
+    write_element(buffer_flat(ret_buffer(frame, 0), I32), chain, z)
+    write_element(buffer_flat(ret_buffer(frame, 1), I32), chain, sizes.reshape(-1))
+    write_element(buffer_flat(ret_buffer(frame, 2), I32), chain, counts.reshape(-1))
+    buffer_flat(ret_buffer(frame, 3), np.uint8(0))[chain] = np.uint8(1) if overflow else np.uint8(0)
+
+
+@njit(inline="always")
 def _sweep_call(frame, real):
     done, code = prologue(frame, _SWEEP_ARGS, _SWEEP_RETS)
     if done:
         return code
     z_shape, n_lead, n_chains = batch_layout(frame, 1)
-    out_z = buffer_flat(ret_buffer(frame, 0), I32)
-    out_sizes = buffer_flat(ret_buffer(frame, 1), I32)
-    out_counts = buffer_flat(ret_buffer(frame, 2), I32)
-    out_overflow = buffer_flat(ret_buffer(frame, 3), np.uint8(0))  # XLA's PRED: one byte
     for chain in range(n_chains):
-        z, _ = batch_element(frame, 0, z_shape, n_lead, chain, I32)
-        sizes, size_dims = batch_element(frame, 1, z_shape, n_lead, chain, I32)
-        counts, count_dims = batch_element(frame, 2, z_shape, n_lead, chain, I32)
-        table, table_dims = batch_element(frame, 3, z_shape, n_lead, chain, real)
+        z, sizes, counts, table = chain_state(frame, z_shape, n_lead, chain, real)
         log_alpha, _ = batch_element(frame, 4, z_shape, n_lead, chain, real)
         uniforms, _ = batch_element(frame, 5, z_shape, n_lead, chain, real)
         integers = [batch_element(frame, index, z_shape, n_lead, chain, I32)[0] for index in range(6, 17)]
         same_domain, _ = batch_element(frame, 17, z_shape, n_lead, chain, I32)
-        z_chain = z.astype(np.int64)
-        sizes_chain = sizes.astype(np.int64).reshape((size_dims[0], size_dims[1]))
-        counts_chain = counts.astype(np.int64).reshape((count_dims[0], count_dims[1], count_dims[2], count_dims[3]))
         overflow = _gibbs_sweep(
-            z_chain, sizes_chain, counts_chain,
-            table.astype(np.float64).reshape((table_dims[0], table_dims[1], table_dims[2])),
-            log_alpha.astype(np.float64), uniforms.astype(np.float64), integers[1], integers[2], integers[3],
-            integers[4], integers[0], integers[5], integers[6], integers[7], integers[8], integers[9], integers[10],
-            same_domain != 0)
-        write_element(out_z, chain, z_chain)
-        write_element(out_sizes, chain, sizes_chain.reshape(-1))
-        write_element(out_counts, chain, counts_chain.reshape(-1))
-        out_overflow[chain] = np.uint8(1) if overflow else np.uint8(0)
+            z, sizes, counts, table, log_alpha.astype(np.float64), uniforms.astype(np.float64), integers[1],
+            integers[2], integers[3], integers[4], integers[0], integers[5], integers[6], integers[7], integers[8],
+            integers[9], integers[10], same_domain != 0)
+        write_chain_state(frame, chain, z, sizes, counts, overflow)
     return 0
 
 

@@ -29,7 +29,8 @@ from numba import njit
 
 from inference.native.ffi import (I32, batch_element, batch_layout, buffer_flat, prologue, register_handler,
                                  ret_buffer, write_element)
-from inference.native.relational_gibbs import _block_log_beta, add_predictive, collect_cells, shift_cells
+from inference.native.relational_gibbs import (_block_log_beta, add_predictive, chain_state, collect_cells,
+                                              shift_cells, write_chain_state)
 
 __all__ = ["numba_split_merge_moves"]
 
@@ -199,16 +200,9 @@ def _moves_call(frame, real):
     if done:
         return code
     z_shape, n_lead, n_chains = batch_layout(frame, 1)
-    out_z = buffer_flat(ret_buffer(frame, 0), I32)
-    out_sizes = buffer_flat(ret_buffer(frame, 1), I32)
-    out_counts = buffer_flat(ret_buffer(frame, 2), I32)
-    out_overflow = buffer_flat(ret_buffer(frame, 3), np.uint8(0))  # XLA's PRED: one byte
     out_stats = buffer_flat(ret_buffer(frame, 4), I32)
     for chain in range(n_chains):
-        z, _ = batch_element(frame, 0, z_shape, n_lead, chain, I32)
-        sizes, size_dims = batch_element(frame, 1, z_shape, n_lead, chain, I32)
-        counts, count_dims = batch_element(frame, 2, z_shape, n_lead, chain, I32)
-        table, table_dims = batch_element(frame, 3, z_shape, n_lead, chain, real)
+        z, sizes, counts, table = chain_state(frame, z_shape, n_lead, chain, real)
         alpha, _ = batch_element(frame, 4, z_shape, n_lead, chain, real)
         draw_i, _ = batch_element(frame, 5, z_shape, n_lead, chain, I32)
         draw_j, _ = batch_element(frame, 6, z_shape, n_lead, chain, I32)
@@ -218,24 +212,16 @@ def _moves_call(frame, real):
         accept, _ = batch_element(frame, 10, z_shape, n_lead, chain, real)
         cells = [batch_element(frame, index, z_shape, n_lead, chain, I32)[0] for index in range(11, 24)]
         where, _ = batch_element(frame, 24, z_shape, n_lead, chain, I32)
-        z_chain = z.astype(np.int64)
-        sizes_chain = sizes.astype(np.int64).reshape((size_dims[0], size_dims[1]))
-        counts_chain = counts.astype(np.int64).reshape((count_dims[0], count_dims[1], count_dims[2], count_dims[3]))
         stats = np.zeros(4, np.int64)
         overflow = _moves_chain(
-            z_chain, sizes_chain, counts_chain,
-            table.astype(np.float64).reshape((table_dims[0], table_dims[1], table_dims[2])),
-            alpha.astype(np.float64), draw_i.astype(np.int64), draw_j.astype(np.int64),
+            z, sizes, counts, table, alpha.astype(np.float64), draw_i.astype(np.int64), draw_j.astype(np.int64),
             order.astype(np.float64).reshape((order_dims[0], order_dims[1])),
             (coins != 0).reshape((order_dims[0], order_dims[1])),
             scans.astype(np.float64).reshape((scan_dims[0], scan_dims[1], scan_dims[2])), accept.astype(np.float64),
             np.int64(where[0]), np.int64(where[1]), cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
             cells[6], cells[7], cells[8], cells[9], cells[10] != 0, cells[11], cells[12], stats)
-        write_element(out_z, chain, z_chain)
-        write_element(out_sizes, chain, sizes_chain.reshape(-1))
-        write_element(out_counts, chain, counts_chain.reshape(-1))
+        write_chain_state(frame, chain, z, sizes, counts, overflow)
         write_element(out_stats, chain, stats)
-        out_overflow[chain] = np.uint8(1) if overflow else np.uint8(0)
     return 0
 
 
