@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import sys
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,7 +35,25 @@ __all__ = [
     "check_memory",
     "memory_shortfall",
     "tree_nbytes",
+    "user_stacklevel",
 ]
+
+# Source files of the library (the ``inference`` and ``zoo`` packages, installed side by side).
+_LIBRARY_PREFIXES = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), package) + os.sep
+                          for package in ("inference", "zoo"))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` made by the function calling this one that points
+    the warning at the first frame outside the library: the user's line, also when the call came
+    through another library function (``SupervisedDP.fit_distances`` calling ``fit``, a baseline
+    calling ``DPMixture.fit``). Pointed at a library line instead, a warning would show once per
+    process under Python's default filter, whatever the data of later calls.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_PREFIXES):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _is_jax_array(value: Any) -> bool:

@@ -153,6 +153,16 @@ def test_fit_recovers_separated_clusters(fitted):
     assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint", "partition_entropy"}
 
 
+def test_warnings_point_at_the_users_line_also_through_a_library_function():
+    # cdp_partition calls DPMixture.fit: its MixingWarning names this file, not zoo/baselines.py
+    # (a warning pointed at a library line shows once per process under Python's default filter).
+    from zoo.baselines import cdp_partition
+
+    with pytest.warns(MixingWarning) as record:
+        cdp_partition(SEPARATED, key=jax.random.key(0), n_chains=2, n_warmup=5, n_draws=10)
+    assert [warning.filename for warning in record if warning.category is MixingWarning] == [__file__]
+
+
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
 def test_split_merge_fit_starting_from_one_cluster_recovers_separated_clusters():
     model = DPMixture(normal_gamma(2), algorithm="conjugate", alpha=1.0, max_clusters=8, n_split_merge=2)

@@ -40,7 +40,7 @@ from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
 from inference._validation import (as_index_array, check_choice, check_int, check_key, check_memory, check_real,
-                                   tree_nbytes)
+                                   tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 
@@ -189,7 +189,7 @@ class DPMixtureFit:
         """
         table = self.mixing
         if not getattr(self, "_warned", False):  # objects restored without __init__ have none
-            diagnostics.warn_if_not_mixing(table, stacklevel=2)
+            diagnostics.warn_if_not_mixing(table, stacklevel=user_stacklevel())
         return table
 
     def label_invariant(self) -> az.InferenceData:
@@ -409,7 +409,7 @@ class DPMixture:
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         if self.family.warn_data is not None:
-            self.family.warn_data("data", array, stacklevel=2)
+            self.family.warn_data("data", array, stacklevel=user_stacklevel())
         array = array.astype(jnp.result_type(float))  # the chains' working precision (float16 data too)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         rng_key = check_key("rng_key", rng_key)
@@ -457,8 +457,9 @@ class DPMixture:
         )
         fitted = DPMixtureFit(result)
         if not result.samples:  # stopped during warm-up: the states are kept, nothing to summarise
-            warnings.warn(f"DPMixture.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"DPMixture.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
+                          stacklevel=user_stacklevel())
         elif n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
-            fitted._warned = diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=2)
+            fitted._warned = diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=user_stacklevel())
         return fitted
 

@@ -69,7 +69,7 @@ from inference import diagnostics
 from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
 from inference._validation import (check_int, check_key, check_memory, check_real, check_relation,
-                                   tree_nbytes)
+                                   tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
 from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
@@ -371,7 +371,7 @@ class InfiniteRelational:
             _arrays=arrays,
         )
         if n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
-            result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=2)
+            result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=user_stacklevel())
         return result
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
@@ -541,7 +541,7 @@ class IRMResult:
         """
         table = self.mixing
         if not getattr(self, "_warned", False):  # objects restored without __init__ have none
-            diagnostics.warn_if_not_mixing(table, stacklevel=2)
+            diagnostics.warn_if_not_mixing(table, stacklevel=user_stacklevel())
         return table
 
     def map_partition(self) -> dict[str, np.ndarray]:

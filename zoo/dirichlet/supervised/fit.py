@@ -19,7 +19,7 @@ from inference.chains import ChainResult, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
 from inference._validation import (as_index_array, as_label_codes, check_choice, check_int, check_key, check_memory,
-                                   check_real, tree_nbytes)
+                                   check_real, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel
@@ -136,7 +136,7 @@ class SupervisedDPFit:
         column says the same)."""
         table = self.mixing
         if not getattr(self, "_warned", False):  # objects restored without __init__ have none
-            diagnostics.warn_if_not_mixing(table, stacklevel=2)
+            diagnostics.warn_if_not_mixing(table, stacklevel=user_stacklevel())
         return table
 
     def co_clustering(self) -> xr.DataArray:
@@ -392,7 +392,8 @@ class SupervisedDP:
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         key = check_key("key", key)
-        warn_tied_features("train_features and test_features", np.concatenate([train, test]), stacklevel=2)
+        warn_tied_features("train_features and test_features", np.concatenate([train, test]),
+                           stacklevel=user_stacklevel())
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
         if n_warmup is None:
@@ -415,7 +416,8 @@ class SupervisedDP:
         )
         fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge)
         if not result.samples:
-            warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
+                          stacklevel=user_stacklevel())
         elif n_chains >= 2:
-            fit._warned = diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=2)
+            fit._warned = diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=user_stacklevel())
         return fit
