@@ -467,7 +467,7 @@ class IRMResult:
     completed: bool = True
     split_merge: dict | None = field(default=None, repr=False)
     _arrays: Any = field(default=None, repr=False)
-    _warned: bool = field(default=False, repr=False)  # whether sample() issued its MixingWarning
+    _warned: bool = field(default=False, repr=False, compare=False)  # whether sample() issued its MixingWarning
 
     @property
     def split_merge_acceptance(self):
