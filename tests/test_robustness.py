@@ -693,3 +693,18 @@ def test_supervised_fit_refuses_reference_types_that_cannot_fit_in_memory(monkey
     fit = SupervisedDP(1, max_types=4).fit(train, [0] * 5 + [1] * 5, test, key=jax.random.key(0), n_chains=2,
                                            n_sweeps=8, progress=False)
     assert fit.assignments.shape == (2, 4, 6)
+
+
+def test_lrm_class_counts_beyond_any_memory_are_refused_before_jax_runs():
+    # 2^31 classes do not fit JAX's int32 shapes: tracing the start to measure it warned
+    # ("int64 ... will be truncated to int32") before the ValueError. Now counted in Python first.
+    import warnings
+
+    from zoo.relational import load_florentine_families
+
+    data = load_florentine_families()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n_classes in (2**31, 10**7):
+            with pytest.raises(ValueError, match=r"^n_classes: 10 fit\(s\) of LatentClassRelational.*needs about"):
+                LatentClassRelational(n_classes).fit(data, key=jax.random.key(0))

@@ -241,8 +241,18 @@ class LatentClassRelational:
         return BoundLatentClassRelational(self.n_classes, self.prior_count, self.backend, data.schema, update)
 
     def _check_memory(self, key: Any, arrays: RelationalArrays, schema: RelationalSchema, n_fits: int) -> None:
-        """Refuse class counts whose fits cannot fit in memory (from the start's shapes, traced)."""
-        start = jax.eval_shape(partial(_init_params, schema=schema, n_classes=self.classes_for(schema),
+        """Refuse class counts whose fits cannot fit in memory (from the start's shapes, traced).
+
+        The responsibilities and block tables alone are counted first, in Python integers, so that
+        class counts beyond any memory (and beyond JAX's int32 shapes) are refused before tracing.
+        """
+        classes = self.classes_for(schema)
+        floor = sum(size * classes[d] for d, size in enumerate(schema.domain_sizes))
+        floor += sum(int(np.prod([classes[d] for d in domains], dtype=object)) * n_values
+                     for domains, n_values in zip(schema.relation_domains, schema.n_values))
+        itemsize = jnp.dtype(jnp.result_type(float)).itemsize
+        check_memory("n_classes", 4 * n_fits * itemsize * floor, f"{n_fits} fit(s) of {self!r}")
+        start = jax.eval_shape(partial(_init_params, schema=schema, n_classes=classes,
                                        prior_count=float(self.prior_count)), key, arrays)
         # Each fit holds the parameters, the new iterate and their statistics (about 4 copies).
         check_memory("n_classes", 4 * n_fits * tree_nbytes(start), f"{n_fits} fit(s) of {self!r}")
