@@ -4,8 +4,8 @@ A sweep visits every individual of every domain (collapsed Gibbs in the style of
 Algorithm 3, a ``lax.scan`` per domain, :func:`_gibbs_domain`, or its numba twin
 :func:`inference.native.relational_gibbs.numba_gibbs_sweep` run as an XLA custom call, called by
 :func:`_numba_sweep`), optionally makes split–merge moves of each domain
-(:mod:`zoo.relational._infinite_moves`, or their numba twin, also a custom call), then resamples every α_D (Escobar & West) and every γ_r
-(griddy Gibbs on :data:`HYPER_GRID`). The conditional of one individual is in
+(:mod:`zoo.relational._infinite_moves`, or their numba twin, also a custom call), then resamples
+every α_D (Escobar & West) and every γ_r (griddy Gibbs on :data:`HYPER_GRID`). The conditional of one individual is in
 :mod:`zoo.relational._infinite_conditional`; block counts are integers, so every log Γ is a
 look-up in a table of log Γ(γ_u + m) built once per sweep (:func:`log_gamma_tables`). The model
 and its equations are described in :mod:`zoo.relational.infinite`.
@@ -207,11 +207,11 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
         uniforms = jax.random.uniform(key_domains, (sum(schema.domain_sizes) + 1,), jnp.result_type(*tables))
         # The moves' keys, apart from the other keys as in a kernel without moves.
         move_keys = jax.random.split(jax.random.fold_in(rng_key, 1), n_domains)
-        moves = jnp.zeros((n_domains, len(MOVE_STATISTICS)), jnp.int32)
         if backend == "numba":
             state, moves = _numba_sweep(uniforms, move_keys, state, arrays, tables, flat, n_moves=n_split_merge,
                                         n_scans=split_merge_scans, schema=schema, capacities=capacities)
         else:
+            moves = jnp.zeros((n_domains, len(MOVE_STATISTICS)), jnp.int32)
             offsets = np.cumsum([0, *schema.domain_sizes])
             for domain in range(n_domains):
                 state = _gibbs_domain(domain, uniforms[offsets[domain]: offsets[domain + 1]], state, arrays, tables,

@@ -58,6 +58,7 @@ Relations of arity 1 and 2 are supported; observed self-pairs r(a, a) are not.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar
@@ -248,7 +249,7 @@ class LatentClassRelational:
         """
         classes = self.classes_for(schema)
         floor = sum(size * classes[d] for d, size in enumerate(schema.domain_sizes))
-        floor += sum(int(np.prod([classes[d] for d in domains], dtype=object)) * n_values
+        floor += sum(math.prod(classes[d] for d in domains) * n_values
                      for domains, n_values in zip(schema.relation_domains, schema.n_values))
         itemsize = jnp.dtype(jnp.result_type(float)).itemsize
         check_memory("n_classes", 4 * n_fits * itemsize * floor, f"{n_fits} fit(s) of {self!r}")
