@@ -46,8 +46,9 @@ def test_perplexity_counts_tokens_of_probability_zero_instead_of_flooring_them()
         evaluation = heldout_evaluation(result.model, result.params, heldout)
     assert evaluation.n_zero_tokens == 2 and evaluation.n_tokens == 4
     assert evaluation.log_lik == -np.inf and evaluation.perplexity == np.inf
-    with pytest.warns(ZeroProbabilityWarning):
+    with pytest.warns(ZeroProbabilityWarning) as through_the_result:
         assert result.perplexity(heldout) == np.inf
+    assert [warning.filename for warning in through_the_result] == [__file__]  # this file's line, not the library's
     # An explicit floor scores them at the floor: the number then depends on it, visibly.
     with pytest.warns(ZeroProbabilityWarning, match="scored at floor=1e-06"):
         floored = result.perplexity(heldout, floor=1e-6)

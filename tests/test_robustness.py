@@ -413,6 +413,7 @@ def test_ctrl_c_during_latent_class_held_out_cases_keeps_the_finished_cases(monk
             partial_loo = leave_one_out_log_loss(model, data, max_cases=9, cases_per_call=2, **loss_options)
     assert [str(warning.message).split(":")[0] for warning in warned] == ["predict_held_out", "leave_one_out_log_loss"]
     assert "over the 4 of 9 cases" in str(warned[1].message)
+    assert [warning.filename for warning in warned] == [__file__] * 2  # the line above, not the library's
     with monkeypatch.context() as patched:
         _interrupt_on_call(patched, latent_class, "_fit_cases", 3)
         with pytest.warns(RuntimeWarning) as warned:

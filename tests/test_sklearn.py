@@ -169,12 +169,14 @@ def test_score_reports_tokens_of_probability_zero_instead_of_flooring_them(estim
     n_zero = float(test[:, 0].sum())
     settings = dict(max_iter=30, random_state=0, backend="xla")
     fitted = clone(estimator).set_params(**settings).fit(train)
-    with pytest.warns(ZeroProbabilityWarning, match=f"^{n_zero:g} of {test.sum():g} held-out tokens"):
+    with pytest.warns(ZeroProbabilityWarning, match=f"^{n_zero:g} of {test.sum():g} held-out tokens") as scored:
         assert fitted.score(test) == -np.inf
-    with pytest.warns(ZeroProbabilityWarning):
+    with pytest.warns(ZeroProbabilityWarning) as perplexity:
         assert fitted.perplexity(test) == np.inf
-    with pytest.warns(ZeroProbabilityWarning):
+    with pytest.warns(ZeroProbabilityWarning) as evaluated:
         evaluation = fitted.heldout_evaluation(test)
+    # Each warning points at the line above that called the estimator (shown once per line and data).
+    assert {warning.filename for record in (scored, perplexity, evaluated) for warning in record} == {__file__}
     assert evaluation.n_zero_tokens == n_zero and evaluation.n_tokens == test.sum() and evaluation.floor is None
     # An explicit floor: every token at max(P(y|x), floor), the same fit otherwise.
     floored = clone(fitted).set_params(floor=1e-12).fit(train)

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
+from inference._validation import user_stacklevel
 from inference.sparse import _floor, row_cell_stats
 from zoo.data import CoOccurrence, DyadicArrays
 
@@ -278,16 +279,17 @@ def heldout_evaluation(model: Any, params: Any, data: CoOccurrence, *, floor: fl
             f"data: shape {data.shape} differs from the fitted shape {(row_factors.shape[0], col_factors.shape[0])}"
         )
     return heldout_from_factors(row_factors, col_factors, data, floor=floor, warn=warn,
-                                model_name=type(model).__name__, stacklevel=4)
+                                model_name=type(model).__name__)
 
 
 def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence, *, floor: float | None = None,
-                         warn: bool = True, model_name: str = "model", stacklevel: int = 3) -> HeldOut:
+                         warn: bool = True, model_name: str = "model", stacklevel: int | None = None) -> HeldOut:
     """:func:`heldout_evaluation` from the predictive factors: P(y_k|x_i) = Σ_c R_ic C_kc.
 
     For predictions that are not a model's own parameters, e.g. rows folded in
     (:mod:`zoo.sklearn`). ``row_factors`` is (n_rows, C), ``col_factors`` (n_cols, C), in the
-    orientation of ``data``; ``model_name`` names the model in the warning.
+    orientation of ``data``; ``model_name`` names the model in the warning, which points at the
+    ``stacklevel``-th frame (by default the first frame outside latentzoo: the user's line).
     """
     floor = _check_floor(floor)
     working_dtype = _working_dtype(row_factors)  # the precision the fit worked in: its zeros
@@ -321,7 +323,8 @@ def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence,
                 "explicit floor")
         warnings.warn(f"{n_zero:g} of {data.total:g} held-out tokens ({share:.3%}) have probability 0 under "
                       f"the fitted {model_name}: {what}, or fit with prior_count > 0 (MAP-EM) so that "
-                      "no prediction is 0", ZeroProbabilityWarning, stacklevel=stacklevel)
+                      "no prediction is 0", ZeroProbabilityWarning,
+                      stacklevel=user_stacklevel() if stacklevel is None else stacklevel)
     return HeldOut(log_lik=log_lik, n_tokens=float(data.total), n_zero_tokens=n_zero, floor=floor)
 
 

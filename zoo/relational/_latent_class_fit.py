@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from inference._validation import user_stacklevel
 from inference.interrupts import DeferredInterrupt
 from zoo.relational._latent_class_passes import iem_pass
 from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
@@ -273,6 +274,6 @@ def _run_case_calls(run_call: Callable[[np.ndarray], tuple[Any, bool]], output: 
             position += 1
             if interrupt.requested and finished < n_cases:
                 warnings.warn(f"{caller}: interrupted (Ctrl-C) after {finished} of {n_cases} cases; the cases not "
-                              "run are NaN", RuntimeWarning, stacklevel=3)
+                              "run are NaN", RuntimeWarning, stacklevel=user_stacklevel())
                 break
     return finished

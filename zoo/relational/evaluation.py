@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from inference._validation import check_int, check_key, check_model, check_real, check_relation
+from inference._validation import (check_int, check_key, check_model, check_real, check_relation,
+                                   user_stacklevel)
 from zoo.data import as_numpy_rng
 from zoo.relational.data import RelationalData
 
@@ -123,7 +124,7 @@ def _finished(probs: np.ndarray, caller: str) -> np.ndarray:
     n_run = n_cases - int(np.argmin(not_run[::-1])) if not not_run.all() else n_cases
     if n_run < n_cases:
         warnings.warn(f"{caller}: the estimate is over the {n_run} of {n_cases} cases the model ran "
-                      "(interrupted)", RuntimeWarning, stacklevel=3)
+                      "(interrupted)", RuntimeWarning, stacklevel=user_stacklevel())
     return np.arange(n_cases) < n_run
 
 

@@ -302,7 +302,7 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             raise ValueError("X: contains no positive counts to score")
         row_factors, col_factors = self._heldout_factors(X)
         return heldout_from_factors(row_factors, col_factors, CoOccurrence.from_sparse(X), floor=self.floor,
-                                    model_name=type(self).__name__, stacklevel=5)
+                                    model_name=type(self).__name__)
 
     def _heldout_factors(self, X: sp.csr_matrix) -> tuple[Any, Any]:
         """(R, C) with P(y_k|x_i) = Σ_c R_ic C_kc for the rows of X folded in."""
