@@ -83,6 +83,18 @@ def own_rows(data: CoOccurrence, process_id: int, n_processes: int) -> CoOccurre
     return CoOccurrence(data.rows[keep], data.cols[keep], data.counts[keep], data.shape)
 
 
+def _worker_environment() -> dict:
+    """This process's environment for a worker: XLA_FLAGS without the host-device count (a worker
+    is one device), keeping the compiler's optimisation level, so that the workers' bits are those
+    of the one-process runs made here (tests/conftest.py)."""
+    environment = dict(os.environ)
+    flags = [flag for flag in environment.pop("XLA_FLAGS", "").split()
+             if flag.startswith("--xla_backend_optimization_level")]
+    if flags:
+        environment["XLA_FLAGS"] = " ".join(flags)
+    return environment
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -91,7 +103,7 @@ def _free_port() -> int:
 
 def _launch(n_processes: int, out, timeout: float) -> dict:
     """Start the workers; wait for all of them (killing any left after ``timeout``)."""
-    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment = _worker_environment()
     environment["JAX_PLATFORMS"] = "cpu"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     port = _free_port()
@@ -180,7 +192,7 @@ def test_command_line_fit_over_two_processes_reading_their_own_files(tmp_path):
     scipy.io.mmwrite(tmp_path / "whole.mtx", whole)
     options = ["--classes", "3", "--schedule", "em", "--max-iter", "8", "--quiet"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment = _worker_environment()
     done = subprocess.run([sys.executable, "-m", "zoo", "fit", "aspect", str(tmp_path / "part-{process}.mtx"),
                            "--processes", "2", "--out", str(tmp_path / "several"), *options],
                           cwd=root, env=environment, capture_output=True, text=True, timeout=240)
@@ -209,7 +221,7 @@ def test_command_line_fit_over_two_processes_reading_their_own_csv_edge_lists(tm
     (tmp_path / "whole.csv").write_text("source,target\n" + "".join(f"doc{rows[i]},word{cols[i]}\n" for i in lines))
     options = ["--classes", "3", "--schedule", "em", "--max-iter", "8", "--quiet"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment = _worker_environment()
     done = subprocess.run([sys.executable, "-m", "zoo", "fit", "aspect", str(tmp_path / "part-{process}.csv"),
                            "--processes", "2", "--out", str(tmp_path / "several"), *options],
                           cwd=root, env=environment, capture_output=True, text=True, timeout=240)
@@ -262,7 +274,7 @@ OTHER_MODELS = _other_models()
 @pytest.mark.slow
 def test_two_processes_fit_the_other_dyadic_models_as_one_process(tmp_path, x64):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment = _worker_environment()
     environment["JAX_PLATFORMS"] = "cpu"
     port = str(_free_port())
     workers = [subprocess.Popen([sys.executable, "-c", OTHER_MODELS_WORKER, str(index), "2", port, str(tmp_path)],
@@ -358,7 +370,7 @@ def save_chains(path: str, run) -> None:
 
 
 def _sample_over_processes(n_processes: int, tmp_path, timeout: float) -> None:
-    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment = _worker_environment()
     environment["JAX_PLATFORMS"] = "cpu"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     port = str(_free_port())
@@ -501,7 +513,7 @@ def test_two_processes_fit_generic_em_and_the_lrm_as_one_process(tmp_path, x64):
     equal the one-process fit (rtol 1e-10 on the history, 1e-9 on the parameters); the LRM from a
     start given to every process, since its random start reads the data (process 0's part)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    environment = _worker_environment()
     environment["JAX_PLATFORMS"] = "cpu"
     port = str(_free_port())
     workers = [subprocess.Popen([sys.executable, "-c", GENERIC_WORKER, str(index), "2", port, str(tmp_path)],

@@ -26,7 +26,7 @@ from zoo.dyadic.aspect import Aspect
 SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
     import jax, jax.numpy as jnp, numpy as np, numpyro, numpyro.distributions as dist
     jax.config.update("jax_enable_x64", True)
     from inference import neal
