@@ -2,13 +2,13 @@
 
 ``LATENTZOO_X64=1 python -m pytest`` runs the whole suite with float64 as JAX's default.
 
-XLA compiles the suite's programs with LLVM's optimisation level 0 unless
+XLA compiles the suite's programs with LLVM's optimisation level 0 (``TEST_XLA_FLAG``) unless
 ``LATENTZOO_TEST_XLA_OPT=default`` or ``XLA_FLAGS`` already sets ``--xla_backend_optimization_level``.
 Compiling is most of the suite's time: a sub-cluster fit of 45 points in 2-D spent 16 s of its
 21 s compiling, and 8 s at level 0. The full suite went from 1,722 s to 1,117 s on 2 cores
-(2026-11-28). The programs compute the same values, but not always the same bits: the last bit of a float64 log joint
-can differ between levels. So the suite compares runs made at one level, and subprocesses inherit it
-(``TEST_XLA_FLAG``).
+(2026-11-28). The programs compute the same values, but not always the same bits (the last bit
+of a float64 log joint can differ between levels), so the suite compares runs made at one level
+and its subprocesses inherit it.
 """
 
 import os

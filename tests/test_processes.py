@@ -84,9 +84,10 @@ def own_rows(data: CoOccurrence, process_id: int, n_processes: int) -> CoOccurre
 
 
 def _worker_environment() -> dict:
-    """This process's environment for a worker: XLA_FLAGS without the host-device count (a worker
-    is one device), keeping the compiler's optimisation level, so that the workers' bits are those
-    of the one-process runs made here (tests/conftest.py)."""
+    """This process's environment for a worker, with XLA_FLAGS cut down to the compiler's
+    optimisation level: no host-device count (a worker is one device), and the level the
+    one-process runs made here were compiled at, so that the workers' bits are theirs
+    (tests/conftest.py)."""
     environment = dict(os.environ)
     flags = [flag for flag in environment.pop("XLA_FLAGS", "").split()
              if flag.startswith("--xla_backend_optimization_level")]
