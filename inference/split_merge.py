@@ -571,7 +571,7 @@ def split_merge_moves(
     their splits proposed with ``launch_scans`` restricted Gibbs scans (:func:`split_merge_move`).
 
     ``backend`` "numba" (families with a ``native_predictive``, ``launch_scans=0``) runs the same
-    moves, with the same random numbers, on the host
+    moves, with the same random numbers, on the CPU
     (:func:`inference.native.dp_moves.numba_split_merge_moves`).
 
     Returns

@@ -35,14 +35,15 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
     ``zoo.relational._infinite_moves.split_merge_moves``; test: tests/test_infinite.py.
 
 A kernel module is pure array code: it never imports ``zoo`` (the model packs its state into
-arrays, next to its XLA twin, and calls the module's ``numba_*`` function). The custom-call
-modules import numba when they are imported (:mod:`inference.sparse` imports :mod:`.sparse_cells`
-only once a backend has resolved to numba), and so do the sweeps called through
-``jax.pure_callback``, which their models import once their backend has resolved to numba. Kernels
-are module-level functions: numba's disk cache does not keep closures made by a factory.
+arrays, next to its XLA twin, and calls the module's ``numba_*`` function). The kernels
+run as XLA custom calls (:mod:`.ffi`): XLA calls them on its own buffers, no Python runs during a
+fit, several devices can call them at once, and a program that calls them can be kept in JAX's
+persistent compilation cache (one with a ``jax.pure_callback`` cannot). Every module imports numba
+when it is imported, which its model does only once a backend has resolved to numba. Kernels are
+module-level functions: numba's disk cache does not keep closures made by a factory.
 
 To add a native twin: write the XLA version first; put the numba kernel, its custom-call
-handler (or host callback) and a ``numba_*`` function taking the XLA version's arrays in a module
+handler and a ``numba_*`` function taking the XLA version's arrays in a module
 here; choose between them with ``resolve_backend``; add a test that runs both from the same key
 and asserts the same result; name both in the module's docstring (tests/test_native.py checks
 that they exist).

@@ -25,16 +25,14 @@ the features. The kernel computes the predictive of the families that declare a
   freedom (Murphy 2007, eq. 100); when the prior shape is the same for every feature, so is the
   power a_n + ½, and the kernel takes one log per 8 features of the product of (1 + z_d).
 
-Layers as in :mod:`inference.native.neal_sweeps`: a module-level numba kernel (cached on disk
-between processes), a host function that flattens a ``vmap``'s chains into one call over numba's
-threads, and the :func:`jax.pure_callback` the XLA step calls.
+A module-level numba kernel (cached on disk between processes) runs a ``vmap``'s chains in
+parallel on numba's threads; XLA calls it as a custom call on its own buffers
+(:mod:`inference.native.ffi`, the handler at the end of this file).
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,7 +40,9 @@ from numba import njit, prange
 
 from inference.components import NativePredictive
 from inference.native.neal_sweeps import _inverse_cdf_draw
-from inference.native.supervised_sweep import batch_row, flatten_batch
+from inference.native.ffi import (I32, arg_buffer, batch_layout, batched_arg, buffer_shape, float64_arg, float64_bits,
+                                  prologue, register_handler, write_result)
+from inference.native.supervised_sweep import batch_row
 
 __all__ = ["KINDS", "native_arguments", "numba_collapsed_sweep"]
 
@@ -251,16 +251,48 @@ def _collapsed_kernel(n_batch, kind, uniform_power, uniform_hyper, hyper, data, 
     return new_assignments, final_counts, overflow
 
 
-# Per-chain number of dimensions of each array input of the sweep, in call order.
-_SWEEP_INPUT_NDIMS = (2, 1, 1, 2, 2, 0, 1, 1)
+# The sweep runs as an XLA custom call (inference.native.ffi): no Python between XLA and the numba
+# loop, and a program that calls it can be kept in JAX's persistent compilation cache. Arguments:
+# the prior (float64 bits, n_hyper × D × 2 int32), the flags (kind, uniform power, uniform prior;
+# int32), data, assignments (int32), counts (int32), Σx, Σx², log α, the prior predictive of every
+# point, the uniforms (the model's float dtype). Results: assignments, counts (int32), overflow
+# (bool). Under vmap every argument gets the batch axes, of size 1 where it is shared; the chains
+# run in parallel on numba's threads.
+@njit(inline="always")
+def _collapsed_call(frame, real):
+    done, code = prologue(frame, 10, 3)
+    if done:
+        return code
+    batch, n_lead, n_batch = batch_layout(frame, 1)
+    hyper_tail = buffer_shape(arg_buffer(frame, 0))[n_lead:]
+    hyper = float64_arg(frame, 0).reshape((hyper_tail[0], hyper_tail[1]))
+    flags = batched_arg(frame, 1, batch, n_lead, n_batch, I32)[0][0]
+    data, data_tail = batched_arg(frame, 2, batch, n_lead, n_batch, real)
+    total, stats_tail = batched_arg(frame, 5, batch, n_lead, n_batch, real)
+    total_sq = batched_arg(frame, 6, batch, n_lead, n_batch, real)[0]
+    new_assignments, final_counts, overflow = _collapsed_kernel(
+        np.int64(n_batch), np.int64(flags[0]), flags[1] != 0, flags[2] != 0, hyper,
+        data.reshape((data.shape[0], data_tail[0], data_tail[1])),
+        batched_arg(frame, 3, batch, n_lead, n_batch, I32)[0], batched_arg(frame, 4, batch, n_lead, n_batch, I32)[0],
+        total.reshape((total.shape[0], stats_tail[0], stats_tail[1])),
+        total_sq.reshape((total_sq.shape[0], stats_tail[0], stats_tail[1])),
+        batched_arg(frame, 7, batch, n_lead, n_batch, real)[0][:, 0],
+        batched_arg(frame, 8, batch, n_lead, n_batch, real)[0], batched_arg(frame, 9, batch, n_lead, n_batch, real)[0])
+    write_result(frame, 0, new_assignments, I32)
+    write_result(frame, 1, final_counts, I32)
+    write_result(frame, 2, overflow.astype(np.uint8), np.uint8(0))
+    return 0
 
 
-def _collapsed_host(kind, uniform_power, uniform_hyper, hyper, *arrays):
-    """Host side: flatten any vmapped leading axes into one batch axis (size 1 for inputs shared
-    by all chains, such as the data), run the batch, restore the batch shape."""
-    batch_shape, n_batch, flat = flatten_batch(arrays, _SWEEP_INPUT_NDIMS)
-    outputs = _collapsed_kernel(n_batch, kind, uniform_power, uniform_hyper, hyper, *flat)
-    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
+def _collapsed_f32(frame):
+    return _collapsed_call(frame, np.float32(0))
+
+
+def _collapsed_f64(frame):
+    return _collapsed_call(frame, np.float64(0))
+
+
+_HANDLERS = {"float32": _collapsed_f32, "float64": _collapsed_f64}
 
 
 def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, stats, log_alpha, prior_log_pred,
@@ -279,9 +311,11 @@ def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, s
         jax.ShapeDtypeStruct((n_slots,), jnp.int32),
         jax.ShapeDtypeStruct((), jnp.bool_),
     )
-    return jax.pure_callback(
-        partial(_collapsed_host, *native_arguments(native, data.shape[-1])),
-        shapes,
+    kind, uniform_power, uniform_hyper, hyper = native_arguments(native, data.shape[-1])
+    name = register_handler(f"latentzoo_dp_collapsed_sweep_{jnp.dtype(dtype).name}", _HANDLERS[jnp.dtype(dtype).name])
+    return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
+        float64_bits(hyper),
+        jnp.asarray([kind, uniform_power, uniform_hyper], jnp.int32),
         data.astype(dtype),
         assignments.astype(jnp.int32),
         counts.astype(jnp.int32),
@@ -290,5 +324,4 @@ def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, s
         jnp.asarray(log_alpha, dtype),
         prior_log_pred.astype(dtype),
         uniforms,
-        vmap_method="expand_dims",
     )

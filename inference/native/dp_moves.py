@@ -13,7 +13,7 @@ Why a twin. Under ``vmap`` the XLA moves run every chain's allocation loop as lo
 longest, one small operation at a time, make several passes over all N points per move (the
 order keys, the anchors, the counts), and compute the K_max² merge gains at the start of every
 sweep. Here each chain runs its own loop over the points in play and over its active clusters,
-the chains in parallel on the CPU's threads, in one host call per sweep (``jax.pure_callback``).
+the chains in parallel on the CPU's threads, in one XLA custom call per sweep (:mod:`inference.native.ffi`).
 
 The families: those of :mod:`inference.native.collapsed_sweep` (``"normal_known"``,
 ``"normal_gamma"``), whose predictive this module takes from there; their log marginal
@@ -25,8 +25,6 @@ probabilities g, the anchors, the pair's draw) are shared with
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,7 +33,9 @@ from numba import njit, prange
 from inference.components import NativePredictive
 from inference.native.collapsed_sweep import (_KIND_INDEX, _LOG_2PI, _cache_row, _log_of_product, _row_size, _score,
                                               native_arguments)
-from inference.native.supervised_sweep import batch_row, flatten_batch
+from inference.native.ffi import (I32, arg_buffer, batch_layout, batched_arg, buffer_shape, float64_arg, float64_bits,
+                                  prologue, register_handler, write_result)
+from inference.native.supervised_sweep import batch_row
 from inference.split_merge import UNIFORM_SHARE
 
 __all__ = ["numba_split_merge_moves"]
@@ -484,29 +484,61 @@ def _moves_batch(n_batch, kind, uniform_power, uniform_hyper, hyper, data, log_a
     return out_assignments, out_counts, out_overflow, out_moves
 
 
-# Per-chain number of dimensions of each array input of the moves, in call order.
-_MOVES_INPUT_NDIMS = (2, 2, 0, 1, 1, 1, 2, 2, 2, 1)
-
-
-def _moves_host(kind, uniform_power, uniform_hyper, fixed_hyper, *arrays):
-    """Host side: flatten any vmapped leading axes into one batch axis (size 1 for inputs shared
-    by all chains, such as the data), run the batch, restore the batch shape. The data and the
-    prior go in as float64, so that the kernel's squares and sums are those of the float64
-    values; a fixed prior (``fixed_hyper``, not None) keeps the float64 values of its floats,
-    a traced one is the first array."""
-    if fixed_hyper is None:
-        hyper, data, *rest = arrays
+# The moves run as an XLA custom call (inference.native.ffi; see collapsed_sweep). Arguments: the
+# fixed prior (float64 bits, n_hyper × D × 2 int32) and the traced one (n_hyper × D, the model's
+# float dtype), one of them a placeholder as the flags say; the flags (kind, uniform power,
+# uniform prior, traced prior; int32); data; log α; assignments, counts (int32); the draws of the
+# moves (kind, choice, keys (uint32), uniforms, accept). Results: assignments, counts (int32),
+# overflow (bool), moves (int32 (4,)). The kernel reads the data and the prior in float64, so that
+# its squares and sums are those of the float64 values.
+@njit(inline="always")
+def _moves_call(frame, real):
+    done, code = prologue(frame, 12, 4)
+    if done:
+        return code
+    batch, n_lead, n_batch = batch_layout(frame, 1)
+    flags = batched_arg(frame, 2, batch, n_lead, n_batch, I32)[0][0]
+    if flags[3] != 0:
+        traced, hyper_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
+        hyper = traced.astype(np.float64).reshape((traced.shape[0], hyper_tail[0], hyper_tail[1]))
     else:
-        hyper, (data, *rest) = fixed_hyper, arrays
-    batch_shape, n_batch, flat = flatten_batch(
-        (np.asarray(hyper, np.float64), np.asarray(data, np.float64), *rest), _MOVES_INPUT_NDIMS)
-    outputs = _moves_batch(n_batch, kind, uniform_power, uniform_hyper, *flat)
-    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
+        hyper_tail = buffer_shape(arg_buffer(frame, 0))[n_lead:]
+        hyper = float64_arg(frame, 0).reshape((1, hyper_tail[0], hyper_tail[1]))
+    data, data_tail = batched_arg(frame, 3, batch, n_lead, n_batch, real)
+    choice, choice_tail = batched_arg(frame, 8, batch, n_lead, n_batch, real)
+    keys, keys_tail = batched_arg(frame, 9, batch, n_lead, n_batch, np.uint32(0))
+    uniforms = batched_arg(frame, 10, batch, n_lead, n_batch, real)[0]
+    out_assignments, out_counts, out_overflow, out_moves = _moves_batch(
+        np.int64(n_batch), np.int64(flags[0]), flags[1] != 0, flags[2] != 0, hyper,
+        data.astype(np.float64).reshape((data.shape[0], data_tail[0], data_tail[1])),
+        batched_arg(frame, 4, batch, n_lead, n_batch, real)[0][:, 0],
+        batched_arg(frame, 5, batch, n_lead, n_batch, I32)[0], batched_arg(frame, 6, batch, n_lead, n_batch, I32)[0],
+        batched_arg(frame, 7, batch, n_lead, n_batch, real)[0],
+        choice.reshape((choice.shape[0], choice_tail[0], choice_tail[1])),
+        keys.reshape((keys.shape[0], keys_tail[0], keys_tail[1])),
+        uniforms.reshape((uniforms.shape[0], keys_tail[0], keys_tail[1])),
+        batched_arg(frame, 11, batch, n_lead, n_batch, real)[0])
+    write_result(frame, 0, out_assignments, I32)
+    write_result(frame, 1, out_counts, I32)
+    write_result(frame, 2, out_overflow.astype(np.uint8), np.uint8(0))
+    write_result(frame, 3, out_moves, I32)
+    return 0
+
+
+def _moves_f32(frame):
+    return _moves_call(frame, np.float32(0))
+
+
+def _moves_f64(frame):
+    return _moves_call(frame, np.float64(0))
+
+
+_HANDLERS = {"float32": _moves_f32, "float64": _moves_f64}
 
 
 def numba_split_merge_moves(native: NativePredictive, data, assignments, counts, log_alpha, draws):
     """The moves of :func:`inference.split_merge.split_merge_moves` (``launch_scans=0``) on the
-    host, for a family with a :class:`inference.components.NativePredictive`.
+    CPU as an XLA custom call, for a family with a :class:`inference.components.NativePredictive`.
 
     ``draws`` is the :class:`inference.split_merge.MoveUniforms` of every move (leading axis the
     move, move m from ``fold_in(rng_key, m)``). ``native.hyper`` is usually the family's fixed
@@ -521,15 +553,17 @@ def numba_split_merge_moves(native: NativePredictive, data, assignments, counts,
         jax.ShapeDtypeStruct((), jnp.bool_),
         jax.ShapeDtypeStruct((4,), jnp.int32),
     )
+    dtype = jnp.dtype(data.dtype)
     if isinstance(native.hyper, tuple):
         kind, uniform_power, uniform_hyper, fixed_hyper = native_arguments(native, data.shape[-1])
-        traced = ()
+        fixed, traced = float64_bits(fixed_hyper), jnp.zeros((1, 1), dtype)
     else:
-        kind, uniform_power, uniform_hyper, fixed_hyper = _KIND_INDEX[native.kind], False, False, None
-        traced = (jnp.asarray(native.hyper),)
-    new_assignments, new_counts, overflow, moves = jax.pure_callback(
-        partial(_moves_host, kind, uniform_power, uniform_hyper, fixed_hyper),
-        shapes, *traced, data, jnp.asarray(log_alpha),
-        assignments.astype(jnp.int32), counts.astype(jnp.int32), draws.kind, draws.choice, draws.keys,
-        draws.uniforms, draws.accept, vmap_method="expand_dims")
+        kind, uniform_power, uniform_hyper = _KIND_INDEX[native.kind], False, False
+        fixed, traced = float64_bits(np.zeros((1, 1))), jnp.asarray(native.hyper, dtype)
+    flags = jnp.asarray([kind, uniform_power, uniform_hyper, not isinstance(native.hyper, tuple)], jnp.int32)
+    name = register_handler(f"latentzoo_dp_moves_{dtype.name}", _HANDLERS[dtype.name])
+    new_assignments, new_counts, overflow, moves = jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
+        fixed, traced, flags, data, jnp.asarray(log_alpha, dtype), assignments.astype(jnp.int32),
+        counts.astype(jnp.int32), draws.kind.astype(dtype), draws.choice.astype(dtype),
+        draws.keys.astype(jnp.uint32), draws.uniforms.astype(dtype), draws.accept.astype(dtype))
     return new_assignments.astype(assignments.dtype), new_counts.astype(counts.dtype), moves, overflow

@@ -36,7 +36,8 @@ from numba.extending import intrinsic
 __all__ = [
     "register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
     "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_layout", "batch_element",
-    "write_element", "EXECUTE", "I32", "I64",
+    "write_element", "batched_arg", "batched_scalars", "batched_vectors", "batched_matrices", "every_element",
+    "float64_arg", "float64_bits", "write_result", "EXECUTE", "I32", "I64",
 ]
 
 I32 = np.int32(0)
@@ -252,6 +253,86 @@ def write_element(out, element, values):
     size = values.shape[0]
     for index in range(size):
         out[element * size + index] = values[index]
+
+
+@njit(nogil=True, cache=True)
+def batched_arg(frame, index, batch_shape, n_lead, n_batch, example):
+    """Argument ``index`` of a call batched by ``vmap_method="expand_dims"`` as a 2-D array (rows,
+    elements per row) and its trailing shape. Rows: 1 when every batch element shares the argument,
+    else ``n_batch``, one per element (row-major over the batch axes), which is what the chain
+    kernels' ``batch_row`` reads. A view of XLA's buffer, except for an argument batched along
+    some of the batch axes only (nested ``vmap``s), which is copied into one row per element."""
+    buffer = arg_buffer(frame, index)
+    shape = buffer_shape(buffer)
+    flat = buffer_flat(buffer, example)
+    lead, inner, whole = 1, 1, True
+    for axis in range(n_lead):
+        lead *= shape[axis]
+        whole = whole and shape[axis] == batch_shape[axis]
+    for axis in range(n_lead, shape.shape[0]):
+        inner *= shape[axis]
+    if lead == 1 or whole:
+        return flat.reshape((lead, inner)), shape[n_lead:]
+    rows = np.empty((n_batch, inner), flat.dtype)
+    for element in range(n_batch):
+        rows[element] = batch_element(frame, index, batch_shape, n_lead, element, example)[0]
+    return rows, shape[n_lead:]
+
+
+@njit(nogil=True, cache=True)
+def batched_scalars(frame, index, batch_shape, n_lead, n_batch, example):
+    """:func:`batched_arg` of a per-element scalar: shape (rows,)."""
+    return batched_arg(frame, index, batch_shape, n_lead, n_batch, example)[0][:, 0]
+
+
+@njit(nogil=True, cache=True)
+def batched_vectors(frame, index, batch_shape, n_lead, n_batch, example):
+    """:func:`batched_arg` of a per-element vector: shape (rows, n)."""
+    return batched_arg(frame, index, batch_shape, n_lead, n_batch, example)[0]
+
+
+@njit(nogil=True, cache=True)
+def batched_matrices(frame, index, batch_shape, n_lead, n_batch, example):
+    """:func:`batched_arg` of a per-element matrix: shape (rows, n, m)."""
+    rows, tail = batched_arg(frame, index, batch_shape, n_lead, n_batch, example)
+    return rows.reshape((rows.shape[0], tail[0], tail[1]))
+
+
+@njit(nogil=True, cache=True)
+def every_element(rows, n_batch):
+    """The rows of :func:`batched_arg` with one row per batch element: themselves, or the shared
+    row copied ``n_batch`` times (for kernels that index every argument by chain)."""
+    if rows.shape[0] == n_batch:
+        return rows
+    copies = np.empty((n_batch, rows.shape[1]), rows.dtype)
+    for element in range(n_batch):
+        copies[element] = rows[0]
+    return copies
+
+
+@njit(nogil=True, cache=True)
+def float64_arg(frame, index):
+    """Argument ``index``, float64 values passed as the int32 pairs of :func:`float64_bits`, as a
+    flat float64 array (any leading axes of size 1 that a ``vmap`` added are skipped)."""
+    buffer = arg_buffer(frame, index)
+    size = 1
+    for extent in buffer_shape(buffer):
+        size *= extent
+    return carray(_as_pointer(_load(buffer + 24, I64), np.float64(0)), (size // 2,))
+
+
+def float64_bits(value: Any) -> np.ndarray:
+    """``value`` in float64, its bits as int32 pairs (a trailing axis of 2): how a host constant
+    reaches a kernel with every bit of its float64 value when JAX computes in float32 (read back
+    with :func:`float64_arg`)."""
+    array = np.ascontiguousarray(np.asarray(value, np.float64))
+    return array.view(np.int32).reshape(array.shape + (2,))
+
+
+@njit(nogil=True, cache=True)
+def write_result(frame, index, values, example):
+    """Copy the C-ordered ``values`` (the whole batch) into result ``index``, cast to ``example``'s type."""
+    write_element(buffer_flat(ret_buffer(frame, index), example), 0, values.ravel())
 
 
 # ---------------------------------------------------------------------------- registration

@@ -14,19 +14,21 @@ Equality tests: tests/test_neal.py::test_numba_and_xla_give_the_same_chain (and 
 Both use the XLA sweep's uniforms (and ReUse positions), scoring a point only against the
 clusters and candidates it may join. Each has three layers: the numba kernel (module-level, so
 numba's disk cache keeps it between processes; importing this module imports numba, which
-:mod:`inference.neal` does once a backend has resolved to numba), the host function that flattens the chains of a ``vmap`` into one call spread over numba's threads
-(``_*_host``), and the :func:`jax.pure_callback` the XLA sweep calls (``numba_*_sweep``).
+:mod:`inference.neal` does once a backend has resolved to numba) running the chains of a ``vmap``
+in parallel on numba's threads, the handler through which XLA calls it as a custom call on its
+own buffers (:mod:`inference.native.ffi`), and the function the XLA sweep calls
+(``numba_*_sweep``).
 """
 
 from __future__ import annotations
-
-import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
+
+from inference.native.ffi import (I32, batch_layout, batched_arg, every_element, prologue, register_handler,
+                                  write_result)
 
 __all__ = ["numba_fresh_sweep", "numba_reuse_sweep"]
 
@@ -189,46 +191,94 @@ def _fresh_sweep_kernel(features, assignments, initial_counts, slot_cache, log_n
     return new_assignments, final_counts, origin, overflow
 
 
-def _reuse_host(n_pool, n_supply, use_table, rows_cache, features, log_lik_table, row_labels, initial_counts,
-                      uniforms, positions, log_new_weight):
-    """Host side of the ReUse sweep. Arrays arrive with leading batch (chain) axes, of size 1
-    where an argument is shared ("expand_dims"); they are flattened into one chain axis, and the
-    shared features are not copied per chain."""
-    kernel = _reuse_sweep_kernel
-    n_points = row_labels.shape[-1]
-    n_rows, n_features = rows_cache.shape[-2:]
-    batch = np.broadcast_shapes(
-        rows_cache.shape[:-2], row_labels.shape[:-1], initial_counts.shape[:-1], uniforms.shape[:-1],
-        positions.shape[:-1], log_new_weight.shape, log_lik_table.shape[:-2],
-    )
-    dtype = uniforms.dtype
+# The sweeps run as XLA custom calls (inference.native.ffi; see collapsed_sweep): the chains of a
+# vmap in parallel on numba's threads, the shared features not copied per chain.
+# ReUse  args: flags (n_pool, n_supply, use_table; int32), rows' caches, features, log-likelihood
+#              table, row labels (int32), initial counts, uniforms, positions (int32), log weight of
+#              a new cluster; rets: row labels (int32), counts, overflow (bool).
+# fresh  args: flags (own component is a candidate; int32), features, assignments, counts (int32),
+#              slots' caches, log weight of a new cluster, candidates' log-likelihoods, candidates'
+#              caches, uniforms; rets: assignments, counts, origin (int32), overflow (bool).
+@njit(inline="always")
+def _reuse_call(frame, real):
+    done, code = prologue(frame, 9, 3)
+    if done:
+        return code
+    batch, n_lead, n_batch = batch_layout(frame, 1)
+    flags = batched_arg(frame, 0, batch, n_lead, n_batch, I32)[0][0]
+    rows_cache, rows_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
+    features, features_tail = batched_arg(frame, 2, batch, n_lead, n_batch, real)
+    table, table_tail = batched_arg(frame, 3, batch, n_lead, n_batch, real)
+    if flags[2] != 0:
+        table = every_element(table, n_batch)
+    row_assignments, final_counts, overflow = _reuse_sweep_kernel(
+        every_element(rows_cache, n_batch).reshape((n_batch, rows_tail[0], rows_tail[1])),
+        features.reshape((features.shape[0], features_tail[0], features_tail[1])),
+        table.reshape((table.shape[0], table_tail[0], table_tail[1])),
+        every_element(batched_arg(frame, 4, batch, n_lead, n_batch, I32)[0], n_batch),
+        every_element(batched_arg(frame, 5, batch, n_lead, n_batch, real)[0], n_batch),
+        every_element(batched_arg(frame, 6, batch, n_lead, n_batch, real)[0], n_batch),
+        every_element(batched_arg(frame, 7, batch, n_lead, n_batch, I32)[0], n_batch),
+        every_element(batched_arg(frame, 8, batch, n_lead, n_batch, real)[0], n_batch)[:, 0],
+        np.int64(flags[0]), np.int64(flags[1]), flags[2] != 0)
+    write_result(frame, 0, row_assignments, I32)
+    write_result(frame, 1, final_counts, real)
+    write_result(frame, 2, overflow.astype(np.uint8), np.uint8(0))
+    return 0
 
-    def per_chain(array, tail, kind):
-        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((math.prod(batch),) + tail), dtype=kind)
 
-    if math.prod(features.shape[:-2]) == 1:
-        features = features.reshape((1, n_points, n_features))
-    else:
-        features = per_chain(features, (n_points, n_features), dtype)
-    table_tail = (n_points, n_rows) if use_table else (0, 0)
-    row_assignments, final_counts, overflow = kernel(
-        per_chain(rows_cache, (n_rows, n_features), dtype),
-        np.ascontiguousarray(features, dtype=dtype),
-        per_chain(log_lik_table, table_tail, dtype) if use_table else np.zeros((1,) + table_tail, dtype),
-        per_chain(row_labels, (n_points,), np.int32),
-        per_chain(initial_counts, (n_rows,), dtype),
-        per_chain(uniforms, (n_points,), dtype),
-        per_chain(positions, (n_points,), np.int32),
-        per_chain(log_new_weight, (), dtype),
-        n_pool,
-        n_supply,
-        use_table,
-    )
-    return (
-        row_assignments.reshape(batch + (n_points,)),
-        final_counts.reshape(batch + (n_rows,)),
-        overflow.reshape(batch),
-    )
+@njit(inline="always")
+def _fresh_call(frame, real):
+    done, code = prologue(frame, 9, 4)
+    if done:
+        return code
+    batch, n_lead, n_batch = batch_layout(frame, 1)
+    flags = batched_arg(frame, 0, batch, n_lead, n_batch, I32)[0][0]
+    features, features_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
+    cache, cache_tail = batched_arg(frame, 4, batch, n_lead, n_batch, real)
+    candidate_log_lik, candidate_tail = batched_arg(frame, 6, batch, n_lead, n_batch, real)
+    candidate_cache = every_element(batched_arg(frame, 7, batch, n_lead, n_batch, real)[0], n_batch)
+    new_assignments, final_counts, origin, overflow = _fresh_sweep_kernel(
+        features.reshape((features.shape[0], features_tail[0], features_tail[1])),
+        every_element(batched_arg(frame, 2, batch, n_lead, n_batch, I32)[0], n_batch),
+        every_element(batched_arg(frame, 3, batch, n_lead, n_batch, I32)[0], n_batch),
+        every_element(cache, n_batch).reshape((n_batch, cache_tail[0], cache_tail[1])),
+        every_element(batched_arg(frame, 5, batch, n_lead, n_batch, real)[0], n_batch)[:, 0],
+        every_element(candidate_log_lik, n_batch).reshape((n_batch, candidate_tail[0], candidate_tail[1])),
+        candidate_cache.reshape((n_batch, candidate_tail[0], candidate_tail[1], cache_tail[1])),
+        every_element(batched_arg(frame, 8, batch, n_lead, n_batch, real)[0], n_batch),
+        flags[0] != 0)
+    write_result(frame, 0, new_assignments, I32)
+    write_result(frame, 1, final_counts, I32)
+    write_result(frame, 2, origin, I32)
+    write_result(frame, 3, overflow.astype(np.uint8), np.uint8(0))
+    return 0
+
+
+def _reuse_f32(frame):
+    return _reuse_call(frame, np.float32(0))
+
+
+def _reuse_f64(frame):
+    return _reuse_call(frame, np.float64(0))
+
+
+def _fresh_f32(frame):
+    return _fresh_call(frame, np.float32(0))
+
+
+def _fresh_f64(frame):
+    return _fresh_call(frame, np.float64(0))
+
+
+_HANDLERS = {("reuse", "float32"): _reuse_f32, ("reuse", "float64"): _reuse_f64,
+             ("fresh", "float32"): _fresh_f32, ("fresh", "float64"): _fresh_f64}
+
+
+def _call(sweep: str, dtype, shapes):
+    name = f"latentzoo_neal_{sweep}_sweep_{jnp.dtype(dtype).name}"
+    register_handler(name, _HANDLERS[sweep, jnp.dtype(dtype).name])
+    return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")
 
 
 def numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_counts, uniforms, positions,
@@ -249,59 +299,18 @@ def numba_reuse_sweep(rows_cache, features, log_lik_table, row_labels, initial_c
         rows_cache, features = jnp.zeros((n_rows, 0), dtype), jnp.zeros((n_points, 0), dtype)
     else:
         log_lik_table = jnp.zeros((0, 0), dtype)
-    # "expand_dims": a vmap over chains becomes one call with a leading chain axis (size 1 for
+    # "expand_dims": a vmap over chains becomes one call with leading chain axes (size 1 for
     # shared arguments such as the data), which the kernel spreads over numba's threads.
-    return jax.pure_callback(
-        partial(_reuse_host, n_pool, n_supply, use_table),
-        shapes,
-        rows_cache,
+    return _call("reuse", dtype, shapes)(
+        jnp.asarray([n_pool, n_supply, use_table], jnp.int32),
+        rows_cache.astype(dtype),
         features.astype(dtype),
-        log_lik_table,
+        log_lik_table.astype(dtype),
         row_labels.astype(jnp.int32),
-        initial_counts,
+        initial_counts.astype(dtype),
         uniforms,
-        positions,
+        positions.astype(jnp.int32),
         jnp.asarray(log_new_weight, dtype),
-        vmap_method="expand_dims",
-    )
-
-
-def _fresh_host(own_component_is_candidate, features, assignments, counts, slot_cache, log_new_weight,
-                      candidate_log_lik, candidate_cache, uniforms):
-    """Host side of the fresh-candidate sweep (batch axes handled as in :func:`_reuse_host`)."""
-    kernel = _fresh_sweep_kernel
-    n_points, n_features = features.shape[-2:]
-    n_slots = counts.shape[-1]
-    n_candidates = candidate_log_lik.shape[-1]
-    batch = np.broadcast_shapes(
-        assignments.shape[:-1], counts.shape[:-1], slot_cache.shape[:-2], log_new_weight.shape,
-        candidate_log_lik.shape[:-2], candidate_cache.shape[:-3], uniforms.shape[:-1],
-    )
-    dtype = uniforms.dtype
-
-    def per_chain(array, tail, kind):
-        return np.ascontiguousarray(np.broadcast_to(array, batch + tail).reshape((math.prod(batch),) + tail), dtype=kind)
-
-    if math.prod(features.shape[:-2]) == 1:
-        features = np.ascontiguousarray(features.reshape((1, n_points, n_features)), dtype=dtype)
-    else:
-        features = per_chain(features, (n_points, n_features), dtype)
-    new_assignments, final_counts, origin, overflow = kernel(
-        features,
-        per_chain(assignments, (n_points,), np.int32),
-        per_chain(counts, (n_slots,), np.int32),
-        per_chain(slot_cache, (n_slots, n_features), dtype),
-        per_chain(log_new_weight, (), dtype),
-        per_chain(candidate_log_lik, (n_points, n_candidates), dtype),
-        per_chain(candidate_cache, (n_points, n_candidates, n_features), dtype),
-        per_chain(uniforms, (n_points,), dtype),
-        own_component_is_candidate,
-    )
-    return (
-        new_assignments.reshape(batch + (n_points,)),
-        final_counts.reshape(batch + (n_slots,)),
-        origin.reshape(batch + (n_slots,)),
-        overflow.reshape(batch),
     )
 
 
@@ -318,9 +327,8 @@ def numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, cand
         jax.ShapeDtypeStruct((n_slots,), jnp.int32),
         jax.ShapeDtypeStruct((), jnp.bool_),
     )
-    return jax.pure_callback(
-        partial(_fresh_host, bool(own_component_is_candidate)),
-        shapes,
+    return _call("fresh", dtype, shapes)(
+        jnp.asarray([bool(own_component_is_candidate)], jnp.int32),
         features.astype(dtype),
         assignments.astype(jnp.int32),
         counts.astype(jnp.int32),
@@ -329,5 +337,4 @@ def numba_fresh_sweep(features, assignments, counts, cache, log_new_weight, cand
         candidate_log_lik.astype(dtype),
         candidate_cache.astype(dtype),
         uniforms,
-        vmap_method="expand_dims",
     )

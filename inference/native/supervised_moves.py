@@ -13,15 +13,14 @@ Why a twin. Under ``vmap`` the XLA moves run every chain's allocation loop as lo
 longest, one small operation at a time, and compute the K_max² merge gains of every slot pair
 at the start of each sweep; on the digits protocol (10 SCDP-1 chains, capacity 74) ten moves
 cost 45 ms a sweep against 25 ms for the rest of the sweep. Here each chain runs its own loop,
-over its active publications only, the chains in parallel on the CPU's threads, in one host
-call per sweep (``jax.pure_callback``; numba is imported with this module, which the model imports
-once its backend has resolved to numba).
+over its active publications only, the chains in parallel on the CPU's threads, in one XLA custom
+call per sweep (:mod:`inference.native.ffi`; numba is imported with this module, which the model
+imports once its backend has resolved to numba).
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +29,9 @@ from numba import njit, prange
 
 from inference.native.dp_moves import (_apply_merge, _apply_split, _decide, _live_slots, _log_add_exp,
                                        _pairs_log_total, _propose)
-from inference.native.supervised_sweep import batch_row, flatten_batch
+from inference.native.ffi import (I32, batch_layout, batched_arg, batched_matrices, batched_scalars, batched_vectors,
+                                  float64_arg, float64_bits, prologue, register_handler, write_result)
+from inference.native.supervised_sweep import batch_row
 
 __all__ = ["numba_split_merge_moves"]
 
@@ -325,20 +326,53 @@ def _moves_batch(n_batch, inv_var, log_var, features, types, precisions, couplin
     return out_clusters, out_counts, out_means, out_overflow, out_moves
 
 
-# Per-chain number of dimensions of each array input of the moves, in call order.
-_MOVES_INPUT_NDIMS = (2, 1, 2, 1, 0, 0, 1, 1, 2, 1, 2, 2, 2, 1, 3, 2)
+# The moves run as an XLA custom call (inference.native.ffi; see supervised_sweep). Arguments:
+# (1/σ², log σ²) as float64 bits (int32 (2, 2)), then those of :func:`numba_split_merge_moves` in
+# its order, the draws spread out (integers int32, the keys uint32, reals in the model's float
+# dtype). Results: clusters, counts (int32), means, overflow (bool), moves (int32 (4,)).
+@njit(inline="always")
+def _moves_call(frame, real):
+    done, code = prologue(frame, 17, 5)
+    if done:
+        return code
+    batch, n_lead, n_batch = batch_layout(frame, 1)
+    variance_terms = float64_arg(frame, 0)
+    at = (batch, n_lead, n_batch)
+    noise, noise_tail = batched_arg(frame, 15, *at, real)
+    out_clusters, out_counts, out_means, out_overflow, out_moves = _moves_batch(
+        np.int64(n_batch), variance_terms[0], variance_terms[1],
+        batched_matrices(frame, 1, *at, real), batched_vectors(frame, 2, *at, I32),
+        batched_matrices(frame, 3, *at, real), batched_vectors(frame, 4, *at, real),
+        batched_scalars(frame, 5, *at, I32), batched_scalars(frame, 6, *at, real),
+        batched_vectors(frame, 7, *at, I32), batched_vectors(frame, 8, *at, I32),
+        batched_matrices(frame, 9, *at, real), batched_vectors(frame, 10, *at, real),
+        batched_matrices(frame, 11, *at, real), batched_matrices(frame, 12, *at, np.uint32(0)),
+        batched_matrices(frame, 13, *at, real), batched_vectors(frame, 14, *at, real),
+        noise.reshape((noise.shape[0], noise_tail[0], noise_tail[1], noise_tail[2])),
+        batched_matrices(frame, 16, *at, real))
+    write_result(frame, 0, out_clusters, I32)
+    write_result(frame, 1, out_counts, I32)
+    write_result(frame, 2, out_means, real)
+    write_result(frame, 3, out_overflow.astype(np.uint8), np.uint8(0))
+    write_result(frame, 4, out_moves, I32)
+    return 0
 
 
-def _moves_host(prior_variance, *arrays):
-    batch_shape, n_batch, flat = flatten_batch(arrays, _MOVES_INPUT_NDIMS)
-    outputs = _moves_batch(n_batch, 1.0 / prior_variance, math.log(prior_variance), *flat)
-    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
+def _moves_f32(frame):
+    return _moves_call(frame, np.float32(0))
+
+
+def _moves_f64(frame):
+    return _moves_call(frame, np.float64(0))
+
+
+_HANDLERS = {"float32": _moves_f32, "float64": _moves_f64}
 
 
 def numba_split_merge_moves(prior_variance, features, types, precisions, coupling, n_train_clusters, log_alpha,
                             clusters, counts, means, draws):
-    """``n_moves`` split–merge moves of the test partition on the host (numba), with the same random
-    numbers as the XLA moves.
+    """``n_moves`` split–merge moves of the test partition on the CPU (numba, as an XLA custom call),
+    with the same random numbers as the XLA moves.
 
     ``features`` (N, D); ``types`` (N,) and ``precisions`` (L, D): the reference types; ``coupling``
     (D,) V of DM05 eq. 3 (zeros for SCDP-1 and -2); slots below ``n_train_clusters`` are the
@@ -350,13 +384,22 @@ def numba_split_merge_moves(prior_variance, features, types, precisions, couplin
     (clusters, counts, means, overflow (bool), moves (int32 (4,): splits proposed, accepted,
     merges proposed, accepted)).
     """
+    real = jnp.dtype(features.dtype)
+    integer = lambda array: jnp.asarray(array, jnp.int32)  # noqa: E731
+    floating = lambda array: jnp.asarray(array, real)  # noqa: E731
     result_shapes = (
-        jax.ShapeDtypeStruct(clusters.shape, clusters.dtype), jax.ShapeDtypeStruct(counts.shape, counts.dtype),
-        jax.ShapeDtypeStruct(means.shape, means.dtype), jax.ShapeDtypeStruct((), jnp.bool_),
+        jax.ShapeDtypeStruct(clusters.shape, jnp.int32), jax.ShapeDtypeStruct(counts.shape, jnp.int32),
+        jax.ShapeDtypeStruct(means.shape, real), jax.ShapeDtypeStruct((), jnp.bool_),
         jax.ShapeDtypeStruct((4,), jnp.int32),
     )
-    return jax.pure_callback(
-        partial(_moves_host, float(prior_variance)), result_shapes,
-        features, types, precisions, coupling, jnp.asarray(n_train_clusters, jnp.int32), log_alpha, clusters, counts,
-        means, *draws, vmap_method="expand_dims",
+    kind, choice, keys, uniforms, accept, noise, noise_merged = draws
+    name = register_handler(f"latentzoo_supervised_moves_{real.name}", _HANDLERS[real.name])
+    new_clusters, new_counts, new_means, overflow, moves = jax.ffi.ffi_call(name, result_shapes,
+                                                                            vmap_method="expand_dims")(
+        float64_bits([1.0 / prior_variance, math.log(prior_variance)]),
+        floating(features), integer(types), floating(precisions), floating(coupling), integer(n_train_clusters),
+        floating(log_alpha), integer(clusters), integer(counts), floating(means), floating(kind), floating(choice),
+        jnp.asarray(keys, jnp.uint32), floating(uniforms), floating(accept), floating(noise), floating(noise_merged),
     )
+    return (new_clusters.astype(clusters.dtype), new_counts.astype(counts.dtype), new_means.astype(means.dtype),
+            overflow, moves)

@@ -8,7 +8,7 @@ with the same random numbers; this module holds pure array code and imports noth
 Equality test: tests/test_supervised.py::test_numba_and_xla_sweeps_give_the_same_chain (and
 tests/test_supervised.py::test_numba_sweep_runs_vmapped_chains_like_single_ones).
 
-One compiled loop per chain on the host, called through ``jax.pure_callback``. Inside an XLA
+One compiled loop per chain, run by XLA as a custom call (:mod:`inference.native.ffi`). Inside an XLA
 while loop each small per-reference operation costs a fixed dispatch overhead; the compiled loop
 pays none and skips empty slots. numba is imported with this module, which the model imports
 once its backend has resolved to numba; the kernels are module-level functions, so numba's disk
@@ -19,18 +19,19 @@ every process, 20-30 s each).
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["numba_sweep", "flatten_batch", "batch_row"]
+from inference.native.ffi import (I32, batch_layout, batched_matrices, batched_scalars, batched_vectors, float64_arg,
+                                  float64_bits, prologue, register_handler, write_result)
+
+__all__ = ["numba_sweep", "batch_row"]
 
 
 # CPU fast path: the same sweep, with the same random numbers, as one compiled loop per chain on
-# the host (numba), called through ``jax.pure_callback``. Inside an XLA while loop each small
+# the CPU (numba), run by XLA as a custom call. Inside an XLA while loop each small
 # per-reference operation costs a fixed dispatch overhead; the compiled loop pays none and skips
 # empty slots.
 # Reassociation lets the per-feature sums vectorise; no assumption about NaN or infinities.
@@ -325,52 +326,74 @@ def _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, featur
     return out_clusters, out_counts, out_means, out_types, out_type_counts, out_precisions, out_overflow
 
 
-# Per-chain number of dimensions of each array input of the numba sweep, in call order.
-_SWEEP_INPUT_NDIMS = (2, 0, 1, 1, 2, 1, 1, 2, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2)
+# The sweep runs as an XLA custom call (inference.native.ffi): no Python between XLA and the numba
+# loop, the chains of a vmap in parallel on numba's threads, and a program that calls it can be
+# kept in JAX's persistent compilation cache. Arguments: σ² (float64 bits, int32 (2,)), the flags
+# (model, share_clusters, n_train; int32), then those of :func:`numba_sweep` in its order (integers
+# int32, reals in the model's float dtype). Results: the carry's arrays.
+@njit(inline="always")
+def _sweep_call(frame, real):
+    done, code = prologue(frame, 21, 7)
+    if done:
+        return code
+    batch, n_lead, n_batch = batch_layout(frame, 1)
+    prior_variance = float64_arg(frame, 0)[0]
+    at = (batch, n_lead, n_batch)
+    flags = batched_vectors(frame, 1, *at, I32)[0]
+    outputs = _sweep_batch(
+        np.int64(n_batch), np.int64(flags[0]), flags[1] != 0, np.int64(flags[2]), prior_variance,
+        batched_matrices(frame, 2, *at, real), batched_scalars(frame, 3, *at, I32),
+        batched_vectors(frame, 4, *at, I32), batched_vectors(frame, 5, *at, I32),
+        batched_matrices(frame, 6, *at, real), batched_vectors(frame, 7, *at, I32),
+        batched_vectors(frame, 8, *at, I32), batched_matrices(frame, 9, *at, real),
+        batched_scalars(frame, 10, *at, I32), batched_scalars(frame, 11, *at, real),
+        batched_scalars(frame, 12, *at, real), batched_vectors(frame, 13, *at, real),
+        batched_vectors(frame, 14, *at, real), batched_matrices(frame, 15, *at, real),
+        batched_matrices(frame, 16, *at, I32), batched_matrices(frame, 17, *at, real),
+        batched_matrices(frame, 18, *at, real), batched_matrices(frame, 19, *at, real),
+        batched_matrices(frame, 20, *at, real))
+    clusters, counts, means, types, type_counts, precisions, overflow = outputs
+    write_result(frame, 0, clusters, I32)
+    write_result(frame, 1, counts, I32)
+    write_result(frame, 2, means, real)
+    write_result(frame, 3, types, I32)
+    write_result(frame, 4, type_counts, I32)
+    write_result(frame, 5, precisions, real)
+    write_result(frame, 6, overflow, I32)
+    return 0
 
 
-def flatten_batch(arrays, ndims):
-    """Host arrays of a ``pure_callback`` batched by ``vmap_method="expand_dims"``, each with
-    ``ndims`` axes of its own: (batch shape, n_batch, the arrays with their leading axes flattened
-    into one of size n_batch, or 1 for an input shared by all chains)."""
-    arrays = [np.asarray(array) for array in arrays]
-    leading = [array.shape[: array.ndim - ndim] for array, ndim in zip(arrays, ndims)]
-    batch_shape = np.broadcast_shapes(*leading)
-    n_batch = math.prod(batch_shape)
-    flat = []
-    for array, lead, ndim in zip(arrays, leading, ndims):
-        if math.prod(lead) not in (1, n_batch) or (math.prod(lead) == n_batch and lead != batch_shape):
-            array = np.broadcast_to(array, batch_shape + array.shape[array.ndim - ndim:])
-        tail = array.shape[array.ndim - ndim:]
-        flat.append(np.ascontiguousarray(array.reshape((math.prod(array.shape[: array.ndim - ndim]),) + tail)))
-    return batch_shape, n_batch, flat
+def _sweep_f32(frame):
+    return _sweep_call(frame, np.float32(0))
 
 
-def _sweep_host(model, share_clusters, n_train, prior_variance, *arrays):
-    """Host side of the numba sweep: flatten any vmapped leading axes into one batch axis (size
-    1 for inputs shared by all chains), run the batch, restore the batch shape."""
-    batch_shape, n_batch, flat = flatten_batch(arrays, _SWEEP_INPUT_NDIMS)
-    outputs = _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, *flat)
-    return tuple(output.reshape(batch_shape + output.shape[1:]) for output in outputs)
+def _sweep_f64(frame):
+    return _sweep_call(frame, np.float64(0))
+
+
+_HANDLERS = {"float32": _sweep_f32, "float64": _sweep_f64}
 
 
 def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
-    """The assignment sweep on the host (numba), with the same random numbers as ``_xla_sweep``:
-    the same arguments (``config`` with ``model``, ``share_clusters`` and ``prior_variance``;
+    """The assignment sweep on the CPU (numba, as an XLA custom call), with the same random numbers
+    as ``_xla_sweep``: the same arguments (``config`` with ``model``, ``share_clusters`` and ``prior_variance``;
     ``carry`` the sweep's NamedTuple of clusters, counts, means, types, type counts, precisions
     and overflow; ``draws`` its random numbers) and a carry of the same type."""
-    result_shapes = tuple(
-        jax.ShapeDtypeStruct(array.shape, array.dtype)
-        for array in (carry.clusters, carry.cluster_counts, carry.means, carry.types, carry.type_counts,
-                      carry.precisions, carry.overflow)
+    real = jnp.dtype(features.dtype)
+    integer = lambda array: jnp.asarray(array, jnp.int32)  # noqa: E731
+    floating = lambda array: jnp.asarray(array, real)  # noqa: E731
+    fields = (carry.clusters, carry.cluster_counts, carry.means, carry.types, carry.type_counts, carry.precisions,
+              carry.overflow)
+    kinds = (integer, integer, floating, integer, integer, floating, integer)
+    result_shapes = tuple(jax.ShapeDtypeStruct(array.shape, jnp.int32 if kind is integer else real)
+                          for array, kind in zip(fields, kinds))
+    name = register_handler(f"latentzoo_supervised_sweep_{real.name}", _HANDLERS[real.name])
+    outputs = jax.ffi.ffi_call(name, result_shapes, vmap_method="expand_dims")(
+        float64_bits(config.prior_variance),
+        integer([config.model, config.share_clusters, n_train]),
+        floating(features), integer(n_train_clusters), *(kind(array) for array, kind in zip(fields, kinds)),
+        floating(alpha), floating(alpha_types), floating(shape), floating(rate), floating(draws.uniforms),
+        integer(draws.positions), floating(draws.cluster_supply), floating(draws.type_supply),
+        floating(draws.cluster_pool), floating(draws.type_pool),
     )
-    host = partial(_sweep_host, config.model, config.share_clusters, n_train, config.prior_variance)
-    outputs = jax.pure_callback(
-        host, result_shapes,
-        features, jnp.asarray(n_train_clusters, jnp.int32), carry.clusters, carry.cluster_counts, carry.means,
-        carry.types, carry.type_counts, carry.precisions, carry.overflow, alpha, alpha_types, shape, rate,
-        draws.uniforms, draws.positions, draws.cluster_supply, draws.type_supply, draws.cluster_pool,
-        draws.type_pool,
-        vmap_method="expand_dims",
-    )
-    return type(carry)(*outputs)
+    return type(carry)(*(output.astype(array.dtype) for output, array in zip(outputs, fields)))

@@ -26,8 +26,8 @@ point. Each point update is then one (K_max, F) × (F,) product for the built-in
 With ``reuse_auxiliary=True`` (Favaro & Teh 2013) Algorithm 8 keeps its auxiliary components from
 one point to the next, so it needs about one draw from G0 per new cluster instead of m per point.
 On CPU the sequential loop of Algorithms 2 and 8 runs by default as a numba kernel called through
-:func:`jax.pure_callback` (``backend=`` of :func:`build_kernel`; the chains of a ``vmap`` become
-one call spread over numba's threads): inside XLA's while loop each point update costs a few
+an XLA custom call (``backend=`` of :func:`build_kernel`; the chains of a ``vmap`` become one call
+spread over numba's threads): inside XLA's while loop each point update costs a few
 microseconds of per-operation overhead, in numba a fraction of one. It scores a point only
 against the clusters and the candidates it may join, and draws with the same uniform as the XLA
 path, so both give the same chain (up to floating-point rounding).

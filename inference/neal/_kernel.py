@@ -78,8 +78,8 @@ def build_kernel(
         (and merges whose reverse split is then likely enough to be accepted).
     backend : {"auto", "xla", "numba"}
         How the sequential loop over the points runs: ``"xla"`` as a ``lax.scan`` (any JAX
-        backend), ``"numba"`` as a compiled loop on the host called through
-        :func:`jax.pure_callback` (CPU; several times faster there). ``"auto"`` picks numba on the
+        backend), ``"numba"`` as a compiled loop that XLA calls as a custom call
+        (CPU; several times faster there). ``"auto"`` picks numba on the
         CPU backend when numba is installed (see :func:`inference.native.resolve_backend`). Both
         use the same random numbers and make the same decisions, so they give the same chain up
         to floating-point rounding. Used by Algorithms 2 and 8 (fresh or reused auxiliaries)

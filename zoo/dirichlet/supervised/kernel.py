@@ -219,8 +219,8 @@ def build_kernel(
         none (its precisions are tied to the means by eq. 3).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
-        device); "numba" as compiled host loops called through ``jax.pure_callback``, the chains
-        in parallel (CPU, much faster there); "auto" picks numba on the CPU backend when numba is
+        device); "numba" as compiled loops that XLA calls as custom calls, the chains in
+        parallel (CPU, much faster there); "auto" picks numba on the CPU backend when numba is
         installed. Both use the same random numbers and give the same chain.
 
     Returns

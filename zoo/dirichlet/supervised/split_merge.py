@@ -194,7 +194,7 @@ def _move_draws(rng_key, n_moves: int, n_points: int, n_features: int, dtype) ->
 
 def _split_merge_moves(config, rng_key, carry, features, n_train, n_train_clusters, alpha):
     """``config.n_split_merge`` moves in a row; returns (carry, SplitMergeMoves counts). With
-    ``config.backend == "numba"`` they run on the host
+    ``config.backend == "numba"`` they run on the CPU
     (:func:`inference.native.supervised_moves.numba_split_merge_moves`, same random numbers)."""
     coupling = _active_variance_total(carry.precisions, carry.type_counts)
     coupling = coupling if config.model == 3 else jnp.zeros_like(coupling)
