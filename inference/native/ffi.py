@@ -261,7 +261,7 @@ def batched_arg(frame, index, batch_shape, n_lead, n_batch, example):
     elements per row) and its trailing shape. Rows: 1 when every batch element shares the argument,
     else ``n_batch``, one per element (row-major over the batch axes), which is what the chain
     kernels' ``batch_row`` reads. A view of XLA's buffer, except for an argument batched along
-    some of the batch axes only (nested ``vmap``s), which is copied into one row per element."""
+    some of the batch axes only (nested ``vmap`` calls), which is copied into one row per element."""
     buffer = arg_buffer(frame, index)
     shape = buffer_shape(buffer)
     flat = buffer_flat(buffer, example)
