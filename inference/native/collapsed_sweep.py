@@ -40,8 +40,8 @@ from numba import njit, prange
 
 from inference.components import NativePredictive
 from inference.native.neal_sweeps import _inverse_cdf_draw
-from inference.native.ffi import (I32, arg_buffer, batch_layout, batched_arg, buffer_shape, float64_arg, float64_bits,
-                                  prologue, register_handler, write_result)
+from inference.native.ffi import (I32, batch_layout, batched_matrices, batched_scalars, batched_vectors, float64_bits,
+                                  float64_matrix, prologue, register_handler, write_result)
 from inference.native.supervised_sweep import batch_row
 
 __all__ = ["KINDS", "native_arguments", "numba_collapsed_sweep"]
@@ -264,20 +264,14 @@ def _collapsed_call(frame, real):
     if done:
         return code
     batch, n_lead, n_batch = batch_layout(frame, 1)
-    hyper_tail = buffer_shape(arg_buffer(frame, 0))[n_lead:]
-    hyper = float64_arg(frame, 0).reshape((hyper_tail[0], hyper_tail[1]))
-    flags = batched_arg(frame, 1, batch, n_lead, n_batch, I32)[0][0]
-    data, data_tail = batched_arg(frame, 2, batch, n_lead, n_batch, real)
-    total, stats_tail = batched_arg(frame, 5, batch, n_lead, n_batch, real)
-    total_sq = batched_arg(frame, 6, batch, n_lead, n_batch, real)[0]
+    at = (batch, n_lead, n_batch)
+    flags = batched_vectors(frame, 1, *at, I32)[0]
     new_assignments, final_counts, overflow = _collapsed_kernel(
-        np.int64(n_batch), np.int64(flags[0]), flags[1] != 0, flags[2] != 0, hyper,
-        data.reshape((data.shape[0], data_tail[0], data_tail[1])),
-        batched_arg(frame, 3, batch, n_lead, n_batch, I32)[0], batched_arg(frame, 4, batch, n_lead, n_batch, I32)[0],
-        total.reshape((total.shape[0], stats_tail[0], stats_tail[1])),
-        total_sq.reshape((total_sq.shape[0], stats_tail[0], stats_tail[1])),
-        batched_arg(frame, 7, batch, n_lead, n_batch, real)[0][:, 0],
-        batched_arg(frame, 8, batch, n_lead, n_batch, real)[0], batched_arg(frame, 9, batch, n_lead, n_batch, real)[0])
+        np.int64(n_batch), np.int64(flags[0]), flags[1] != 0, flags[2] != 0, float64_matrix(frame, 0, n_lead),
+        batched_matrices(frame, 2, *at, real), batched_vectors(frame, 3, *at, I32),
+        batched_vectors(frame, 4, *at, I32), batched_matrices(frame, 5, *at, real),
+        batched_matrices(frame, 6, *at, real), batched_scalars(frame, 7, *at, real),
+        batched_vectors(frame, 8, *at, real), batched_vectors(frame, 9, *at, real))
     write_result(frame, 0, new_assignments, I32)
     write_result(frame, 1, final_counts, I32)
     write_result(frame, 2, overflow.astype(np.uint8), np.uint8(0))

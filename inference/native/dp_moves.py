@@ -33,8 +33,8 @@ from numba import njit, prange
 from inference.components import NativePredictive
 from inference.native.collapsed_sweep import (_KIND_INDEX, _LOG_2PI, _cache_row, _log_of_product, _row_size, _score,
                                               native_arguments)
-from inference.native.ffi import (I32, arg_buffer, batch_layout, batched_arg, buffer_shape, float64_arg, float64_bits,
-                                  prologue, register_handler, write_result)
+from inference.native.ffi import (I32, batch_layout, batched_matrices, batched_scalars, batched_vectors, float64_bits,
+                                  float64_matrix, prologue, register_handler, write_result)
 from inference.native.supervised_sweep import batch_row
 from inference.split_merge import UNIFORM_SHARE
 
@@ -497,27 +497,19 @@ def _moves_call(frame, real):
     if done:
         return code
     batch, n_lead, n_batch = batch_layout(frame, 1)
-    flags = batched_arg(frame, 2, batch, n_lead, n_batch, I32)[0][0]
+    at = (batch, n_lead, n_batch)
+    flags = batched_vectors(frame, 2, *at, I32)[0]
     if flags[3] != 0:
-        traced, hyper_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
-        hyper = traced.astype(np.float64).reshape((traced.shape[0], hyper_tail[0], hyper_tail[1]))
+        hyper = batched_matrices(frame, 1, *at, real).astype(np.float64)
     else:
-        hyper_tail = buffer_shape(arg_buffer(frame, 0))[n_lead:]
-        hyper = float64_arg(frame, 0).reshape((1, hyper_tail[0], hyper_tail[1]))
-    data, data_tail = batched_arg(frame, 3, batch, n_lead, n_batch, real)
-    choice, choice_tail = batched_arg(frame, 8, batch, n_lead, n_batch, real)
-    keys, keys_tail = batched_arg(frame, 9, batch, n_lead, n_batch, np.uint32(0))
-    uniforms = batched_arg(frame, 10, batch, n_lead, n_batch, real)[0]
+        fixed = float64_matrix(frame, 0, n_lead)
+        hyper = fixed.reshape((1, fixed.shape[0], fixed.shape[1]))
     out_assignments, out_counts, out_overflow, out_moves = _moves_batch(
         np.int64(n_batch), np.int64(flags[0]), flags[1] != 0, flags[2] != 0, hyper,
-        data.astype(np.float64).reshape((data.shape[0], data_tail[0], data_tail[1])),
-        batched_arg(frame, 4, batch, n_lead, n_batch, real)[0][:, 0],
-        batched_arg(frame, 5, batch, n_lead, n_batch, I32)[0], batched_arg(frame, 6, batch, n_lead, n_batch, I32)[0],
-        batched_arg(frame, 7, batch, n_lead, n_batch, real)[0],
-        choice.reshape((choice.shape[0], choice_tail[0], choice_tail[1])),
-        keys.reshape((keys.shape[0], keys_tail[0], keys_tail[1])),
-        uniforms.reshape((uniforms.shape[0], keys_tail[0], keys_tail[1])),
-        batched_arg(frame, 11, batch, n_lead, n_batch, real)[0])
+        batched_matrices(frame, 3, *at, real).astype(np.float64), batched_scalars(frame, 4, *at, real),
+        batched_vectors(frame, 5, *at, I32), batched_vectors(frame, 6, *at, I32), batched_vectors(frame, 7, *at, real),
+        batched_matrices(frame, 8, *at, real), batched_matrices(frame, 9, *at, np.uint32(0)),
+        batched_matrices(frame, 10, *at, real), batched_vectors(frame, 11, *at, real))
     write_result(frame, 0, out_assignments, I32)
     write_result(frame, 1, out_counts, I32)
     write_result(frame, 2, out_overflow.astype(np.uint8), np.uint8(0))

@@ -37,7 +37,7 @@ __all__ = [
     "register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
     "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_layout", "batch_element",
     "write_element", "batched_arg", "batched_scalars", "batched_vectors", "batched_matrices", "every_element",
-    "float64_arg", "float64_bits", "write_result", "EXECUTE", "I32", "I64",
+    "float64_arg", "float64_matrix", "float64_bits", "write_result", "EXECUTE", "I32", "I64",
 ]
 
 I32 = np.int32(0)
@@ -319,6 +319,13 @@ def float64_arg(frame, index):
     for extent in buffer_shape(buffer):
         size *= extent
     return carray(_as_pointer(_load(buffer + 24, I64), np.float64(0)), (size // 2,))
+
+
+@njit(nogil=True, cache=True)
+def float64_matrix(frame, index, n_lead):
+    """Argument ``index``, a float64 matrix passed as :func:`float64_bits`, as a 2-D float64 array."""
+    shape = buffer_shape(arg_buffer(frame, index))
+    return float64_arg(frame, index).reshape((shape[n_lead], shape[n_lead + 1]))
 
 
 def float64_bits(value: Any) -> np.ndarray:

@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
 
-from inference.native.ffi import (I32, batch_layout, batched_arg, every_element, prologue, register_handler,
-                                  write_result)
+from inference.native.ffi import (I32, batch_layout, batched_arg, batched_matrices, every_element, prologue,
+                                  register_handler, write_result)
 
 __all__ = ["numba_fresh_sweep", "numba_reuse_sweep"]
 
@@ -207,13 +207,12 @@ def _reuse_call(frame, real):
     batch, n_lead, n_batch = batch_layout(frame, 1)
     flags = batched_arg(frame, 0, batch, n_lead, n_batch, I32)[0][0]
     rows_cache, rows_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
-    features, features_tail = batched_arg(frame, 2, batch, n_lead, n_batch, real)
     table, table_tail = batched_arg(frame, 3, batch, n_lead, n_batch, real)
     if flags[2] != 0:
         table = every_element(table, n_batch)
     row_assignments, final_counts, overflow = _reuse_sweep_kernel(
         every_element(rows_cache, n_batch).reshape((n_batch, rows_tail[0], rows_tail[1])),
-        features.reshape((features.shape[0], features_tail[0], features_tail[1])),
+        batched_matrices(frame, 2, batch, n_lead, n_batch, real),
         table.reshape((table.shape[0], table_tail[0], table_tail[1])),
         every_element(batched_arg(frame, 4, batch, n_lead, n_batch, I32)[0], n_batch),
         every_element(batched_arg(frame, 5, batch, n_lead, n_batch, real)[0], n_batch),
@@ -234,12 +233,11 @@ def _fresh_call(frame, real):
         return code
     batch, n_lead, n_batch = batch_layout(frame, 1)
     flags = batched_arg(frame, 0, batch, n_lead, n_batch, I32)[0][0]
-    features, features_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
     cache, cache_tail = batched_arg(frame, 4, batch, n_lead, n_batch, real)
     candidate_log_lik, candidate_tail = batched_arg(frame, 6, batch, n_lead, n_batch, real)
     candidate_cache = every_element(batched_arg(frame, 7, batch, n_lead, n_batch, real)[0], n_batch)
     new_assignments, final_counts, origin, overflow = _fresh_sweep_kernel(
-        features.reshape((features.shape[0], features_tail[0], features_tail[1])),
+        batched_matrices(frame, 1, batch, n_lead, n_batch, real),
         every_element(batched_arg(frame, 2, batch, n_lead, n_batch, I32)[0], n_batch),
         every_element(batched_arg(frame, 3, batch, n_lead, n_batch, I32)[0], n_batch),
         every_element(cache, n_batch).reshape((n_batch, cache_tail[0], cache_tail[1])),
