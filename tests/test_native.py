@@ -41,7 +41,7 @@ def _section(doc: str, title: str) -> str:
 
 def test_every_kernel_module_is_listed():
     found = {f"inference.native.{info.name}" for info in pkgutil.iter_modules(inference.native.__path__)}
-    assert found - {"inference.native.backend", "inference.native.ffi"} == set(KERNEL_MODULES)
+    assert found - {"inference.native.backend", "inference.native.ffi", "inference.native.precompile"} == set(KERNEL_MODULES)
 
 
 @pytest.mark.parametrize("module_name", KERNEL_MODULES)
@@ -59,6 +59,10 @@ def test_kernel_module_names_its_xla_twin_and_equality_test(module_name):
         assert not test_name or f"def {test_name}(" in source, f"{filename}::{test_name}"
     for name in module.__all__:
         assert hasattr(module, name), name
+    # Every handler is listed by its target name, so that precompile finds it.
+    handlers = {name for name in vars(module) if re.fullmatch(r"_\w+_f(32|64)", name)}
+    assert handlers and handlers == {handler.__name__ for handler in module.HANDLERS.values()}, module_name
+    assert all(name.startswith("latentzoo_") and name.endswith(("_float32", "_float64")) for name in module.HANDLERS)
 
 
 def test_auto_is_numba_on_the_cpu_when_available(monkeypatch):
@@ -77,3 +81,31 @@ def test_numba_off_the_cpu_and_unknown_names_are_refused(monkeypatch):
     for bad in ("gpu", "", None, 3, ["numba"]):
         with pytest.raises(ValueError, match="^backend: must be 'auto', 'xla' or 'numba'"):
             resolve_backend(bad)
+
+
+@pytest.mark.numba
+def test_precompile_compiles_and_registers_every_handler(capsys):
+    from inference.native.ffi import _registered
+    from inference.native.precompile import main, targets
+
+    names = [name for _, name in targets()]
+    every = [name for module in KERNEL_MODULES for name in importlib.import_module(module).HANDLERS]
+    assert sorted(names) == sorted(every) and len(set(names)) == len(names)
+    float32 = {name for name in names if name.endswith("_float32")}
+    assert {name for _, name in targets(("float32",))} == float32 and len(float32) == len(names) // 2
+    assert main(["--real", "float32"]) == 0  # loads from numba's cache what the suite's start compiled
+    printed = capsys.readouterr().out.splitlines()
+    assert {line.split()[-1] for line in printed[:-1]} == float32
+    assert printed[-1].startswith(f"{len(float32)} kernels in ")
+    assert float32 <= set(_registered)
+
+
+def test_precompile_refuses_bad_arguments():
+    from inference.native.precompile import precompile
+
+    for bad in ("float16", ("float32", "int32"), ["bfloat16"]):
+        with pytest.raises(ValueError, match="^real_dtypes: expected a subset of"):
+            precompile(bad)
+    for bad in (0, -1, 1.5, True, "2", None):
+        with pytest.raises(ValueError, match="^workers: expected a positive integer"):
+            precompile(workers=bad)

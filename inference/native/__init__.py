@@ -10,6 +10,9 @@ package that imports numba (an import-linter contract in ``pyproject.toml`` chec
   Every model and kernel that takes ``backend=`` passes it through this function.
 * :mod:`.ffi` — the machinery that runs a numba kernel as an XLA custom call on XLA's own buffers
   (``jax.ffi``): call frames, buffers, batched (``vmap``) calls, registration.
+* :mod:`.precompile` — compiles every kernel into numba's disk cache ahead of time
+  (``python -m inference.native.precompile``), so that the first fits of a fresh install, or
+  the processes of a parallel test run, do not each compile them.
 * one module per kernel family, each naming in its docstring the XLA function it must equal and
   the test that checks them equal:
 
@@ -43,7 +46,8 @@ when it is imported, which its model does only once a backend has resolved to nu
 module-level functions: numba's disk cache does not keep closures made by a factory.
 
 To add a native twin: write the XLA version first; put the numba kernel, its custom-call
-handler and a ``numba_*`` function taking the XLA version's arrays in a module
+handlers (listed by target name in the module's ``HANDLERS``, where :mod:`.precompile` finds
+them) and a ``numba_*`` function taking the XLA version's arrays in a module
 here; choose between them with ``resolve_backend``; add a test that runs both from the same key
 and asserts the same result; name both in the module's docstring (tests/test_native.py checks
 that they exist).

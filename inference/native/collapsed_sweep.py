@@ -286,7 +286,10 @@ def _collapsed_f64(frame):
     return _collapsed_call(frame, np.float64(0))
 
 
-_HANDLERS = {"float32": _collapsed_f32, "float64": _collapsed_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_dp_collapsed_sweep_float32": _collapsed_f32,
+            "latentzoo_dp_collapsed_sweep_float64": _collapsed_f64}
 
 
 def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, stats, log_alpha, prior_log_pred,
@@ -306,7 +309,8 @@ def numba_collapsed_sweep(native: NativePredictive, data, assignments, counts, s
         jax.ShapeDtypeStruct((), jnp.bool_),
     )
     kind, uniform_power, uniform_hyper, hyper = native_arguments(native, data.shape[-1])
-    name = register_handler(f"latentzoo_dp_collapsed_sweep_{jnp.dtype(dtype).name}", _HANDLERS[jnp.dtype(dtype).name])
+    name = f"latentzoo_dp_collapsed_sweep_{jnp.dtype(dtype).name}"
+    register_handler(name, HANDLERS[name])
     return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
         float64_bits(hyper),
         jnp.asarray([kind, uniform_power, uniform_hyper], jnp.int32),

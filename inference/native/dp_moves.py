@@ -525,7 +525,9 @@ def _moves_f64(frame):
     return _moves_call(frame, np.float64(0))
 
 
-_HANDLERS = {"float32": _moves_f32, "float64": _moves_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_dp_moves_float32": _moves_f32, "latentzoo_dp_moves_float64": _moves_f64}
 
 
 def numba_split_merge_moves(native: NativePredictive, data, assignments, counts, log_alpha, draws):
@@ -553,7 +555,8 @@ def numba_split_merge_moves(native: NativePredictive, data, assignments, counts,
         kind, uniform_power, uniform_hyper = _KIND_INDEX[native.kind], False, False
         fixed, traced = float64_bits(np.zeros((1, 1))), jnp.asarray(native.hyper, dtype)
     flags = jnp.asarray([kind, uniform_power, uniform_hyper, not isinstance(native.hyper, tuple)], jnp.int32)
-    name = register_handler(f"latentzoo_dp_moves_{dtype.name}", _HANDLERS[dtype.name])
+    name = f"latentzoo_dp_moves_{dtype.name}"
+    register_handler(name, HANDLERS[name])
     new_assignments, new_counts, overflow, moves = jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
         fixed, traced, flags, data, jnp.asarray(log_alpha, dtype), assignments.astype(jnp.int32),
         counts.astype(jnp.int32), draws.kind.astype(dtype), draws.choice.astype(dtype),

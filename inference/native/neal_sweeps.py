@@ -269,13 +269,15 @@ def _fresh_f64(frame):
     return _fresh_call(frame, np.float64(0))
 
 
-_HANDLERS = {("reuse", "float32"): _reuse_f32, ("reuse", "float64"): _reuse_f64,
-             ("fresh", "float32"): _fresh_f32, ("fresh", "float64"): _fresh_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_neal_reuse_sweep_float32": _reuse_f32, "latentzoo_neal_reuse_sweep_float64": _reuse_f64,
+            "latentzoo_neal_fresh_sweep_float32": _fresh_f32, "latentzoo_neal_fresh_sweep_float64": _fresh_f64}
 
 
 def _call(sweep: str, dtype, shapes):
     name = f"latentzoo_neal_{sweep}_sweep_{jnp.dtype(dtype).name}"
-    register_handler(name, _HANDLERS[sweep, jnp.dtype(dtype).name])
+    register_handler(name, HANDLERS[name])
     return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")
 
 

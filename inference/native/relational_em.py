@@ -157,7 +157,9 @@ def _iem_pass_f64(frame):
     return _iem_call(frame, np.float64(0))
 
 
-_IEM_HANDLERS = {"float32": _iem_pass_f32, "float64": _iem_pass_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_iem_pass_float32": _iem_pass_f32, "latentzoo_iem_pass_float64": _iem_pass_f64}
 
 
 # ----------------------------------------------------------------------------- the call from XLA
@@ -173,7 +175,8 @@ def numba_iem_pass(q, class_counts, counts, log_theta, log_pi, beta, prior_count
     float is read in ``q``'s dtype.
     """
     dtype = q.dtype
-    name = register_handler(f"latentzoo_iem_pass_{jnp.dtype(dtype).name}", _IEM_HANDLERS[jnp.dtype(dtype).name])
+    name = f"latentzoo_iem_pass_{jnp.dtype(dtype).name}"
+    register_handler(name, HANDLERS[name])
     return jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(q.shape, dtype), vmap_method="expand_dims")(
         *(array.astype(dtype) for array in (q, class_counts, counts, log_theta, log_pi)),
         jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights.astype(dtype),

@@ -245,7 +245,9 @@ def _sweep_f64(frame):
     return _sweep_call(frame, np.float64(0))
 
 
-_SWEEP_HANDLERS = {"float32": _sweep_f32, "float64": _sweep_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_irm_sweep_float32": _sweep_f32, "latentzoo_irm_sweep_float64": _sweep_f64}
 
 
 def numba_gibbs_sweep(z, sizes, counts, table, log_alpha, uniforms, seen, flat, domain_of, capacities,
@@ -263,7 +265,8 @@ def numba_gibbs_sweep(z, sizes, counts, table, log_alpha, uniforms, seen, flat, 
     shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),
               jax.ShapeDtypeStruct(counts.shape, jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_))
     real = jnp.dtype(table.dtype).name
-    name = register_handler(f"latentzoo_irm_sweep_{real}", _SWEEP_HANDLERS[real])
+    name = f"latentzoo_irm_sweep_{real}"
+    register_handler(name, HANDLERS[name])
     return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
         z.astype(jnp.int32), sizes.astype(jnp.int32), counts.astype(jnp.int32), table, log_alpha.astype(table.dtype),
         uniforms.astype(table.dtype), seen.astype(jnp.int32),

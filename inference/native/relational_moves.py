@@ -233,7 +233,9 @@ def _moves_f64(frame):
     return _moves_call(frame, np.float64(0))
 
 
-_MOVES_HANDLERS = {"float32": _moves_f32, "float64": _moves_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_irm_moves_float32": _moves_f32, "latentzoo_irm_moves_float64": _moves_f64}
 
 
 def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, *, domain, offset, domain_sizes,
@@ -257,7 +259,8 @@ def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, 
     second_domain = np.asarray([domains[1] if len(domains) == 2 else -1 for domains in relation_domains])
     constants = (domain_sizes, n_values, first_domain == second_domain, first_domain, second_domain,
                  (domain, offset))
-    name = register_handler(f"latentzoo_irm_moves_{real}", _MOVES_HANDLERS[real])
+    name = f"latentzoo_irm_moves_{real}"
+    register_handler(name, HANDLERS[name])
     return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(
         z.astype(jnp.int32), sizes.astype(jnp.int32), counts.astype(jnp.int32), tables, alpha.astype(tables.dtype),
         draws.i.astype(jnp.int32), draws.j.astype(jnp.int32), draws.order.astype(tables.dtype),

@@ -390,17 +390,19 @@ def _path_mixture_f64(frame):
     return _path_mixture_call(frame, np.float64(0))
 
 
-_HANDLERS = {
-    ("cell_stats", "float32"): _cell_stats_f32, ("cell_stats", "float64"): _cell_stats_f64,
-    ("count_matmul", "float32"): _count_matmul_f32, ("count_matmul", "float64"): _count_matmul_f64,
-    ("path_mixture", "float32"): _path_mixture_f32, ("path_mixture", "float64"): _path_mixture_f64,
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {
+    "latentzoo_cell_stats_float32": _cell_stats_f32, "latentzoo_cell_stats_float64": _cell_stats_f64,
+    "latentzoo_count_matmul_float32": _count_matmul_f32, "latentzoo_count_matmul_float64": _count_matmul_f64,
+    "latentzoo_path_mixture_float32": _path_mixture_f32, "latentzoo_path_mixture_float64": _path_mixture_f64,
 }
 
 
 def target(kernel: str, real_dtype: Any) -> str:
     """Name of the XLA custom call running ``kernel`` in ``real_dtype`` (compiled and registered once)."""
-    key = (kernel, np.dtype(real_dtype).name)
-    return register_handler(f"latentzoo_{key[0]}_{key[1]}", _HANDLERS[key])
+    name = f"latentzoo_{kernel}_{np.dtype(real_dtype).name}"
+    return register_handler(name, HANDLERS[name])
 
 
 

@@ -366,7 +366,9 @@ def _moves_f64(frame):
     return _moves_call(frame, np.float64(0))
 
 
-_HANDLERS = {"float32": _moves_f32, "float64": _moves_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_supervised_moves_float32": _moves_f32, "latentzoo_supervised_moves_float64": _moves_f64}
 
 
 def numba_split_merge_moves(prior_variance, features, types, precisions, coupling, n_train_clusters, log_alpha,
@@ -393,7 +395,8 @@ def numba_split_merge_moves(prior_variance, features, types, precisions, couplin
         jax.ShapeDtypeStruct((4,), jnp.int32),
     )
     kind, choice, keys, uniforms, accept, noise, noise_merged = draws
-    name = register_handler(f"latentzoo_supervised_moves_{real.name}", _HANDLERS[real.name])
+    name = f"latentzoo_supervised_moves_{real.name}"
+    register_handler(name, HANDLERS[name])
     new_clusters, new_counts, new_means, overflow, moves = jax.ffi.ffi_call(name, result_shapes,
                                                                             vmap_method="expand_dims")(
         float64_bits([1.0 / prior_variance, math.log(prior_variance)]),

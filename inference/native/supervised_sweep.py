@@ -371,7 +371,9 @@ def _sweep_f64(frame):
     return _sweep_call(frame, np.float64(0))
 
 
-_HANDLERS = {"float32": _sweep_f32, "float64": _sweep_f64}
+#: This module's XLA custom-call targets by name, each compiled and registered on first use
+#: (:func:`inference.native.precompile.precompile` compiles them all into numba's disk cache).
+HANDLERS = {"latentzoo_supervised_sweep_float32": _sweep_f32, "latentzoo_supervised_sweep_float64": _sweep_f64}
 
 
 def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
@@ -387,7 +389,8 @@ def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha
     kinds = (integer, integer, floating, integer, integer, floating, integer)
     result_shapes = tuple(jax.ShapeDtypeStruct(array.shape, jnp.int32 if kind is integer else real)
                           for array, kind in zip(fields, kinds))
-    name = register_handler(f"latentzoo_supervised_sweep_{real.name}", _HANDLERS[real.name])
+    name = f"latentzoo_supervised_sweep_{real.name}"
+    register_handler(name, HANDLERS[name])
     outputs = jax.ffi.ffi_call(name, result_shapes, vmap_method="expand_dims")(
         float64_bits(config.prior_variance),
         integer([config.model, config.share_clusters, n_train]),
