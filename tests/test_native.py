@@ -86,7 +86,7 @@ def test_numba_off_the_cpu_and_unknown_names_are_refused(monkeypatch):
 @pytest.mark.numba
 def test_precompile_compiles_and_registers_every_handler(capsys):
     from inference.native.ffi import _registered
-    from inference.native.precompile import main, targets
+    from inference.native.precompile import main, precompile, targets
 
     names = [name for _, name in targets()]
     every = [name for module in KERNEL_MODULES for name in importlib.import_module(module).HANDLERS]
@@ -98,6 +98,8 @@ def test_precompile_compiles_and_registers_every_handler(capsys):
     assert {line.split()[-1] for line in printed[:-1]} == float32
     assert printed[-1].startswith(f"{len(float32)} kernels in ")
     assert float32 <= set(_registered)
+    # The same through a pool of spawned processes, as the suite's start and --workers use it.
+    assert set(precompile("float32", workers=2)) == float32
 
 
 def test_precompile_refuses_bad_arguments():
