@@ -820,3 +820,38 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
     table = SupervisedDPFit(result, model=1, n_type_split_merge=0).mixing
     assert table.loc["n_types", "status"] == "not mixing" and table.loc["n_types", "r_hat"] < 1.1  # ESS < 400
     assert "n_type_split_merge" not in table.attrs["advice"]
+
+
+def test_mixing_advice_does_not_ask_for_more_of_moves_that_were_never_accepted():
+    # SCDP-3 on the dequantised digits: no test move accepted in 4,000 sweeps, one chain held 559
+    # nats lower by its precisions. Asking for more moves would not help; a restart from the
+    # chains' last partitions did.
+    from inference.chains import ChainResult
+    from inference.diagnostics import MixingWarning
+    from zoo.dirichlet.supervised import SupervisedDPFit
+
+    rng = np.random.default_rng(1)
+    n_chains, n_draws = 2, 50
+    samples = {
+        "assignments": rng.integers(0, 3, (n_chains, n_draws, 6)),
+        "alpha": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
+        "alpha_types": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
+        "n_clusters": np.repeat([[8], [9]], n_draws, axis=1),
+        "n_types": np.ones((n_chains, n_draws), int),
+        "log_joint": rng.normal(0.0, 1.0, (n_chains, n_draws)) + [[-559.0], [0.0]],
+        "split_merge_accepted": np.zeros((n_chains, n_draws), np.int32),
+    }
+    result = ChainResult(samples, None, 0, 1, True, 0.0)
+    advice = SupervisedDPFit(result, model=3, n_split_merge=10).mixing.attrs["advice"]
+    assert advice.startswith("No split-merge move of the test publications was accepted (10 per sweep, 0 of 1,000 ")
+    assert "init=fit.assignments[:, -1]" in advice and "more split-merge moves" not in advice
+    with pytest.warns(MixingWarning) as caught:
+        SupervisedDPFit(result, model=3, n_split_merge=10).summary()
+    assert str(caught[0].message).endswith(advice)
+    # One accepted move, no moves run, or settings unknown: the usual advice.
+    samples["split_merge_accepted"][1, 7] = 1
+    for fit in (SupervisedDPFit(result, model=3, n_split_merge=10), SupervisedDPFit(result, model=3, n_split_merge=0),
+                SupervisedDPFit(result, model=3)):
+        assert fit.mixing.attrs["advice"].startswith("Run longer, with more split-merge moves")
+    samples["split_merge_accepted"][1, 7] = 0
+    assert SupervisedDPFit(result, model=3, n_split_merge=0).mixing.attrs["advice"].startswith("Run longer")

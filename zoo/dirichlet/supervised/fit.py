@@ -36,9 +36,10 @@ class SupervisedDPFit:
     ----------
     result : ChainResult
         From :func:`inference.chains.sample_chains` with :func:`.state.record_supervised`.
-    model, n_type_split_merge : int, optional
-        The SCDP model and type moves per sweep the chains ran with (:meth:`SupervisedDP.fit`
-        gives them), so that the advice of :attr:`mixing` names what was not tried.
+    model, n_type_split_merge, n_split_merge : int, optional
+        The SCDP model and the type and test-partition moves per sweep the chains ran with
+        (:meth:`SupervisedDP.fit` gives them), so that the advice of :attr:`mixing` names what was
+        not tried, and does not ask for more of a move that was never accepted.
 
     Attributes
     ----------
@@ -51,10 +52,11 @@ class SupervisedDPFit:
         :func:`inference.diagnostics.partition_entropy`).
     """
 
-    def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None):
+    def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None,
+                 n_split_merge: int | None = None):
         self.result = result
         # The settings the chains ran with (None: unknown), for the advice of :attr:`mixing`.
-        self._model, self._n_type_split_merge = model, n_type_split_merge
+        self._model, self._n_type_split_merge, self._n_split_merge = model, n_type_split_merge, n_split_merge
         self._warned = False  # whether the fit that made this object issued its MixingWarning
         samples = result.samples
         if not samples:  # stopped during warm-up: the states are kept in result.final_state
@@ -103,7 +105,11 @@ class SupervisedDPFit:
 
         ``table.attrs["advice"]``, the closing sentence of the warnings, names what this sampler
         offers: when the chains of SCDP-1 or -2, run without type moves, hold different reference
-        types (R-hat of ``n_types`` above 1.1), it suggests ``n_type_split_merge``."""
+        types (R-hat of ``n_types`` above 1.1), it suggests ``n_type_split_merge``. When no
+        split–merge move of the test publications was accepted in any kept draw, it says so instead
+        of asking for more of them, and suggests restarting each chain from its last partition
+        (on the dequantised digits of ``notebooks/supervised_digits.ipynb`` an SCDP-3 chain held
+        559 nats below the others by its precisions reached their level within 100 sweeps that way)."""
         table = getattr(self, "_mixing", None)
         if table is None:
             view = xr.Dataset(
@@ -119,6 +125,15 @@ class SupervisedDPFit:
         """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
         advice = ("Run longer, with more split-merge moves of the test publications per sweep (n_split_merge), "
                   "or more chains from dispersed starts.")
+        accepted = self.result.samples.get("split_merge_accepted")
+        n_moves = getattr(self, "_n_split_merge", None)  # None in fits pickled before it was kept
+        if n_moves and accepted is not None and np.size(accepted) and not np.any(accepted):
+            # More of a move that never succeeded will not help; a chain can be held by its means
+            # and precisions as much as by its partition, and a restart draws those afresh.
+            advice = (f"No split-merge move of the test publications was accepted ({n_moves} per sweep, "
+                      f"0 of {n_moves * np.size(accepted):,} in the kept draws), so more of them will not "
+                      "help: run more chains from dispersed starts, or restart each chain from its last partition "
+                      "(init=fit.assignments[:, -1]), which draws its means and precisions afresh.")
         # Only when the chains clearly hold different types (R-hat above 1.1, or inf when each chain
         # keeps its own; NaN, for constant types, is not): on FEBRL's records, where the types'
         # only fault was a bulk ESS of 359, the type moves made things worse.
@@ -292,6 +307,7 @@ class SupervisedDP:
         )
         self.model = int(model)
         self.n_type_split_merge = int(n_type_split_merge)
+        self.n_split_merge = int(n_split_merge)
         self.share_clusters = bool(share_clusters)
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
         self.alpha_types = check_real("alpha_types", alpha_types, low=0.0, low_open=True)
@@ -414,7 +430,8 @@ class SupervisedDP:
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow",
         )
-        fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge)
+        fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
+                              n_split_merge=self.n_split_merge)
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
                           stacklevel=user_stacklevel())
