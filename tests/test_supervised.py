@@ -782,6 +782,20 @@ def test_summary_says_when_chains_stay_where_they_started():
     assert fit.result.samples["n_clusters"][:, -1].tolist() == [2, 2]
 
 
+def _stored_draws(rng, n_draws, **overrides):
+    """Draws of two chains as SupervisedDPFit reads them (6 test points), random where not given."""
+    shape = (2, n_draws)
+    samples = {
+        "assignments": rng.integers(0, 3, shape + (6,)),
+        "alpha": rng.gamma(2.0, 1.0, shape),
+        "alpha_types": rng.gamma(2.0, 1.0, shape),
+        "n_clusters": rng.integers(2, 4, shape),
+        "n_types": np.ones(shape, int),
+        "log_joint": rng.normal(0.0, 1.0, shape),
+    }
+    return samples | overrides
+
+
 def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
     # Each chain keeps its own number of types (as SCDP-1's chains did on the digits without the
     # type moves): the advice points at n_type_split_merge, and never at a sampler SCDP lacks.
@@ -792,14 +806,7 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
 
     rng = np.random.default_rng(0)
     n_chains, n_draws = 2, 60
-    samples = {
-        "assignments": rng.integers(0, 3, (n_chains, n_draws, 6)),
-        "alpha": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
-        "alpha_types": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
-        "n_clusters": rng.integers(2, 4, (n_chains, n_draws)),
-        "n_types": np.repeat([[7], [9]], n_draws, axis=1),
-        "log_joint": rng.normal(0.0, 1.0, (n_chains, n_draws)),
-    }
+    samples = _stored_draws(rng, n_draws, n_types=np.repeat([[7], [9]], n_draws, axis=1))
     result = ChainResult(samples, None, 0, 1, True, 0.0)
     for settings, names_type_moves in (({"model": 1, "n_type_split_merge": 0}, True),
                                        ({"model": 2, "n_type_split_merge": 0}, True),
@@ -831,16 +838,10 @@ def test_mixing_advice_does_not_ask_for_more_of_moves_that_were_never_accepted()
     from zoo.dirichlet.supervised import SupervisedDPFit
 
     rng = np.random.default_rng(1)
-    n_chains, n_draws = 2, 50
-    samples = {
-        "assignments": rng.integers(0, 3, (n_chains, n_draws, 6)),
-        "alpha": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
-        "alpha_types": rng.gamma(2.0, 1.0, (n_chains, n_draws)),
-        "n_clusters": np.repeat([[8], [9]], n_draws, axis=1),
-        "n_types": np.ones((n_chains, n_draws), int),
-        "log_joint": rng.normal(0.0, 1.0, (n_chains, n_draws)) + [[-559.0], [0.0]],
-        "split_merge_accepted": np.zeros((n_chains, n_draws), np.int32),
-    }
+    n_draws = 50
+    samples = _stored_draws(rng, n_draws, n_clusters=np.repeat([[8], [9]], n_draws, axis=1),
+                            log_joint=rng.normal(0.0, 1.0, (2, n_draws)) + [[-559.0], [0.0]],
+                            split_merge_accepted=np.zeros((2, n_draws), np.int32))
     result = ChainResult(samples, None, 0, 1, True, 0.0)
     advice = SupervisedDPFit(result, model=3, n_split_merge=10).mixing.attrs["advice"]
     assert advice.startswith("No split-merge move of the test publications was accepted (10 per sweep, 0 of 1,000 ")
