@@ -830,7 +830,7 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
 
 
 def test_mixing_advice_does_not_ask_for_more_of_moves_that_were_never_accepted():
-    # SCDP-3 on the dequantised digits: no test move accepted in 4,000 sweeps, one chain held 559
+    # SCDP-3 on the dequantised digits: no test move accepted in any kept draw, one chain held 559
     # nats lower by its precisions. Asking for more moves would not help; a restart from the
     # chains' last partitions did.
     from inference.chains import ChainResult
