@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit, prange
 
-from inference.native.ffi import (I32, batch_layout, batched_arg, batched_matrices, every_element, prologue,
-                                  register_handler, write_result)
+from inference.native.ffi import (I32, batch_layout, batched_arg, batched_matrices, batched_vectors, every_element,
+                                  prologue, register_handler, write_result)
 
 __all__ = ["numba_fresh_sweep", "numba_reuse_sweep"]
 
@@ -205,20 +205,21 @@ def _reuse_call(frame, real):
     if done:
         return code
     batch, n_lead, n_batch = batch_layout(frame, 1)
-    flags = batched_arg(frame, 0, batch, n_lead, n_batch, I32)[0][0]
-    rows_cache, rows_tail = batched_arg(frame, 1, batch, n_lead, n_batch, real)
-    table, table_tail = batched_arg(frame, 3, batch, n_lead, n_batch, real)
+    at = (batch, n_lead, n_batch)
+    flags = batched_vectors(frame, 0, *at, I32)[0]
+    rows_cache, rows_tail = batched_arg(frame, 1, *at, real)
+    table, table_tail = batched_arg(frame, 3, *at, real)
     if flags[2] != 0:
         table = every_element(table, n_batch)
     row_assignments, final_counts, overflow = _reuse_sweep_kernel(
         every_element(rows_cache, n_batch).reshape((n_batch, rows_tail[0], rows_tail[1])),
-        batched_matrices(frame, 2, batch, n_lead, n_batch, real),
+        batched_matrices(frame, 2, *at, real),
         table.reshape((table.shape[0], table_tail[0], table_tail[1])),
-        every_element(batched_arg(frame, 4, batch, n_lead, n_batch, I32)[0], n_batch),
-        every_element(batched_arg(frame, 5, batch, n_lead, n_batch, real)[0], n_batch),
-        every_element(batched_arg(frame, 6, batch, n_lead, n_batch, real)[0], n_batch),
-        every_element(batched_arg(frame, 7, batch, n_lead, n_batch, I32)[0], n_batch),
-        every_element(batched_arg(frame, 8, batch, n_lead, n_batch, real)[0], n_batch)[:, 0],
+        every_element(batched_vectors(frame, 4, *at, I32), n_batch),
+        every_element(batched_vectors(frame, 5, *at, real), n_batch),
+        every_element(batched_vectors(frame, 6, *at, real), n_batch),
+        every_element(batched_vectors(frame, 7, *at, I32), n_batch),
+        every_element(batched_vectors(frame, 8, *at, real), n_batch)[:, 0],
         np.int64(flags[0]), np.int64(flags[1]), flags[2] != 0)
     write_result(frame, 0, row_assignments, I32)
     write_result(frame, 1, final_counts, real)
@@ -232,19 +233,20 @@ def _fresh_call(frame, real):
     if done:
         return code
     batch, n_lead, n_batch = batch_layout(frame, 1)
-    flags = batched_arg(frame, 0, batch, n_lead, n_batch, I32)[0][0]
-    cache, cache_tail = batched_arg(frame, 4, batch, n_lead, n_batch, real)
-    candidate_log_lik, candidate_tail = batched_arg(frame, 6, batch, n_lead, n_batch, real)
-    candidate_cache = every_element(batched_arg(frame, 7, batch, n_lead, n_batch, real)[0], n_batch)
+    at = (batch, n_lead, n_batch)
+    flags = batched_vectors(frame, 0, *at, I32)[0]
+    cache, cache_tail = batched_arg(frame, 4, *at, real)
+    candidate_log_lik, candidate_tail = batched_arg(frame, 6, *at, real)
+    candidate_cache = every_element(batched_vectors(frame, 7, *at, real), n_batch)
     new_assignments, final_counts, origin, overflow = _fresh_sweep_kernel(
-        batched_matrices(frame, 1, batch, n_lead, n_batch, real),
-        every_element(batched_arg(frame, 2, batch, n_lead, n_batch, I32)[0], n_batch),
-        every_element(batched_arg(frame, 3, batch, n_lead, n_batch, I32)[0], n_batch),
+        batched_matrices(frame, 1, *at, real),
+        every_element(batched_vectors(frame, 2, *at, I32), n_batch),
+        every_element(batched_vectors(frame, 3, *at, I32), n_batch),
         every_element(cache, n_batch).reshape((n_batch, cache_tail[0], cache_tail[1])),
-        every_element(batched_arg(frame, 5, batch, n_lead, n_batch, real)[0], n_batch)[:, 0],
+        every_element(batched_vectors(frame, 5, *at, real), n_batch)[:, 0],
         every_element(candidate_log_lik, n_batch).reshape((n_batch, candidate_tail[0], candidate_tail[1])),
         candidate_cache.reshape((n_batch, candidate_tail[0], candidate_tail[1], cache_tail[1])),
-        every_element(batched_arg(frame, 8, batch, n_lead, n_batch, real)[0], n_batch),
+        every_element(batched_vectors(frame, 8, *at, real), n_batch),
         flags[0] != 0)
     write_result(frame, 0, new_assignments, I32)
     write_result(frame, 1, final_counts, I32)
