@@ -83,6 +83,7 @@ __all__ = [
     "merge_gains",
     "split_merge_move",
     "split_merge_moves",
+    "sequential_allocation",
     "count_move",
     "no_moves",
 ]
@@ -351,6 +352,29 @@ def _restricted_gibbs(model: SideModel, rng_key: jax.Array, uniforms: jax.Array,
                                                       take_out=True), carry)
     carry = carry[:4] + (jnp.zeros((), dtype), carry[5])  # q is the last scan's alone
     return jax.lax.fori_loop(0, n_visits, _visit(model, order, uniforms, ~is_split, now_on_i, take_out=True), carry)
+
+
+def sequential_allocation(model: SideModel, order: jax.Array, uniforms: jax.Array, n_visits: jax.Array,
+                          i: jax.Array, j: jax.Array, forced: jax.Array, now_on_i: jax.Array):
+    """Dahl's (2003) sequential allocation of the points in play between anchors ``i`` and ``j``,
+    as :func:`split_merge_move` makes its splits, for moves built on it: the first ``n_visits``
+    points of ``order`` join i's or j's side with probability ∝ size × ``model.log_predictive``
+    of the side so far, drawn with ``uniforms`` (indexed by point) or, where ``forced``, as
+    ``now_on_i`` says (the reverse of a merge).
+
+    Returns
+    -------
+    (on_side_i, log_q)
+        Per point whether it ends on i's side (i itself True, j and points not in play False),
+        and log q of the allocation: the sum of the log probabilities of its choices.
+    """
+    dtype = uniforms.dtype
+    index = jnp.arange(uniforms.shape[0])
+    one = jnp.ones((), dtype)
+    start = (_tree_rows(model.point_stats, i), _tree_rows(model.point_stats, j), one, one, jnp.zeros((), dtype),
+             index == i)
+    result = jax.lax.fori_loop(0, n_visits, _visit(model, order, uniforms, forced, now_on_i, take_out=False), start)
+    return result[5], result[4]
 
 
 class MoveUniforms(NamedTuple):

@@ -37,6 +37,11 @@ merges of the pairs of publications whose merge would raise the posterior most;
 ``n_split_merge``): without them a chain started with the test references in one publication
 kept them there, however far apart the groups were.
 
+SCDP-3 also splits and merges test publications together with the reference types' precisions
+(:mod:`.precision_moves`; ``n_precision_split_merge``, 5 per sweep by default): eq. 3 ties the
+cost of a new publication to the precisions, which the partition itself sets, so a chain can hold a
+partition and precisions that keep every fixed-precision split too dear.
+
 SCDP-1 and -2 can also move the reference-type partition by split–merge moves (all references,
 the precisions integrated given the means; ``n_type_split_merge``, off by default):
 one-reference updates open a type only from one reference's residual, so in many dimensions a
@@ -60,7 +65,7 @@ model ignores), so the partition posterior is the same.
 Modules: :mod:`.program` (the NumPyro program), :mod:`.state` (state, data, info, initial
 state), :mod:`.conditionals` (densities, parameter updates, log joint), :mod:`.sweep_xla` (the
 assignment sweep; its numba twin is :mod:`inference.native.supervised_sweep`), :mod:`.split_merge`
-(moves of the test partition), :mod:`.kernel` (the step), :mod:`.distances` (DM05 §7.2) and
+(moves of the test partition), :mod:`.precision_moves` (SCDP-3's moves with precisions), :mod:`.kernel` (the step), :mod:`.distances` (DM05 §7.2) and
 :mod:`.fit` (:class:`SupervisedDP`).
 """
 

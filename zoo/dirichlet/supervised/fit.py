@@ -38,6 +38,7 @@ class SupervisedDPFit:
         From :func:`inference.chains.sample_chains` with :func:`.state.record_supervised`.
     model, n_type_split_merge, n_split_merge : int, optional
         The SCDP model and the type and test-partition moves per sweep the chains ran with
+        (``n_split_merge`` counts SCDP-3's moves with precisions too)
         (:meth:`SupervisedDP.fit` gives them), so that the advice of :attr:`mixing` names what was
         not tried, and does not ask for more of a move that was never accepted.
 
@@ -256,6 +257,9 @@ class SupervisedDP:
     n_type_split_merge : int
         SCDP-1 and -2: split–merge moves of the reference types per sweep (default 0, off; see
         :func:`build_kernel` for when they help and when they did not; SCDP-3 has none).
+    n_precision_split_merge : int, optional
+        SCDP-3: split–merge moves of the test partition per sweep that propose the precisions with
+        it (default None: 5 for SCDP-3, 0 for the others; see :func:`build_kernel`).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 
@@ -290,6 +294,7 @@ class SupervisedDP:
         n_precision_steps: int = 8,
         backend: str = "auto",
         n_type_split_merge: int = 0,
+        n_precision_split_merge: int | None = None,
     ):
         self.step = build_kernel(
             model,
@@ -304,8 +309,11 @@ class SupervisedDP:
             n_precision_steps=n_precision_steps,
             backend=backend,
             n_type_split_merge=n_type_split_merge,
+            n_precision_split_merge=n_precision_split_merge,
         )
         self.model = int(model)
+        # The moves per sweep that the step runs (None resolved by build_kernel).
+        self.n_precision_split_merge = self.step.args[0].n_precision_split_merge
         self.n_type_split_merge = int(n_type_split_merge)
         self.n_split_merge = int(n_split_merge)
         self.share_clusters = bool(share_clusters)
@@ -431,7 +439,7 @@ class SupervisedDP:
             on_overflow="grow",
         )
         fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
-                              n_split_merge=self.n_split_merge)
+                              n_split_merge=self.n_split_merge + self.n_precision_split_merge)
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
                           stacklevel=user_stacklevel())

@@ -146,7 +146,8 @@ class SupervisedInfo(NamedTuple):
     overflow : int32
         Overflow bit mask of the state after this sweep (see :class:`SupervisedState`).
     split_merge_accepted : int32
-        Split–merge moves of the test partition accepted in this sweep (of ``n_split_merge``).
+        Split–merge moves of the test partition accepted in this sweep (of ``n_split_merge``, plus
+        SCDP-3's ``n_precision_split_merge``).
     type_split_merge_accepted : int32
         Split–merge moves of the reference-type partition accepted in this sweep (of
         ``n_type_split_merge``).
@@ -175,6 +176,7 @@ class _Config(NamedTuple):
     n_precision_steps: int
     backend: str
     n_type_split_merge: int
+    n_precision_split_merge: int = 0
 
 
 class _Carry(NamedTuple):

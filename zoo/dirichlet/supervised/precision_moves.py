@@ -1,0 +1,300 @@
+"""SCDP-3: split–merge moves of the test partition that propose the reference types' precisions
+with it (DM05 §5.2, eq. 3).
+
+Why. SCDP-3's precisions weigh every publication at once: eq. 3's conditioning exp(-Σ_f S_f / t_f)
+(S the spread of the means over pairs of publications) makes a new publication cheap where the
+precision is high and dear where it is low, and the precision is itself set by the residuals the
+partition leaves. A chain can then hold a partition and precisions that agree with each other,
+with no split or merge worth taking at those precisions. On the dequantised digits of
+``notebooks/supervised_digits.ipynb`` one chain of four kept twenty sevens with ink in the top-right
+corner inside a publication of 65, its precision on that pixel 1.5 where the other chains have
+4.1: splitting them off scored +8 nats in the likelihood and -40 in the CRP at 1.5 (rejected), but
++1,270 at 4.1, and that precision follows from the split, not before it. The test split–merge moves
+of :mod:`.split_merge` keep the precisions fixed, so they cannot make that step.
+
+The move. Target: p(c_test, t | p_rest, d, r), the means of the one or two publications in play
+integrated (as in :mod:`.split_merge`), every active type's precisions t_l part of the move. A
+split picks a test publication and two anchors uniformly and allocates its other references
+sequentially at the current precisions (Dahl 2003); a merge picks an ordered pair of test
+publications uniformly and the anchors uniformly in them. The precisions of the other state are
+then drawn per type and feature as
+
+    log t' ~ Normal(log t̂, s²),   t̂ = (α + sqrt(α² + 4 β S)) / (2 β),   s = (β t̂ + S / t̂)^{-1/2},
+
+the mode and curvature in log t of the precisions' conditional t^{α-1} exp(-β t - S / t)
+(:func:`.conditionals._metropolis_precisions_conditioned`), with α = a + m_l / 2, β = b + Q_l / 2, the
+residual squares Q and the pair spread S computed at the posterior means of the moving publications
+(two rounds of means and modes, starting from the current precisions). The reverse proposal is
+computed in the proposed state the same way, so the Hastings ratio is exact:
+
+    log α + log Γ(n_A) Γ(n_B) / Γ(n_C) + T(split, t_split) - T(merged, t_merged)
+    + log[½ / (K_s (K_s - 1) n_A n_B)] + log q(t_merged | merged, t_split)          (reverse merge)
+    - log[P_split / K_m / (n_C (n_C - 1)) q_alloc] - log q(t_split | split, t_merged) (the split)
+
+with T the log posterior of the precisions and the partition, the moving means integrated: the
+precisions' Gamma prior, every reference's likelihood (the others at their publications' means),
+eq. 3's pairs among the other publications, and the Gaussian integral over the moving means
+(:func:`.split_merge._log_integrated`). K_m and K_s count the test publications of the merged and
+split states; the allocation runs at t_merged in both directions. Whatever the outcome, the means
+of the publications then holding the anchors are drawn from their conditional, so the move is a
+block update of (c_test, t, the moving means). SCDP-3 only: SCDP-1 and -2 have conjugate
+precisions, which their type moves integrate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+
+from inference.segments import segment_sum
+from inference.split_merge import (SplitMergeMoves, move_uniforms, no_moves, sequential_allocation)
+from zoo.dirichlet.supervised.conditionals import _log_gamma_density
+from zoo.dirichlet.supervised.split_merge import (_coupled_means, _draw_coupled_means, _log_integrated, _MoveContext,
+                                                  _rest, _side_model)
+from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
+
+__all__ = ["CENTRE_ROUNDS"]
+
+CENTRE_ROUNDS = 2
+"""Rounds of (posterior means of the moving publications, mode of the precisions) that place the
+precisions' proposal; the first starts from the precisions of the state the proposal leaves."""
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+class _Sides(NamedTuple):
+    """References of J = 1 or 2 moving publications summed by type: count (J, L), Σ r and Σ r²
+    (J, L, D)."""
+
+    count: jax.Array
+    total: jax.Array
+    square: jax.Array
+
+
+class _Rest(NamedTuple):
+    """What the move holds fixed: the number, sum and sum of squares of the other publications'
+    means (D), their pair spread S_rest (D), and the residual squares of the references outside
+    the move per type Q_rest (L, D)."""
+
+    n_rest: jax.Array
+    total: jax.Array
+    total_sq: jax.Array
+    spread: jax.Array
+    squares: jax.Array
+
+
+def _sides_of(features, types, masks, n_type_slots) -> _Sides:
+    """The references of each mask (J, N) summed by type."""
+    def one(mask):
+        weight = mask.astype(features.dtype)
+        return (segment_sum(weight, types, n_type_slots), segment_sum(features * weight[:, None], types, n_type_slots),
+                segment_sum(features * features * weight[:, None], types, n_type_slots))
+
+    return _Sides(*jax.vmap(one)(masks))
+
+
+def _weights(sides: _Sides, precisions):
+    """(A, B) = (Σ t_{d_n}, Σ t_{d_n} r_n) of each side, (J, D)."""
+    return sides.count @ precisions, jnp.einsum("sld,ld->sd", sides.total, precisions)
+
+
+def _posterior_means(config, coupling, rest: _Rest, weight, weighted):
+    """Means of the J moving publications given the rest: the mode of their Gaussian
+    (:func:`.split_merge._coupled_means`), (J, D)."""
+    diagonal, linear = _coupled_means(config, coupling, rest.n_rest, rest.total, weight, weighted)
+    if weight.shape[0] == 1:
+        return linear / diagonal
+    off = -2.0 * coupling
+    det = diagonal[0] * diagonal[1] - off * off
+    return jnp.stack([(diagonal[1] * linear[0] - off * linear[1]) / det,
+                      (diagonal[0] * linear[1] - off * linear[0]) / det])
+
+
+def _safe(precisions, active_types):
+    return jnp.where(active_types[:, None], precisions, 1.0)
+
+
+def _coupling(precisions, active_types):
+    """V = Σ_l 1 / t_l over the active types (eq. 3's weight of the pair spread)."""
+    return jnp.sum(jnp.where(active_types[:, None], 1.0 / precisions, 0.0), axis=0)
+
+
+def _proposal(config, sides: _Sides, precisions, active_types, type_counts, shape, rate, rest: _Rest):
+    """Centre log t̂ and scale s of the precisions' proposal (L, D) for the partition whose moving
+    publications are ``sides``, starting from ``precisions`` (see the module docstring)."""
+    counts = type_counts.astype(precisions.dtype)[:, None]
+    alpha = shape + 0.5 * counts
+    mode = _safe(precisions, active_types)
+    for _ in range(CENTRE_ROUNDS):
+        coupling = _coupling(mode, active_types)
+        means = _posterior_means(config, coupling, rest, *_weights(sides, mode))
+        squares = rest.squares + jnp.sum(sides.square - 2.0 * means[:, None, :] * sides.total
+                                         + sides.count[:, :, None] * means[:, None, :] ** 2, axis=0)
+        n_total = rest.n_rest + means.shape[0]
+        spread = jnp.maximum(n_total * (rest.total_sq + jnp.sum(means * means, 0))
+                             - (rest.total + jnp.sum(means, 0)) ** 2, 0.0)
+        beta = rate + 0.5 * jnp.maximum(squares, 0.0)
+        mode = (alpha + jnp.sqrt(alpha * alpha + 4.0 * beta * spread)) / (2.0 * beta)
+        mode = _safe(mode, active_types)
+    scale = 1.0 / jnp.sqrt(beta * mode + spread / mode)
+    return jnp.log(mode), scale
+
+
+def _log_proposal(precisions, centre, scale, active_types):
+    """log q(t) of the log-normal proposal, summed over the active types and features (a density
+    in t: the log-normal's, Jacobian 1 / t included)."""
+    log_t = jnp.log(_safe(precisions, active_types))
+    z = (log_t - centre) / scale
+    terms = -0.5 * z * z - jnp.log(scale) - _LOG_SQRT_2PI - log_t
+    return jnp.sum(jnp.where(active_types[:, None], terms, 0.0))
+
+
+def _log_target(config, sides: _Sides, precisions, active_types, type_counts, shape, rate, rest: _Rest):
+    """T: log p(partition's moving part, t | rest) up to terms that depend on neither (see the
+    module docstring); the CRP ratio is added by the move."""
+    safe = _safe(precisions, active_types)
+    coupling = _coupling(safe, active_types)
+    weight, weighted = _weights(sides, safe)
+    integrated = _log_integrated(config, coupling, rest.n_rest, rest.total, rest.total_sq, weight, weighted)
+    counts = type_counts.astype(safe.dtype)
+    moving_squares = jnp.sum(sides.square, axis=0)  # the moving references' -½ t r², outside the integral
+    likelihood = jnp.sum(jnp.where(active_types[:, None], 0.5 * counts[:, None] * jnp.log(safe)
+                                   - 0.5 * safe * (rest.squares + moving_squares), 0.0))
+    prior = jnp.sum(jnp.where(active_types, _log_gamma_density(safe, shape, rate), 0.0))
+    return integrated + likelihood + prior - jnp.sum(coupling * rest.spread)
+
+
+def _nth_member(mask, uniform, size):
+    """The ⌊uniform · size⌋-th index (0-based) where ``mask`` holds."""
+    rank = jnp.minimum(jnp.floor(uniform * size), size - 1).astype(jnp.int32)
+    return jnp.argmax(jnp.cumsum(mask.astype(jnp.int32)) > rank).astype(jnp.int32)
+
+
+def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alpha, shape, rate):
+    """One split or merge of test publications with new precisions (see the module docstring).
+    Returns (carry, split proposed, merge proposed, accepted)."""
+    dtype = features.dtype
+    n_points = features.shape[0]
+    key_move, key_noise, key_means = jax.random.split(rng_key, 3)
+    draws = move_uniforms(key_move, n_points, dtype)[0]
+    clusters, counts, means = carry.clusters, carry.cluster_counts, carry.means
+    types, type_counts, precisions = carry.types, carry.type_counts, carry.precisions
+    n_slots, n_type_slots = counts.shape[0], type_counts.shape[0]
+    noise = jax.random.normal(key_noise, precisions.shape, dtype)
+    slots, index = jnp.arange(n_slots), jnp.arange(n_points)
+    active = (counts > 0) & (slots >= n_train_clusters)
+    n_clusters = jnp.sum(active).astype(jnp.int32)
+    n_active = n_clusters.astype(dtype)
+    is_split = (n_clusters <= 1) | (draws.kind < 0.5)
+    choice = draws.choice
+
+    # Split: a test publication, then an ordered pair of distinct anchors in it, uniformly.
+    split_slot = _nth_member(active, choice[0], n_active)
+    n_split = counts[split_slot].astype(dtype)
+    in_split = clusters == split_slot
+    split_i = _nth_member(in_split, choice[1], n_split)
+    split_j = _nth_member(in_split & (index != split_i), choice[2], n_split - 1)
+    # Merge: an ordered pair of test publications, then an anchor in each, uniformly.
+    first = _nth_member(active, choice[0], n_active)
+    second = _nth_member(active & (slots != first), choice[3], n_active - 1)
+    merge_i = _nth_member(clusters == first, choice[1], counts[first].astype(dtype))
+    merge_j = _nth_member(clusters == second, choice[2], counts[second].astype(dtype))
+    i, j = jnp.where(is_split, split_i, merge_i), jnp.where(is_split, split_j, merge_j)
+    possible = jnp.where(is_split, (n_clusters >= 1) & (n_split >= 2), n_clusters >= 2)
+
+    label_i, label_j = clusters[i], clusters[j]
+    moving = (clusters == label_i) | (clusters == label_j)
+    in_play = moving & (index != i) & (index != j)
+    active_types = type_counts > 0
+    residuals = features - means[clusters]
+    n_rest, rest_total, rest_total_sq = _rest(means, counts > 0, slots, label_i, label_j)
+    rest = _Rest(n_rest, rest_total, rest_total_sq, jnp.maximum(n_rest * rest_total_sq - rest_total**2, 0.0),
+                 segment_sum(jnp.where(moving[:, None], 0.0, residuals * residuals), types, n_type_slots))
+    merged = _sides_of(features, types, moving[None], n_type_slots)
+    proposal = lambda sides, start: _proposal(config, sides, start, active_types, type_counts, shape, rate, rest)
+
+    # Precisions of the merged state: proposed for a merge, the current ones for a split.
+    centre, scale = proposal(merged, precisions)
+    precisions_merged = jnp.where(is_split, precisions,
+                                  jnp.where(active_types[:, None], jnp.exp(centre + scale * noise), precisions))
+    # The division of the references in play, at the merged state's precisions (drawn for a
+    # split, the current one's probability for a merge).
+    point_precisions = _safe(precisions_merged, active_types)[types]
+    context = _MoveContext(point_precisions, point_precisions * features,
+                           _coupling(_safe(precisions_merged, active_types), active_types))
+    order = jnp.argsort(jnp.where(in_play, draws.keys, jnp.uint32(0xFFFFFFFF)))
+    n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
+    on_i, log_q = sequential_allocation(_side_model(config, features, context, means, counts), order,
+                                        draws.uniforms, n_visits, i, j, ~is_split, clusters == label_i)
+    side_i, side_j = moving & on_i, moving & ~on_i
+    split = _sides_of(features, types, jnp.stack([side_i, side_j]), n_type_slots)
+    centre_split, scale_split = proposal(split, precisions_merged)
+    precisions_split = jnp.where(is_split & active_types[:, None], jnp.exp(centre_split + scale_split * noise),
+                                 precisions)
+    centre_merged, scale_merged = proposal(merged, precisions_split)  # the merge's proposal seen from the split
+
+    size_i, size_j = jnp.sum(side_i).astype(dtype), jnp.sum(side_j).astype(dtype)
+    size_both = size_i + size_j
+    n_merged = jnp.where(is_split, n_clusters, n_clusters - 1).astype(dtype)
+    n_split_state = n_merged + 1.0
+    target = lambda sides, t: _log_target(config, sides, t, active_types, type_counts, shape, rate, rest)
+    log_posterior = (log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
+                     + target(split, precisions_split) - target(merged, precisions_merged))
+    log_split_proposal = (jnp.where(n_merged == 1, 0.0, math.log(0.5)) - jnp.log(n_merged) - jnp.log(size_both)
+                          - jnp.log(size_both - 1.0) + log_q
+                          + _log_proposal(precisions_split, centre_split, scale_split, active_types))
+    log_merge_proposal = (math.log(0.5) - jnp.log(n_split_state) - jnp.log(n_split_state - 1.0) - jnp.log(size_i)
+                          - jnp.log(size_j) + _log_proposal(precisions_merged, centre_merged, scale_merged,
+                                                            active_types))
+    log_ratio = log_posterior + log_merge_proposal - log_split_proposal
+    log_ratio = jnp.where(is_split, log_ratio, -log_ratio)
+    accepted = possible & (jnp.log(draws.accept) < log_ratio)
+    free = counts == 0
+    overflow = accepted & is_split & ~jnp.any(free)
+    accepted = accepted & ~overflow
+
+    new_slot = jnp.argmax(free).astype(clusters.dtype)
+    moved = jnp.where(is_split, side_j, clusters == label_i)
+    clusters = jnp.where(accepted & moved, jnp.where(is_split, new_slot, label_j), clusters)
+    counts = segment_sum(jnp.ones((n_points,), counts.dtype), clusters, num_segments=n_slots)
+    precisions = jnp.where(accepted, jnp.where(is_split, precisions_split, precisions_merged), precisions)
+    # The means of the publications now holding i and j, from their conditional given the others
+    # and the precisions after the move (jointly when there are two).
+    safe = _safe(precisions, active_types)
+    coupling = _coupling(safe, active_types)
+    weight, weighted = _weights(split, safe)
+    separate = is_split == accepted  # an accepted split or a rejected merge
+    mean_a, mean_b = _draw_coupled_means(config, key_means, coupling, n_rest, rest_total, weight, weighted)
+    merged_precision, merged_linear = _coupled_means(config, coupling, n_rest, rest_total,
+                                                     jnp.sum(weight, 0, keepdims=True),
+                                                     jnp.sum(weighted, 0, keepdims=True))
+    merged_noise = jax.random.normal(jax.random.fold_in(key_means, 1), mean_a.shape, dtype)
+    merged_mean = merged_linear[0] / merged_precision[0] + merged_noise / jnp.sqrt(merged_precision[0])
+    slot_i, slot_j = clusters[i], clusters[j]
+    new_means = means.at[slot_j].set(jnp.where(separate, mean_b, merged_mean))
+    new_means = new_means.at[slot_i].set(jnp.where(separate, mean_a, merged_mean))
+    carry = carry._replace(clusters=clusters, cluster_counts=counts, means=jnp.where(possible, new_means, means),
+                           precisions=precisions,
+                           overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))
+    return carry, (is_split & possible, ~is_split & possible, accepted)
+
+
+def _precision_split_merge_moves(config, rng_key, carry, features, n_train_clusters, alpha, shape, rate):
+    """``config.n_precision_split_merge`` moves in a row (keys ``fold_in(rng_key, move)``), in XLA
+    on every backend. Returns (carry, SplitMergeMoves counts)."""
+    log_alpha = jnp.log(alpha).astype(features.dtype)
+
+    def move(state, move_index):
+        carry, moves = state
+        carry, (split, merge, accepted) = _precision_move(config, jax.random.fold_in(rng_key, move_index), carry,
+                                                          features, n_train_clusters, log_alpha, shape, rate)
+        moves = SplitMergeMoves(moves.splits_proposed + split, moves.splits_accepted + (split & accepted),
+                                moves.merges_proposed + merge, moves.merges_accepted + (merge & accepted))
+        return (carry, moves), None
+
+    (carry, moves), _ = jax.lax.scan(move, (carry, no_moves()), jnp.arange(config.n_precision_split_merge))
+    return carry, moves
