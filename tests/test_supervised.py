@@ -458,7 +458,7 @@ def test_feature_mismatch_and_bad_settings_are_rejected():
         SupervisedDP(3, n_precision_split_merge=-1)
     with pytest.raises(TypeError, match="^n_precision_split_merge: "):
         SupervisedDP(3, n_precision_split_merge=2.5)
-    assert SupervisedDP(3).n_precision_split_merge == 5 and SupervisedDP(2).n_precision_split_merge == 0
+    assert SupervisedDP(3).n_precision_split_merge == 2 and SupervisedDP(2).n_precision_split_merge == 0
 
 
 # ----------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ merges of the pairs of publications whose merge would raise the posterior most;
 kept them there, however far apart the groups were.
 
 SCDP-3 also splits and merges test publications together with the reference types' precisions
-(:mod:`.precision_moves`; ``n_precision_split_merge``, 5 per sweep by default): eq. 3 ties the
+(:mod:`.precision_moves`; ``n_precision_split_merge``, 2 per sweep by default): eq. 3 ties the
 cost of a new publication to the precisions, which the partition itself sets, so a chain can hold a
 partition and precisions that keep every fixed-precision split too dear.
 

@@ -259,7 +259,7 @@ class SupervisedDP:
         :func:`build_kernel` for when they help and when they did not; SCDP-3 has none).
     n_precision_split_merge : int, optional
         SCDP-3: split–merge moves of the test partition per sweep that propose the precisions with
-        it (default None: 5 for SCDP-3, 0 for the others; see :func:`build_kernel`).
+        it (default None: 2 for SCDP-3, 0 for the others; see :func:`build_kernel`).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 

@@ -27,7 +27,7 @@ from zoo.dirichlet.supervised.sweep_xla import _SweepDraws, _xla_sweep
 
 __all__ = ["build_kernel", "DEFAULT_PRECISION_SPLIT_MERGE"]
 
-DEFAULT_PRECISION_SPLIT_MERGE = 5
+DEFAULT_PRECISION_SPLIT_MERGE = 2
 """SCDP-3's split–merge moves with precisions per sweep when ``n_precision_split_merge`` is None."""
 
 
@@ -233,12 +233,15 @@ def build_kernel(
         type's precisions together with the split or merge (:mod:`.precision_moves`), run after
         the ``n_split_merge`` moves, in XLA on every backend. The moves at fixed precisions
         cannot leave a partition whose precisions make every split too dear: on the dequantised
-        digits of ``notebooks/supervised_digits.ipynb`` one SCDP-3 chain of four held 8 test
-        publications, 559 nats below the others, with all 0 of its fixed-precision moves rejected;
-        from its last state one of these moves split off twenty sevens and raised the corner
-        pixel's precision from 1.5 to 3.0 within 40 moves. ``None`` (default): 5 for SCDP-3, 0
-        for SCDP-1 and -2, which have none (their precisions are conjugate). Their acceptances
-        are counted with the test partition's in ``split_merge_accepted``.
+        digits of ``notebooks/supervised_digits.ipynb`` (4 chains, 1,000 sweeps, key 3) one SCDP-3
+        chain without these moves held 8 test publications to the end, its second half 558 nats
+        below the other three, every fixed-precision move after sweep 7 rejected; with two per
+        sweep it split off twenty sevens at sweep 24 (the corner pixel's precision rising from
+        about 1.5 to 3 and more with it), and the four chains' second halves agreed within 2
+        nats, at 9 publications each. Cost there: 28.2 ms a sweep of four chains without, 33.8
+        with two, 50.1 with five. ``None`` (default): 2 for SCDP-3, 0 for SCDP-1 and -2, which
+        have none (their precisions are conjugate). Their acceptances are counted with the test
+        partition's in ``split_merge_accepted``.
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
         device); "numba" as compiled loops that XLA calls as custom calls, the chains in
