@@ -109,8 +109,9 @@ class SupervisedDPFit:
         types (R-hat of ``n_types`` above 1.1), it suggests ``n_type_split_merge``. When no
         split–merge move of the test publications was accepted in any kept draw, it says so instead
         of asking for more of them, and suggests restarting each chain from its last partition
-        (on the dequantised digits of ``notebooks/supervised_digits.ipynb`` an SCDP-3 chain held
-        559 nats below the others by its precisions reached their level within 100 sweeps that way)."""
+        (on the dequantised digits of ``notebooks/supervised_digits.ipynb``, before SCDP-3 had its
+        moves with precisions, a chain held 559 nats below the others by its precisions reached
+        their level within 100 sweeps that way)."""
         table = getattr(self, "_mixing", None)
         if table is None:
             view = xr.Dataset(
