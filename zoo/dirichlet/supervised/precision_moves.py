@@ -53,7 +53,7 @@ from jax.scipy.special import gammaln
 from inference.segments import segment_sum
 from inference.split_merge import (SplitMergeMoves, move_uniforms, no_moves, sequential_allocation)
 from zoo.dirichlet.supervised.conditionals import _log_gamma_density
-from zoo.dirichlet.supervised.split_merge import (_coupled_means, _draw_coupled_means, _log_integrated, _MoveContext,
+from zoo.dirichlet.supervised.split_merge import (_coupled_means, _log_integrated, _MoveContext, _redraw_moved_means,
                                                   _rest, _side_model)
 from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
 
@@ -268,15 +268,8 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     coupling = _coupling(safe, active_types)
     weight, weighted = _weights(split, safe)
     separate = is_split == accepted  # an accepted split or a rejected merge
-    mean_a, mean_b = _draw_coupled_means(config, key_means, coupling, n_rest, rest_total, weight, weighted)
-    merged_precision, merged_linear = _coupled_means(config, coupling, n_rest, rest_total,
-                                                     jnp.sum(weight, 0, keepdims=True),
-                                                     jnp.sum(weighted, 0, keepdims=True))
-    merged_noise = jax.random.normal(jax.random.fold_in(key_means, 1), mean_a.shape, dtype)
-    merged_mean = merged_linear[0] / merged_precision[0] + merged_noise / jnp.sqrt(merged_precision[0])
-    slot_i, slot_j = clusters[i], clusters[j]
-    new_means = means.at[slot_j].set(jnp.where(separate, mean_b, merged_mean))
-    new_means = new_means.at[slot_i].set(jnp.where(separate, mean_a, merged_mean))
+    new_means = _redraw_moved_means(config, key_means, means, coupling, n_rest, rest_total, weight, weighted, separate,
+                                    clusters[i], clusters[j])
     carry = carry._replace(clusters=clusters, cluster_counts=counts, means=jnp.where(possible, new_means, means),
                            precisions=precisions,
                            overflow=carry.overflow | jnp.where(overflow, _CLUSTER_OVERFLOW, 0))

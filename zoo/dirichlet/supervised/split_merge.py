@@ -85,6 +85,22 @@ def _draw_coupled_means(config, rng_key, coupling, n_rest, rest_total, weights, 
     return mean_a, mean_b
 
 
+def _redraw_moved_means(config, key_means, means, coupling, n_rest, rest_total, weights, weighteds, separate, slot_i,
+                        slot_j):
+    """``means`` with those of the publications holding a move's anchors (slots ``slot_i`` and
+    ``slot_j`` after it) drawn from their conditional given the other publications (``n_rest``,
+    ``rest_total``, of the state before the move): both jointly where ``separate`` (an accepted
+    split or a rejected merge; ``weights``, ``weighteds`` (2, D) are the two sides' (A, B)), else
+    the one of the merged publication."""
+    mean_a, mean_b = _draw_coupled_means(config, key_means, coupling, n_rest, rest_total, weights, weighteds)
+    merged_precision, merged_linear = _coupled_means(
+        config, coupling, n_rest, rest_total, jnp.sum(weights, 0, keepdims=True), jnp.sum(weighteds, 0, keepdims=True))
+    noise = jax.random.normal(jax.random.fold_in(key_means, 1), mean_a.shape, means.dtype)
+    merged_mean = merged_linear[0] / merged_precision[0] + noise / jnp.sqrt(merged_precision[0])
+    new_means = means.at[slot_j].set(jnp.where(separate, mean_b, merged_mean))
+    return new_means.at[slot_i].set(jnp.where(separate, mean_a, merged_mean))
+
+
 def _side_model(config, features, context, means, counts) -> SideModel:
     """The moves' view of the test partition: a side is summarised by (A, B) = (Σ t_n, Σ t_n r_n)
     per feature; the predictive is :func:`_log_side_predictive`; merges are ranked by the
@@ -135,7 +151,6 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     per slot of the partition (see :func:`inference.split_merge.split_merge_move`). Returns
     (carry, MoveResult).
     """
-    dtype = features.dtype
     key_move, key_means = jax.random.split(rng_key)
     clusters, counts, means = carry.clusters, carry.cluster_counts, carry.means
     slots = jnp.arange(counts.shape[0])
@@ -150,17 +165,9 @@ def _split_merge_move(config, rng_key, carry, features, n_train_clusters, log_al
     sides_weight = jnp.stack([result.stats_i[0], result.stats_j[0]])
     sides_weighted = jnp.stack([result.stats_i[1], result.stats_j[1]])
     separate = result.split_proposed == result.accepted  # an accepted split or a rejected merge
-    mean_a, mean_b = _draw_coupled_means(config, key_means, context.coupling, n_rest, rest_total, sides_weight,
-                                         sides_weighted)
-    merged_precision, merged_linear = _coupled_means(
-        config, context.coupling, n_rest, rest_total, jnp.sum(sides_weight, 0, keepdims=True),
-        jnp.sum(sides_weighted, 0, keepdims=True),
-    )
-    noise = jax.random.normal(jax.random.fold_in(key_means, 1), mean_a.shape, dtype)
-    merged_mean = merged_linear[0] / merged_precision[0] + noise / jnp.sqrt(merged_precision[0])
     slot_i, slot_j = result.assignments[result.anchor_i], result.assignments[result.anchor_j]
-    new_means = means.at[slot_j].set(jnp.where(separate, mean_b, merged_mean))
-    new_means = new_means.at[slot_i].set(jnp.where(separate, mean_a, merged_mean))
+    new_means = _redraw_moved_means(config, key_means, means, context.coupling, n_rest, rest_total, sides_weight,
+                                    sides_weighted, separate, slot_i, slot_j)
     carry = carry._replace(clusters=result.assignments, cluster_counts=result.counts,
                            means=jnp.where(proposed, new_means, means),
                            overflow=carry.overflow | jnp.where(result.overflow, _CLUSTER_OVERFLOW, 0))
