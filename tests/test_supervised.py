@@ -683,7 +683,8 @@ def test_precision_moves_alone_sample_the_exact_partition_and_precisions(x64, n_
     state = scdp.init(jax.random.key(0), train, train_labels, test, max_test_clusters=n_test, max_types=3,
                       test_clusters=np.zeros(n_test, np.int32))
     types = np.arange(n_train + n_test, dtype=np.int32) % n_types
-    state = state._replace(types=jnp.asarray(types), type_counts=jnp.asarray(np.bincount(types, minlength=3), jnp.int32),
+    state = state._replace(types=jnp.asarray(types),
+                           type_counts=jnp.asarray(np.bincount(types, minlength=3), jnp.int32),
                            precisions=jnp.full((3, 2), 2.0))
     config = scdp.build_kernel(3).args[0]
     carry = _Carry(state.clusters, state.cluster_counts, state.means, state.types, state.type_counts,

@@ -9,12 +9,13 @@ with no split or merge worth taking at those precisions. On the dequantised digi
 ``notebooks/supervised_digits.ipynb`` one chain of four kept twenty sevens with ink in the top-right
 corner inside a publication of 65, its precision on that pixel 1.5 where the other chains have
 4.1: splitting them off scored +8 nats in the likelihood and -40 in the CRP at 1.5 (rejected), but
-+1,270 at 4.1, and that precision follows from the split, not before it. The test split–merge moves
-of :mod:`.split_merge` keep the precisions fixed, so they cannot make that step.
++1,270 at 4.1, and that precision follows from the split, not before it. The test split–merge
+moves of :mod:`zoo.dirichlet.supervised.split_merge` keep the precisions fixed, so they cannot
+make that step.
 
 The move. Target: p(c_test, t | p_rest, d, r), the means of the one or two publications in play
-integrated (as in :mod:`.split_merge`), every active type's precisions t_l part of the move. A
-split picks a test publication and two anchors uniformly and allocates its other references
+integrated (as in :mod:`zoo.dirichlet.supervised.split_merge`), every active type's precisions t_l
+part of the move. A split picks a test publication and two anchors uniformly and allocates its other references
 sequentially at the current precisions (Dahl 2003); a merge picks an ordered pair of test
 publications uniformly and the anchors uniformly in them. The precisions of the other state are
 then drawn per type and feature as
@@ -34,11 +35,11 @@ computed in the proposed state the same way, so the Hastings ratio is exact:
 with T the log posterior of the precisions and the partition, the moving means integrated: the
 precisions' Gamma prior, every reference's likelihood (the others at their publications' means),
 eq. 3's pairs among the other publications, and the Gaussian integral over the moving means
-(:func:`.split_merge._log_integrated`). K_m and K_s count the test publications of the merged and
-split states; the allocation runs at t_merged in both directions. Whatever the outcome, the means
-of the publications then holding the anchors are drawn from their conditional, so the move is a
-block update of (c_test, t, the moving means). SCDP-3 only: SCDP-1 and -2 have conjugate
-precisions, which their type moves integrate.
+(:func:`zoo.dirichlet.supervised.split_merge._log_integrated`). K_m and K_s count the test
+publications of the merged and split states; the allocation runs at t_merged in both directions.
+Whatever the outcome, the means of the publications then holding the anchors are drawn from their
+conditional, so the move is a block update of (c_test, t, the moving means). SCDP-3 only: SCDP-1
+and -2 have conjugate precisions, which their type moves integrate.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def _weights(sides: _Sides, precisions):
 
 def _posterior_means(config, coupling, rest: _Rest, weight, weighted):
     """Means of the J moving publications given the rest: the mode of their Gaussian
-    (:func:`.split_merge._coupled_means`), (J, D)."""
+    (:func:`zoo.dirichlet.supervised.split_merge._coupled_means`), (J, D)."""
     diagonal, linear = _coupled_means(config, coupling, rest.n_rest, rest.total, weight, weighted)
     if weight.shape[0] == 1:
         return linear / diagonal
