@@ -953,3 +953,14 @@ def test_mixing_advice_does_not_ask_for_more_of_moves_that_were_never_accepted()
         assert fit.mixing.attrs["advice"].startswith("Run longer, with more split-merge moves")
     samples["split_merge_accepted"][1, 7] = 0
     assert SupervisedDPFit(result, model=3, n_split_merge=0).mixing.attrs["advice"].startswith("Run longer")
+    # No move accepted, but the chains agree on the log joint and K (as SCDP-3's on the digits since its
+    # moves with precisions, where only the entropy of the sizes mixed slowly): more sweeps, not
+    # restarts.
+    samples["log_joint"] = rng.normal(0.0, 1.0, (2, n_draws))
+    samples["n_clusters"] = np.full((2, n_draws), 9)
+    agreeing = SupervisedDPFit(result, model=3, n_split_merge=12).mixing
+    assert float(agreeing.loc["log_joint", "r_hat"]) <= 1.01
+    assert agreeing.attrs["advice"].startswith("No split-merge move of the test publications was accepted (12 per "
+                                               "sweep, 0 of 1,200 in the kept draws), so more of them will not help; "
+                                               "the chains agree on the log joint")
+    assert "run more sweeps" in agreeing.attrs["advice"] and "init=" not in agreeing.attrs["advice"]

@@ -111,7 +111,8 @@ class SupervisedDPFit:
         of asking for more of them, and suggests restarting each chain from its last partition
         (on the dequantised digits of ``notebooks/supervised_digits.ipynb``, before SCDP-3 had its
         moves with precisions, a chain held 559 nats below the others by its precisions reached
-        their level within 100 sweeps that way)."""
+        their level within 100 sweeps that way); when the chains already agree on the log joint
+        and on the number of test publications, it asks for more sweeps instead."""
         table = getattr(self, "_mixing", None)
         if table is None:
             view = xr.Dataset(
@@ -131,11 +132,23 @@ class SupervisedDPFit:
         n_moves = getattr(self, "_n_split_merge", None)  # None in fits pickled before it was kept
         if n_moves and accepted is not None and np.size(accepted) and not np.any(accepted):
             # More of a move that never succeeded will not help; a chain can be held by its means
-            # and precisions as much as by its partition, and a restart draws those afresh.
-            advice = (f"No split-merge move of the test publications was accepted ({n_moves} per sweep, "
-                      f"0 of {n_moves * np.size(accepted):,} in the kept draws), so more of them will not "
-                      "help: run more chains from dispersed starts, or restart each chain from its last partition "
-                      "(init=fit.assignments[:, -1]), which draws its means and precisions afresh.")
+            # and precisions as much as by its partition, and a restart draws those afresh. When
+            # the chains agree on the log joint and the number of test publications they share one
+            # mode, and only sweeps help.
+            none_accepted = (f"No split-merge move of the test publications was accepted ({n_moves} per sweep, "
+                             f"0 of {n_moves * np.size(accepted):,} in the kept draws), so more of them will not "
+                             "help")
+            r_hat = table["r_hat"].astype(float)
+            log_joint_r_hat = r_hat.get("log_joint", np.inf)
+            r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
+            # (NaN: constant in every chain, as K can be.)
+            if log_joint_r_hat <= r_hat_max and not r_hat.get("n_clusters", np.inf) > r_hat_max:
+                advice = (f"{none_accepted}; the chains agree on the log joint (R-hat {log_joint_r_hat:.3f}) and on "
+                          "the number of test publications, so they share one mode and what does not mix moves slowly "
+                          "within it: run more sweeps.")
+            else:
+                advice = (f"{none_accepted}: run more chains from dispersed starts, or restart each chain from its "
+                          "last partition (init=fit.assignments[:, -1]), which draws its means and precisions afresh.")
         # Only when the chains clearly hold different types (R-hat above 1.1, or inf when each chain
         # keeps its own; NaN, for constant types, is not): on FEBRL's records, where the types'
         # only fault was a bulk ESS of 359, the type moves made things worse.
