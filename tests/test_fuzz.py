@@ -1515,8 +1515,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "SupervisedDP": (lambda kwargs: SupervisedDP(**kwargs), {}, {
         "alpha": BAD_POSITIVE_REAL, "alpha_types": BAD_POSITIVE_REAL, "max_test_clusters": BAD_POSITIVE_INT,
         "max_types": BAD_POSITIVE_INT, "n_auxiliary": BAD_POSITIVE_INT, "n_split_merge": BAD_COUNT,
-        "n_precision_split_merge": BAD_COUNT, "model": st.sampled_from([0, 4, "one", None, 1.5]), "prior_variance": BAD_POSITIVE_REAL,
-        "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
+        "n_precision_split_merge": BAD_COUNT, "model": st.sampled_from([0, 4, "one", None, 1.5]),
+        "prior_variance": BAD_POSITIVE_REAL, "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
         "backend": not_one_of(("auto", "xla", "numba"))}, {}),
     "SupervisedDP.fit": (lambda kwargs: SupervisedDP().fit(**kwargs),
                          {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],

@@ -65,8 +65,8 @@ model ignores), so the partition posterior is the same.
 Modules: :mod:`.program` (the NumPyro program), :mod:`.state` (state, data, info, initial
 state), :mod:`.conditionals` (densities, parameter updates, log joint), :mod:`.sweep_xla` (the
 assignment sweep; its numba twin is :mod:`inference.native.supervised_sweep`), :mod:`.split_merge`
-(moves of the test partition), :mod:`.precision_moves` (SCDP-3's moves with precisions), :mod:`.kernel` (the step), :mod:`.distances` (DM05 §7.2) and
-:mod:`.fit` (:class:`SupervisedDP`).
+(moves of the test partition), :mod:`.precision_moves` (SCDP-3's moves with precisions),
+:mod:`.kernel` (the step), :mod:`.distances` (DM05 §7.2) and :mod:`.fit` (:class:`SupervisedDP`).
 """
 
 from zoo.dirichlet.supervised.distances import embed_distances

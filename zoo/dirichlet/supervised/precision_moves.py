@@ -52,7 +52,8 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from inference.segments import segment_sum
-from inference.split_merge import (SplitMergeMoves, move_uniforms, no_moves, sequential_allocation)
+from inference.split_merge import (_log_split_proposal, _nth_member, SplitMergeMoves, move_uniforms, no_moves,
+                                   sequential_allocation)
 from zoo.dirichlet.supervised.conditionals import _log_gamma_density
 from zoo.dirichlet.supervised.split_merge import (_coupled_means, _log_integrated, _MoveContext, _redraw_moved_means,
                                                   _rest, _side_model)
@@ -169,12 +170,6 @@ def _log_target(config, sides: _Sides, precisions, active_types, type_counts, sh
     return integrated + likelihood + prior - jnp.sum(coupling * rest.spread)
 
 
-def _nth_member(mask, uniform, size):
-    """The ⌊uniform · size⌋-th index (0-based) where ``mask`` holds."""
-    rank = jnp.minimum(jnp.floor(uniform * size), size - 1).astype(jnp.int32)
-    return jnp.argmax(jnp.cumsum(mask.astype(jnp.int32)) > rank).astype(jnp.int32)
-
-
 def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alpha, shape, rate):
     """One split or merge of test publications with new precisions (see the module docstring).
     Returns (carry, split proposed, merge proposed, accepted)."""
@@ -224,9 +219,9 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
                                   jnp.where(active_types[:, None], jnp.exp(centre + scale * noise), precisions))
     # The division of the references in play, at the merged state's precisions (drawn for a
     # split, the current one's probability for a merge).
-    point_precisions = _safe(precisions_merged, active_types)[types]
-    context = _MoveContext(point_precisions, point_precisions * features,
-                           _coupling(_safe(precisions_merged, active_types), active_types))
+    safe_merged = _safe(precisions_merged, active_types)
+    point_precisions = safe_merged[types]
+    context = _MoveContext(point_precisions, point_precisions * features, _coupling(safe_merged, active_types))
     order = jnp.argsort(jnp.where(in_play, draws.keys, jnp.uint32(0xFFFFFFFF)))
     n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
     on_i, log_q = sequential_allocation(_side_model(config, features, context, means, counts), order,
@@ -245,9 +240,9 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     target = lambda sides, t: _log_target(config, sides, t, active_types, type_counts, shape, rate, rest)
     log_posterior = (log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
                      + target(split, precisions_split) - target(merged, precisions_merged))
-    log_split_proposal = (jnp.where(n_merged == 1, 0.0, math.log(0.5)) - jnp.log(n_merged) - jnp.log(size_both)
-                          - jnp.log(size_both - 1.0) + log_q
+    log_split_proposal = (_log_split_proposal(n_merged, size_both, log_q)
                           + _log_proposal(precisions_split, centre_split, scale_split, active_types))
+    # The merge picks its ordered pair uniformly (1 / K_s (K_s - 1)), not by merge gains.
     log_merge_proposal = (math.log(0.5) - jnp.log(n_split_state) - jnp.log(n_split_state - 1.0) - jnp.log(size_i)
                           - jnp.log(size_j) + _log_proposal(precisions_merged, centre_merged, scale_merged,
                                                             active_types))
