@@ -176,7 +176,7 @@ class _Config(NamedTuple):
     n_precision_steps: int
     backend: str
     n_type_split_merge: int
-    n_precision_split_merge: int = 0
+    n_precision_split_merge: int
 
 
 class _Carry(NamedTuple):
