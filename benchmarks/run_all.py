@@ -6,6 +6,10 @@ becomes a row of the summary table. Figures are ratios or slopes measured within
 absolute seconds are labelled with the machine they were measured on.
 
 Run: ``python benchmarks/run_all.py [--only NAME ...] [--quick]``
+
+With ``--only``, the benchmarks named are re-run and every other benchmark's rows and output are
+kept from the report already there (each benchmark's section says when and where it was
+measured), so re-running one benchmark does not erase the others.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -58,6 +63,54 @@ def _without_accelerator_section(text: str) -> str:
     return text[:start] + text[stop:]
 
 
+_ROW = re.compile(r"^\| (bench_\w+) \|")
+_SECTION = re.compile(r"^### (bench_\w+)\n", flags=re.MULTILINE)
+_MEASURED = re.compile(r"^Measured (.+)\.$", flags=re.MULTILINE)
+
+
+def report_parts(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The table rows and the output section of each benchmark in one report (or accelerator section).
+
+    A section that does not say when it was measured (written before sections did) gets the
+    report's own "Measured ..." line, so that it keeps its date when merged into a newer report.
+    """
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if match := _ROW.match(line):
+            rows.setdefault(match.group(1), []).append(line)
+    header = _MEASURED.search(text)
+    pieces = _SECTION.split(text)
+    sections = {}
+    for name, body in zip(pieces[1::2], pieces[2::2]):
+        body = body.split(ACCELERATOR_BEGIN)[0].split(ACCELERATOR_END)[0].strip("\n")
+        if not body.startswith("Measured ") and header:
+            body = f"Measured {header.group(1)}.\n\n{body}"
+        sections[name] = body
+    return rows, sections
+
+
+def merge_reports(previous: str, rows: dict[str, list[str]], sections: dict[str, str]
+                  ) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    """Add the rows and sections of the benchmarks in ``previous`` that this run did not re-run.
+
+    Returns the names kept from ``previous`` and the merged rows and sections, in benchmark order.
+    """
+    old_rows, old_sections = report_parts(previous)
+    kept = sorted(name for name in set(old_rows) | set(old_sections) if name not in sections)
+    merged_rows = {name: rows.get(name) or old_rows.get(name, []) for name in sorted(set(rows) | set(kept))}
+    merged_sections = {name: sections.get(name) or old_sections.get(name, "")
+                       for name in sorted(set(sections) | set(kept))}
+    return kept, merged_rows, merged_sections
+
+
+def render(header: str, rows: dict[str, list[str]], sections: dict[str, str], full_output_heading: str) -> str:
+    table = ["| benchmark | figure | value | target |", "|---|---|---|---|"]
+    for lines in rows.values():
+        table.extend(lines)
+    return (header + "\n\n" + "\n".join(table) + "\n\n" + full_output_heading + "\n\n"
+            + "\n".join(f"### {name}\n\n{body}\n" for name, body in sections.items() if body))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="benchmark names (without .py)")
@@ -71,7 +124,10 @@ def main() -> None:
     scripts = sorted(HERE.glob("bench_*.py"))
     if args.only:
         scripts = [script for script in scripts if script.stem in args.only]
-    rows, sections = [], []
+    when = (f"{datetime.date.today().isoformat()} on {machine()}"
+            f"{' (quick sizes)' if args.quick else ''}")
+    rows: dict[str, list[str]] = {}
+    sections: dict[str, str] = {}
     for script in scripts:
         if args.quick:
             extra = QUICK_ARGUMENTS.get(script.stem, [])
@@ -88,25 +144,33 @@ def main() -> None:
         for line in done.stdout.splitlines():
             if line.startswith("SUMMARY "):
                 entry = json.loads(line[len("SUMMARY "):])
-                rows.append((script.stem, entry))
-        sections.append(f"### {script.stem}\n\n`{' '.join(['python'] + command[1:]).replace(str(HERE.parent) + '/', '')}`"
-                        f" ({elapsed:.0f} s)\n\n```\n{output.strip()}\n```\n")
-    table = ["| benchmark | figure | value | target |", "|---|---|---|---|"]
-    for name, entry in rows:
-        table.append(f"| {name} | {entry['figure']} | {entry['value']} | {entry.get('target', '')} |")
-    measured = (f"Measured {datetime.date.today().isoformat()} on {machine()}"
-                f"{' (quick sizes)' if args.quick else ''}.\n\n" + "\n".join(table) + "\n\n")
+                rows.setdefault(script.stem, []).append(
+                    f"| {script.stem} | {entry['figure']} | {entry['value']} | {entry.get('target', '')} |")
+        shown = " ".join(["python"] + command[1:]).replace(str(HERE.parent) + "/", "")
+        sections[script.stem] = f"Measured {when}.\n\n`{shown}` ({elapsed:.0f} s)\n\n```\n{output.strip()}\n```"
+    header = f"Measured {when}."
     path = Path(args.out)
     previous = path.read_text() if path.exists() else ""
     if on_accelerator:
-        section = (f"{ACCELERATOR_BEGIN}\n## On an accelerator: {jax.devices()[0].device_kind}\n\n{measured}"
-                   "### Full output\n\n" + "\n".join(sections) + f"\n{ACCELERATOR_END}\n")
+        previous_part = (previous[previous.index(ACCELERATOR_BEGIN):previous.index(ACCELERATOR_END)]
+                         if ACCELERATOR_BEGIN in previous else "")
+    else:
+        previous_part = _without_accelerator_section(previous)
+    if args.only and previous_part:
+        kept, rows, sections = merge_reports(previous_part, rows, sections)
+        if kept:
+            header = (f"Measured {when}: {', '.join(name for name in sections if name not in kept)}; the rows of "
+                      f"{', '.join(kept)} are kept from earlier runs (each benchmark's section says when).")
+    if on_accelerator:
+        section = (f"{ACCELERATOR_BEGIN}\n## On an accelerator: {jax.devices()[0].device_kind}\n\n"
+                   + render(header, rows, sections, "### Full output") + f"\n{ACCELERATOR_END}\n")
         report = _without_accelerator_section(previous).rstrip("\n") + "\n\n" + section
     else:
-        report = "# Benchmark results\n\n" + measured + "## Full output\n\n" + "\n".join(sections)
+        report = "# Benchmark results\n\n" + render(header, rows, sections, "## Full output")
         if ACCELERATOR_BEGIN in previous:
-            kept = previous[previous.index(ACCELERATOR_BEGIN):previous.index(ACCELERATOR_END) + len(ACCELERATOR_END)]
-            report = report.rstrip("\n") + "\n\n" + kept + "\n"
+            start, stop = previous.index(ACCELERATOR_BEGIN), previous.index(ACCELERATOR_END) + len(ACCELERATOR_END)
+            accelerator = previous[start:stop]
+            report = report.rstrip("\n") + "\n\n" + accelerator + "\n"
     path.write_text(report)
     print(f"wrote {args.out}")
 

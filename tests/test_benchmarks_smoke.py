@@ -85,3 +85,23 @@ def test_bench_estep_order_quick(capsys):
     assert len(rows) == 4 and all(row[2] == "True" for row in rows[:2])
     assert all(row[2] == "True" and row[4] == "True" for row in rows[2:])
     assert sum(line.startswith("SUMMARY ") for line in out.splitlines()) == 3
+
+
+def test_run_all_only_keeps_the_other_benchmarks():
+    run_all = _load("run_all")
+    previous = ("# Benchmark results\n\nMeasured 2026-01-01 on a test machine.\n\n"
+                "| benchmark | figure | value | target |\n|---|---|---|---|\n"
+                "| bench_a | a figure | 1.0 | - |\n| bench_b | b figure | 2.0 | - |\n| bench_b | b second | 3.0 | - |\n\n"
+                "## Full output\n\n### bench_a\n\n`python a` (1 s)\n\n```\nSUMMARY a\n```\n\n"
+                "### bench_b\n\n`python b` (2 s)\n\n```\nSUMMARY b\n```\n")
+    new_rows = {"bench_b": ["| bench_b | b figure | 9.0 | - |"]}
+    new_sections = {"bench_b": "Measured 2026-02-02 on another machine.\n\n`python b` (5 s)\n\n```\nnew b\n```"}
+    kept, rows, sections = run_all.merge_reports(previous, new_rows, new_sections)
+    assert kept == ["bench_a"]
+    assert rows == {"bench_a": ["| bench_a | a figure | 1.0 | - |"], "bench_b": new_rows["bench_b"]}
+    # The kept section carries the date of the report it came from; the new one its own.
+    assert sections["bench_a"].startswith("Measured 2026-01-01 on a test machine.\n\n`python a`")
+    assert sections["bench_b"] == new_sections["bench_b"]
+    report = "# Benchmark results\n\n" + run_all.render("Measured now.", rows, sections, "## Full output")
+    assert run_all.report_parts(report) == (rows, sections)  # a merged report merges again unchanged
+    assert "SUMMARY b" not in report and "new b" in report and "SUMMARY a" in report
