@@ -668,8 +668,8 @@ def _log_partition_and_mean_precision(test_labels, train, train_labels, train_me
     return total, np.array(mean_precision)
 
 
-@pytest.mark.parametrize("n_types", [1, 2])
-def test_precision_moves_alone_sample_the_exact_partition_and_precisions(x64, n_types):
+@pytest.mark.parametrize("n_types, singleton", [(1, False), (2, False), (1, True), (2, True)])
+def test_precision_moves_alone_sample_the_exact_partition_and_precisions(x64, n_types, singleton):
     # SCDP-3 with the reference types fixed (one for all, or two alternating), the training means
     # fixed: the split-merge moves that propose the precisions (with their redraws of the means
     # they touch) must sample p(c_test, t | p_train, d), checked on the test partition and on the
@@ -694,7 +694,8 @@ def test_precision_moves_alone_sample_the_exact_partition_and_precisions(x64, n_
 
     def chain(key):
         def one(carry, move_key):
-            carry, _ = precision_moves._precision_move(config, move_key, carry, data, 2, jnp.log(alpha), shape, rate)
+            carry, _ = precision_moves._precision_move(config, move_key, carry, data, 2, jnp.log(alpha), shape, rate,
+                                                       singleton=singleton)
             return carry, (carry.clusters[n_train:], carry.precisions[0])
         return jax.tree_util.tree_map(lambda leaf: leaf[50:], jax.lax.scan(one, carry, jax.random.split(key, 300))[1])
 

@@ -61,6 +61,12 @@ from zoo.dirichlet.supervised.state import _CLUSTER_OVERFLOW
 
 __all__ = ["CENTRE_ROUNDS"]
 
+UNPULLED_START = 1e4
+"""Precisions from which a singleton move's proposal rounds start (see :func:`_precision_move`)."""
+
+SINGLETON_KEY = 0x5EED
+"""``fold_in`` datum of the singleton moves' keys (the allocation moves' keys stay as they were)."""
+
 CENTRE_ROUNDS = 2
 """Rounds of (posterior means of the moving publications, mode of the precisions) that place the
 precisions' proposal; the first starts from the precisions of the state the proposal leaves."""
@@ -170,9 +176,11 @@ def _log_target(config, sides: _Sides, precisions, active_types, type_counts, sh
     return integrated + likelihood + prior - jnp.sum(coupling * rest.spread)
 
 
-def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alpha, shape, rate):
+def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alpha, shape, rate, singleton=False):
     """One split or merge of test publications with new precisions (see the module docstring).
-    Returns (carry, split proposed, merge proposed, accepted)."""
+    With ``singleton``, the split takes one reference out on its own and the merge puts a
+    singleton publication into another (see the module docstring). Returns (carry, split
+    proposed, merge proposed, accepted)."""
     dtype = features.dtype
     n_points = features.shape[0]
     key_move, key_noise, key_means = jax.random.split(rng_key, 3)
@@ -201,6 +209,19 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     merge_j = _nth_member(clusters == second, choice[2], counts[second].astype(dtype))
     i, j = jnp.where(is_split, split_i, merge_i), jnp.where(is_split, split_j, merge_j)
     possible = jnp.where(is_split, (n_clusters >= 1) & (n_split >= 2), n_clusters >= 2)
+    if singleton:
+        # A test reference, uniformly (their number does not change with the move, so it cancels).
+        in_test = active[clusters]
+        i = _nth_member(in_test, choice[0], jnp.sum(in_test).astype(dtype))
+        own = clusters[i]
+        n_own = counts[own].astype(dtype)
+        is_split = n_own >= 2.0
+        # Split: i leaves; j, the first other reference of its publication, labels the rest.
+        # Merge: i is a singleton and joins another test publication chosen uniformly.
+        target = _nth_member(active & (slots != own), choice[1], n_active - 1)
+        j = jnp.where(is_split, _nth_member((clusters == own) & (index != i), jnp.zeros((), dtype), n_own - 1),
+                      _nth_member(clusters == target, jnp.zeros((), dtype), counts[target].astype(dtype)))
+        possible = jnp.any(in_test) & (is_split | (n_clusters >= 2))
 
     label_i, label_j = clusters[i], clusters[j]
     moving = (clusters == label_i) | (clusters == label_j)
@@ -214,7 +235,12 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     proposal = lambda sides, start: _proposal(config, sides, start, active_types, type_counts, shape, rate, rest)
 
     # Precisions of the merged state: proposed for a merge, the current ones for a split.
-    centre, scale = proposal(merged, precisions)
+    # Where the rounds start: the precisions of the state the proposal leaves, or for a singleton
+    # move the moving publications' own averages (precisions so high that eq. 3's coupling and the
+    # prior do not pull the means), so that a lone outlier's publication can propose the high
+    # precision its feature has once it stands alone.
+    unpulled = jnp.full_like(precisions, UNPULLED_START)
+    centre, scale = proposal(merged, unpulled if singleton else precisions)
     precisions_merged = jnp.where(is_split, precisions,
                                   jnp.where(active_types[:, None], jnp.exp(centre + scale * noise), precisions))
     # The division of the references in play, at the merged state's precisions (drawn for a
@@ -223,15 +249,17 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     point_precisions = safe_merged[types]
     context = _MoveContext(point_precisions, point_precisions * features, _coupling(safe_merged, active_types))
     order = jnp.argsort(jnp.where(in_play, draws.keys, jnp.uint32(0xFFFFFFFF)))
-    n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
+    # A singleton move allocates nothing: every reference in play stays with j.
+    n_visits = jnp.zeros((), jnp.int32) if singleton else jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
     on_i, log_q = sequential_allocation(_side_model(config, features, context, means, counts), order,
                                         draws.uniforms, n_visits, i, j, ~is_split, clusters == label_i)
     side_i, side_j = moving & on_i, moving & ~on_i
     split = _sides_of(features, types, jnp.stack([side_i, side_j]), n_type_slots)
-    centre_split, scale_split = proposal(split, precisions_merged)
+    centre_split, scale_split = proposal(split, unpulled if singleton else precisions_merged)
     precisions_split = jnp.where(is_split & active_types[:, None], jnp.exp(centre_split + scale_split * noise),
                                  precisions)
-    centre_merged, scale_merged = proposal(merged, precisions_split)  # the merge's proposal seen from the split
+    # The merge's proposal seen from the split.
+    centre_merged, scale_merged = proposal(merged, unpulled if singleton else precisions_split)
 
     size_i, size_j = jnp.sum(side_i).astype(dtype), jnp.sum(side_j).astype(dtype)
     size_both = size_i + size_j
@@ -240,12 +268,19 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     target = lambda sides, t: _log_target(config, sides, t, active_types, type_counts, shape, rate, rest)
     log_posterior = (log_alpha + gammaln(size_i) + gammaln(size_j) - gammaln(size_both)
                      + target(split, precisions_split) - target(merged, precisions_merged))
-    log_split_proposal = (_log_split_proposal(n_merged, size_both, log_q)
-                          + _log_proposal(precisions_split, centre_split, scale_split, active_types))
-    # The merge picks its ordered pair uniformly (1 / K_s (K_s - 1)), not by merge gains.
-    log_merge_proposal = (math.log(0.5) - jnp.log(n_split_state) - jnp.log(n_split_state - 1.0) - jnp.log(size_i)
-                          - jnp.log(size_j) + _log_proposal(precisions_merged, centre_merged, scale_merged,
-                                                            active_types))
+    if singleton:
+        # Split: the reference (1 / M). Merge: the singleton (1 / M), then the other publication
+        # (1 / (K_s - 1)).
+        log_split_proposal = _log_proposal(precisions_split, centre_split, scale_split, active_types)
+        log_merge_proposal = (-jnp.log(n_split_state - 1.0)
+                              + _log_proposal(precisions_merged, centre_merged, scale_merged, active_types))
+    else:
+        log_split_proposal = (_log_split_proposal(n_merged, size_both, log_q)
+                              + _log_proposal(precisions_split, centre_split, scale_split, active_types))
+        # The merge picks its ordered pair uniformly (1 / K_s (K_s - 1)), not by merge gains.
+        log_merge_proposal = (math.log(0.5) - jnp.log(n_split_state) - jnp.log(n_split_state - 1.0)
+                              - jnp.log(size_i) - jnp.log(size_j)
+                              + _log_proposal(precisions_merged, centre_merged, scale_merged, active_types))
     log_ratio = log_posterior + log_merge_proposal - log_split_proposal
     log_ratio = jnp.where(is_split, log_ratio, -log_ratio)
     accepted = possible & (jnp.log(draws.accept) < log_ratio)
@@ -273,17 +308,24 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
 
 
 def _precision_split_merge_moves(config, rng_key, carry, features, n_train_clusters, alpha, shape, rate):
-    """``config.n_precision_split_merge`` moves in a row (keys ``fold_in(rng_key, move)``), in XLA
-    on every backend. Returns (carry, SplitMergeMoves counts)."""
+    """``config.n_precision_split_merge`` moves with sequential allocation in a row (keys
+    ``fold_in(rng_key, move)``), then as many singleton moves (keys ``fold_in(fold_in(rng_key,
+    SINGLETON_KEY), move)``), in XLA on every backend. Returns (carry, SplitMergeMoves counts)."""
     log_alpha = jnp.log(alpha).astype(features.dtype)
 
-    def move(state, move_index):
-        carry, moves = state
-        carry, (split, merge, accepted) = _precision_move(config, jax.random.fold_in(rng_key, move_index), carry,
-                                                          features, n_train_clusters, log_alpha, shape, rate)
-        moves = SplitMergeMoves(moves.splits_proposed + split, moves.splits_accepted + (split & accepted),
-                                moves.merges_proposed + merge, moves.merges_accepted + (merge & accepted))
-        return (carry, moves), None
+    def moves_of(singleton, key):
+        def move(state, move_index):
+            carry, moves = state
+            carry, (split, merge, accepted) = _precision_move(
+                config, jax.random.fold_in(key, move_index), carry, features, n_train_clusters, log_alpha, shape,
+                rate, singleton=singleton)
+            moves = SplitMergeMoves(moves.splits_proposed + split, moves.splits_accepted + (split & accepted),
+                                    moves.merges_proposed + merge, moves.merges_accepted + (merge & accepted))
+            return (carry, moves), None
+        return move
 
-    (carry, moves), _ = jax.lax.scan(move, (carry, no_moves()), jnp.arange(config.n_precision_split_merge))
-    return carry, moves
+    state = (carry, no_moves())
+    state, _ = jax.lax.scan(moves_of(False, rng_key), state, jnp.arange(config.n_precision_split_merge))
+    state, _ = jax.lax.scan(moves_of(True, jax.random.fold_in(rng_key, SINGLETON_KEY)), state,
+                            jnp.arange(config.n_precision_split_merge))
+    return state
