@@ -40,7 +40,9 @@ kept them there, however far apart the groups were.
 SCDP-3 also splits and merges test publications together with the reference types' precisions
 (:mod:`.precision_moves`; ``n_precision_split_merge``, 2 per sweep by default): eq. 3 ties the
 cost of a new publication to the precisions, which the partition itself sets, so a chain can hold a
-partition and precisions that keep every fixed-precision split too dear.
+partition and precisions that keep every fixed-precision split too dear. As many singleton moves
+follow them (one test reference split off alone, or a singleton merged back), for the references
+that a feature's precision isolates once they stand alone.
 
 SCDP-1 and -2 can also move the reference-type partition by split–merge moves (all references,
 the precisions integrated given the means; ``n_type_split_merge``, off by default):

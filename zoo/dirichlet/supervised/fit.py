@@ -273,7 +273,8 @@ class SupervisedDP:
         :func:`build_kernel` for when they help and when they did not; SCDP-3 has none).
     n_precision_split_merge : int, optional
         SCDP-3: split–merge moves of the test partition per sweep that propose the precisions with
-        it (default None: 2 for SCDP-3, 0 for the others; see :func:`build_kernel`).
+        it, each followed by a singleton move (default None: 2 for SCDP-3, 0 for the others; see
+        :func:`build_kernel`).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 
@@ -456,7 +457,8 @@ class SupervisedDP:
             on_overflow="grow",
         )
         fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
-                              n_split_merge=self.n_split_merge + self.n_precision_split_merge)
+                              # SCDP-3's moves with precisions: as many singleton moves follow them.
+                              n_split_merge=self.n_split_merge + 2 * self.n_precision_split_merge)
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
                           stacklevel=user_stacklevel())

@@ -240,8 +240,11 @@ def build_kernel(
         within 2 nats, at 9 publications each (from the stuck chain's last state, one of these
         moves split a publication and raised the top-right pixel's precision from 1.46 to 3.0). Cost there: 28.2 ms a sweep of four chains without, 33.8
         with two, 50.1 with five. ``None`` (default): 2 for SCDP-3, 0 for SCDP-1 and -2, which
-        have none (their precisions are conjugate). Their acceptances are counted with the test
-        partition's in ``split_merge_accepted``.
+        have none (their precisions are conjugate). Each sweep also runs as many singleton moves
+        (one test reference split off alone, or a singleton merged into another publication, the
+        precisions proposed from the publications' own averages; see :mod:`.precision_moves`),
+        which free chains held by a feature that one outlying reference inks. Their acceptances
+        are counted with the test partition's in ``split_merge_accepted``.
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
         device); "numba" as compiled loops that XLA calls as custom calls, the chains in
