@@ -218,6 +218,24 @@ def test_bad_input_names_the_argument(fitted):
         model.fit(SEPARATED, jax.random.key(0), n_chains=0)
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 3 draws
+@pytest.mark.parametrize("algorithm", ["collapsed", "subcluster"])
+def test_a_start_with_more_clusters_than_max_clusters_is_kept(algorithm):
+    # Twelve groups started at the truth with max_clusters=4: the capacity fits the start (as
+    # SupervisedDP's does), so the chains hold more clusters than max_clusters from their first
+    # draw (how many of the twelve stay apart is the Normal-Gamma prior's business); with
+    # on_overflow="raise" the capacity is fixed, so the start is refused naming init.
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(12), 5)
+    data = 10.0 * rng.normal(size=(12, 2))[labels] + 0.1 * rng.normal(size=(60, 2))
+    model = DPMixture(normal_gamma(2), algorithm=algorithm, max_clusters=4)
+    fit = model.fit(data, jax.random.key(0), n_chains=2, n_warmup=0, n_draws=3, init=labels, progress=False)
+    assert np.all(np.asarray(fit.result.samples["n_clusters"]) > 4), fit.result.samples["n_clusters"]
+    with pytest.raises(ValueError, match="^init: uses 12 clusters"):
+        DPMixture(normal_gamma(2), algorithm=algorithm, max_clusters=4, on_overflow="raise").fit(
+            data, jax.random.key(0), init=labels, progress=False)
+
+
 # ----------------------------------------------------------------------------- mixing on real data
 def _digits_and_dispersed_starts(n_points):
     from sklearn.cluster import KMeans

@@ -391,7 +391,9 @@ class DPMixture:
         init : {"random", "single"} or array_like of int
             Initial partition of every chain: ``"random"`` (each chain draws labels uniformly
             among min(10, K_max) clusters, from ``rng_key``), ``"single"`` (one cluster), or
-            labels of shape (N,) or (n_chains, N).
+            labels of shape (N,) or (n_chains, N). Labels with more clusters than
+            ``max_clusters`` start the chains at twice their number of clusters (with
+            ``on_overflow="raise"``, a ValueError naming ``init``).
 
         Returns
         -------
@@ -417,25 +419,29 @@ class DPMixture:
         seed = int(jax.random.randint(key_labels, (), 0, np.iinfo(np.int32).max))
         labels = self._initial_labels(init, n_chains, array.shape[0], np.random.default_rng(seed))
         n_used = max(int(np.unique(row).size) for row in labels)
-        if n_used > self.max_clusters:
-            raise ValueError(f"init: uses {n_used} clusters, more than max_clusters={self.max_clusters}")
+        capacity = self.max_clusters
+        if n_used > capacity:
+            if self.on_overflow == "raise":
+                raise ValueError(f"init: uses {n_used} clusters, more than max_clusters={self.max_clusters} "
+                                 "(on_overflow='raise' keeps the capacity fixed)")
+            capacity = 2 * n_used  # the start fits, with room to open clusters (as a growth would double)
         init_keys = jax.random.split(key_init, n_chains)
         if self.algorithm == "subcluster":
             make_state = subcluster.init
         else:
             make_state = partial(init_state, algorithm=self.algorithm)
-        chain_state = jax.eval_shape(lambda key: make_state(key, array, self.family, max_clusters=self.max_clusters,
+        chain_state = jax.eval_shape(lambda key: make_state(key, array, self.family, max_clusters=capacity,
                                                             alpha=self.alpha, assignments=labels[0]), key_init)
         # The chains' states are built one by one, stacked, and stepped into new states: about 3 copies.
         check_memory("max_clusters", 3 * n_chains * tree_nbytes(chain_state),
-                     f"{n_chains} chain(s) with max_clusters={self.max_clusters}")
+                     f"{n_chains} chain(s) with max_clusters={capacity}")
         states = stack_states(
             [
                 make_state(
                     init_keys[chain],
                     array,
                     self.family,
-                    max_clusters=self.max_clusters,
+                    max_clusters=capacity,
                     alpha=self.alpha,
                     assignments=labels[chain],
                 )
