@@ -284,6 +284,16 @@ def normal_gamma(
     mean's prior to the precision. DM05's defaults for centred, sphered data are mean 0 and
     Gamma(1, 1) precisions.
 
+    Each cluster's precision has the Gamma prior to itself, so in a small cluster the prior
+    outweighs the data: however tight its n points, the posterior mean of λ_d stays below
+    (shape + n / 2) / rate (2.5 for three points under the defaults, a standard deviation of
+    about 0.6). Small, tight clusters therefore merge on data of unit scale: forty clusters of
+    three points in 4-D with spread 0.05 and centres N(0, 1), started at the truth, held 8 and 9
+    clusters in two chains after three sweeps of Algorithm 3. For such data give a rate near
+    shape times the expected within-cluster variance, and a kappa near that variance over the
+    centres' (μ's prior variance is 1 / (kappa λ)): with rate and kappa both 0.0025 the same
+    start held 40, 40 and 39 clusters; with the rate alone, 18 to 34.
+
     Parameters
     ----------
     n_features : int
