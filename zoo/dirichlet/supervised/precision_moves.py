@@ -210,22 +210,7 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     active = (counts > 0) & (slots >= n_train_clusters)
     n_clusters = jnp.sum(active).astype(jnp.int32)
     n_active = n_clusters.astype(dtype)
-    is_split = (n_clusters <= 1) | (draws.kind < 0.5)
     choice = draws.choice
-
-    # Split: a test publication, then an ordered pair of distinct anchors in it, uniformly.
-    split_slot = _nth_member(active, choice[0], n_active)
-    n_split = counts[split_slot].astype(dtype)
-    in_split = clusters == split_slot
-    split_i = _nth_member(in_split, choice[1], n_split)
-    split_j = _nth_member(in_split & (index != split_i), choice[2], n_split - 1)
-    # Merge: an ordered pair of test publications, then an anchor in each, uniformly.
-    first = _nth_member(active, choice[0], n_active)
-    second = _nth_member(active & (slots != first), choice[3], n_active - 1)
-    merge_i = _nth_member(clusters == first, choice[1], counts[first].astype(dtype))
-    merge_j = _nth_member(clusters == second, choice[2], counts[second].astype(dtype))
-    i, j = jnp.where(is_split, split_i, merge_i), jnp.where(is_split, split_j, merge_j)
-    possible = jnp.where(is_split, (n_clusters >= 1) & (n_split >= 2), n_clusters >= 2)
     if singleton:
         # A test reference, uniformly (their number does not change with the move, so it cancels).
         in_test = active[clusters]
@@ -239,6 +224,21 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
         j = jnp.where(is_split, _nth_member((clusters == own) & (index != i), jnp.zeros((), dtype), n_own - 1),
                       _nth_member(clusters == target, jnp.zeros((), dtype), counts[target].astype(dtype)))
         possible = jnp.any(in_test) & (is_split | (n_clusters >= 2))
+    else:
+        is_split = (n_clusters <= 1) | (draws.kind < 0.5)
+        # Split: a test publication, then an ordered pair of distinct anchors in it, uniformly.
+        split_slot = _nth_member(active, choice[0], n_active)
+        n_split = counts[split_slot].astype(dtype)
+        in_split = clusters == split_slot
+        split_i = _nth_member(in_split, choice[1], n_split)
+        split_j = _nth_member(in_split & (index != split_i), choice[2], n_split - 1)
+        # Merge: an ordered pair of test publications, then an anchor in each, uniformly.
+        first = _nth_member(active, choice[0], n_active)
+        second = _nth_member(active & (slots != first), choice[3], n_active - 1)
+        merge_i = _nth_member(clusters == first, choice[1], counts[first].astype(dtype))
+        merge_j = _nth_member(clusters == second, choice[2], counts[second].astype(dtype))
+        i, j = jnp.where(is_split, split_i, merge_i), jnp.where(is_split, split_j, merge_j)
+        possible = jnp.where(is_split, (n_clusters >= 1) & (n_split >= 2), n_clusters >= 2)
 
     label_i, label_j = clusters[i], clusters[j]
     moving = (clusters == label_i) | (clusters == label_j)
@@ -265,9 +265,11 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     safe_merged = _safe(precisions_merged, active_types)
     point_precisions = safe_merged[types]
     context = _MoveContext(point_precisions, point_precisions * features, _coupling(safe_merged, active_types))
-    order = jnp.argsort(jnp.where(in_play, draws.keys, jnp.uint32(0xFFFFFFFF)))
-    # A singleton move allocates nothing: every reference in play stays with j.
-    n_visits = jnp.zeros((), jnp.int32) if singleton else jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
+    if singleton:  # allocates nothing: every reference in play stays with j, no order is read
+        order, n_visits = index, jnp.zeros((), jnp.int32)
+    else:
+        order = jnp.argsort(jnp.where(in_play, draws.keys, jnp.uint32(0xFFFFFFFF)))
+        n_visits = jnp.where(possible, jnp.sum(in_play), 0).astype(jnp.int32)
     on_i, log_q = sequential_allocation(_side_model(config, features, context, means, counts), order,
                                         draws.uniforms, n_visits, i, j, ~is_split, clusters == label_i)
     side_i, side_j = moving & on_i, moving & ~on_i

@@ -281,12 +281,12 @@ def init(
     dtype = jnp.result_type(float)
     precision_shape = check_real("precision_shape", precision_shape, low=0.0, low_open=True)
     precision_rate = check_real("precision_rate", precision_rate, low=0.0, low_open=True)
+    n_points = features.shape[0]
     within = ((features - means[clusters]) ** 2).sum(axis=0)
-    degrees = features.shape[0] - np.count_nonzero(counts)
+    degrees = n_points - np.count_nonzero(counts)
     info = np.finfo(dtype)
     start_precisions = np.clip((precision_shape + degrees / 2) / (precision_rate + within / 2),
                                np.sqrt(info.tiny), np.sqrt(info.max))
-    n_points = features.shape[0]
     type_counts = np.zeros(max_types, np.int32)
     type_counts[0] = n_points
     return SupervisedState(
