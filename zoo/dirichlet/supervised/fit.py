@@ -415,9 +415,9 @@ class SupervisedDP:
             min(M, 8), in turn, so that R-hat compares chains started far apart), ``"single"``,
             ``"singletons"`` (one publication per test reference), ``"kmeans"``, ``"random"``, or
             labels of shape (M,) or (n_chains, M). Each chain's precisions start at the spread of
-            the references within its starting publications (see :func:`zoo.dirichlet.supervised.init`), so a
-            start such as a chain's last partition or the truth survives the first sweeps on data
-            of any scale.
+            the references within its starting publications (see
+            :func:`zoo.dirichlet.supervised.init`), so a start such as a chain's last partition or
+            the truth survives the first sweeps on data of any scale.
 
         Returns
         -------

@@ -238,8 +238,8 @@ def build_kernel(
         below the other three, every fixed-precision move after sweep 7 rejected; with two per
         sweep it reached 9 publications at sweep 24, and the four chains' second halves agreed
         within 2 nats, at 9 publications each (from the stuck chain's last state, one of these
-        moves split a publication and raised the top-right pixel's precision from 1.46 to 3.0). Cost there: 28.2 ms a sweep of four chains without, 33.8
-        with two, 50.1 with five. ``None`` (default): 2 for SCDP-3, 0 for SCDP-1 and -2, which
+        moves split a publication and raised the top-right pixel's precision from 1.46 to 3.0).
+        Cost there: 28.2 ms a sweep of four chains without, 33.8 with two, 50.1 with five. ``None`` (default): 2 for SCDP-3, 0 for SCDP-1 and -2, which
         have none (their precisions are conjugate). Each sweep also runs as many singleton moves
         (one test reference split off alone, or a singleton merged into another publication, the
         precisions proposed from the publications' own averages; see :mod:`.precision_moves`),
