@@ -459,6 +459,38 @@ def test_feature_mismatch_and_bad_settings_are_rejected():
     with pytest.raises(TypeError, match="^n_precision_split_merge: "):
         SupervisedDP(3, n_precision_split_merge=2.5)
     assert SupervisedDP(3).n_precision_split_merge == 2 and SupervisedDP(2).n_precision_split_merge == 0
+    with pytest.raises(ValueError, match="^n_split_merge: "):
+        SupervisedDP(1, n_split_merge=-1)
+    with pytest.raises(TypeError, match="^n_split_merge: "):
+        SupervisedDP(1, n_split_merge=2.5)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 3 draws
+def test_the_default_split_merge_moves_grow_with_the_publications_the_training_data_lead_one_to_expect():
+    from zoo.dirichlet.supervised import auto_split_merge
+
+    # M · (training publications / training references) / 2, rounded up, between 10 and 100.
+    assert auto_split_merge(505, 150, 367) == 55  # FEBRL records of notebooks/record_linkage.ipynb
+    assert auto_split_merge(644, 5, 626) == 10  # the digits of notebooks/supervised_digits.ipynb
+    assert auto_split_merge(100, 100, 10_000) == 100
+    # Training publications of two references and 60 test references: 30 expected, 15 moves; the
+    # kernel is built for that count once, and a refit of the same sizes reuses it.
+    rng = np.random.default_rng(0)
+    train, labels = rng.normal(size=(40, 2)), np.repeat(np.arange(20), 2)
+    test = rng.normal(size=(60, 2))
+    model = SupervisedDP(1)
+    assert model.n_split_merge is None
+    options = dict(n_chains=2, n_sweeps=6, progress=False)
+    fit = model.fit(train, labels, test, key=jax.random.key(0), **options)
+    assert fit._n_split_merge == 15
+    moves = fit.result.samples["split_merge_accepted"]
+    model.fit(train, labels, test, key=jax.random.key(1), **options)
+    assert sorted(model._steps) == [10, 15]  # 10: built at construction, to check the settings
+    # A count given is the count run, whatever the data.
+    given = SupervisedDP(1, n_split_merge=15).fit(train, labels, test, key=jax.random.key(0), **options)
+    assert given._n_split_merge == 15
+    np.testing.assert_array_equal(given.result.samples["split_merge_accepted"], moves)
+    np.testing.assert_array_equal(given.assignments, fit.assignments)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ Three variants (DM05 §5, §7.1):
 Every sweep of every variant starts with split–merge moves of the test partition
 (:mod:`inference.split_merge`: sequentially allocated splits, Dahl 2003; Jain & Neal 2004, and
 merges of the pairs of publications whose merge would raise the posterior most;
-``n_split_merge``): without them a chain started with the test references in one publication
-kept them there, however far apart the groups were.
+``n_split_merge``, by default one per two test publications that the training data lead one to
+expect, at least 10, :func:`zoo.dirichlet.supervised.fit.auto_split_merge`): without them a chain started with the test
+references in one publication kept them there, however far apart the groups were.
 
 SCDP-3 also splits and merges test publications together with the reference types' precisions
 (:mod:`.precision_moves`; ``n_precision_split_merge``, 2 per sweep by default): eq. 3 ties the
@@ -72,7 +73,7 @@ assignment sweep; its numba twin is :mod:`inference.native.supervised_sweep`), :
 """
 
 from zoo.dirichlet.supervised.distances import embed_distances
-from zoo.dirichlet.supervised.fit import SupervisedDP, SupervisedDPFit
+from zoo.dirichlet.supervised.fit import SupervisedDP, SupervisedDPFit, auto_split_merge
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.program import supervised_program
 from zoo.dirichlet.supervised.state import MODELS, SupervisedData, SupervisedInfo, SupervisedState, init, record_supervised
@@ -89,4 +90,5 @@ __all__ = [
     "embed_distances",
     "SupervisedDP",
     "SupervisedDPFit",
+    "auto_split_merge",
 ]
