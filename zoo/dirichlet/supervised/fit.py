@@ -23,7 +23,7 @@ from inference._validation import (as_index_array, as_label_codes, check_choice,
                                    check_real, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
-from zoo.dirichlet.supervised.kernel import build_kernel
+from zoo.dirichlet.supervised.kernel import build_kernel, partition_moves_per_sweep
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
 from zoo.metrics import clustering_scores
 
@@ -496,15 +496,15 @@ class SupervisedDP:
         n_split_merge = self.n_split_merge
         if n_split_merge is None:
             n_split_merge = auto_split_merge(train.shape[0], len(np.unique(labels)), test.shape[0])
+        step = self._step(n_split_merge)
         result = sample_chains(
-            key_chains, self._step(n_split_merge), states, data,
+            key_chains, step, states, data,
             n_warmup=n_warmup, n_draws=n_draws, thin=thin, draws_per_call=draws_per_call,
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow",
         )
         fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
-                              # SCDP-3's moves with precisions: as many singleton moves follow them.
-                              n_split_merge=n_split_merge + 2 * self.n_precision_split_merge)
+                              n_split_merge=partition_moves_per_sweep(step))
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
                           stacklevel=user_stacklevel())

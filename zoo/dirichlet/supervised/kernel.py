@@ -20,12 +20,12 @@ from zoo.dirichlet.supervised.conditionals import (
     _gibbs_means_conditioned, _log_joint, _metropolis_precisions_conditioned, _sample_means, _sample_precisions,
     _separation_prior,
 )
-from zoo.dirichlet.supervised.precision_moves import _precision_split_merge_moves
+from zoo.dirichlet.supervised.precision_moves import _precision_split_merge_moves, moves_per_sweep
 from zoo.dirichlet.supervised.split_merge import _split_merge_moves, _type_split_merge_moves
 from zoo.dirichlet.supervised.state import _Carry, _Config, MODELS, SupervisedData, SupervisedInfo, SupervisedState
 from zoo.dirichlet.supervised.sweep_xla import _SweepDraws, _xla_sweep
 
-__all__ = ["build_kernel", "DEFAULT_PRECISION_SPLIT_MERGE"]
+__all__ = ["build_kernel", "DEFAULT_PRECISION_SPLIT_MERGE", "partition_moves_per_sweep"]
 
 DEFAULT_PRECISION_SPLIT_MERGE = 2
 """SCDP-3's split–merge moves with precisions per sweep when ``n_precision_split_merge`` is None."""
@@ -35,6 +35,15 @@ def _supply_sizes(n_test: int, n_points: int, n_cluster_slots: int, n_type_slots
     """Rows of fresh draws per sweep: twice the capacity, at most one per reference that can open
     a cluster (type), so full capacity never runs out (see :class:`_SweepDraws`)."""
     return max(1, min(n_test, 2 * n_cluster_slots)), max(1, min(n_points, 2 * n_type_slots))
+
+
+def partition_moves_per_sweep(step) -> int:
+    """Split–merge moves of the test partition that a step of
+    :func:`zoo.dirichlet.supervised.kernel.build_kernel` runs per sweep, the count behind
+    ``SupervisedInfo``'s ``split_merge_accepted``: ``n_split_merge`` and, for
+    SCDP-3, the moves with precisions and their singleton moves."""
+    config = step.args[0]
+    return config.n_split_merge + moves_per_sweep(config.n_precision_split_merge)
 
 
 def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: SupervisedData):

@@ -326,6 +326,12 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     return carry, (is_split & possible, ~is_split & possible, accepted)
 
 
+def moves_per_sweep(n_precision_split_merge: int) -> int:
+    """Moves of the test partition that ``_precision_split_merge_moves`` runs per sweep: each
+    move with sequential allocation, then as many singleton moves."""
+    return 2 * n_precision_split_merge
+
+
 def _precision_split_merge_moves(config, rng_key, carry, features, n_train_clusters, alpha, shape, rate):
     """``config.n_precision_split_merge`` moves with sequential allocation in a row (keys
     ``fold_in(rng_key, move)``), then as many singleton moves (keys ``fold_in(fold_in(rng_key,
