@@ -35,8 +35,9 @@ Every sweep of every variant starts with split–merge moves of the test partiti
 (:mod:`inference.split_merge`: sequentially allocated splits, Dahl 2003; Jain & Neal 2004, and
 merges of the pairs of publications whose merge would raise the posterior most;
 ``n_split_merge``, by default one per two test publications that the training data lead one to
-expect, at least 10, :func:`zoo.dirichlet.supervised.fit.auto_split_merge`): without them a chain started with the test
-references in one publication kept them there, however far apart the groups were.
+expect, at least 10, :func:`zoo.dirichlet.supervised.fit.auto_split_merge`): without them a
+chain started with the test references in one publication kept them there, however far apart
+the groups were.
 
 SCDP-3 also splits and merges test publications together with the reference types' precisions
 (:mod:`.precision_moves`; ``n_precision_split_merge``, 2 per sweep by default): eq. 3 ties the

@@ -23,14 +23,12 @@ from inference._validation import (as_index_array, as_label_codes, check_choice,
                                    check_real, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
-from zoo.dirichlet.supervised.kernel import build_kernel, partition_moves_per_sweep
+from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
 from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
 from zoo.metrics import clustering_scores
 
 __all__ = ["SupervisedDPFit", "INITS", "SupervisedDP", "auto_split_merge"]
 
-DEFAULT_SPLIT_MERGE = 10
-"""Fewest split–merge moves of the test partition per sweep that ``n_split_merge=None`` gives."""
 MAX_AUTO_SPLIT_MERGE = 100
 """Most that ``n_split_merge=None`` gives."""
 
@@ -40,7 +38,7 @@ def auto_split_merge(n_train: int, n_train_publications: int, n_test: int) -> in
 
     One move per two test publications expected from the training data, M · (training
     publications / training references) / 2, rounded up, between
-    :data:`zoo.dirichlet.supervised.fit.DEFAULT_SPLIT_MERGE` and
+    :data:`zoo.dirichlet.supervised.kernel.DEFAULT_SPLIT_MERGE` and
     :data:`zoo.dirichlet.supervised.fit.MAX_AUTO_SPLIT_MERGE`. A move splits one publication or
     merges two, so the moves a sweep needs to reach every publication grow with their number,
     and the training partition is what the model knows of publication sizes before it sees the

@@ -25,7 +25,12 @@ from zoo.dirichlet.supervised.split_merge import _split_merge_moves, _type_split
 from zoo.dirichlet.supervised.state import _Carry, _Config, MODELS, SupervisedData, SupervisedInfo, SupervisedState
 from zoo.dirichlet.supervised.sweep_xla import _SweepDraws, _xla_sweep
 
-__all__ = ["build_kernel", "DEFAULT_PRECISION_SPLIT_MERGE", "partition_moves_per_sweep"]
+__all__ = ["build_kernel", "DEFAULT_SPLIT_MERGE", "DEFAULT_PRECISION_SPLIT_MERGE", "partition_moves_per_sweep"]
+
+DEFAULT_SPLIT_MERGE = 10
+"""Split–merge moves of the test partition per sweep by default: :func:`build_kernel`'s, and the
+fewest that ``SupervisedDP(n_split_merge=None)`` gives
+(:func:`zoo.dirichlet.supervised.fit.auto_split_merge`)."""
 
 DEFAULT_PRECISION_SPLIT_MERGE = 2
 """SCDP-3's split–merge moves with precisions per sweep when ``n_precision_split_merge`` is None."""
@@ -184,7 +189,7 @@ def build_kernel(
     alpha_prior: GammaPrior | None = None,
     alpha_types_prior: GammaPrior | None = None,
     n_auxiliary: int = 8,
-    n_split_merge: int = 10,
+    n_split_merge: int = DEFAULT_SPLIT_MERGE,
     n_precision_steps: int = 8,
     backend: str = "auto",
     n_type_split_merge: int = 0,
@@ -248,8 +253,9 @@ def build_kernel(
         sweep it reached 9 publications at sweep 24, and the four chains' second halves agreed
         within 2 nats, at 9 publications each (from the stuck chain's last state, one of these
         moves split a publication and raised the top-right pixel's precision from 1.46 to 3.0).
-        Cost there: 28.2 ms a sweep of four chains without, 33.8 with two, 50.1 with five. ``None`` (default): 2 for SCDP-3, 0 for SCDP-1 and -2, which
-        have none (their precisions are conjugate). Each sweep also runs as many singleton moves
+        Cost there: 28.2 ms a sweep of four chains without, 33.8 with two, 50.1 with five.
+        ``None`` (default): 2 for SCDP-3, 0 for SCDP-1 and -2, which have none (their
+        precisions are conjugate). Each sweep also runs as many singleton moves
         (one test reference split off alone, or a singleton merged into another publication, the
         precisions proposed from the publications' own averages; see :mod:`.precision_moves`),
         which free chains held by a feature that one outlying reference inks. Their acceptances

@@ -257,7 +257,8 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
     # prior do not pull the means), so that a lone outlier's publication can propose the high
     # precision its feature has once it stands alone.
     unpulled = jnp.full_like(precisions, UNPULLED_START)
-    centre, scale = proposal(merged, unpulled if singleton else precisions)
+    start = (lambda current: unpulled) if singleton else (lambda current: current)
+    centre, scale = proposal(merged, start(precisions))
     precisions_merged = jnp.where(is_split, precisions,
                                   jnp.where(active_types[:, None], jnp.exp(centre + scale * noise), precisions))
     # The division of the references in play, at the merged state's precisions (drawn for a
@@ -274,11 +275,11 @@ def _precision_move(config, rng_key, carry, features, n_train_clusters, log_alph
                                         draws.uniforms, n_visits, i, j, ~is_split, clusters == label_i)
     side_i, side_j = moving & on_i, moving & ~on_i
     split = _sides_of(features, types, jnp.stack([side_i, side_j]), n_type_slots)
-    centre_split, scale_split = proposal(split, unpulled if singleton else precisions_merged)
+    centre_split, scale_split = proposal(split, start(precisions_merged))
     precisions_split = jnp.where(is_split & active_types[:, None], jnp.exp(centre_split + scale_split * noise),
                                  precisions)
     # The merge's proposal seen from the split.
-    centre_merged, scale_merged = proposal(merged, unpulled if singleton else precisions_split)
+    centre_merged, scale_merged = proposal(merged, start(precisions_split))
 
     size_i, size_j = jnp.sum(side_i).astype(dtype), jnp.sum(side_j).astype(dtype)
     size_both = size_i + size_j
