@@ -182,12 +182,12 @@ def check_real(
         raise TypeError(f"{name}: expected a real number, got {value!r}") from None
     if not np.isfinite(number):
         raise ValueError(f"{name}: must be finite, got {number}")
-    if low is not None and (number < low or (low_open and number == low)):
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{name}: must be in {bracket}{low}, {high if high is not None else 'inf'}, got {number}")
-    if high is not None and (number > high or (high_open and number == high)):
-        bracket = ")" if high_open else "]"
-        raise ValueError(f"{name}: must be in ({low if low is not None else '-inf'}, {high}{bracket}, got {number}")
+    below = low is not None and (number < low or (low_open and number == low))
+    above = high is not None and (number > high or (high_open and number == high))
+    if below or above:
+        left = "(-inf" if low is None else f"{'(' if low_open else '['}{low}"
+        right = "inf)" if high is None else f"{high}{')' if high_open else ']'}"
+        raise ValueError(f"{name}: must be in {left}, {right}, got {number}")
     return number
 
 

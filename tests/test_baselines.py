@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from scipy.stats import multivariate_normal
 from zoo.baselines import (
     _held_out_folds,
     binary_partition,
+    cdp_partition,
     coarse_partition,
     fine_partition,
     kmeans_partition,
@@ -115,3 +117,12 @@ def test_bad_training_input_is_rejected():
         xing_kmeans_partition(train, labels, np.zeros((3, 5)), 2)
     with pytest.raises(ValueError, match="^trade_off: "):
         learn_diagonal_metric(train, labels, trade_off=-1.0)
+
+
+def test_cdp_partition_takes_one_prior_variance_for_every_feature():
+    # DM05's CDP has σ²I; a per-feature list was once passed on to the family unchecked.
+    points = np.zeros((4, 2))
+    with pytest.raises(TypeError, match=r"^prior_variance: expected a scalar, got shape \(2,\)$"):
+        cdp_partition(points, key=jax.random.key(0), prior_variance=[1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^prior_variance: must be in \(0\.0, inf\), got 0\.0$"):
+        cdp_partition(points, key=jax.random.key(0), prior_variance=0)

@@ -1123,7 +1123,7 @@ KEY_ENTRY_POINTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "leave_one_out_log_loss": ("key", lambda key: leave_one_out_log_loss(LatentClassRelational(2), RELATIONAL, key=key)),
     "cross_validated_log_loss": (
         "key", lambda key: cross_validated_log_loss(LatentClassRelational(2), RELATIONAL, key=key)),
-    "DPMixture.fit": ("rng_key", lambda key: DPMixture(normal_gamma(2)).fit(POINTS, key, n_draws=2, progress=False)),
+    "DPMixture.fit": ("key", lambda key: DPMixture(normal_gamma(2)).fit(POINTS, key, n_draws=2, progress=False)),
     "SupervisedDP.fit": ("key", lambda key: SupervisedDP().fit(POINTS[:2], [0, 1], POINTS[2:], key=key, n_sweeps=2)),
     "SupervisedDP.fit_distances": (
         "key", lambda key: SupervisedDP().fit_distances(np.ones((1, 4, 4)) - np.eye(4), [0, 1], key=key)),
@@ -1492,8 +1492,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "on_overflow": not_one_of(("grow", "raise")),
         "n_split_merge": BAD_COUNT.filter(lambda value: value is not None), "split_merge_scans": BAD_COUNT}, {}),
     "DPMixture.fit": (lambda kwargs: DPMixture(normal_gamma(2), max_clusters=4).fit(**kwargs),
-                      {"data": POINTS, "rng_key": KEY, "n_chains": 1, "n_warmup": 0, "n_draws": 2, "progress": False}, {
-        "data": BAD_POINTS, "rng_key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT, "n_warmup": BAD_COUNT,
+                      {"data": POINTS, "key": KEY, "n_chains": 1, "n_warmup": 0, "n_draws": 2, "progress": False}, {
+        "data": BAD_POINTS, "key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT, "n_warmup": BAD_COUNT,
         "n_draws": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
         # Labels are any whole numbers >= 0 (only their equalities count): negative or fractional ones are not.
         "init": st.one_of(not_one_of(("single", "random")),

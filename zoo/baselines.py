@@ -211,6 +211,9 @@ def cdp_partition(
 
     key = check_key("key", key)
     test = as_float_array("test_features", test_features, ndim=2)
+    # σ²I, one variance for every feature (DM05 §7.1); normal_known_precision would also take a
+    # vector, which this baseline does not offer.
+    prior_variance = check_real("prior_variance", prior_variance, low=0.0, low_open=True)
     model = DPMixture(
         unit_variance_gaussian(test.shape[1], prior_variance=prior_variance),
         alpha=1.0,

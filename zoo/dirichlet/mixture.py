@@ -367,7 +367,7 @@ class DPMixture:
     def fit(
         self,
         data: Any,
-        rng_key: jax.Array,
+        key: jax.Array,
         *,
         n_chains: int = 4,
         n_warmup: int = 200,
@@ -384,13 +384,14 @@ class DPMixture:
         ----------
         data : array_like (N, D)
             Points; validated by the family (no NaN, right number of features, ...).
-        rng_key : jax.Array
-            PRNG key; the same key gives identical chains.
+        key : jax.Array
+            PRNG key; the same key gives identical chains. Positional or ``key=``, as in
+            :meth:`zoo.dirichlet.SupervisedDP.fit` and :func:`inference.tempered_em`.
         n_chains, n_warmup, n_draws, thin, draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
         init : {"random", "single"} or array_like of int
             Initial partition of every chain: ``"random"`` (each chain draws labels uniformly
-            among min(10, K_max) clusters, from ``rng_key``), ``"single"`` (one cluster), or
+            among min(10, K_max) clusters, from ``key``), ``"single"`` (one cluster), or
             labels of shape (N,) or (n_chains, N). Labels with more clusters than
             ``max_clusters`` start the chains at twice their number of clusters (with
             ``on_overflow="raise"``, a ValueError naming ``init``).
@@ -414,8 +415,8 @@ class DPMixture:
             self.family.warn_data("data", array, stacklevel=user_stacklevel())
         array = array.astype(jnp.result_type(float))  # the chains' working precision (float16 data too)
         n_chains = check_int("n_chains", n_chains, minimum=1)
-        rng_key = check_key("rng_key", rng_key)
-        key_init, key_labels, key_chains = jax.random.split(rng_key, 3)
+        key = check_key("key", key)
+        key_init, key_labels, key_chains = jax.random.split(key, 3)
         seed = int(jax.random.randint(key_labels, (), 0, np.iinfo(np.int32).max))
         labels = self._initial_labels(init, n_chains, array.shape[0], np.random.default_rng(seed))
         n_used = max(int(np.unique(row).size) for row in labels)
