@@ -1514,8 +1514,10 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "mean": st.one_of(NON_FINITE, NOT_NUMBERS, st.sampled_from([1e30, -1e38, [0.0, 0.0, 0.0]]))}, {}),
     "SupervisedDP": (lambda kwargs: SupervisedDP(**kwargs), {}, {
         "alpha": BAD_POSITIVE_REAL, "alpha_types": BAD_POSITIVE_REAL, "max_test_clusters": BAD_POSITIVE_INT,
-        "max_types": BAD_POSITIVE_INT, "n_auxiliary": BAD_POSITIVE_INT, "n_split_merge": BAD_COUNT,
-        "n_precision_split_merge": BAD_COUNT, "model": st.sampled_from([0, 4, "one", None, 1.5]),
+        "max_types": BAD_POSITIVE_INT, "n_auxiliary": BAD_POSITIVE_INT,
+        # None is the default of both counts (resolved from the data and from the model).
+        "n_split_merge": BAD_COUNT.filter(lambda value: value is not None),
+        "n_precision_split_merge": BAD_COUNT.filter(lambda value: value is not None), "model": st.sampled_from([0, 4, "one", None, 1.5]),
         "prior_variance": BAD_POSITIVE_REAL, "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
         "backend": not_one_of(("auto", "xla", "numba"))}, {}),
     "SupervisedDP.fit": (lambda kwargs: SupervisedDP().fit(**kwargs),
