@@ -126,7 +126,6 @@ Log joint (per step): log p(x, z | α) with the parameters integrated out, compu
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -135,6 +134,7 @@ from jax.scipy.special import gammaln
 
 from inference.concentration import GammaPrior
 from inference.segments import segment_sum
+from inference.step_cache import shared_step
 from inference.neal import GibbsState
 from inference.neal import init as _neal_init
 from inference.neal._kernel import _finish_step, _keep_partition_on_overflow
@@ -727,7 +727,7 @@ def build_kernel(
     if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):
         raise TypeError(f"alpha_prior: expected a GammaPrior or None, got {type(alpha_prior).__name__}")
     n_sub_iterations = check_int("n_sub_iterations", n_sub_iterations, minimum=0)
-    return partial(_step, _KernelConfig(family, alpha_prior, n_sub_iterations))
+    return shared_step(_step, _KernelConfig(family, alpha_prior, n_sub_iterations))
 
 
 def _step(

@@ -278,3 +278,33 @@ def test_cdp_chains_on_digits_meet_where_normal_gamma_chains_stay_apart():
                             progress=False)
     spread, within = _spread_and_within(apart.result.samples["log_joint"])
     assert spread > 10 * within, (spread, within)
+
+
+def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
+    # Each new DPMixture(normal_gamma(D)) compiled its sweeps again (7-10 s for a small fit on
+    # 2 cores): the families and steps of equal settings are now the same objects.
+    from inference.chains import _run_calls_jit
+
+    assert normal_gamma(3) is normal_gamma(3, mean=0, rate=np.float32(1.0))
+    assert normal_gamma(3, rate=[1.0, 2.0, 3.0]) is normal_gamma(3, rate=np.arange(1, 4))
+    assert normal_gamma(3) is not normal_gamma(3, rate=2.0)
+    assert normal_known_precision(2, precision=1) is normal_known_precision(2, precision=1.0)
+    assert dirichlet_multinomial(4) is dirichlet_multinomial(4) and beta_bernoulli(4) is beta_bernoulli(4)
+    rate = np.array([1.0, 2.0, 3.0])
+    family = normal_gamma(3, rate=rate)
+    rate[0] = 5.0  # the family keeps its own copy of the caller's values
+    assert family is normal_gamma(3, rate=[1.0, 2.0, 3.0]) is not normal_gamma(3, rate=rate)
+    for algorithm in ("collapsed", "auxiliary", "subcluster"):
+        assert DPMixture(normal_gamma(3), algorithm=algorithm).step is DPMixture(normal_gamma(3), algorithm=algorithm).step
+    assert DPMixture(normal_gamma(3), n_split_merge=2).step is not DPMixture(normal_gamma(3)).step
+
+    data = np.random.default_rng(0).normal(size=(12, 3))
+    fit = lambda seed: DPMixture(normal_gamma(3), algorithm="collapsed", max_clusters=8).fit(  # noqa: E731
+        data, jax.random.key(seed), n_chains=2, n_warmup=2, n_draws=4, draws_per_call=2, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        first = fit(0)
+        compiled = _run_calls_jit._cache_size()
+        second = fit(0)
+    assert _run_calls_jit._cache_size() == compiled  # no new compilation
+    np.testing.assert_array_equal(first.result.samples["assignments"], second.result.samples["assignments"])

@@ -1023,3 +1023,23 @@ def test_mixing_advice_does_not_ask_for_more_of_moves_that_were_never_accepted()
                                                "sweep, 0 of 1,200 in the kept draws), so more of them will not help; "
                                                "the chains agree on the log joint")
     assert "run more sweeps" in agreeing.attrs["advice"] and "init=" not in agreeing.attrs["advice"]
+
+
+def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
+    # Each new SupervisedDP(...) compiled its sweeps again (9-11 s for a small fit on 2 cores).
+    from inference.chains import _run_calls_jit
+
+    assert SupervisedDP(2)._step(10) is SupervisedDP(2)._step(10)
+    assert SupervisedDP(2)._step(10) is not SupervisedDP(2, prior_variance=2.0)._step(10)
+    assert SupervisedDP(1)._step(10) is not SupervisedDP(1)._step(11)
+    rng = np.random.default_rng(0)
+    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    fit = lambda: SupervisedDP(1).fit(train, labels, test, key=jax.random.key(0), n_chains=2,  # noqa: E731
+                                      n_sweeps=4, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = fit()
+        compiled = _run_calls_jit._cache_size()
+        second = fit()
+    assert _run_calls_jit._cache_size() == compiled  # no new compilation
+    np.testing.assert_array_equal(first.assignments, second.assignments)

@@ -9,7 +9,6 @@ component parameters (posterior draws or the independence sampler), then α and 
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -31,6 +30,7 @@ from inference.neal._state import (
 from inference.neal._sweeps import _collapsed_sweep, _compact_rows, _fresh_candidate_sweep, _reuse_sweep
 from inference.native.backend import resolve_backend
 from inference.segments import segment_sum
+from inference.step_cache import shared_step
 from inference.split_merge import split_merge_moves
 
 
@@ -141,7 +141,7 @@ def build_kernel(
         split_merge_scans=split_merge_scans,
         backend=resolve_backend(backend),
     )
-    return partial(_step, config)
+    return shared_step(_step, config)
 
 
 class _KernelConfig(NamedTuple):

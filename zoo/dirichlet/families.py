@@ -257,7 +257,7 @@ def _per_feature(name: str, value: Any, n_features: int, *, positive: bool) -> n
         number = check_real(name, value, low=0.0 if positive else None, low_open=positive)
         array = np.asarray(number, dtype=np.float64)
     else:
-        array = as_float_array(name, value, ndim=1)
+        array = np.array(as_float_array(name, value, ndim=1), dtype=np.float64)  # a copy: never the caller's array
         if array.shape[0] != n_features:
             raise ValueError(f"{name}: expected a scalar or {n_features} values, got shape {array.shape}")
         if positive and (array <= 0).any():
@@ -271,6 +271,37 @@ def _per_feature(name: str, value: Any, n_features: int, *, positive: bool) -> n
         raise ValueError(f"{name}: {worst:.3g} lies outside {bounds}, the range whose squares {working.dtype} holds; "
                          "rescale the data or enable float64")
     return array
+
+
+_SHARED_FAMILIES: dict[tuple, ComponentFamily] = {}
+_MAX_SHARED_FAMILIES = 256
+
+
+def _shared_family(prior: NamedTuple, build: Callable[[], ComponentFamily]) -> ComponentFamily:
+    """The family of ``prior``, one object per distinct prior: built by ``build`` the first time,
+    then returned again for a prior of equal values (and the same working float).
+
+    JAX compiles a sampler once per step function, and a step holds its family; two calls of
+    ``normal_gamma(64)`` would otherwise give two families of functions bound to two priors, and
+    a new ``DPMixture(normal_gamma(64))`` in a re-run notebook cell would compile its sweeps
+    again (7 to 10 s for a small fit on 2 cores) instead of reusing them. Priors hold numbers and
+    numpy arrays copied from the caller's values, so a family never changes after it is built.
+    """
+    parts = [type(prior).__name__, np.dtype(_default_dtype()).str]
+    for value in prior:
+        if isinstance(value, np.ndarray):
+            parts.append(("array", value.dtype.str, value.shape, value.tobytes()))
+        elif isinstance(value, (bool, int, float, str)):
+            parts.append((type(value).__name__, value))
+        else:
+            return build()
+    key = tuple(parts)
+    family = _SHARED_FAMILIES.get(key)
+    if family is None:
+        if len(_SHARED_FAMILIES) >= _MAX_SHARED_FAMILIES:
+            _SHARED_FAMILIES.pop(next(iter(_SHARED_FAMILIES)))
+        family = _SHARED_FAMILIES[key] = build()
+    return family
 
 
 def normal_gamma(
@@ -324,7 +355,7 @@ def normal_gamma(
         rate=_per_feature("rate", rate, n_features, positive=True),
         n_features=n_features,
     )
-    return ComponentFamily(
+    return _shared_family(prior, lambda: ComponentFamily(
         name="normal_gamma",
         n_features=n_features,
         log_likelihood=_ng_log_likelihood,
@@ -343,7 +374,7 @@ def normal_gamma(
         warn_data=warn_tied_features,
         program_params=partial(_ng_program_params, prior),
         program_observe=partial(_ng_program_observe, prior),
-    )
+    ))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -505,7 +536,7 @@ def dirichlet_multinomial(n_features: int, *, concentration: Any = 1.0, total_co
         n_features=n_features,
         total_count=check_int("total_count", total_count, minimum=0),
     )
-    return ComponentFamily(
+    return _shared_family(prior, lambda: ComponentFamily(
         name="dirichlet_multinomial",
         n_features=n_features,
         log_likelihood=_dm_log_likelihood,
@@ -522,7 +553,7 @@ def dirichlet_multinomial(n_features: int, *, concentration: Any = 1.0, total_co
         check_data=partial(_dm_check_data, prior),
         program_params=partial(_dm_program_params, prior),
         program_observe=partial(_dm_program_observe, prior),
-    )
+    ))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -677,7 +708,7 @@ def beta_bernoulli(n_features: int, *, a: Any = 1.0, b: Any = 1.0) -> ComponentF
         b=_per_feature("b", b, n_features, positive=True),
         n_features=n_features,
     )
-    return ComponentFamily(
+    return _shared_family(prior, lambda: ComponentFamily(
         name="beta_bernoulli",
         n_features=n_features,
         log_likelihood=_bb_log_likelihood,
@@ -694,7 +725,7 @@ def beta_bernoulli(n_features: int, *, a: Any = 1.0, b: Any = 1.0) -> ComponentF
         check_data=partial(_bb_check_data, prior),
         program_params=partial(_bb_program_params, prior),
         program_observe=partial(_bb_program_observe, prior),
-    )
+    ))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -44,7 +44,8 @@ import numpy as np
 from inference._validation import check_int
 from inference.components import ComponentFamily, NativePredictive, _as_float, _default_dtype
 from zoo.dirichlet.families import (_LOG_2PI, GaussianParams, GaussianStats, _check_finite_matrix, _ng_cache,
-                                    _ng_features, _ng_log_likelihood, _ng_point_stats, _per_feature)
+                                    _ng_features, _ng_log_likelihood, _ng_point_stats, _per_feature,
+                                    _shared_family)
 
 __all__ = ["normal_known_precision"]
 
@@ -187,7 +188,7 @@ def normal_known_precision(
         prior_precision=1.0 / _per_feature("prior_variance", prior_variance, n_features, positive=True),
         n_features=n_features,
     )
-    return ComponentFamily(
+    return _shared_family(prior, lambda: ComponentFamily(
         name="normal_known_precision",
         n_features=n_features,
         log_likelihood=_ng_log_likelihood,
@@ -205,4 +206,4 @@ def normal_known_precision(
         check_data=partial(_check_finite_matrix, n_features=n_features),
         program_params=partial(_program_params, prior),
         program_observe=partial(_program_observe, prior),
-    )
+    ))

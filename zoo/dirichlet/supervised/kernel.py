@@ -6,7 +6,6 @@ concentrations.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +13,7 @@ import numpy as np
 
 from inference.concentration import escobar_west_multi_group_update, GammaPrior
 from inference.native.backend import resolve_backend
+from inference.step_cache import shared_step
 from inference._validation import check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.supervised.conditionals import (
@@ -304,4 +304,4 @@ def build_kernel(
         n_type_split_merge=n_type_split_merge,
         n_precision_split_merge=n_precision_split_merge,
     )
-    return partial(_step, config)
+    return shared_step(_step, config)
