@@ -1517,7 +1517,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "max_types": BAD_POSITIVE_INT, "n_auxiliary": BAD_POSITIVE_INT,
         # None is the default of both counts (resolved from the data and from the model).
         "n_split_merge": BAD_COUNT.filter(lambda value: value is not None),
-        "n_precision_split_merge": BAD_COUNT.filter(lambda value: value is not None), "model": st.sampled_from([0, 4, "one", None, 1.5]),
+        "n_precision_split_merge": BAD_COUNT.filter(lambda value: value is not None),
+        "model": st.sampled_from([0, 4, "one", None, 1.5]),
         "prior_variance": BAD_POSITIVE_REAL, "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
         "backend": not_one_of(("auto", "xla", "numba"))}, {}),
     "SupervisedDP.fit": (lambda kwargs: SupervisedDP().fit(**kwargs),

@@ -359,7 +359,9 @@ class SupervisedDP:
             n_precision_split_merge=n_precision_split_merge,
         )
         self.n_split_merge = None if n_split_merge is None else check_int("n_split_merge", n_split_merge, minimum=0)
-        self._steps: dict[int, Any] = {}  # one kernel per count of moves, so that refits reuse its compilation
+        # One kernel per count of moves, built (and its settings checked) once per model; models of
+        # equal settings share its compilation through build_kernel (inference.step_cache).
+        self._steps: dict[int, Any] = {}
         # Every option is checked here, before any data: build the kernel once.
         step = self._step(DEFAULT_SPLIT_MERGE if self.n_split_merge is None else self.n_split_merge)
         self.model = int(model)
@@ -375,7 +377,7 @@ class SupervisedDP:
         self.max_types = check_int("max_types", max_types, minimum=1)
 
     def _step(self, n_split_merge: int):
-        """The kernel with ``n_split_merge`` moves of the test partition per sweep (cached)."""
+        """The kernel with ``n_split_merge`` moves of the test partition per sweep."""
         if n_split_merge not in self._steps:
             self._steps[n_split_merge] = build_kernel(n_split_merge=n_split_merge, **self._kernel_options)
         return self._steps[n_split_merge]
