@@ -75,6 +75,13 @@ def test_bench_dp_mixing_digits_helpers():
     assert 200 < report["ess_lj"] * 2.0 < 800  # 400 independent draws kept, sampled in the last 2 s
 
 
+@pytest.mark.slow  # compiles SCDP-1 with and without pair moves
+def test_bench_scdp_mixing_runs(capsys):
+    _load("bench_scdp_mixing").main(["--sweeps", "40", "--keys", "0"])
+    out = capsys.readouterr().out
+    assert out.count("key 0:") == 2 and "pair moves on / off" in out
+
+
 def test_bench_estep_order_quick(capsys):
     bench = _load("bench_estep_order")
     assert bench.main(["--nnz", "500", "2000", "--classes", "4"]) == 0

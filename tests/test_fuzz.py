@@ -1520,7 +1520,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "n_precision_split_merge": BAD_COUNT.filter(lambda value: value is not None),
         "model": st.sampled_from([0, 4, "one", None, 1.5]),
         "prior_variance": BAD_POSITIVE_REAL, "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
-        "backend": not_one_of(("auto", "xla", "numba"))}, {}),
+        "backend": not_one_of(("auto", "xla", "numba")), "pair_moves": st.sampled_from(["yes", 1, 0.5, [True]])}, {}),
     "SupervisedDP.fit": (lambda kwargs: SupervisedDP().fit(**kwargs),
                          {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
                           "key": KEY, "n_sweeps": 2, "n_chains": 1, "progress": False}, {

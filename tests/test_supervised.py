@@ -292,16 +292,21 @@ def test_numba_and_xla_sweeps_give_the_same_chain(x64, model, n_type_split_merge
         jnp.asarray(np.concatenate([train, test])), jnp.asarray(np.unique(labels, return_inverse=True)[1], jnp.int32)
     )
     finals = {}
-    for backend in ("xla", "numba"):
+    runs = [("xla", None), ("numba", None)] + ([("numba", False)] if model != 3 else [])
+    for backend, pair_moves in runs:
         step = jax.jit(scdp.build_kernel(model, backend=backend, alpha_prior=GammaPrior(1.0, 1.0),
                                          alpha_types_prior=GammaPrior(1.0, 1.0),
-                                         n_type_split_merge=n_type_split_merge))
+                                         n_type_split_merge=n_type_split_merge, pair_moves=pair_moves))
         current, accepted_type_moves = state, 0
         for sweep in range(8):
             current, info = step(jax.random.key(sweep), current, data)
             accepted_type_moves += int(info.type_split_merge_accepted)
-        finals[backend] = (current, info)
-    (xla_state, xla_info), (numba_state, numba_info) = finals["xla"], finals["numba"]
+        finals[backend, pair_moves] = (current, info)
+    (xla_state, xla_info), (numba_state, numba_info) = finals["xla", None], finals["numba", None]
+    if model != 3:  # SCDP-1 and -2 ran their pair moves (on by default), and they moved
+        without = finals["numba", False][0]
+        assert not (np.array_equal(without.clusters, numba_state.clusters)
+                    and np.array_equal(without.types, numba_state.types))
     assert not bool(xla_state.overflow)
     for name in ("clusters", "cluster_counts", "types", "type_counts"):
         assert np.array_equal(getattr(xla_state, name), getattr(numba_state, name)), name
@@ -311,6 +316,127 @@ def test_numba_and_xla_sweeps_give_the_same_chain(x64, model, n_type_split_merge
     if n_type_split_merge:  # the type moves ran, and moved
         assert int(xla_info.type_split_merge_accepted) == int(numba_info.type_split_merge_accepted)
         assert accepted_type_moves > 0
+
+
+# A state for the pair move: training references 0-3 in publications 0 and 1; test references 4
+# and 5 (the pair) alone in publication 2 with type 0, test references 6 and 7 in publication 3;
+# types 0 and 1 held, slot 2 empty.
+PAIR_FEATURES = np.array([[-1.2, 0.3], [-0.8, 0.1], [1.0, -0.4], [1.3, -0.9],
+                          [0.2, 0.6], [0.5, 0.2], [0.9, -0.3], [1.6, -1.1]])
+PAIR_CLUSTERS = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+PAIR_MEANS = np.array([[-1.0, 0.2], [1.1, -0.6], [0.3, 0.4], [1.2, -0.7], [0.0, 0.0], [0.0, 0.0]])
+PAIR_PRECISIONS = np.array([[4.0, 2.0], [0.5, 0.3], [1.0, 1.0]])
+PAIR_ALPHA = 0.7
+
+
+def _pair_carry(types):
+    types = np.asarray(types)
+    return _Carry(jnp.asarray(PAIR_CLUSTERS, jnp.int32), jnp.asarray(np.bincount(PAIR_CLUSTERS, minlength=6), jnp.int32),
+                  jnp.asarray(PAIR_MEANS), jnp.asarray(types, jnp.int32),
+                  jnp.asarray(np.bincount(types, minlength=3), jnp.int32), jnp.asarray(PAIR_PRECISIONS),
+                  jnp.zeros((), jnp.int32))
+
+
+def _pair_moves(backend, config, carry, uniforms, normal):
+    """(publication, type, mean of the publication) of test reference 4 after its pair move with
+    reference 5, one per uniform."""
+    held = np.asarray(carry.type_counts) > 0
+    type_log_det = np.where(held, np.log(PAIR_PRECISIONS).sum(axis=-1), 0.0)
+    if backend == "xla":
+        from zoo.dirichlet.supervised.sweep_xla import _pair_move, _SweepCarry
+
+        def move(uniform):
+            sweep = _SweepCarry(carry, jnp.asarray(type_log_det), None, None, None, None, None)
+            out = _pair_move(config, sweep, 4, 5, jnp.asarray(PAIR_FEATURES[4]), jnp.asarray(PAIR_FEATURES[5]),
+                             uniform, jnp.asarray(normal), PAIR_ALPHA, 2).state
+            return out.clusters, out.types, out.means, out.cluster_counts, out.type_counts, out.overflow
+
+        return [np.asarray(a) for a in jax.jit(jax.vmap(move))(jnp.asarray(uniforms))]
+    from inference.native.supervised_sweep import _pair_moves as numba_pair_moves
+
+    outputs = [[] for _ in range(6)]
+    for uniform in uniforms:
+        clusters, counts, means, types, type_counts, precisions = (np.array(a) for a in carry[:6])
+        overflow = numba_pair_moves(4, config.prior_variance, PAIR_FEATURES, 0 if config.share_clusters else 2,
+                                    clusters, counts, means, types, type_counts, precisions, type_log_det,
+                                    PAIR_ALPHA, np.array([5, 5, 6, 7], np.int32),  # only reference 4 has a partner
+                                    np.array([uniform, 0.5, 0.5, 0.5]), np.tile(normal, (4, 1)))
+        for out, array in zip(outputs, (clusters, types, means, counts, type_counts, overflow)):
+            out.append(array)
+    return [np.stack(out) for out in outputs]
+
+
+@pytest.mark.parametrize("backend", ["xla", pytest.param("numba", marks=pytest.mark.numba)])
+@pytest.mark.parametrize("share_clusters", [False, True])
+def test_pair_move_draws_from_the_restricted_conditional_of_the_log_joint(x64, backend, share_clusters):
+    # Exact: each option's probability is the model's log joint (conditionals._log_joint, with
+    # the mean of a publication the pair opens integrated on a grid) of the state it leads to,
+    # normalised over the options that keep the pair together in a type others hold.
+    config = scdp.build_kernel(1, share_clusters=share_clusters, prior_variance=PRIOR_VARIANCE,
+                               precision_shape=SHAPE, precision_rate=RATE, backend=backend).args[0]
+    assert config.pair_moves
+    carry = _pair_carry([0, 0, 1, 1, 0, 0, 0, 1])
+    shape, rate = jnp.full(2, SHAPE), jnp.full(2, RATE)
+    features = jnp.asarray(PAIR_FEATURES)
+
+    @jax.jit
+    def log_joint(cluster, type_slot, mean):
+        state = carry._replace(
+            clusters=carry.clusters.at[4].set(cluster).at[5].set(cluster),
+            cluster_counts=carry.cluster_counts.at[2].add(-2).at[cluster].add(2),
+            means=carry.means.at[cluster].set(jnp.where(cluster == 2, mean, carry.means[cluster])),
+            types=carry.types.at[4].set(type_slot).at[5].set(type_slot),
+            type_counts=carry.type_counts.at[0].add(-2).at[type_slot].add(2),
+        )
+        return conditionals._log_joint(config, state, features, 4, jnp.asarray(PAIR_ALPHA), jnp.asarray(0.6), shape,
+                                       rate, 2)
+
+    grid = np.linspace(-6.0, 6.0, 1201)
+    step = grid[1] - grid[0]
+    mesh = jnp.asarray(np.stack(np.meshgrid(grid, grid, indexing="ij"), axis=-1).reshape(-1, 2))
+    log_exact, posterior_means = {}, {}
+    for type_slot in (0, 1):
+        for cluster in ((0, 1, 3) if share_clusters else (3,)):
+            log_exact[cluster, type_slot] = float(log_joint(cluster, type_slot, jnp.zeros(2)))
+        values = jax.vmap(lambda mean: log_joint(2, type_slot, mean))(mesh)
+        top = float(values.max())
+        weights = np.exp(np.asarray(values) - top)
+        log_exact[2, type_slot] = top + math.log(weights.sum() * step * step)
+        posterior_means[type_slot] = (weights[:, None] * np.asarray(mesh)).sum(axis=0) / weights.sum()
+    total = np.logaddexp.reduce(list(log_exact.values()))
+    exact = {option: math.exp(value - total) for option, value in log_exact.items()}
+
+    n_uniforms = 4000
+    clusters, types, means, counts, type_counts, overflow = _pair_moves(
+        backend, config, carry, (np.arange(n_uniforms) + 0.5) / n_uniforms, np.zeros(2))
+    assert not overflow.any()
+    assert (clusters[:, 4] == clusters[:, 5]).all() and (types[:, 4] == types[:, 5]).all()
+    assert (counts == np.stack([np.bincount(row, minlength=6) for row in clusters])).all()
+    assert (type_counts == np.stack([np.bincount(row, minlength=3) for row in types])).all()
+    sampled = {option: np.mean((clusters[:, 4] == option[0]) & (types[:, 4] == option[1])) for option in exact}
+    assert sum(sampled.values()) == 1.0  # never a type that no other reference holds
+    for option, probability in exact.items():
+        # Inverse-CDF draws on a grid of uniforms: each share within 1/4000 of its probability.
+        assert sampled[option] == pytest.approx(probability, abs=2e-3 / 4 + 1.0 / n_uniforms), option
+    for type_slot in (0, 1):
+        # A publication the pair opens takes its mean from its posterior (here its mean: normals 0).
+        opened = (clusters[:, 4] == 2) & (types[:, 4] == type_slot)
+        assert opened.any()
+        assert np.allclose(means[opened, 2], posterior_means[type_slot], atol=1e-4)
+    # Share of each option, so that a broken weight shows: the move is no near-deterministic one.
+    assert 0.005 < min(exact.values()) and max(exact.values()) < 0.9
+
+
+@pytest.mark.parametrize("backend", ["xla", pytest.param("numba", marks=pytest.mark.numba)])
+@pytest.mark.parametrize("types", [[0, 0, 1, 1, 0, 1, 0, 1],  # the pair in two types
+                                   [0, 0, 0, 0, 1, 1, 0, 0]])  # the pair alone in its type
+def test_pair_move_leaves_pairs_apart_or_alone_in_their_type_unchanged(backend, types):
+    config = scdp.build_kernel(1, backend=backend).args[0]
+    carry = _pair_carry(types)
+    clusters, moved_types, means, *_ = _pair_moves(backend, config, carry, np.linspace(0.01, 0.99, 7),
+                                                   np.ones(2))
+    assert (clusters == PAIR_CLUSTERS).all() and (moved_types == np.asarray(types)).all()
+    assert np.allclose(means, PAIR_MEANS)
 
 
 @pytest.mark.slow
@@ -463,6 +589,33 @@ def test_feature_mismatch_and_bad_settings_are_rejected():
         SupervisedDP(1, n_split_merge=-1)
     with pytest.raises(TypeError, match="^n_split_merge: "):
         SupervisedDP(1, n_split_merge=2.5)
+    with pytest.raises(ValueError, match="^pair_moves: SCDP-3"):
+        SupervisedDP(3, pair_moves=True)
+    with pytest.raises(TypeError, match="^pair_moves: "):
+        SupervisedDP(1, pair_moves="yes")
+    assert SupervisedDP(1).pair_moves and SupervisedDP(2).pair_moves and not SupervisedDP(3).pair_moves
+
+
+def test_partners_are_the_nearest_other_test_reference_and_the_step_finds_the_same_without_them():
+    rng = np.random.default_rng(4)
+    train, test = rng.normal(size=(6, 3)), rng.normal(size=(9, 3))
+    features = np.concatenate([train, test])
+    partners = scdp.nearest_partners(features, 6)
+    distances = ((test[:, None] - test[None]) ** 2).sum(-1) + np.diag(np.full(9, np.inf))
+    assert (partners == 6 + distances.argmin(axis=1)).all() and partners.dtype == np.int32
+    assert (scdp.state._nearest_partners_in_graph(jnp.asarray(features), 6) == partners).all()
+    assert (scdp.nearest_partners(features[:7], 6) == [6]).all()  # one test reference: itself, never moved
+    labels = [0, 0, 1, 1, 2, 2]
+    state = scdp.init(jax.random.key(0), train, labels, test, max_test_clusters=9, max_types=15)
+    step = jax.jit(scdp.build_kernel(1, backend="xla"))
+    finals = []
+    for given in (jnp.asarray(partners), None):
+        data = scdp.SupervisedData(jnp.asarray(features, jnp.float32), jnp.asarray(labels, jnp.int32), given)
+        current = state
+        for sweep in range(5):
+            current, _ = step(jax.random.key(sweep), current, data)
+        finals.append(current)
+    assert np.array_equal(finals[0].clusters, finals[1].clusters) and np.array_equal(finals[0].types, finals[1].types)
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 3 draws

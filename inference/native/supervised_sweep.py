@@ -90,9 +90,114 @@ def _active_variance_total(precisions, type_counts, variance_total):
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
+def _pair_moves(n_train, prior_variance, x, first_allowed, clusters, counts, means, types, type_counts, precisions,
+                type_log_det, alpha, partners, pair_uniforms, pair_normals):
+    """The pair move of each test reference with its partner (SCDP-1, -2): a joint Gibbs update of
+    both references' publication and type, restricted to their staying together in a type that
+    others hold (``zoo.dirichlet.supervised.sweep_xla._pair_move``, the same terms in the same
+    order). Returns the overflow bits."""
+    n_points, n_features = x.shape
+    n_slots, n_type_slots = counts.shape[0], type_counts.shape[0]
+    n_existing = n_slots * n_type_slots
+    logits = np.empty(n_existing + n_type_slots)
+    codes = np.empty(n_existing + n_type_slots, np.int64)
+    log_type = np.empty(n_type_slots)
+    half_gap = np.empty(n_type_slots)
+    midpoint = np.empty(n_features)
+    log_2pi = np.log(2.0 * np.pi)
+    # A new publication's marginal per type (no type opens or closes in these moves):
+    # Σ_f log t - log 2π - ½ log(1 + 2 σ² t), and 1 / (2 (1 + 2 σ² t)) of its quadratic form.
+    new_constant = np.zeros(n_type_slots)
+    shrink = np.zeros((n_type_slots, n_features))
+    for slot in range(n_type_slots):
+        if type_counts[slot] > 0:
+            for f in range(n_features):
+                t = precisions[slot, f]
+                spread = 1.0 + 2.0 * prior_variance * t
+                new_constant[slot] += np.log(t) - log_2pi - 0.5 * np.log(spread)
+                shrink[slot, f] = 0.5 / spread
+    overflow = 0
+    for visit in range(n_points - n_train):
+        i, j = n_train + visit, partners[visit]
+        cluster, type_slot = clusters[i], types[i]
+        if i == j or clusters[j] != cluster or types[j] != type_slot:
+            continue
+        counts[cluster] -= 2
+        type_counts[type_slot] -= 2
+        if type_counts[type_slot] == 0:
+            counts[cluster] += 2
+            type_counts[type_slot] += 2
+            continue
+        # (x_i - p)² + (x_j - p)² = 2 (x̄ - p)² + ½ (x_i - x_j)², x̄ the pair's midpoint.
+        for f in range(n_features):
+            midpoint[f] = 0.5 * (x[i, f] + x[j, f])
+        for slot in range(n_type_slots):
+            if type_counts[slot] > 0:
+                weight = float(type_counts[slot])
+                log_type[slot] = np.log(weight) + np.log(weight + 1.0)
+                gap_square = 0.0
+                for f in range(n_features):
+                    gap = x[i, f] - x[j, f]
+                    gap_square += precisions[slot, f] * gap * gap
+                half_gap[slot] = 0.5 * gap_square
+            else:
+                log_type[slot] = -np.inf
+        # Only the options of positive weight, in the order of the XLA twin's flat (k, l) array
+        # then its new publications: the same cumulative sums, without the zero weights.
+        n_candidates = 0
+        for k in range(n_slots):
+            if counts[k] > 0 and k >= first_allowed:
+                weight = float(counts[k])
+                log_cluster = np.log(weight) + np.log(weight + 1.0)
+                for slot in range(n_type_slots):
+                    if type_counts[slot] > 0:
+                        square = 0.0
+                        for f in range(n_features):
+                            difference = midpoint[f] - means[k, f]
+                            square += precisions[slot, f] * difference * difference
+                        logits[n_candidates] = (log_cluster + log_type[slot]) + (
+                            type_log_det[slot] - n_features * log_2pi - 0.5 * (2.0 * square + half_gap[slot]))
+                        codes[n_candidates] = k * n_type_slots + slot
+                        n_candidates += 1
+        log_alpha = np.log(alpha)
+        for slot in range(n_type_slots):
+            if type_counts[slot] > 0:
+                square = 0.0
+                for f in range(n_features):
+                    both = x[i, f] + x[j, f]
+                    square += precisions[slot, f] * both * both * shrink[slot, f]
+                logits[n_candidates] = log_type[slot] + log_alpha + (new_constant[slot] - 0.5 * (square + half_gap[slot]))
+                codes[n_candidates] = n_existing + slot
+                n_candidates += 1
+        choice = codes[_draw(logits, n_candidates, pair_uniforms[visit])]
+        new_cluster, new_type = cluster, type_slot
+        if choice >= n_existing:
+            free = _first_free(counts)
+            if free < 0:
+                overflow |= 1
+            else:
+                new_cluster, new_type = free, choice - n_existing
+                for f in range(n_features):
+                    t = precisions[new_type, f]
+                    posterior_precision = 1.0 / prior_variance + 2.0 * t
+                    means[new_cluster, f] = (t * (x[i, f] + x[j, f]) / posterior_precision
+                                             + pair_normals[visit, f] / np.sqrt(posterior_precision))
+        else:
+            new_cluster, new_type = choice // n_type_slots, choice % n_type_slots
+        clusters[i] = new_cluster
+        clusters[j] = new_cluster
+        types[i] = new_type
+        types[j] = new_type
+        counts[new_cluster] += 2
+        type_counts[new_type] += 2
+    return overflow
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
 def _sweep_chain(model, share_clusters, n_train, prior_variance, x, n_train_clusters, clusters, counts, means,
                 types, type_counts, precisions, alpha, alpha_types, shape, rate, uniforms, positions,
-                cluster_supply, type_supply, cluster_pool, type_pool):
+                cluster_supply, type_supply, cluster_pool, type_pool, pair_moves, partners, pair_uniforms,
+                pair_normals):
     n_points, n_features = x.shape
     n_test = n_points - n_train
     n_slots, n_type_slots, n_auxiliary = counts.shape[0], type_counts.shape[0], cluster_pool.shape[0]
@@ -137,7 +242,14 @@ def _sweep_chain(model, share_clusters, n_train, prior_variance, x, n_train_clus
         for f in range(n_features):
             student_constant += (shape[f] * np.log(rate[f]) + math.lgamma(shape[f] + 0.5) - math.lgamma(shape[f])
                                  - 0.5 * np.log(2.0 * np.pi))
-    for visit in range(n_points):
+    for step in range(n_points + 1):
+        if step == n_test:  # between the test and the training references: the pair moves
+            if pair_moves:
+                overflow |= _pair_moves(n_train, prior_variance, x, first_allowed, clusters, counts, means, types,
+                                        type_counts, precisions, type_log_det, alpha, partners, pair_uniforms,
+                                        pair_normals)
+            continue
+        visit = step if step < n_test else step - 1
         index = n_train + visit if visit < n_test else visit - n_test
         point = x[index]
         if index >= n_train:
@@ -296,7 +408,8 @@ def batch_row(batch, array):
 @njit(parallel=True, cache=True, nogil=True)
 def _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, features, n_train_clusters, clusters,
                 cluster_counts, means, types, type_counts, precisions, overflow, alpha, alpha_types, shape,
-                rate, uniforms, positions, cluster_supply, type_supply, cluster_pool, type_pool):
+                rate, uniforms, positions, cluster_supply, type_supply, cluster_pool, type_pool, pair_moves,
+                partners, pair_uniforms, pair_normals):
     # Every input has a leading batch axis of size n_batch or 1 (shared by all chains).
     out_clusters = np.empty((n_batch,) + clusters.shape[1:], clusters.dtype)
     out_counts = np.empty((n_batch,) + cluster_counts.shape[1:], cluster_counts.dtype)
@@ -321,6 +434,8 @@ def _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, featur
             uniforms[batch_row(b, uniforms)], positions[batch_row(b, positions)],
             cluster_supply[batch_row(b, cluster_supply)], type_supply[batch_row(b, type_supply)],
             cluster_pool[batch_row(b, cluster_pool)], type_pool[batch_row(b, type_pool)],
+            pair_moves, partners[batch_row(b, partners)], pair_uniforms[batch_row(b, pair_uniforms)],
+            pair_normals[batch_row(b, pair_normals)],
         )
         out_overflow[b] = overflow[batch_row(b, overflow)] | flag
     return out_clusters, out_counts, out_means, out_types, out_type_counts, out_precisions, out_overflow
@@ -329,11 +444,12 @@ def _sweep_batch(n_batch, model, share_clusters, n_train, prior_variance, featur
 # The sweep runs as an XLA custom call (inference.native.ffi): no Python between XLA and the numba
 # loop, the chains of a vmap in parallel on numba's threads, and a program that calls it can be
 # kept in JAX's persistent compilation cache. Arguments: σ² (float64 bits, int32 (2,)), the flags
-# (model, share_clusters, n_train; int32), then those of :func:`numba_sweep` in its order (integers
-# int32, reals in the model's float dtype). Results: the carry's arrays.
+# (model, share_clusters, n_train, pair moves; int32), then those of :func:`numba_sweep` in its order
+# (integers int32, reals in the model's float dtype; without pair moves, partners and their draws
+# hold one dummy row). Results: the carry's arrays.
 @njit(inline="always")
 def _sweep_call(frame, real):
-    done, code = prologue(frame, 21, 7)
+    done, code = prologue(frame, 24, 7)
     if done:
         return code
     batch, n_lead, n_batch = batch_layout(frame, 1)
@@ -351,7 +467,8 @@ def _sweep_call(frame, real):
         batched_vectors(frame, 14, *at, real), batched_matrices(frame, 15, *at, real),
         batched_matrices(frame, 16, *at, I32), batched_matrices(frame, 17, *at, real),
         batched_matrices(frame, 18, *at, real), batched_matrices(frame, 19, *at, real),
-        batched_matrices(frame, 20, *at, real))
+        batched_matrices(frame, 20, *at, real), flags[3] != 0, batched_vectors(frame, 21, *at, I32),
+        batched_vectors(frame, 22, *at, real), batched_matrices(frame, 23, *at, real))
     clusters, counts, means, types, type_counts, precisions, overflow = outputs
     write_result(frame, 0, clusters, I32)
     write_result(frame, 1, counts, I32)
@@ -376,11 +493,13 @@ def _sweep_f64(frame):
 HANDLERS = {"latentzoo_supervised_sweep_float32": _sweep_f32, "latentzoo_supervised_sweep_float64": _sweep_f64}
 
 
-def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws):
+def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_types, shape, rate, draws,
+                partners):
     """The assignment sweep on the CPU (numba, as an XLA custom call), with the same random numbers
     as ``_xla_sweep``: the same arguments (``config`` with ``model``, ``share_clusters`` and ``prior_variance``;
     ``carry`` the sweep's NamedTuple of clusters, counts, means, types, type counts, precisions
-    and overflow; ``draws`` its random numbers) and a carry of the same type."""
+    and overflow; ``draws`` its random numbers, with pair moves when they hold pair uniforms;
+    ``partners`` the pairs' second references) and a carry of the same type."""
     real = jnp.dtype(features.dtype)
     integer = lambda array: jnp.asarray(array, jnp.int32)  # noqa: E731
     floating = lambda array: jnp.asarray(array, real)  # noqa: E731
@@ -391,12 +510,18 @@ def numba_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha
                           for array, kind in zip(fields, kinds))
     name = f"latentzoo_supervised_sweep_{real.name}"
     register_handler(name, HANDLERS[name])
+    pair_moves = draws.pair_uniforms.shape[-1] > 0
+    pair_uniforms, pair_normals = draws.pair_uniforms, draws.pair_normals
+    if not pair_moves:  # one dummy row: the custom call's arrays are never empty
+        partners = jnp.zeros((1,), jnp.int32)
+        pair_uniforms, pair_normals = jnp.zeros((1,), real), jnp.zeros((1, features.shape[-1]), real)
     outputs = jax.ffi.ffi_call(name, result_shapes, vmap_method="expand_dims")(
         float64_bits(config.prior_variance),
-        integer([config.model, config.share_clusters, n_train]),
+        integer([config.model, config.share_clusters, n_train, pair_moves]),
         floating(features), integer(n_train_clusters), *(kind(array) for array, kind in zip(fields, kinds)),
         floating(alpha), floating(alpha_types), floating(shape), floating(rate), floating(draws.uniforms),
         integer(draws.positions), floating(draws.cluster_supply), floating(draws.type_supply),
-        floating(draws.cluster_pool), floating(draws.type_pool),
+        floating(draws.cluster_pool), floating(draws.type_pool), integer(partners), floating(pair_uniforms),
+        floating(pair_normals),
     )
     return type(carry)(*(output.astype(array.dtype) for output, array in zip(outputs, fields)))

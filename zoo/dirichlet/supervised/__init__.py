@@ -46,6 +46,12 @@ partition and precisions that keep every fixed-precision split too dear. As many
 follow them (one test reference split off alone, or a singleton merged back), for the references
 that a feature's precision isolates once they stand alone.
 
+SCDP-1 and -2 also redraw, once per sweep for each test reference, the publication and type of
+it and its nearest test reference together, when the two share both (``pair_moves``, on by
+default; :func:`zoo.dirichlet.supervised.sweep_xla._pair_move`): a close pair that is either a
+publication of its own or part of a larger one with a type of larger variances otherwise changes
+between the two only through a state where one of them has left.
+
 SCDP-1 and -2 can also move the reference-type partition by split–merge moves (all references,
 the precisions integrated given the means; ``n_type_split_merge``, off by default):
 one-reference updates open a type only from one reference's residual, so in many dimensions a
@@ -77,7 +83,8 @@ from zoo.dirichlet.supervised.distances import embed_distances
 from zoo.dirichlet.supervised.fit import SupervisedDP, SupervisedDPFit, auto_split_merge
 from zoo.dirichlet.supervised.kernel import build_kernel
 from zoo.dirichlet.supervised.program import supervised_program
-from zoo.dirichlet.supervised.state import MODELS, SupervisedData, SupervisedInfo, SupervisedState, init, record_supervised
+from zoo.dirichlet.supervised.state import (MODELS, nearest_partners, SupervisedData, SupervisedInfo, SupervisedState, init,
+                                            record_supervised)
 
 __all__ = [
     "MODELS",
@@ -92,4 +99,5 @@ __all__ = [
     "SupervisedDP",
     "SupervisedDPFit",
     "auto_split_merge",
+    "nearest_partners",
 ]

@@ -24,7 +24,8 @@ from inference._validation import (as_index_array, as_label_codes, check_choice,
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
-from zoo.dirichlet.supervised.state import _check_problem, init, record_supervised, SupervisedData, SupervisedState
+from zoo.dirichlet.supervised.state import (_check_problem, init, nearest_partners, record_supervised, SupervisedData,
+                                            SupervisedState)
 from zoo.metrics import clustering_scores
 
 __all__ = ["SupervisedDPFit", "INITS", "SupervisedDP", "auto_split_merge"]
@@ -308,6 +309,10 @@ class SupervisedDP:
         SCDP-3: split–merge moves of the test partition per sweep that propose the precisions with
         it, each followed by a singleton move (default None: 2 for SCDP-3, 0 for the others; see
         :func:`build_kernel`).
+    pair_moves : bool, optional
+        SCDP-1 and -2: joint moves of each test reference and its nearest test reference, their
+        publication and type together (default None: on for SCDP-1 and -2, off for SCDP-3; see
+        :func:`build_kernel` for where they helped).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).
 
@@ -343,6 +348,7 @@ class SupervisedDP:
         backend: str = "auto",
         n_type_split_merge: int = 0,
         n_precision_split_merge: int | None = None,
+        pair_moves: bool | None = None,
     ):
         self._kernel_options = dict(
             model=model,
@@ -357,6 +363,7 @@ class SupervisedDP:
             backend=backend,
             n_type_split_merge=n_type_split_merge,
             n_precision_split_merge=n_precision_split_merge,
+            pair_moves=pair_moves,
         )
         self.n_split_merge = None if n_split_merge is None else check_int("n_split_merge", n_split_merge, minimum=0)
         # One kernel per count of moves, built (and its settings checked) once per model; models of
@@ -367,6 +374,7 @@ class SupervisedDP:
         self.model = int(model)
         # The moves per sweep that the step runs (None resolved by build_kernel).
         self.n_precision_split_merge = step.args[0].n_precision_split_merge
+        self.pair_moves = step.args[0].pair_moves
         self.n_type_split_merge = int(n_type_split_merge)
         self.share_clusters = bool(share_clusters)
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
@@ -487,7 +495,9 @@ class SupervisedDP:
         thin = check_int("thin", thin, minimum=1)
         n_draws = max((n_sweeps - n_warmup) // thin, 1)
         dtype = jnp.result_type(float)
-        data = SupervisedData(jnp.asarray(np.concatenate([train, test]), dtype), jnp.asarray(labels, jnp.int32))
+        features = np.concatenate([train, test])
+        data = SupervisedData(jnp.asarray(features, dtype), jnp.asarray(labels, jnp.int32),
+                              jnp.asarray(nearest_partners(features, train.shape[0])))
         key_init, key_chains = jax.random.split(key)
         states = _initial_states(self, init, n_chains, train, labels, test, key_init)
         # A call whose sweeps run out of publication or type slots is re-run from its starting

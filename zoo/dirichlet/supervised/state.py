@@ -15,7 +15,8 @@ from inference.chains import CapacityError
 from inference.concentration import GammaPrior
 from inference._validation import as_float_array, as_index_array, as_label_codes, check_int, check_real
 
-__all__ = ["MODELS", "SupervisedData", "SupervisedState", "SupervisedInfo", "init", "record_supervised"]
+__all__ = ["MODELS", "SupervisedData", "SupervisedState", "SupervisedInfo", "init", "nearest_partners",
+           "record_supervised"]
 
 
 MODELS = (1, 2, 3)
@@ -35,15 +36,66 @@ class SupervisedData(NamedTuple):
         Training references first, then test references.
     train_labels : jax.Array int32 (N,)
         Training clusters, labels 0..K_train - 1 (every label used).
+    partners : jax.Array int32 (M,), optional
+        For each test reference, the index (among all N + M references) of the test reference
+        its pair moves pair it with: :func:`nearest_partners` of the features, which
+        :meth:`SupervisedDP.fit` supplies. None: the step computes them from the features every
+        sweep (the same pairs up to rounding, at M² D operations a sweep).
     """
 
     features: jax.Array
     train_labels: jax.Array
+    partners: jax.Array | None = None
 
     @property
     def n_train(self) -> int:
         """Number of training references N."""
         return self.train_labels.shape[0]
+
+
+def nearest_partners(features: Any, n_train: int) -> np.ndarray:
+    """Nearest other test reference of each test reference, by Euclidean distance: the pairs of
+    the kernel's pair moves (:func:`zoo.dirichlet.supervised.sweep_xla._pair_move`).
+
+    The pairs depend on the data alone, never on the chain's state, so a pair move is a Gibbs
+    update of a fixed block. Ties go to the lower index.
+
+    Parameters
+    ----------
+    features : array_like (N + M, D)
+        Training references first, then test references.
+    n_train : int
+        N.
+
+    Returns
+    -------
+    numpy.ndarray of int32 (M,)
+        Indices into ``features`` (N + the test position of the partner); a lone test reference
+        is its own partner, which no pair move moves.
+
+    >>> nearest_partners([[9.0], [0.0], [0.9], [3.0]], n_train=1)
+    array([2, 1, 2], dtype=int32)
+    """
+    test = np.asarray(features, np.float64)[n_train:]
+    n_test = test.shape[0]
+    partners = np.arange(n_test)
+    if n_test >= 2:
+        squares = np.einsum("nd,nd->n", test, test)
+        for start in range(0, n_test, 2048):  # blocks of rows: memory 2,048 × M
+            block = test[start:start + 2048]
+            distances = squares[start:start + 2048, None] - 2.0 * block @ test.T + squares[None, :]
+            distances[np.arange(block.shape[0]), np.arange(start, start + block.shape[0])] = np.inf
+            partners[start:start + 2048] = np.argmin(distances, axis=1)
+    return (n_train + partners).astype(np.int32)
+
+
+def _nearest_partners_in_graph(features: jax.Array, n_train: int) -> jax.Array:
+    """:func:`nearest_partners` inside a traced step (data given without ``partners``)."""
+    test = features[n_train:]
+    squares = jnp.sum(test * test, axis=-1)
+    distances = squares[:, None] - 2.0 * test @ test.T + squares[None, :]
+    distances = jnp.where(jnp.eye(test.shape[0], dtype=bool), jnp.inf, distances)
+    return (n_train + jnp.argmin(distances, axis=1)).astype(jnp.int32)
 
 
 class SupervisedState(NamedTuple):
@@ -177,6 +229,7 @@ class _Config(NamedTuple):
     backend: str
     n_type_split_merge: int
     n_precision_split_merge: int
+    pair_moves: bool
 
 
 class _Carry(NamedTuple):
