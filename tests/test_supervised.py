@@ -1064,8 +1064,8 @@ def test_a_start_partition_survives_the_first_sweeps_whatever_the_data_scale(mod
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 20 draws: ESS < 400
 def test_summary_says_when_chains_stay_where_they_started():
-    # Without split–merge moves a chain started with both test groups in one publication stays
-    # there, and one started at the truth stays there too: the summary must say so.
+    # Without split–merge or pair moves a chain started with both test groups in one publication
+    # stays there, and one started at the truth stays there too: the summary must say so.
     from inference.diagnostics import MixingWarning
 
     rng = np.random.default_rng(0)
@@ -1075,8 +1075,8 @@ def test_summary_says_when_chains_stay_where_they_started():
     truth = np.repeat([0, 1], 30)
     starts = np.stack([np.zeros(60, int), truth])
     with pytest.warns(MixingWarning, match="n_clusters"):
-        fit = SupervisedDP(1, n_split_merge=0).fit(train, truth, test, key=jax.random.key(0), n_chains=2,
-                                                    n_sweeps=40, init=starts, progress=False)
+        fit = SupervisedDP(1, n_split_merge=0, pair_moves=False).fit(
+            train, truth, test, key=jax.random.key(0), n_chains=2, n_sweeps=40, init=starts, progress=False)
     assert fit.result.samples["n_clusters"][:, -1].tolist() == [1, 2]
     table = fit.mixing
     assert table.loc["n_clusters", "status"] == "chains disagree"
@@ -1085,10 +1085,12 @@ def test_summary_says_when_chains_stay_where_they_started():
     with warnings.catch_warnings():  # fit warned already; summary() does not repeat it
         warnings.simplefilter("error", MixingWarning)
         assert fit.summary().equals(table)
-    # With the moves (the default) both chains find the two test publications.
-    fit = SupervisedDP(1).fit(train, truth, test, key=jax.random.key(0), n_chains=2, n_sweeps=40, init=starts,
-                              progress=False)
-    assert fit.result.samples["n_clusters"][:, -1].tolist() == [2, 2]
+    # With the moves (the default) both chains find the two test publications; so do the pair
+    # moves alone (a close pair of the other group opens a publication, and its group follows).
+    for n_split_merge in (None, 0):
+        fit = SupervisedDP(1, n_split_merge=n_split_merge).fit(train, truth, test, key=jax.random.key(0), n_chains=2,
+                                                                n_sweeps=40, init=starts, progress=False)
+        assert fit.result.samples["n_clusters"][:, -1].tolist() == [2, 2]
 
 
 def _stored_draws(rng, n_draws, **overrides):
