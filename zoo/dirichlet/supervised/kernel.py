@@ -289,14 +289,18 @@ def build_kernel(
         wine (13 standardised features; classes 0 and 1 trained, the 48 wines of class 2 the
         test references; 4 chains × 2,000 sweeps, keys 0 and 1) such a pair changed mode 3–6
         times per chain and held the bulk ESS of the number of test publications at 41 and 25;
-        with the pair moves it changed mode 120–160 times and the ESS was 196 and 315, in the same
-        3.3–3.5 s per fit (``benchmarks/bench_scdp_mixing.py``); long runs with and without agree on the posterior (mean log joint
-        -2,692.7 ± 0.4 and -2,693.3 ± 0.5, mean K 2.53 ± 0.02 and 2.56 ± 0.04). On the FEBRL
-        records of ``notebooks/record_linkage.ipynb`` the bulk ESS of the log joint rose from 489
-        to 1,267 (R-hat of K 1.96 to 1.39) at 5 % more time; on the digits of
-        ``notebooks/supervised_digits.ipynb`` they changed neither the mixing nor the F score and
-        cost 30 % more per sweep (17.2 ms against 13.0–13.6 for four chains on 2 cores). ``None`` (default): on for
-        SCDP-1 and -2; SCDP-3 has none (a publication that a pair opens or closes changes the
+        with the pair moves it changed mode 120–160 times and the ESS was 196 and 315, in the
+        same 3.3–3.5 s per fit (``benchmarks/bench_scdp_mixing.py``). Long runs there with and
+        without them (``n_type_split_merge=5``, 4 chains × 8,000 kept draws) agree on the
+        posterior: mean log joint -2,692.7 ± 0.4 and -2,693.3 ± 0.5, mean K 2.53 ± 0.02 and
+        2.56 ± 0.04. On the FEBRL records of ``notebooks/record_linkage.ipynb`` the bulk ESS of
+        the log joint rose from 489 to 1,267 and the R-hat of K fell from 1.96 to 1.39, in 68 s
+        against 65 s. On the digits of ``notebooks/supervised_digits.ipynb`` (five type moves per
+        sweep) they did not free K (R-hat 3.5 without and 5.7 with for SCDP-1, 3.2 and 2.8 for
+        SCDP-2) nor change F by more than separate runs differ (0.505 and 0.488; 0.470 and
+        0.474), and cost 30 % more per sweep (17.2 ms against 13.0–13.6 for four chains on 2
+        cores). ``None`` (default): on for SCDP-1 and -2; SCDP-3 has none (a publication that a
+        pair opens or closes changes the
         conditioning of every precision, DM05 eq. 3).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
