@@ -1133,6 +1133,16 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
             fit.summary()
         assert str(caught[0].message).endswith(advice)
         assert html.escape(advice) in report_html(fit)  # the HTML report's verdict says the same
+    # Chains run without pair moves whose K does not mix are told of them; with them, or with
+    # the setting unknown (fits saved before it was kept), or for SCDP-3, they are not.
+    samples_k = dict(samples, n_clusters=np.repeat([[3], [5]], n_draws, axis=1))
+    result_k = ChainResult(samples_k, None, 0, 1, True, 0.0)
+    for settings, names_pair_moves in (({"model": 1, "pair_moves": False}, True),
+                                       ({"model": 2, "pair_moves": False}, True),
+                                       ({"model": 1, "pair_moves": True}, False),
+                                       ({"model": 3, "pair_moves": False}, False),
+                                       ({"model": 1}, False)):
+        assert ("pair_moves=True" in SupervisedDPFit(result_k, **settings).mixing.attrs["advice"]) == names_pair_moves
     # Types that differ little between chains (R-hat below 1.1) are no reason for the moves.
     samples["n_types"] = rng.integers(7, 9, (n_chains, n_draws))
     table = SupervisedDPFit(result, model=1, n_type_split_merge=0).mixing

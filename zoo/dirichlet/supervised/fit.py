@@ -64,6 +64,10 @@ class SupervisedDPFit:
         (``n_split_merge`` counts SCDP-3's moves with precisions too)
         (:meth:`SupervisedDP.fit` gives them), so that the advice of :attr:`mixing` names what was
         not tried, and does not ask for more of a move that was never accepted.
+    pair_moves : bool, optional
+        Whether the chains made pair moves (:meth:`SupervisedDP.fit` gives it): when SCDP-1's or
+        -2's chains ran without them and their number of test publications does not mix, the
+        advice names them.
 
     Attributes
     ----------
@@ -77,10 +81,11 @@ class SupervisedDPFit:
     """
 
     def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None,
-                 n_split_merge: int | None = None):
+                 n_split_merge: int | None = None, pair_moves: bool | None = None):
         self.result = result
         # The settings the chains ran with (None: unknown), for the advice of :attr:`mixing`.
         self._model, self._n_type_split_merge, self._n_split_merge = model, n_type_split_merge, n_split_merge
+        self._pair_moves = pair_moves
         self._warned = False  # whether the fit that made this object issued its MixingWarning
         samples = result.samples
         if not samples:  # stopped during warm-up: the states are kept in result.final_state
@@ -129,7 +134,8 @@ class SupervisedDPFit:
 
         ``table.attrs["advice"]``, the closing sentence of the warnings, names what this sampler
         offers: when the chains of SCDP-1 or -2, run without type moves, hold different reference
-        types (R-hat of ``n_types`` above 1.1), it suggests ``n_type_split_merge``. When no
+        types (R-hat of ``n_types`` above 1.1), it suggests ``n_type_split_merge``; run without
+        pair moves, with a number of test publications that does not mix, ``pair_moves``. When no
         split–merge move of the test publications was accepted in any kept draw, it says so instead
         of asking for more of them, and suggests restarting each chain from its last partition
         (on the dequantised digits of ``notebooks/supervised_digits.ipynb``, before SCDP-3 had its
@@ -176,6 +182,12 @@ class SupervisedDPFit:
         # keeps its own; NaN, for constant types, is not): on FEBRL's records, where the types'
         # only fault was a bulk ESS of 359, the type moves made things worse.
         types_apart = "n_types" in table.index and float(table.loc["n_types", "r_hat"]) > 1.1
+        k_r_hat = float(table.loc["n_clusters", "r_hat"]) if "n_clusters" in table.index else np.nan
+        k_apart = k_r_hat > table.attrs.get("rhat_max", diagnostics.RHAT_MAX)  # NaN (constant K) is not
+        if k_apart and self._model in (1, 2) and getattr(self, "_pair_moves", None) is False:
+            advice = ("The pair moves are off: SupervisedDP(..., pair_moves=True) (the default) redraws close pairs "
+                      "of test references together, which moved the number of test publications where one-reference "
+                      "updates did not (build_kernel's docstring gives the data). " + advice)
         if types_apart and self._model in (1, 2) and self._n_type_split_merge == 0:
             advice = ("The reference types do not mix: SupervisedDP(..., n_type_split_merge=5) moves them in "
                       "blocks (off by default; build_kernel's docstring says where it helped and where it did "
@@ -515,7 +527,7 @@ class SupervisedDP:
             on_overflow="grow",
         )
         fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
-                              n_split_merge=partition_moves_per_sweep(step))
+                              n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves)
         if not result.samples:
             warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
                           stacklevel=user_stacklevel())
