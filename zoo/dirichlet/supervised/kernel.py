@@ -290,7 +290,7 @@ def build_kernel(
         test references; 4 chains × 2,000 sweeps, keys 0 and 1) such a pair changed mode 3–6
         times per chain and held the bulk ESS of the number of test publications at 41 and 25;
         with the pair moves it changed mode 120–160 times and the ESS was 196 and 315, in the
-        same 3.3–3.5 s per fit (``benchmarks/bench_scdp_mixing.py``). Long runs there with and
+        same 3.3–4.3 s per fit (``benchmarks/bench_scdp_mixing.py``). Long runs there with and
         without them (``n_type_split_merge=5``, 4 chains × 8,000 kept draws) agree on the
         posterior: mean log joint -2,692.7 ± 0.4 and -2,693.3 ± 0.5, mean K 2.53 ± 0.02 and
         2.56 ± 0.04. On the FEBRL records of ``notebooks/record_linkage.ipynb`` the bulk ESS of
@@ -299,9 +299,10 @@ def build_kernel(
         sweep) they did not free K (R-hat 3.5 without and 5.7 with for SCDP-1, 3.2 and 2.8 for
         SCDP-2) nor change F by more than separate runs differ (0.505 and 0.488; 0.470 and
         0.474), and cost 30 % more per sweep (17.2 ms against 13.0–13.6 for four chains on 2
-        cores). ``None`` (default): on for SCDP-1 and -2; SCDP-3 has none (a publication that a
-        pair opens or closes changes the
-        conditioning of every precision, DM05 eq. 3).
+        cores). ``None`` (default): on for SCDP-1 and -2. SCDP-3 has none: there a publication
+        that the pair opens adds its mean to eq. 3's conditioning, which the move must integrate;
+        a prototype that did (exact against the log joint, 2026-11-29) left SCDP-3's chains on
+        the digits in the modes they hold without it (three at -73,070, one at -70,492).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
         device); "numba" as compiled loops that XLA calls as custom calls, the chains in
@@ -337,8 +338,7 @@ def build_kernel(
         raise TypeError(f"pair_moves: expected a bool or None, got {type(pair_moves).__name__}")
     pair_moves = bool(pair_moves)
     if pair_moves and int(model) == 3:
-        raise ValueError("pair_moves: SCDP-3 has no pair moves (a publication that a pair opens or closes changes "
-                         "DM05 eq. 3's conditioning of every precision); give False or None")
+        raise ValueError("pair_moves: SCDP-3 has no pair moves (see build_kernel's docstring); give False or None")
     config = _Config(
         model=int(model),
         share_clusters=bool(share_clusters),
