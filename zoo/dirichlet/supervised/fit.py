@@ -310,9 +310,8 @@ class SupervisedDP:
         references, so 55 moves; 4 chains, 2,000 sweeps) SCDP-1's chains agreed on the log joint
         (R-hat 1.02, means 27 nats apart) where 10 moves left them 230 nats apart (R-hat 1.8),
         and the point estimate's F rose from 0.879 to 0.910, in 64 s against 41 s (before the
-        pair moves of 2026-11-29); on the
-        digits of ``notebooks/supervised_digits.ipynb`` (training publications of 129 digits) it
-        stays 10.
+        pair moves of 2026-11-29); on the digits of ``notebooks/supervised_digits.ipynb``
+        (training publications of 129 digits) it stays 10.
     n_precision_steps : int
         SCDP-3's Metropolis steps on the precisions per sweep (see :func:`build_kernel`).
     n_type_split_merge : int
