@@ -157,6 +157,8 @@ class SupervisedDPFit:
         """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
         advice = ("Run longer, with more split-merge moves of the test publications per sweep (n_split_merge), "
                   "or more chains from dispersed starts.")
+        r_hat = table["r_hat"].astype(float)
+        r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
         accepted = self.result.samples.get("split_merge_accepted")
         n_moves = getattr(self, "_n_split_merge", None)  # None in fits pickled before it was kept
         if n_moves and accepted is not None and np.size(accepted) and not np.any(accepted):
@@ -167,9 +169,7 @@ class SupervisedDPFit:
             none_accepted = (f"No split-merge move of the test publications was accepted ({n_moves} per sweep, "
                              f"0 of {n_moves * np.size(accepted):,} in the kept draws), so more of them will not "
                              "help")
-            r_hat = table["r_hat"].astype(float)
             log_joint_r_hat = r_hat.get("log_joint", np.inf)
-            r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
             # (NaN: constant in every chain, as K can be.)
             if log_joint_r_hat <= r_hat_max and not r_hat.get("n_clusters", np.inf) > r_hat_max:
                 advice = (f"{none_accepted}; the chains agree on the log joint (R-hat {log_joint_r_hat:.3f}) and on "
@@ -181,9 +181,8 @@ class SupervisedDPFit:
         # Only when the chains clearly hold different types (R-hat above 1.1, or inf when each chain
         # keeps its own; NaN, for constant types, is not): on FEBRL's records, where the types'
         # only fault was a bulk ESS of 359, the type moves made things worse.
-        types_apart = "n_types" in table.index and float(table.loc["n_types", "r_hat"]) > 1.1
-        k_r_hat = float(table.loc["n_clusters", "r_hat"]) if "n_clusters" in table.index else np.nan
-        k_apart = k_r_hat > table.attrs.get("rhat_max", diagnostics.RHAT_MAX)  # NaN (constant K) is not
+        types_apart = r_hat.get("n_types", np.nan) > 1.1
+        k_apart = r_hat.get("n_clusters", np.nan) > r_hat_max  # NaN (constant K) is not
         if k_apart and self._model in (1, 2) and getattr(self, "_pair_moves", None) is False:
             advice = ("The pair moves are off: SupervisedDP(..., pair_moves=True) (the default) redraws close pairs "
                       "of test references together, which moved the number of test publications where one-reference "
