@@ -58,7 +58,7 @@ def nearest_partners(features: Any, n_train: int) -> np.ndarray:
     the kernel's pair moves (:func:`zoo.dirichlet.supervised.sweep_xla._pair_move`).
 
     The pairs depend on the data alone, never on the chain's state, so a pair move is a Gibbs
-    update of a fixed block. Distances are computed as |a|² - 2 a·b + |b|² in float64, so among
+    update of a fixed block. Distances are computed as ``|a|² - 2 a·b + |b|²`` in float64, so among
     references at exactly equal distances (duplicate records) the rounding picks one, the same
     one for the same data.
 
