@@ -320,7 +320,7 @@ def test_numba_and_xla_sweeps_give_the_same_chain(x64, model, n_type_split_merge
 
 # A state for the pair move: training references 0-3 in publications 0 and 1; test references 4
 # and 5 (the pair) alone in publication 2 with type 0, test references 6 and 7 in publication 3;
-# types 0 and 1 held, slot 2 empty.
+# types 0 and 1 held, slot 2 empty; publication slots 4 and 5 empty.
 PAIR_FEATURES = np.array([[-1.2, 0.3], [-0.8, 0.1], [1.0, -0.4], [1.3, -0.9],
                           [0.2, 0.6], [0.5, 0.2], [0.9, -0.3], [1.6, -1.1]])
 PAIR_CLUSTERS = np.array([0, 0, 1, 1, 2, 2, 3, 3])
@@ -329,17 +329,17 @@ PAIR_PRECISIONS = np.array([[4.0, 2.0], [0.5, 0.3], [1.0, 1.0]])
 PAIR_ALPHA = 0.7
 
 
-def _pair_carry(types):
+def _pair_carry(types, clusters=PAIR_CLUSTERS):
     types = np.asarray(types)
-    return _Carry(jnp.asarray(PAIR_CLUSTERS, jnp.int32), jnp.asarray(np.bincount(PAIR_CLUSTERS, minlength=6), jnp.int32),
+    return _Carry(jnp.asarray(clusters, jnp.int32), jnp.asarray(np.bincount(clusters, minlength=6), jnp.int32),
                   jnp.asarray(PAIR_MEANS), jnp.asarray(types, jnp.int32),
                   jnp.asarray(np.bincount(types, minlength=3), jnp.int32), jnp.asarray(PAIR_PRECISIONS),
                   jnp.zeros((), jnp.int32))
 
 
-def _pair_moves(backend, config, carry, uniforms, normal):
-    """(publication, type, mean of the publication) of test reference 4 after its pair move with
-    reference 5, one per uniform."""
+def _pair_moves(backend, config, carry, uniforms, normals):
+    """(publications, types, means, counts, type counts, overflow) after the pair move of test
+    reference 4 with reference 5, one per row of ``uniforms`` (N, 3); ``normals`` (2, D)."""
     held = np.asarray(carry.type_counts) > 0
     type_log_det = np.where(held, np.log(PAIR_PRECISIONS).sum(axis=-1), 0.0)
     if backend == "xla":
@@ -348,7 +348,7 @@ def _pair_moves(backend, config, carry, uniforms, normal):
         def move(uniform):
             sweep = _SweepCarry(carry, jnp.asarray(type_log_det), None, None, None, None, None)
             out = _pair_move(config, sweep, 4, 5, jnp.asarray(PAIR_FEATURES[4]), jnp.asarray(PAIR_FEATURES[5]),
-                             uniform, jnp.asarray(normal), PAIR_ALPHA, 2).state
+                             uniform, jnp.asarray(normals), PAIR_ALPHA, 2).state
             return out.clusters, out.types, out.means, out.cluster_counts, out.type_counts, out.overflow
 
         return [np.asarray(a) for a in jax.jit(jax.vmap(move))(jnp.asarray(uniforms))]
@@ -360,7 +360,7 @@ def _pair_moves(backend, config, carry, uniforms, normal):
         overflow = numba_pair_moves(4, config.prior_variance, PAIR_FEATURES, 0 if config.share_clusters else 2,
                                     clusters, counts, means, types, type_counts, precisions, type_log_det,
                                     PAIR_ALPHA, np.array([5, 5, 6, 7], np.int32),  # only reference 4 has a partner
-                                    np.array([uniform, 0.5, 0.5, 0.5]), np.tile(normal, (4, 1)))
+                                    np.concatenate([uniform, np.full(9, 0.5)]), np.tile(normals, (4, 1)))
         for out, array in zip(outputs, (clusters, types, means, counts, type_counts, overflow)):
             out.append(array)
     return [np.stack(out) for out in outputs]
@@ -368,73 +368,104 @@ def _pair_moves(backend, config, carry, uniforms, normal):
 
 @pytest.mark.parametrize("backend", ["xla", pytest.param("numba", marks=pytest.mark.numba)])
 @pytest.mark.parametrize("share_clusters", [False, True])
-def test_pair_move_draws_from_the_restricted_conditional_of_the_log_joint(x64, backend, share_clusters):
+@pytest.mark.parametrize("start", ["together", "apart"])
+def test_pair_move_draws_from_the_restricted_conditional_of_the_log_joint(x64, backend, share_clusters, start):
     # Exact: each option's probability is the model's log joint (conditionals._log_joint, with
-    # the mean of a publication the pair opens integrated on a grid) of the state it leads to,
-    # normalised over the options that keep the pair together in a type others hold.
+    # the means of the publications the pair opens integrated on a grid) of the state it leads
+    # to, normalised over the options in which the pair shares a type that others hold. From
+    # either start (the pair alone in publication 2, or reference 4 there and 5 in publication 3
+    # with 6 and 7) the rest of the state is the same, and so is the conditional.
     config = scdp.build_kernel(1, share_clusters=share_clusters, prior_variance=PRIOR_VARIANCE,
                                precision_shape=SHAPE, precision_rate=RATE, backend=backend).args[0]
     assert config.pair_moves
-    carry = _pair_carry([0, 0, 1, 1, 0, 0, 0, 1])
+    clusters = PAIR_CLUSTERS if start == "together" else np.array([0, 0, 1, 1, 2, 3, 3, 3])
+    carry = _pair_carry([0, 0, 1, 1, 0, 0, 0, 1], clusters)
     shape, rate = jnp.full(2, SHAPE), jnp.full(2, RATE)
     features = jnp.asarray(PAIR_FEATURES)
 
     @jax.jit
-    def log_joint(cluster, type_slot, mean):
+    def log_joint(cluster_i, cluster_j, type_slot, mean_2, mean_4):
+        assigned = carry.clusters.at[4].set(cluster_i).at[5].set(cluster_j)
         state = carry._replace(
-            clusters=carry.clusters.at[4].set(cluster).at[5].set(cluster),
-            cluster_counts=carry.cluster_counts.at[2].add(-2).at[cluster].add(2),
-            means=carry.means.at[cluster].set(jnp.where(cluster == 2, mean, carry.means[cluster])),
+            clusters=assigned,
+            cluster_counts=jnp.zeros(6, jnp.int32).at[assigned].add(1),
+            means=carry.means.at[2].set(mean_2).at[4].set(mean_4),
             types=carry.types.at[4].set(type_slot).at[5].set(type_slot),
             type_counts=carry.type_counts.at[0].add(-2).at[type_slot].add(2),
         )
         return conditionals._log_joint(config, state, features, 4, jnp.asarray(PAIR_ALPHA), jnp.asarray(0.6), shape,
                                        rate, 2)
 
-    grid = np.linspace(-6.0, 6.0, 1201)
+    grid = np.linspace(-6.0, 6.0, 801)
     step = grid[1] - grid[0]
     mesh = jnp.asarray(np.stack(np.meshgrid(grid, grid, indexing="ij"), axis=-1).reshape(-1, 2))
-    log_exact, posterior_means = {}, {}
-    for type_slot in (0, 1):
-        for cluster in ((0, 1, 3) if share_clusters else (3,)):
-            log_exact[cluster, type_slot] = float(log_joint(cluster, type_slot, jnp.zeros(2)))
-        values = jax.vmap(lambda mean: log_joint(2, type_slot, mean))(mesh)
+    zero = jnp.zeros(2)
+
+    def integrated(option, slot):
+        """log ∫ exp(log joint) over the mean of ``slot``, and that mean's posterior mean."""
+        values = jax.vmap(lambda mean: log_joint(*option, mean if slot == 2 else zero, mean if slot == 4 else zero))(
+            mesh)
         top = float(values.max())
         weights = np.exp(np.asarray(values) - top)
-        log_exact[2, type_slot] = top + math.log(weights.sum() * step * step)
-        posterior_means[type_slot] = (weights[:, None] * np.asarray(mesh)).sum(axis=0) / weights.sum()
+        return top + math.log(weights.sum() * step * step), (weights[:, None] * np.asarray(mesh)).sum(0) / weights.sum()
+
+    existing = (0, 1, 3) if share_clusters else (3,)
+    log_exact, posterior_means = {}, {}
+    for type_slot in (0, 1):
+        # Publication 2 is the first free slot once the pair has left, 4 the second.
+        options = ([(a, b) for a in existing for b in existing] + [(2, b) for b in existing]
+                   + [(a, 2) for a in existing] + [(2, 2), (2, 4)])
+        for cluster_i, cluster_j in options:
+            option = (cluster_i, cluster_j, type_slot)
+            if (cluster_i, cluster_j) == (2, 4):  # two new means, apart: the log joint is a sum of their terms
+                log_2, posterior_means[option, 2] = integrated(option, 2)
+                log_4, posterior_means[option, 4] = integrated(option, 4)
+                log_exact[option] = log_2 + log_4 - float(log_joint(*option, zero, zero))
+            elif 2 in (cluster_i, cluster_j):
+                log_exact[option], posterior_means[option, 2] = integrated(option, 2)
+            else:
+                log_exact[option] = float(log_joint(*option, zero, zero))
     total = np.logaddexp.reduce(list(log_exact.values()))
     exact = {option: math.exp(value - total) for option, value in log_exact.items()}
 
-    n_uniforms = 4000
-    clusters, types, means, counts, type_counts, overflow = _pair_moves(
-        backend, config, carry, (np.arange(n_uniforms) + 0.5) / n_uniforms, np.zeros(2))
+    n_draws = 40_000
+    uniforms = np.random.default_rng(3).uniform(size=(n_draws, 3))
+    clusters, types, means, counts, type_counts, overflow = _pair_moves(backend, config, carry, uniforms,
+                                                                       np.zeros((2, 2)))
     assert not overflow.any()
-    assert (clusters[:, 4] == clusters[:, 5]).all() and (types[:, 4] == types[:, 5]).all()
+    assert (types[:, 4] == types[:, 5]).all()
     assert (counts == np.stack([np.bincount(row, minlength=6) for row in clusters])).all()
     assert (type_counts == np.stack([np.bincount(row, minlength=3) for row in types])).all()
-    sampled = {option: np.mean((clusters[:, 4] == option[0]) & (types[:, 4] == option[1])) for option in exact}
-    assert sum(sampled.values()) == 1.0  # never a type that no other reference holds
+    sampled = {option: np.mean((clusters[:, 4] == option[0]) & (clusters[:, 5] == option[1])
+                               & (types[:, 4] == option[2])) for option in exact}
+    assert sum(sampled.values()) == 1.0  # never a type that no other reference holds, never another slot
     for option, probability in exact.items():
-        # Inverse-CDF draws on a grid of uniforms: each share within 1/4000 of its probability.
-        assert sampled[option] == pytest.approx(probability, abs=2e-3 / 4 + 1.0 / n_uniforms), option
-    for type_slot in (0, 1):
+        # Independent draws: each share within 4.5 standard errors of its probability.
+        error = math.sqrt(probability * (1.0 - probability) / n_draws)
+        assert sampled[option] == pytest.approx(probability, abs=4.5 * error + 1e-4), option
+    for (option, slot), posterior_mean in posterior_means.items():
         # A publication the pair opens takes its mean from its posterior (here its mean: normals 0).
-        opened = (clusters[:, 4] == 2) & (types[:, 4] == type_slot)
-        assert opened.any()
-        assert np.allclose(means[opened, 2], posterior_means[type_slot], atol=1e-4)
-    # Share of each option, so that a broken weight shows: the move is no near-deterministic one.
-    assert 0.005 < min(exact.values()) and max(exact.values()) < 0.9
+        chosen = (clusters[:, 4] == option[0]) & (clusters[:, 5] == option[1]) & (types[:, 4] == option[2])
+        if chosen.any():
+            assert np.allclose(means[chosen, slot], posterior_mean, atol=1e-4), (option, slot)
+    # Every kind of outcome has a share that a broken weight would shift.
+    kinds = {"apart": lambda a, b: a != b and 2 not in (a, b), "together": lambda a, b: a == b != 2,
+             "new together": lambda a, b: a == b == 2, "one new": lambda a, b: (a == 2) != (b == 2) and 4 not in (a, b),
+             "both new": lambda a, b: (a, b) == (2, 4)}
+    for kind, belongs in kinds.items():
+        share = sum(p for option, p in exact.items() if belongs(*option[:2]))
+        assert (share > 0.01) or (kind == "apart" and not share_clusters), (kind, share)
+    assert max(exact.values()) < 0.9
 
 
 @pytest.mark.parametrize("backend", ["xla", pytest.param("numba", marks=pytest.mark.numba)])
 @pytest.mark.parametrize("types", [[0, 0, 1, 1, 0, 1, 0, 1],  # the pair in two types
                                    [0, 0, 0, 0, 1, 1, 0, 0]])  # the pair alone in its type
-def test_pair_move_leaves_pairs_apart_or_alone_in_their_type_unchanged(backend, types):
+def test_pair_move_leaves_pairs_in_two_types_or_alone_in_their_type_unchanged(backend, types):
     config = scdp.build_kernel(1, backend=backend).args[0]
     carry = _pair_carry(types)
-    clusters, moved_types, means, *_ = _pair_moves(backend, config, carry, np.linspace(0.01, 0.99, 7),
-                                                   np.ones(2))
+    uniforms = np.stack([np.linspace(0.01, 0.99, 7)] * 3, axis=-1)
+    clusters, moved_types, means, *_ = _pair_moves(backend, config, carry, uniforms, np.ones((2, 2)))
     assert (clusters == PAIR_CLUSTERS).all() and (moved_types == np.asarray(types)).all()
     assert np.allclose(means, PAIR_MEANS)
 

@@ -283,7 +283,7 @@ _CARDS = (
         latent_structure="a publication (cluster, CRP α^p) and a reference type (CRP α^t) per reference; "
                          "Gaussian mean per publication, diagonal precision per type",
         engines=("Gibbs: neal Algorithm 2 on both indicator sets", "split-merge moves of the test partition",
-                 "pair moves (a test reference and its nearest, publication and type together)",
+                 "pair moves (a test reference and its nearest, their publications and common type jointly)",
                  "Escobar-West update of α^p, α^t (DM05 App. B)", "sample_chains (many chains, ArviZ)"),
         data="features",
         program_path="zoo.dirichlet.supervised.supervised_program",
@@ -298,7 +298,7 @@ _CARDS = (
         equations="DM05 §5.1",
         latent_structure="as SCDP-1",
         engines=("Gibbs: neal Algorithm 2 on both indicator sets", "split-merge moves of the test partition",
-                 "pair moves (a test reference and its nearest, publication and type together)",
+                 "pair moves (a test reference and its nearest, their publications and common type jointly)",
                  "Escobar-West update of α^p, α^t (DM05 App. B)", "sample_chains (many chains, ArviZ)"),
         data="features",
         program_path="zoo.dirichlet.supervised.supervised_program",

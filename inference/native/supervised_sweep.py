@@ -90,105 +90,206 @@ def _active_variance_total(precisions, type_counts, variance_total):
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
+def _log_sum(values, n_values):
+    top = -np.inf
+    for k in range(n_values):
+        top = max(top, values[k])
+    if top == -np.inf:
+        return -np.inf
+    total = 0.0
+    for k in range(n_values):
+        total += np.exp(values[k] - top)
+    return top + np.log(total)
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
 def _pair_moves(n_train, prior_variance, x, first_allowed, clusters, counts, means, types, type_counts, precisions,
                 type_log_det, alpha, partners, pair_uniforms, pair_normals):
     """The pair move of each test reference with its partner (SCDP-1, -2): a joint Gibbs update of
-    both references' publication and type, restricted to their staying together in a type that
+    both references' publications and common type, restricted to their sharing a type that
     others hold (``zoo.dirichlet.supervised.sweep_xla._pair_move``, the same terms in the same
-    order). Returns the overflow bits."""
+    order, over the held types and allowed publications only). Returns the overflow bits."""
     n_points, n_features = x.shape
     n_slots, n_type_slots = counts.shape[0], type_counts.shape[0]
-    n_existing = n_slots * n_type_slots
-    logits = np.empty(n_existing + n_type_slots)
-    codes = np.empty(n_existing + n_type_slots, np.int64)
-    log_type = np.empty(n_type_slots)
-    half_gap = np.empty(n_type_slots)
-    midpoint = np.empty(n_features)
+    n_kinds = 6
     log_2pi = np.log(2.0 * np.pi)
-    # A new publication's marginal per type (no type opens or closes in these moves):
-    # Σ_f log t - log 2π - ½ log(1 + 2 σ² t), and 1 / (2 (1 + 2 σ² t)) of its quadratic form.
+    log_alpha = np.log(alpha)
+    # Per type: the new-publication marginals' precisions t / (1 + σ² t), log-determinant, and
+    # the pair's Σ_f log t - log 2π - ½ log(1 + 2 σ² t) with 1 / (2 (1 + 2 σ² t)).
+    marginal = np.zeros((n_type_slots, n_features))
+    marginal_log_det = np.zeros(n_type_slots)
     new_constant = np.zeros(n_type_slots)
     shrink = np.zeros((n_type_slots, n_features))
     for slot in range(n_type_slots):
         if type_counts[slot] > 0:
             for f in range(n_features):
                 t = precisions[slot, f]
+                marginal[slot, f] = t / (1.0 + prior_variance * t)
+                marginal_log_det[slot] += np.log(marginal[slot, f])
                 spread = 1.0 + 2.0 * prior_variance * t
                 new_constant[slot] += np.log(t) - log_2pi - 0.5 * np.log(spread)
                 shrink[slot, f] = 0.5 / spread
+    slots = np.empty(n_slots, np.int64)
+    log_u = np.empty((n_type_slots, n_slots))
+    log_v = np.empty((n_type_slots, n_slots))
+    log_apart = np.empty((n_type_slots, n_slots))
+    log_together = np.empty((n_type_slots, n_slots))
+    before = np.empty(n_slots)
+    log_count = np.empty(n_slots)
+    log_count_up = np.empty(n_slots)
+    logits = np.empty(max(n_type_slots * n_kinds, n_slots))
+    codes = np.empty(max(n_type_slots * n_kinds, n_slots), np.int64)
     overflow = 0
     for visit in range(n_points - n_train):
         i, j = n_train + visit, partners[visit]
-        cluster, type_slot = clusters[i], types[i]
-        if i == j or clusters[j] != cluster or types[j] != type_slot:
+        type_slot = types[i]
+        if i == j or types[j] != type_slot or type_counts[type_slot] <= 2:
             continue
-        counts[cluster] -= 2
+        cluster_i, cluster_j = clusters[i], clusters[j]
+        counts[cluster_i] -= 1
+        counts[cluster_j] -= 1
         type_counts[type_slot] -= 2
-        if type_counts[type_slot] == 0:
-            counts[cluster] += 2
-            type_counts[type_slot] += 2
-            continue
-        # (x_i - p)² + (x_j - p)² = 2 (x̄ - p)² + ½ (x_i - x_j)², x̄ the pair's midpoint.
-        for f in range(n_features):
-            midpoint[f] = 0.5 * (x[i, f] + x[j, f])
-        for slot in range(n_type_slots):
-            if type_counts[slot] > 0:
-                weight = float(type_counts[slot])
-                log_type[slot] = np.log(weight) + np.log(weight + 1.0)
-                gap_square = 0.0
-                for f in range(n_features):
-                    gap = x[i, f] - x[j, f]
-                    gap_square += precisions[slot, f] * gap * gap
-                half_gap[slot] = 0.5 * gap_square
-            else:
-                log_type[slot] = -np.inf
-        # Only the options of positive weight, in the order of the XLA twin's flat (k, l) array
-        # then its new publications: the same cumulative sums, without the zero weights.
-        n_candidates = 0
+        n_allowed = 0
         for k in range(n_slots):
             if counts[k] > 0 and k >= first_allowed:
-                weight = float(counts[k])
-                log_cluster = np.log(weight) + np.log(weight + 1.0)
-                for slot in range(n_type_slots):
-                    if type_counts[slot] > 0:
-                        square = 0.0
-                        for f in range(n_features):
-                            difference = midpoint[f] - means[k, f]
-                            square += precisions[slot, f] * difference * difference
-                        logits[n_candidates] = (log_cluster + log_type[slot]) + (
-                            type_log_det[slot] - n_features * log_2pi - 0.5 * (2.0 * square + half_gap[slot]))
-                        codes[n_candidates] = k * n_type_slots + slot
-                        n_candidates += 1
-        log_alpha = np.log(alpha)
+                slots[n_allowed] = k
+                log_count[n_allowed] = np.log(float(counts[k]))
+                log_count_up[n_allowed] = np.log(float(counts[k]) + 1.0)
+                n_allowed += 1
+        n_candidates = 0
         for slot in range(n_type_slots):
-            if type_counts[slot] > 0:
-                square = 0.0
+            if type_counts[slot] <= 0:
+                continue
+            for position in range(n_allowed):
+                k = slots[position]
+                square_i = 0.0
+                square_j = 0.0
                 for f in range(n_features):
-                    both = x[i, f] + x[j, f]
-                    square += precisions[slot, f] * both * both * shrink[slot, f]
-                logits[n_candidates] = log_type[slot] + log_alpha + (new_constant[slot] - 0.5 * (square + half_gap[slot]))
-                codes[n_candidates] = n_existing + slot
-                n_candidates += 1
-        choice = codes[_draw(logits, n_candidates, pair_uniforms[visit])]
-        new_cluster, new_type = cluster, type_slot
-        if choice >= n_existing:
-            free = _first_free(counts)
-            if free < 0:
-                overflow |= 1
-            else:
-                new_cluster, new_type = free, choice - n_existing
-                for f in range(n_features):
-                    t = precisions[new_type, f]
-                    posterior_precision = 1.0 / prior_variance + 2.0 * t
-                    means[new_cluster, f] = (t * (x[i, f] + x[j, f]) / posterior_precision
-                                             + pair_normals[visit, f] / np.sqrt(posterior_precision))
+                    difference_i = x[i, f] - means[k, f]
+                    difference_j = x[j, f] - means[k, f]
+                    square_i += precisions[slot, f] * difference_i * difference_i
+                    square_j += precisions[slot, f] * difference_j * difference_j
+                log_n = log_count[position]
+                log_f_i = 0.5 * (type_log_det[slot] - n_features * log_2pi - square_i)
+                log_f_j = 0.5 * (type_log_det[slot] - n_features * log_2pi - square_j)
+                log_u[slot, position] = log_n + log_f_i
+                log_v[slot, position] = log_n + log_f_j
+                log_together[slot, position] = log_n + log_count_up[position] + log_f_i + log_f_j
+            # i in one publication, j in another: Σ_{b ≠ a} v_b as the sums of the (scaled) weights
+            # before and after a, which never cancel.
+            top = -np.inf
+            for position in range(n_allowed):
+                top = max(top, log_v[slot, position])
+            running = 0.0
+            for position in range(n_allowed):
+                before[position] = running
+                running += np.exp(log_v[slot, position] - top)
+            running = 0.0
+            for position in range(n_allowed - 1, -1, -1):
+                others = before[position] + running
+                log_apart[slot, position] = log_u[slot, position] + top + np.log(others) if others > 0.0 else -np.inf
+                running += np.exp(log_v[slot, position] - top)
+            new_i = 0.0
+            new_j = 0.0
+            pair_square = 0.0
+            gap_square = 0.0
+            for f in range(n_features):
+                new_i += marginal[slot, f] * x[i, f] * x[i, f]
+                new_j += marginal[slot, f] * x[j, f] * x[j, f]
+                both = x[i, f] + x[j, f]
+                gap = x[i, f] - x[j, f]
+                pair_square += precisions[slot, f] * both * both * shrink[slot, f]
+                gap_square += precisions[slot, f] * gap * gap
+            log_new_i = 0.5 * (marginal_log_det[slot] - n_features * log_2pi - new_i)
+            log_new_j = 0.5 * (marginal_log_det[slot] - n_features * log_2pi - new_j)
+            log_new_pair = new_constant[slot] - 0.5 * (pair_square + 0.5 * gap_square)
+            weight = float(type_counts[slot])
+            log_type = np.log(weight) + np.log(weight + 1.0)
+            kinds = (_log_sum(log_apart[slot], n_allowed), _log_sum(log_together[slot], n_allowed),
+                     log_alpha + log_new_pair, log_alpha + log_new_i + _log_sum(log_v[slot], n_allowed),
+                     log_alpha + log_new_j + _log_sum(log_u[slot], n_allowed),
+                     2.0 * log_alpha + log_new_i + log_new_j)
+            for kind in range(n_kinds):
+                if kinds[kind] > -np.inf:
+                    logits[n_candidates] = log_type + kinds[kind]
+                    codes[n_candidates] = slot * n_kinds + kind
+                    n_candidates += 1
+        choice = codes[_draw(logits, n_candidates, pair_uniforms[3 * visit])]
+        new_type, kind = choice // n_kinds, choice % n_kinds
+        first = -1
+        second = -1
+        if kind != 2 and kind != 5:
+            n_candidates = 0
+            for position in range(n_allowed):
+                if kind == 0:
+                    value = log_apart[new_type, position]
+                elif kind == 1:
+                    value = log_together[new_type, position]
+                elif kind == 3:
+                    value = log_v[new_type, position]
+                else:
+                    value = log_u[new_type, position]
+                if value > -np.inf:
+                    logits[n_candidates] = value
+                    codes[n_candidates] = slots[position]
+                    n_candidates += 1
+            first = codes[_draw(logits, n_candidates, pair_uniforms[3 * visit + 1])]
+        if kind == 0:
+            n_candidates = 0
+            for position in range(n_allowed):
+                if slots[position] != first and log_v[new_type, position] > -np.inf:
+                    logits[n_candidates] = log_v[new_type, position]
+                    codes[n_candidates] = slots[position]
+                    n_candidates += 1
+            second = codes[_draw(logits, n_candidates, pair_uniforms[3 * visit + 2])]
+        free_1 = -1
+        free_2 = -1
+        for k in range(n_slots):
+            if counts[k] == 0:
+                if free_1 < 0:
+                    free_1 = k
+                elif free_2 < 0:
+                    free_2 = k
+                    break
+        needed = (0, 0, 1, 1, 1, 2)[kind]
+        if (needed >= 1 and free_1 < 0) or (needed == 2 and free_2 < 0):
+            overflow |= 1
+            new_i, new_j, new_type = cluster_i, cluster_j, type_slot
         else:
-            new_cluster, new_type = choice // n_type_slots, choice % n_type_slots
-        clusters[i] = new_cluster
-        clusters[j] = new_cluster
+            if kind == 0:
+                new_i, new_j = first, second
+            elif kind == 1:
+                new_i, new_j = first, first
+            elif kind == 2:
+                new_i, new_j = free_1, free_1
+            elif kind == 3:
+                new_i, new_j = free_1, first
+            elif kind == 4:
+                new_i, new_j = first, free_1
+            else:
+                new_i, new_j = free_1, free_2
+            opens_i = kind == 2 or kind == 3 or kind == 5
+            opens_j = kind == 4 or kind == 5
+            for f in range(n_features):
+                t = precisions[new_type, f]
+                if kind == 2:
+                    posterior_precision = 1.0 / prior_variance + 2.0 * t
+                    means[new_i, f] = (t * (x[i, f] + x[j, f]) / posterior_precision
+                                       + pair_normals[2 * visit, f] / np.sqrt(posterior_precision))
+                else:
+                    posterior_precision = 1.0 / prior_variance + t
+                    if opens_i:
+                        means[new_i, f] = (t * x[i, f] / posterior_precision
+                                           + pair_normals[2 * visit, f] / np.sqrt(posterior_precision))
+                    if opens_j:
+                        means[new_j, f] = (t * x[j, f] / posterior_precision
+                                           + pair_normals[2 * visit + 1, f] / np.sqrt(posterior_precision))
+        clusters[i] = new_i
+        clusters[j] = new_j
         types[i] = new_type
         types[j] = new_type
-        counts[new_cluster] += 2
+        counts[new_i] += 1
+        counts[new_j] += 1
         type_counts[new_type] += 2
     return overflow
 

@@ -46,11 +46,12 @@ partition and precisions that keep every fixed-precision split too dear. As many
 follow them (one test reference split off alone, or a singleton merged back), for the references
 that a feature's precision isolates once they stand alone.
 
-SCDP-1 and -2 also redraw, once per sweep for each test reference, the publication and type of
-it and its nearest test reference together, when the two share both (``pair_moves``, on by
-default; :func:`zoo.dirichlet.supervised.sweep_xla._pair_move`): a close pair that is either a
-publication of its own or part of a larger one with a type of larger variances otherwise changes
-between the two only through a state where one of them has left.
+SCDP-1 and -2 also redraw, once per sweep for each test reference, the publications and the
+common type of it and its nearest test reference jointly, together or apart, when the two share
+a type (``pair_moves``, on by default; :func:`zoo.dirichlet.supervised.sweep_xla._pair_move`): a
+close pair that is either a publication of its own or part of a larger one with a type of larger
+variances, or split between two wrong publications, otherwise changes only through a state where
+one of them has left.
 
 SCDP-1 and -2 can also move the reference-type partition by split–merge moves (all references,
 the precisions integrated given the means; ``n_type_split_merge``, off by default):

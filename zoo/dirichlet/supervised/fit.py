@@ -322,7 +322,7 @@ class SupervisedDP:
         :func:`build_kernel`).
     pair_moves : bool, optional
         SCDP-1 and -2: joint moves of each test reference and its nearest test reference, their
-        publication and type together (default None: on for SCDP-1 and -2, off for SCDP-3; see
+        publications and common type (default None: on for SCDP-1 and -2, off for SCDP-3; see
         :func:`build_kernel` for where they helped).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweeps run (see :func:`build_kernel`).

@@ -98,8 +98,8 @@ def _step(config: _Config, rng_key: jax.Array, state: SupervisedState, data: Sup
     uniforms = jax.random.uniform(key_uniform, (2, n_points), dtype)
     n_pairs = n_test if config.pair_moves and n_test >= 2 else 0
     key_pair_uniforms, key_pair_normals = jax.random.split(key_pairs)
-    pair_uniforms = jax.random.uniform(key_pair_uniforms, (n_pairs,), dtype)
-    pair_normals = jax.random.normal(key_pair_normals, (n_pairs, n_features), dtype)
+    pair_uniforms = jax.random.uniform(key_pair_uniforms, (3 * n_pairs,), dtype)
+    pair_normals = jax.random.normal(key_pair_normals, (2 * n_pairs, n_features), dtype)
     if config.model == 3:
         carry = _gibbs_means_conditioned(config, key_means, carry, features)
         carry = _metropolis_precisions_conditioned(config, key_precisions, carry, features, shape, rate)
@@ -280,29 +280,34 @@ def build_kernel(
     pair_moves : bool, optional
         SCDP-1 and -2: after the test references' one-reference updates, one pair move per test
         reference (:func:`.sweep_xla._pair_move`): it and its nearest test reference
-        (:func:`zoo.dirichlet.supervised.state.nearest_partners`), when they share publication
-        and type, get both redrawn jointly. One-reference updates change a reference's
+        (:func:`zoo.dirichlet.supervised.state.nearest_partners`), when they share a type that
+        other references hold, get their publications and common type redrawn jointly, apart or
+        together, in existing or new publications. One-reference updates change a reference's
         publication given its type and its type given its publication; a close pair that is
         either a publication of its own with the tight common type or part of a large
-        publication with a type of large variances passes between the two only through a state
-        where one of the two has left, which both one-reference updates avoid. On scikit-learn's
-        wine (13 standardised features; classes 0 and 1 trained, the 48 wines of class 2 the
-        test references; 4 chains × 2,000 sweeps, keys 0 and 1) such a pair changed mode 3–6
-        times per chain and held the bulk ESS of the number of test publications at 41 and 25;
-        with the pair moves it changed mode 120–160 times and the ESS was 196 and 315, in the
-        same 3.3–4.3 s per fit (``benchmarks/bench_scdp_mixing.py``). Long runs there with and
-        without them (``n_type_split_merge=5``, 4 chains × 8,000 kept draws) agree on the
+        publication with a type of large variances, or two records of one entity each inside a
+        wrong publication with the loose type, passes between these only through a state where
+        one of the two has left, which both one-reference updates avoid. On scikit-learn's wine
+        (13 standardised features; classes 0 and 1 trained, the 48 wines of class 2 the test
+        references; 4 chains × 2,000 sweeps) such a pair changed mode 3–6 times per chain and
+        held the bulk ESS of the number of test publications at 41 and 25 (keys 0 and 1); with
+        pair moves it was 144, 333, 278, 158 and 202 (keys 0–4), at 3.9–4.2 s per fit against
+        3.7–4.0 s (``benchmarks/bench_scdp_mixing.py``). On the FEBRL records of
+        ``notebooks/record_linkage.ipynb`` (key 0) the R-hat of the number of test entities was
+        1.96 without pair moves, 1.39 with the first version of the move (2026-11-29: the pair
+        redrawn only when together, and kept together) and 1.15 with this one (bulk ESS 9 → 19),
+        in 89 s against 69 s and 65 s. Long runs on wine with and without pair moves
+        (``n_type_split_merge=5``, 4 chains × 8,000 kept draws, the first version) agree on the
         posterior: mean log joint -2,692.7 ± 0.4 and -2,693.3 ± 0.5, mean K 2.53 ± 0.02 and
-        2.56 ± 0.04. On the FEBRL records of ``notebooks/record_linkage.ipynb`` the bulk ESS of
-        the log joint rose from 489 to 1,267 and the R-hat of K fell from 1.96 to 1.39, in 68 s
-        against 65 s. On the digits of ``notebooks/supervised_digits.ipynb`` (five type moves per
-        sweep) they did not free K (R-hat 3.5 without and 5.7 with for SCDP-1, 3.2 and 2.8 for
-        SCDP-2) nor change F by more than separate runs differ (0.505 and 0.488; 0.470 and
-        0.474), and cost 30 % more per sweep (17.2 ms against 13.0–13.6 for four chains on 2
-        cores). ``None`` (default): on for SCDP-1 and -2. SCDP-3 has none: there a publication
-        that the pair opens adds its mean to eq. 3's conditioning, which the move must integrate;
-        a prototype that did (exact against the log joint, 2026-11-29) left SCDP-3's chains on
-        the digits in the modes they hold without it (three at -73,070, one at -70,492).
+        2.56 ± 0.04. On the digits of ``notebooks/supervised_digits.ipynb`` (five type moves per
+        sweep) neither version freed K (R-hat of SCDP-1's 3.5 without, 5.7 and 5.2 with; SCDP-2's
+        3.2, 2.8 and 1.45) nor changed F by more than separate runs differ (SCDP-1 0.505, 0.488,
+        0.481; SCDP-2 0.470, 0.474, 0.471); this one costs about a third more per SCDP-1 fit there
+        (39 s against 30 s in the notebook's runs). ``None`` (default): on for SCDP-1 and -2. SCDP-3 has none: there a
+        publication that the pair opens adds its mean to eq. 3's conditioning, which the move
+        must integrate; a prototype that did (exact against the log joint, 2026-11-29) left
+        SCDP-3's chains on the digits in the modes they hold without it (three at -73,070, one at
+        -70,492).
     backend : {"auto", "xla", "numba"}
         Where the assignment sweep and the split–merge moves run: "xla" as ``lax`` loops (any
         device); "numba" as compiled loops that XLA calls as custom calls, the chains in

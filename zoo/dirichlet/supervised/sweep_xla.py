@@ -40,11 +40,11 @@ class _SweepDraws(NamedTuple):
     cluster_pool, type_pool : (M, D)
         SCDP-3: Algorithm 8's M auxiliary means and precisions at the start of the sweep, drawn
         from G0^p and G0^t; (0, D) for SCDP-1 and -2.
-    pair_uniforms : (P,)
-        The pair move of each test reference (:func:`_pair_move`): its uniform; P = 0 without
-        pair moves.
-    pair_normals : (P, D)
-        Standard normals of the mean of a publication that a pair move opens.
+    pair_uniforms : (3 P,)
+        The pair move of each test reference (:func:`_pair_move`): its three uniforms, in a row;
+        P = 0 without pair moves.
+    pair_normals : (2 P, D)
+        Standard normals of the means of the publications that a pair move opens (i's, then j's).
     """
 
     uniforms: jax.Array
@@ -167,82 +167,135 @@ def _type_move_conjugate(config, sweep, index, x, uniform, position, alpha_types
     return sweep._replace(state=state, type_log_det=type_log_det, n_type_supply_used=n_used)
 
 
-def _pair_move(config, sweep, i, j, x_i, x_j, uniform, normal, alpha, n_train_clusters):
-    """Joint Gibbs update of the publications and types of test references i and j (j the
-    nearest test reference to i, :func:`zoo.dirichlet.supervised.state.nearest_partners`),
-    restricted to the pair staying together: c_i = c_j, d_i = d_j, in a type that other
-    references hold.
+PAIR_KINDS = 6
+"""Kinds of outcome of a pair move, in the order of its first draw (per type):
+0 both in existing publications apart, 1 both in one existing publication, 2 both in one new
+publication, 3 i in a new publication and j in an existing one, 4 i in an existing one and j in
+a new one, 5 each in a new publication of its own."""
 
-    When i and j share their publication and type and others hold that type, (c, d) is drawn for
-    both from their conditional on that set: an existing publication k and type l
-    ∝ n_k (n_k + 1) m_l (m_l + 1) F(x_i | p_k, t_l) F(x_j | p_k, t_l) (the CRP weights of
-    adding two references, counts without i and j), a new publication
-    ∝ α^p m_l (m_l + 1) ∫ G0^p(p) F(x_i | p, t_l) F(x_j | p, t_l) dp, whose mean is then drawn
-    from its posterior. Otherwise nothing changes. Which pairs move is decided by the data and by
-    the rest of the state, never by (c_i, d_i, c_j, d_j) beyond their being together, so the
-    update is a Gibbs step on a fixed set and leaves the posterior invariant; no type opens or
-    closes, so the precisions stay as they are.
 
-    Why: a pair of test references far from the other test references can sit in a publication
-    of their own with the common, tight type, or inside a large publication with a type of
-    large variances, and one-reference updates pass between the two only through states where
-    one of them has left (wine of scikit-learn, class 2 held out: such a pair changed mode
-    3–6 times in 1,000 sweeps of each chain, and set the bulk ESS of the number of test
-    publications; see :func:`zoo.dirichlet.supervised.kernel.build_kernel`).
+def _exclusive_log_sum(logits: jax.Array) -> jax.Array:
+    """log Σ_{b ≠ a} exp(logits[b]) for every a along axis 0 (from the cumulative log-sums before
+    and after a, so no cancellation when one row dominates)."""
+    minus_inf = jnp.full_like(logits[:1], -jnp.inf)
+    before = jnp.concatenate([minus_inf, jax.lax.cumlogsumexp(logits, axis=0)[:-1]])
+    after = jnp.concatenate([jax.lax.cumlogsumexp(logits, axis=0, reverse=True)[1:], minus_inf])
+    return jnp.logaddexp(before, after)
+
+
+def _pair_move(config, sweep, i, j, x_i, x_j, uniforms, normals, alpha, n_train_clusters):
+    """Joint Gibbs update of the publications c_i, c_j and the common type l of test references
+    i and j (j the nearest test reference to i,
+    :func:`zoo.dirichlet.supervised.state.nearest_partners`), restricted to the two sharing a
+    type that other references hold: d_i = d_j = l.
+
+    When i and j share their type and others hold it, (c_i, c_j, l) is drawn from its
+    conditional on that set, the means of the publications that stay held as they are and those
+    of new publications integrated (Algorithm 2 for a block of two). With n_k and m_l the counts
+    without i and j, the weights are m_l (m_l + 1) (the type CRP of adding two references) times
+
+    0. n_a n_b F_i(a) F_j(b), a ≠ b existing publications;
+    1. n_a (n_a + 1) F_i(a) F_j(a);
+    2. α^p ∫ G0^p(p) F_i(p) F_j(p) dp, both in one new publication;
+    3. α^p ∫ G0^p F_i · n_b F_j(b), and 4. the same with i and j exchanged;
+    5. (α^p)² ∫ G0^p F_i · ∫ G0^p F_j, each in a new publication of its own,
+
+    F_i(p) = F(x_i | p, t_l); a new publication's mean is then drawn from its posterior. The
+    draw is hierarchical: one uniform picks the type and the kind (:data:`PAIR_KINDS`), a second
+    the publication of an existing one (a for kinds 0, 1 and 4, b for kind 3), a third b ≠ a for
+    kind 0. Whether a pair moves is decided by the data and by the other references' types,
+    never by (c_i, c_j) or by which type the pair shares, so the update is a Gibbs step on a
+    fixed set and leaves the posterior invariant; no type opens or closes, so the precisions stay
+    as they are. A draw that needs more free publication slots than there are leaves the pair as
+    it is and reports the overflow (the fit then re-runs with more capacity).
+
+    Why: a pair of test references close to each other and far from the other test references
+    can sit in a publication of their own with the common, tight type, or inside a large
+    publication with a type of large variances (wine of scikit-learn, class 2 held out: 3–6
+    changes of mode in 1,000 sweeps of each chain with one-reference updates), or each inside
+    a different wrong publication with the loose type (the FEBRL records of
+    ``notebooks/record_linkage.ipynb``). One-reference updates pass between these only through
+    states where one of the two has left, which both avoid.
     """
     carry = sweep.state
-    cluster, type_slot = carry.clusters[i], carry.types[i]
-    together = (carry.clusters[j] == cluster) & (carry.types[j] == type_slot) & (i != j)
-    removed = jnp.where(together, 2, 0)
-    counts = carry.cluster_counts.at[cluster].add(-removed)
-    type_counts = carry.type_counts.at[type_slot].add(-removed)
-    moves = together & (type_counts[type_slot] > 0)
-    n_slots, n_type_slots = counts.shape[0], type_counts.shape[0]
+    cluster_i, cluster_j, type_slot = carry.clusters[i], carry.clusters[j], carry.types[i]
+    same_type = (carry.types[j] == type_slot) & (i != j)
+    one = jnp.where(same_type, 1, 0)
+    counts = carry.cluster_counts.at[cluster_i].add(-one).at[cluster_j].add(-one)
+    type_counts = carry.type_counts.at[type_slot].add(-2 * one)
+    moves = same_type & (type_counts[type_slot] > 0)
+    n_slots = counts.shape[0]
     dtype = carry.means.dtype
+    n_features = x_i.shape[-1]
     allowed = (counts > 0) & (config.share_clusters | (jnp.arange(n_slots) >= n_train_clusters))
     held = type_counts > 0
     precisions, means = carry.precisions, carry.means
-    # log F(x_i | p_k, t_l) + log F(x_j | p_k, t_l) for every (k, l), from
-    # (x_i - p)² + (x_j - p)² = 2 (x̄ - p)² + ½ (x_i - x_j)², x̄ the pair's midpoint.
-    midpoint, gap = 0.5 * (x_i + x_j), x_i - x_j
-    square = (2.0 * jnp.sum(precisions[None] * ((midpoint - means) ** 2)[:, None], axis=-1)
-              + 0.5 * jnp.sum(precisions * gap * gap, axis=-1)[None])
-    log_lik = sweep.type_log_det[None] - x_i.shape[-1] * _LOG_2PI - 0.5 * square
-    type_weight = jnp.maximum(type_counts, 1).astype(dtype)
-    log_type = jnp.where(held, jnp.log(type_weight) + jnp.log(type_weight + 1.0), -jnp.inf)
+    variance = config.prior_variance
+    # log F(x | p_k, t_l) for every (k, l), and log ∫ G0^p F(x | p, t_l) dp = log N(x | 0, σ² + 1/t).
+    log_f_i = 0.5 * (sweep.type_log_det[None] - n_features * _LOG_2PI
+                     - jnp.sum(precisions[None] * ((x_i - means) ** 2)[:, None], axis=-1))
+    log_f_j = 0.5 * (sweep.type_log_det[None] - n_features * _LOG_2PI
+                     - jnp.sum(precisions[None] * ((x_j - means) ** 2)[:, None], axis=-1))
+    marginal = precisions / (1.0 + variance * precisions)
+    log_new_i = _log_normal_diag(x_i, 0.0, marginal)
+    log_new_j = _log_normal_diag(x_j, 0.0, marginal)
     cluster_weight = jnp.maximum(counts, 1).astype(dtype)
-    log_cluster = jnp.where(allowed, jnp.log(cluster_weight) + jnp.log(cluster_weight + 1.0), -jnp.inf)
-    log_existing = log_cluster[:, None] + log_type[None] + log_lik
+    log_n = jnp.where(allowed, jnp.log(cluster_weight), -jnp.inf)[:, None]
+    log_u = log_n + log_f_i  # i in k
+    log_v = log_n + log_f_j  # j in k
+    log_apart = log_u + _exclusive_log_sum(log_v)  # i in k, j in another
+    log_together = log_n + jnp.log(cluster_weight + 1.0)[:, None] + log_f_i + log_f_j
     # ∫ N(p | 0, σ²) N(x_i | p, 1/t) N(x_j | p, 1/t) dp per feature: a Gaussian of (x_i, x_j) with
     # covariance I / t + σ² 1 1ᵀ, determinant (1 + 2 σ² t) / t² and quadratic form
     # t (½ (x_i - x_j)² + (x_i + x_j)² / (2 (1 + 2 σ² t))) (no cancellation for large t).
-    variance = config.prior_variance
     spread = 1.0 + 2.0 * variance * precisions
-    both = x_i + x_j
-    log_new = log_type + jnp.log(alpha) + (
-        jnp.sum(jnp.log(precisions) - _LOG_2PI - 0.5 * jnp.log(spread), axis=-1)
-        - 0.5 * (jnp.sum(precisions * both * both * (0.5 / spread), axis=-1)
-                 + 0.5 * jnp.sum(precisions * gap * gap, axis=-1))
-    )
-    choice = _draw(jnp.concatenate([log_existing.reshape(-1), log_new]), uniform)
-    n_existing = n_slots * n_type_slots
-    wants_new = choice >= n_existing
-    free_slot, has_free = _first_free(counts)
-    no_room = moves & wants_new & ~has_free
+    both, gap = x_i + x_j, x_i - x_j
+    log_new_pair = (jnp.sum(jnp.log(precisions) - _LOG_2PI - 0.5 * jnp.log(spread), axis=-1)
+                    - 0.5 * (jnp.sum(precisions * both * both * (0.5 / spread), axis=-1)
+                             + 0.5 * jnp.sum(precisions * gap * gap, axis=-1)))
+    log_alpha = jnp.log(alpha)
+    log_sum = partial(jax.nn.logsumexp, axis=0)
+    kinds = jnp.stack([log_sum(log_apart), log_sum(log_together), log_alpha + log_new_pair,
+                       log_alpha + log_new_i + log_sum(log_v), log_alpha + log_new_j + log_sum(log_u),
+                       2.0 * log_alpha + log_new_i + log_new_j], axis=-1)
+    type_weight = jnp.maximum(type_counts, 1).astype(dtype)
+    log_type = jnp.where(held, jnp.log(type_weight) + jnp.log(type_weight + 1.0), -jnp.inf)
+    choice = _draw(jnp.where(held[:, None], log_type[:, None] + kinds, -jnp.inf).reshape(-1), uniforms[0])
+    new_type, kind = choice // PAIR_KINDS, choice % PAIR_KINDS
+    column = jnp.stack([log_apart, log_together, log_u, log_v, log_u], axis=0)[
+        jnp.array([0, 1, 2, 3, 4, 4])[kind], :, new_type]  # kind 2 and 5 draw no existing one
+    first = _draw(column, uniforms[1])
+    others = jnp.where(jnp.arange(n_slots) == first, -jnp.inf, log_v[:, new_type])
+    second = _draw(others, uniforms[2])
+    free = counts == 0
+    free_1 = jnp.argmax(free).astype(jnp.int32)
+    free_2 = jnp.argmax(free & (jnp.arange(n_slots) != free_1)).astype(jnp.int32)
+    n_free = jnp.sum(free)
+    needed = jnp.array([0, 0, 1, 1, 1, 2])[kind]
+    no_room = moves & (n_free < needed)
     moves = moves & ~no_room
-    new_cluster = jnp.where(moves, jnp.where(wants_new, free_slot, choice // n_type_slots), cluster)
-    new_type = jnp.where(moves, jnp.where(wants_new, choice - n_existing, choice % n_type_slots), type_slot)
-    opened = moves & wants_new
+    new_i = jnp.select([kind == 0, kind == 1, kind == 4], [first, first, first], free_1)
+    new_j = jnp.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4], [second, first, free_1, first, free_1],
+                       free_2)
+    opens_i = (kind == 2) | (kind == 3) | (kind == 5)
+    opens_j = (kind == 4) | (kind == 5)
     precision = precisions[new_type]
-    posterior_precision = 1.0 / variance + 2.0 * precision
-    fresh_mean = precision * (x_i + x_j) / posterior_precision + normal / jnp.sqrt(posterior_precision)
+    alone_precision = 1.0 / variance + precision
+    pair_precision = 1.0 / variance + 2.0 * precision
+    mean_i = jnp.where(kind == 2, precision * both / pair_precision + normals[0] / jnp.sqrt(pair_precision),
+                       precision * x_i / alone_precision + normals[0] / jnp.sqrt(alone_precision))
+    mean_j = precision * x_j / alone_precision + normals[1] / jnp.sqrt(alone_precision)
+    new_means = means.at[new_i].set(jnp.where(opens_i, mean_i, means[new_i]))
+    new_means = new_means.at[new_j].set(jnp.where(opens_j, mean_j, new_means[new_j]))
+    new_i = jnp.where(moves, new_i, cluster_i)
+    new_j = jnp.where(moves, new_j, cluster_j)
+    new_type = jnp.where(moves, new_type, type_slot)
     state = carry._replace(
-        clusters=carry.clusters.at[i].set(new_cluster).at[j].set(jnp.where(together, new_cluster,
-                                                                           carry.clusters[j])),
-        cluster_counts=counts.at[new_cluster].add(removed),
-        means=means.at[new_cluster].set(jnp.where(opened, fresh_mean, means[new_cluster])),
-        types=carry.types.at[i].set(new_type).at[j].set(jnp.where(together, new_type, carry.types[j])),
-        type_counts=type_counts.at[new_type].add(removed),
+        clusters=carry.clusters.at[i].set(new_i).at[j].set(new_j),
+        cluster_counts=counts.at[new_i].add(one).at[new_j].add(one),
+        means=jnp.where(moves, new_means, means),
+        types=carry.types.at[i].set(new_type).at[j].set(jnp.where(same_type, new_type, carry.types[j])),
+        type_counts=type_counts.at[new_type].add(2 * one),
         overflow=carry.overflow | jnp.where(no_room, _CLUSTER_OVERFLOW, 0),
     )
     return sweep._replace(state=state)
@@ -376,8 +429,9 @@ def _xla_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_
         return type_move(sweep, index, x, uniform_type, position_type, alpha_types, shape, rate, draws), None
 
     def visit_pair(sweep, inputs):
-        i, j, uniform, normal = inputs
-        return _pair_move(config, sweep, i, j, features[i], features[j], uniform, normal, alpha, n_train_clusters), None
+        i, j, pair_uniforms, pair_normals = inputs
+        return _pair_move(config, sweep, i, j, features[i], features[j], pair_uniforms, pair_normals, alpha,
+                          n_train_clusters), None
 
     uniforms, positions = draws.uniforms, draws.positions
     sweep, _ = jax.lax.scan(
@@ -388,7 +442,8 @@ def _xla_sweep(config, carry, features, n_train, n_train_clusters, alpha, alpha_
     )
     if draws.pair_uniforms.shape[0]:
         sweep, _ = jax.lax.scan(
-            visit_pair, sweep, (jnp.arange(n_train, n_points), partners, draws.pair_uniforms, draws.pair_normals)
+            visit_pair, sweep, (jnp.arange(n_train, n_points), partners,
+                                draws.pair_uniforms.reshape(-1, 3), draws.pair_normals.reshape(-1, 2, features.shape[-1]))
         )
     sweep, _ = jax.lax.scan(
         visit_train, sweep, (jnp.arange(n_train), features[:n_train], uniforms[1, :n_train], positions[1, :n_train])
