@@ -175,12 +175,18 @@ a new one, 5 each in a new publication of its own."""
 
 
 def _exclusive_log_sum(logits: jax.Array) -> jax.Array:
-    """log Σ_{b ≠ a} exp(logits[b]) for every a along axis 0 (from the cumulative log-sums before
-    and after a, so no cancellation when one row dominates)."""
-    minus_inf = jnp.full_like(logits[:1], -jnp.inf)
-    before = jnp.concatenate([minus_inf, jax.lax.cumlogsumexp(logits, axis=0)[:-1]])
-    after = jnp.concatenate([jax.lax.cumlogsumexp(logits, axis=0, reverse=True)[1:], minus_inf])
-    return jnp.logaddexp(before, after)
+    """log Σ_{b ≠ a} exp(logits[b]) for every a along axis 0, without cancellation: with the
+    weights scaled by their largest, the total minus one weight keeps at least half the total
+    for every a but the largest, whose sum of the others is summed apart (no cumulative sums,
+    which XLA's CPU backend runs as slow windowed reductions)."""
+    top = jnp.max(logits, axis=0, keepdims=True)
+    weights = jnp.exp(logits - jnp.where(jnp.isfinite(top), top, 0.0))
+    largest = jnp.argmax(logits, axis=0)
+    is_largest = jnp.arange(logits.shape[0])[:, None] == largest[None]
+    total = jnp.sum(weights, axis=0, keepdims=True)
+    without_largest = jnp.sum(jnp.where(is_largest, 0.0, weights), axis=0, keepdims=True)
+    others = jnp.where(is_largest, without_largest, jnp.maximum(total - weights, 0.0))
+    return top + jnp.log(others)
 
 
 def _pair_move(config, sweep, i, j, x_i, x_j, uniforms, normals, alpha, n_train_clusters):
@@ -232,10 +238,13 @@ def _pair_move(config, sweep, i, j, x_i, x_j, uniforms, normals, alpha, n_train_
     precisions, means = carry.precisions, carry.means
     variance = config.prior_variance
     # log F(x | p_k, t_l) for every (k, l), and log ∫ G0^p F(x | p, t_l) dp = log N(x | 0, σ² + 1/t).
-    log_f_i = 0.5 * (sweep.type_log_det[None] - n_features * _LOG_2PI
-                     - jnp.sum(precisions[None] * ((x_i - means) ** 2)[:, None], axis=-1))
-    log_f_j = 0.5 * (sweep.type_log_det[None] - n_features * _LOG_2PI
-                     - jnp.sum(precisions[None] * ((x_j - means) ** 2)[:, None], axis=-1))
+    # Σ_f t_lf (x_f - p_kf)² as a product of (K, D) squares and (D, L) precisions (full float32 or
+    # float64 on every device: no TF32), not a (K, L, D) array, which cost XLA's CPU backend 6x.
+    def log_f(x):
+        square = jnp.matmul((x - means) ** 2, precisions.T, precision=jax.lax.Precision.HIGHEST)
+        return 0.5 * (sweep.type_log_det[None] - n_features * _LOG_2PI - square)
+
+    log_f_i, log_f_j = log_f(x_i), log_f(x_j)
     marginal = precisions / (1.0 + variance * precisions)
     log_new_i = _log_normal_diag(x_i, 0.0, marginal)
     log_new_j = _log_normal_diag(x_j, 0.0, marginal)
@@ -262,8 +271,8 @@ def _pair_move(config, sweep, i, j, x_i, x_j, uniforms, normals, alpha, n_train_
     log_type = jnp.where(held, jnp.log(type_weight) + jnp.log(type_weight + 1.0), -jnp.inf)
     choice = _draw(jnp.where(held[:, None], log_type[:, None] + kinds, -jnp.inf).reshape(-1), uniforms[0])
     new_type, kind = choice // PAIR_KINDS, choice % PAIR_KINDS
-    column = jnp.stack([log_apart, log_together, log_u, log_v, log_u], axis=0)[
-        jnp.array([0, 1, 2, 3, 4, 4])[kind], :, new_type]  # kind 2 and 5 draw no existing one
+    column = jnp.where(kind == 0, log_apart[:, new_type], jnp.where(
+        kind == 1, log_together[:, new_type], jnp.where(kind == 3, log_v[:, new_type], log_u[:, new_type])))
     first = _draw(column, uniforms[1])
     others = jnp.where(jnp.arange(n_slots) == first, -jnp.inf, log_v[:, new_type])
     second = _draw(others, uniforms[2])
