@@ -296,7 +296,7 @@ def build_kernel(
         ``notebooks/record_linkage.ipynb`` (key 0) the R-hat of the number of test entities was
         1.96 without pair moves, 1.39 with the first version of the move (2026-11-29: the pair
         redrawn only when together, and kept together) and 1.15 with this one (bulk ESS 9 → 19),
-        in 89 s against 69 s and 65 s. Long runs on wine with and without pair moves
+        in 77 s against 69 s and 65 s. Long runs on wine with and without pair moves
         (``n_type_split_merge=5``, 4 chains × 8,000 kept draws, the first version) agree on the
         posterior: mean log joint -2,692.7 ± 0.4 and -2,693.3 ± 0.5, mean K 2.53 ± 0.02 and
         2.56 ± 0.04. On the digits of ``notebooks/supervised_digits.ipynb`` (five type moves per
