@@ -134,7 +134,7 @@ def _pair_moves(n_train, prior_variance, x, first_allowed, clusters, counts, mea
     log_v = np.empty((n_type_slots, n_slots))
     log_apart = np.empty((n_type_slots, n_slots))
     log_together = np.empty((n_type_slots, n_slots))
-    before = np.empty(n_slots)
+    weights = np.empty(n_slots)
     log_count = np.empty(n_slots)
     log_count_up = np.empty(n_slots)
     logits = np.empty(max(n_type_slots * n_kinds, n_slots))
@@ -175,20 +175,24 @@ def _pair_moves(n_train, prior_variance, x, first_allowed, clusters, counts, mea
                 log_u[slot, position] = log_n + log_f_i
                 log_v[slot, position] = log_n + log_f_j
                 log_together[slot, position] = log_n + log_count_up[position] + log_f_i + log_f_j
-            # i in one publication, j in another: Σ_{b ≠ a} v_b as the sums of the (scaled) weights
-            # before and after a, which never cancel.
+            # i in one publication, j in another: Σ_{b ≠ a} v_b as the XLA twin's
+            # _exclusive_log_sum has it (the total minus v_a, the largest's others summed apart).
             top = -np.inf
+            largest = 0
             for position in range(n_allowed):
-                top = max(top, log_v[slot, position])
-            running = 0.0
+                if log_v[slot, position] > top:
+                    top, largest = log_v[slot, position], position
+            total = 0.0
+            without_largest = 0.0
             for position in range(n_allowed):
-                before[position] = running
-                running += np.exp(log_v[slot, position] - top)
-            running = 0.0
-            for position in range(n_allowed - 1, -1, -1):
-                others = before[position] + running
+                weights[position] = np.exp(log_v[slot, position] - top)
+                total += weights[position]
+                if position != largest:
+                    without_largest += weights[position]
+            for position in range(n_allowed):
+                others = without_largest if position == largest else max(total - weights[position], 0.0)
                 log_apart[slot, position] = log_u[slot, position] + top + np.log(others) if others > 0.0 else -np.inf
-                running += np.exp(log_v[slot, position] - top)
+            log_sum_v = top + np.log(total) if total > 0.0 else -np.inf
             new_i = 0.0
             new_j = 0.0
             pair_square = 0.0
@@ -206,7 +210,7 @@ def _pair_moves(n_train, prior_variance, x, first_allowed, clusters, counts, mea
             weight = float(type_counts[slot])
             log_type = np.log(weight) + np.log(weight + 1.0)
             kinds = (_log_sum(log_apart[slot], n_allowed), _log_sum(log_together[slot], n_allowed),
-                     log_alpha + log_new_pair, log_alpha + log_new_i + _log_sum(log_v[slot], n_allowed),
+                     log_alpha + log_new_pair, log_alpha + log_new_i + log_sum_v,
                      log_alpha + log_new_j + _log_sum(log_u[slot], n_allowed),
                      2.0 * log_alpha + log_new_i + log_new_j)
             for kind in range(n_kinds):

@@ -283,7 +283,7 @@ def _pair_move(config, sweep, i, j, x_i, x_j, uniforms, normals, alpha, n_train_
     needed = jnp.array([0, 0, 1, 1, 1, 2])[kind]
     no_room = moves & (n_free < needed)
     moves = moves & ~no_room
-    new_i = jnp.select([kind == 0, kind == 1, kind == 4], [first, first, first], free_1)
+    new_i = jnp.where((kind == 0) | (kind == 1) | (kind == 4), first, free_1)
     new_j = jnp.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4], [second, first, free_1, first, free_1],
                        free_2)
     opens_i = (kind == 2) | (kind == 3) | (kind == 5)
