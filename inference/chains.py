@@ -67,6 +67,7 @@ from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
 from inference._validation import check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes
+from inference.jit import jit
 
 __all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
 
@@ -152,7 +153,7 @@ def _run_calls(step, record, chain_keys, states, data, first_sweep, n_records, t
     return jax.vmap(run_chain)(chain_keys, states)
 
 
-_run_calls_jit = jax.jit(_run_calls, static_argnames=("step", "record", "n_records", "thin"))
+_run_calls_jit = jit(_run_calls, static_argnames=("step", "record", "n_records", "thin"))
 
 CHAIN_AXIS = "chains"
 
@@ -164,7 +165,7 @@ def _sharded_run_calls(step, record, n_records, thin, mesh):
         partial(_run_calls, step, record, n_records=n_records, thin=thin), mesh=mesh,
         in_specs=(P(CHAIN_AXIS), P(CHAIN_AXIS), P(), P()), out_specs=P(CHAIN_AXIS), check_vma=False,
     )
-    return jax.jit(sharded)
+    return jit(sharded)
 
 
 def _chain_mesh(devices: Any, n_chains: int) -> Mesh | None:

@@ -96,6 +96,7 @@ from inference.processes import (broadcast_from_first, global_blocks, local_bloc
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
 from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
                                    check_params_like, check_positive, check_real, renamed, tree_nbytes)
+from inference.jit import jit
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
 
@@ -288,12 +289,12 @@ def _in_dtype(arrays: Any, dtype: Any, data: Any) -> Any:
     return jax.tree_util.tree_map(cast, arrays)
 
 
-@partial(jax.jit, static_argnames=("model",))
+@partial(jit, static_argnames=("model",))
 def _initial_params(keys, train, *, model):
     return jax.vmap(model.init_params, in_axes=(0, None))(keys, train)
 
 
-@partial(jax.jit, static_argnames=("schedule", "segment"))
+@partial(jit, static_argnames=("schedule", "segment"))
 def _initial_states(starts, *, schedule, segment):
     return jax.vmap(partial(_initial_state, schedule=schedule, segment=segment))(starts)
 
@@ -331,7 +332,7 @@ def _advance_restarts(states, train, valid, valid_total, stop_at, *, model, sche
     return jax.vmap(advance, in_axes=(0, None, None, None, None))(states, train, valid, valid_total, stop_at)
 
 
-_advance = jax.jit(_advance_restarts, static_argnames=("model", "schedule", "tol", "floor"), donate_argnums=0)
+_advance = jit(_advance_restarts, static_argnames=("model", "schedule", "tol", "floor"), donate_argnums=0)
 
 SHARD_AXIS = "shards"
 
@@ -356,7 +357,7 @@ def _sharded_advance(model, schedule, tol, mesh, has_valid, floor=None):
         in_specs=(P(), P(SHARD_AXIS), P(SHARD_AXIS) if has_valid else None, P(), P()),
         out_specs=P(), check_vma=False,
     )
-    return jax.jit(sharded)
+    return jit(sharded)
 
 
 @dataclass

@@ -36,6 +36,7 @@ import numpy as np
 
 from inference.segments import segment_sum
 from inference._validation import as_float_array, check_choice
+from inference.jit import jit
 
 __all__ = [
     "co_clustering",
@@ -129,7 +130,7 @@ def _chunk_draws(partitions: np.ndarray, weights: np.ndarray, elements_per_row: 
     )
 
 
-@partial(jax.jit, static_argnames=("n_labels",))
+@partial(jit, static_argnames=("n_labels",))
 def _co_clustering_counts_chunked(draws, weights, n_labels):
     """Σ_d w_d 1(c_di = c_dj) over chunks of draws (n_chunks, chunk, N); label -1 pads."""
     n_points = draws.shape[-1]
@@ -191,7 +192,7 @@ def _integer_dtype():
     return jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
 
 
-@partial(jax.jit, static_argnames=("n_labels",))
+@partial(jit, static_argnames=("n_labels",))
 def _size_and_mass_chunked(draws, co_counts, n_labels):
     """For each partition and point: cluster size m_i and mass s_i = Σ_{j in its cluster} C_ij.
 
@@ -391,7 +392,7 @@ def _greedy_search(initial_labels, co_counts, n_draws, tolerance, loss):
     return state.labels, state.improved
 
 
-@partial(jax.jit, static_argnames=("loss",))
+@partial(jit, static_argnames=("loss",))
 def _greedy_search_from_starts(starts, co_counts, n_draws, tolerance, loss):
     """Run :func:`_greedy_search` from each start (S, N) in turn (O(N²) memory, not O(S N²))."""
     return jax.lax.map(

@@ -19,6 +19,7 @@ import numpy as np
 import optax
 
 from inference._validation import as_float_array, check_int, check_key, check_real
+from inference.jit import jit
 from zoo.metrics import clustering_scores
 
 __all__ = [
@@ -368,7 +369,7 @@ def _xing_objective(log_weights, similar_sq, dissimilar_sq, trade_off):
     return similar / similar_sq.shape[0] - trade_off * jnp.log(dissimilar / dissimilar_sq.shape[0])
 
 
-_xing_value_and_grad = jax.jit(jax.value_and_grad(_xing_objective))
+_xing_value_and_grad = jit(jax.value_and_grad(_xing_objective))
 
 
 def learn_diagonal_metric(

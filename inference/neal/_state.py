@@ -20,6 +20,7 @@ from inference._validation import as_index_array, check_choice, check_int, check
 from inference.components import ComponentFamily
 from inference.neal._slots import _take_row
 from inference.segments import segment_sum
+from inference.jit import jit
 
 ALGORITHMS = ("collapsed", "conjugate", "auxiliary")
 
@@ -283,7 +284,7 @@ def _initial_state(
 
 
 # Compiled once per family and shape: drawing the initial parameters runs rejection loops.
-_init_arrays = jax.jit(_initial_state, static_argnums=(0, 1, 2))
+_init_arrays = jit(_initial_state, static_argnums=(0, 1, 2))
 
 
 def grow_capacity(state: GibbsState, max_clusters: int) -> GibbsState:

@@ -16,6 +16,7 @@ import numpy as np
 
 from inference._validation import check_choice, check_int, check_key, check_real
 from inference.native.backend import resolve_backend
+from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction, Tree
 
@@ -23,7 +24,7 @@ __all__ = ["GrownTree", "anneal_tree"]
 
 
 # ----------------------------------------------------------------------------- growth by annealing
-@partial(jax.jit, static_argnames=("model", "max_iter"))
+@partial(jit, static_argnames=("model", "max_iter"))
 def _run_em(model: ClusterAbstraction, params: CAMParams, arrays: DyadicArrays, beta: Any, tol: Any, max_iter: int):
     """EM at fixed β until the relative change of the log-likelihood falls below ``tol``."""
 

@@ -32,6 +32,7 @@ import numpyro.distributions as dist
 from inference.native.backend import resolve_backend
 from inference.sparse import cell_stats
 from inference._validation import check_choice, check_int, check_real
+from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, heldout_evaluation, split_zero_cells
 
@@ -352,7 +353,7 @@ class Aspect:
 from functools import partial  # noqa: E402
 
 
-@partial(jax.jit, static_argnames=("n_rows", "n_iter", "backend"))
+@partial(jit, static_argnames=("n_rows", "n_iter", "backend"))
 def _fold_in(col_given_class, class_prior, arrays, n_rows, n_iter, beta, *, backend):
     B, _ = _row_max_normalise(_power(col_given_class.astype(arrays.counts.dtype), beta))
     mixing = jnp.broadcast_to(class_prior.astype(arrays.counts.dtype), (n_rows, class_prior.shape[0]))

@@ -43,6 +43,7 @@ from inference.schedules import anneal_up
 from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
 from inference._validation import check_choice, check_int, check_real
+from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -414,6 +415,6 @@ class OneSided:
         return _assign(self, params, oriented.to_arrays(), jnp.asarray(beta))
 
 
-@partial(jax.jit, static_argnames=("model",))
+@partial(jit, static_argnames=("model",))
 def _assign(model: OneSided, params: OneSidedParams, arrays: DyadicArrays, beta: Any) -> Any:
     return model.posterior(params, arrays, beta.astype(arrays.counts.dtype))

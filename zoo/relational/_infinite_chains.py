@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.interrupts import DeferredInterrupt
+from inference.jit import jit
 from zoo.relational._infinite_kernel import build_kernel
 from zoo.relational._infinite_state import IRMInfo, IRMState, _predictive, block_counts, init
 from zoo.relational.data import RelationalArrays
@@ -75,12 +76,12 @@ _BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
 _STATIC = ("schema", "capacities", "settings", "n_sweeps", "n_warmup", "relation", "keep_assignments")
 
 
-@partial(jax.jit, static_argnames=("schema", "capacities", "settings", "n_sweeps", "relation"))
+@partial(jit, static_argnames=("schema", "capacities", "settings", "n_sweeps", "relation"))
 def _start_chains(keys, arrays, hidden_cells, **static):
     return jax.vmap(partial(_start_chain, **static), in_axes=(0, _SHARED, None))(keys, arrays, hidden_cells)
 
 
-@partial(jax.jit, static_argnames=("schema", "capacities", "settings", "n_warmup", "relation", "keep_assignments"))
+@partial(jit, static_argnames=("schema", "capacities", "settings", "n_warmup", "relation", "keep_assignments"))
 def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, keys, **static):
     advance = partial(_advance_chain, **static)
     return jax.vmap(advance, in_axes=(0, 0, _SHARED, None, None, None, 0))(states, predictive, arrays, flat,
@@ -120,7 +121,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), completed
 
 
-@partial(jax.jit, static_argnames=_STATIC)
+@partial(jit, static_argnames=_STATIC)
 def _run_cases(keys, arrays, flat, hidden_cells, **static):
     run = partial(_run_chain, **static)
     chains = jax.vmap(run, in_axes=(0, _SHARED, None, None))
@@ -137,7 +138,7 @@ class _Settings(tuple):
         return dict(tuple(self))[name]
 
 
-@partial(jax.jit, static_argnames=("schema", "capacities", "relation"))
+@partial(jit, static_argnames=("schema", "capacities", "relation"))
 def _draw_predictive(assignments, hyper, arrays, cells, *, schema, capacities, relation):
     def one(draw_assignments, draw_hyper):
         counts = block_counts(draw_assignments, arrays, schema, capacities)

@@ -21,6 +21,7 @@ import numpy as np
 
 from inference._validation import user_stacklevel
 from inference.interrupts import DeferredInterrupt
+from inference.jit import jit
 from zoo.relational._latent_class_passes import iem_pass
 from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
 from zoo.relational.data import RelationalArrays, RelationalSchema
@@ -89,13 +90,13 @@ _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blanket
 _STATIC = ("schema", "n_classes", "max_passes", "backend")
 
 
-@partial(jax.jit, static_argnames=("schema", "n_classes", "max_passes"))
+@partial(jit, static_argnames=("schema", "n_classes", "max_passes"))
 def _start_restarts(keys, arrays, prior_count, *, schema, n_classes, max_passes):
     start = partial(_start_one, schema=schema, n_classes=n_classes, max_passes=max_passes)
     return jax.vmap(start, in_axes=(0, _ARRAYS_SHARED, None))(keys, arrays, prior_count)
 
 
-@partial(jax.jit, static_argnames=("schema", "backend"))
+@partial(jit, static_argnames=("schema", "backend"))
 def _advance_restarts(states, arrays, flat, beta, tol, prior_count, stop_at, *, schema, backend):
     advance = partial(_advance_one, schema=schema, backend=backend)
     return jax.vmap(advance, in_axes=(0, _ARRAYS_SHARED, None, None, None, None, None))(
@@ -123,7 +124,7 @@ def _run_passes(advance, states, *, max_passes, passes_per_call):
     return states, stopped_by
 
 
-@partial(jax.jit, static_argnames=_STATIC)
+@partial(jit, static_argnames=_STATIC)
 def _fit_cases(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
     """Fits for many weightings of the same cells (held-out cases) × restarts; keeps the best restart."""
     fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend)

@@ -14,6 +14,7 @@ from sklearn.base import ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from inference._validation import check_int
+from inference.jit import jit
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction
@@ -228,7 +229,7 @@ class TwoSidedEstimator(ClusterMixin, EMEstimator):
         return np.asarray(self.result_.params.col_assignments(), np.int64)
 
 
-@partial(jax.jit, static_argnames=("model", "n_iter"))
+@partial(jit, static_argnames=("model", "n_iter"))
 def _fold_in_rows(model: ClusterAbstraction, params: CAMParams, arrays: Any, beta: Any, n_iter: int) -> CAMParams:
     """EM over the row parameters of new rows (level weights, cluster posteriors) with the cluster
     prior P(c) and the aspects P(y|a) held fixed: the fold-in of H99 §2.4 for the CAM."""

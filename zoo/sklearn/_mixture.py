@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.segments import segment_sum
 from inference._validation import check_choice, check_int, check_number_dtype, check_real
+from inference.jit import jit
 from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn._base import EMEstimator, _check_bool, _document, _text_dtype, jax_key
 
@@ -125,7 +126,7 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
 DP_FAMILIES = ("normal-gamma", "beta-bernoulli")
 
 
-@partial(jax.jit, static_argnames=("family", "n_clusters"))
+@partial(jit, static_argnames=("family", "n_clusters"))
 def _predictive_log_weights(family: Any, train: Any, labels: Any, points: Any, log_alpha: Any, n_clusters: int) -> Any:
     """log n_k + log p(x | cluster k) for the K clusters of a partition, and log α + log p(x) for a
     new cluster (the Chinese-restaurant predictive, DM05 §3), shape (n_points, K + 1)."""
