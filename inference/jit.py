@@ -48,7 +48,8 @@ def jit(fun: Callable, /, **jit_kwargs: Any) -> Callable:
 
     Use it as ``jax.jit`` (``functools.partial(jit, static_argnames=...)`` as a decorator). The
     returned function keeps the two compiled versions as ``.on_cpu`` and ``.elsewhere`` (for
-    ``.lower`` and the like).
+    ``.lower`` and the like), and ``.cache_size()`` counts the programs they hold (a test that a
+    second call compiles nothing new reads it).
 
     >>> import jax.numpy as jnp
     >>> double = jit(lambda x: 2 * x)
@@ -68,4 +69,5 @@ def jit(fun: Callable, /, **jit_kwargs: Any) -> Callable:
         return (on_cpu if jax.default_backend() == "cpu" and not nested else elsewhere)(*args, **kwargs)
 
     call.on_cpu, call.elsewhere = on_cpu, elsewhere
+    call.cache_size = lambda: on_cpu._cache_size() + elsewhere._cache_size()
     return call

@@ -304,7 +304,7 @@ def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
         first = fit(0)
-        compiled = _run_calls_jit._cache_size()
+        compiled = _run_calls_jit.cache_size()
         second = fit(0)
-    assert _run_calls_jit._cache_size() == compiled  # no new compilation
+    assert _run_calls_jit.cache_size() == compiled  # no new compilation
     np.testing.assert_array_equal(first.result.samples["assignments"], second.result.samples["assignments"])

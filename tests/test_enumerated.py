@@ -258,9 +258,9 @@ def test_a_new_max_iter_reuses_the_compiled_fit():
     model = EnumeratedEM(_mixture, static_kwargs={"n_classes": 2}, max_plate_nesting=1, m_step_iters=2,
                          learning_rate=0.01)
     first = tempered_em(model, x, key=jax.random.key(0), max_iter=7, tol=0.0)
-    compiled = _advance._cache_size()
+    compiled = _advance.cache_size()
     longer = tempered_em(model, x, key=jax.random.key(0), max_iter=41, tol=0.0)
-    assert _advance._cache_size() == compiled
+    assert _advance.cache_size() == compiled
     # Histories are collected segment by segment (25 iterations each): the same iterates.
     assert first.n_iter == 7 and longer.n_iter == 41 and longer.history["log_lik"].shape == (41,)
     np.testing.assert_array_equal(longer.history["log_lik"][:7], first.history["log_lik"])

@@ -1235,7 +1235,7 @@ def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         first = fit()
-        compiled = _run_calls_jit._cache_size()
+        compiled = _run_calls_jit.cache_size()
         second = fit()
-    assert _run_calls_jit._cache_size() == compiled  # no new compilation
+    assert _run_calls_jit.cache_size() == compiled  # no new compilation
     np.testing.assert_array_equal(first.assignments, second.assignments)
