@@ -25,12 +25,15 @@ saved nothing.
 Only the CPU: on other backends the programs are compiled as ``jax.jit`` compiles them (their
 kernels are where the time goes, and their backends' compilers differ). The backend is read at
 each call (``jax.default_backend()``), so a process that changes its default platform still gets
-the right program. Options set per program take precedence over ``XLA_FLAGS``.
+the right program. A level set in ``XLA_FLAGS`` (``--xla_backend_optimization_level``) wins: the
+programs are then compiled as ``jax.jit`` compiles them (the test suite sets level 0, which
+compiles faster still, ``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +47,7 @@ CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 
 def jit(fun: Callable, /, **jit_kwargs: Any) -> Callable:
     """``jax.jit(fun, **jit_kwargs)``, with :data:`CPU_COMPILER_OPTIONS` when the default
-    backend is the CPU.
+    backend is the CPU and ``XLA_FLAGS`` sets no optimisation level of its own.
 
     Use it as ``jax.jit`` (``functools.partial(jit, static_argnames=...)`` as a decorator). The
     returned function keeps the two compiled versions as ``.on_cpu`` and ``.elsewhere`` (for
@@ -66,7 +69,9 @@ def jit(fun: Callable, /, **jit_kwargs: Any) -> Callable:
         # Inside another trace (a jit, eval_shape, vmap) the program is the caller's, compiled with
         # the caller's options; JAX refuses options on a nested jit.
         nested = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
-        return (on_cpu if jax.default_backend() == "cpu" and not nested else elsewhere)(*args, **kwargs)
+        chosen = (jax.default_backend() == "cpu" and not nested
+                  and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""))
+        return (on_cpu if chosen else elsewhere)(*args, **kwargs)
 
     call.on_cpu, call.elsewhere = on_cpu, elsewhere
     call.cache_size = lambda: on_cpu._cache_size() + elsewhere._cache_size()

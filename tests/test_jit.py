@@ -20,7 +20,10 @@ def _program(x, n):
     return total + n, history
 
 
-def test_jit_runs_the_program_jax_jit_compiles_and_uses_the_cpu_options_only_on_the_cpu():
+def test_jit_runs_the_program_jax_jit_compiles_and_uses_the_cpu_options_only_on_the_cpu(monkeypatch):
+    # The suite sets an optimisation level in XLA_FLAGS (conftest.py), which the options would
+    # override; read at each call, so taking it out here is enough.
+    monkeypatch.setenv("XLA_FLAGS", "")
     x = jax.random.normal(jax.random.key(0), (50, 7))
     fast = partial(jit, static_argnames=("n",))(_program)
     total, history = fast(x, n=3)
@@ -46,3 +49,10 @@ def test_jit_called_inside_another_trace_leaves_the_options_to_the_caller():
 def test_jit_refuses_compiler_options_of_its_own():
     with pytest.raises(TypeError, match="compiler_options"):
         jit(lambda x: x, compiler_options={"xla_backend_optimization_level": 3})
+
+
+def test_a_level_in_xla_flags_wins(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    halve = jit(lambda x: x / 2.0)
+    assert halve(jnp.arange(2.0)).tolist() == [0.0, 0.5]
+    assert halve.on_cpu._cache_size() == 0 and halve.elsewhere._cache_size() == 1
