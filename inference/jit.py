@@ -5,22 +5,21 @@ Why. Most of a small fit's time on the CPU is XLA compiling its sampler or EM lo
 that is LLVM optimising the generated code at its default level, for little gain in these
 programs: their loops are scans over small arrays, and their heavy work runs in the numba kernels
 (XLA custom calls, compiled apart) or in a few large operations. Measured on 2 CPU cores
-(2026-11-29, JAX 0.10.2, each figure from new processes run one after the other, the default
-level first):
+(2026-11-29, JAX 0.10.2; new processes run one after the other, before and after this module):
 
-- ``DPMixture(normal_gamma(4))`` on the iris data (4 chains, 200 + 500 sweeps, Algorithm 8 with
-  split–merge moves): XLA compiled the chains' program in 2.4 s against 4.9 s, and the first fit
-  in a new process took 5.4 s against 9.5 s; a second fit took 1.2–1.3 s either way, 5,000 draws
-  8.7–9.3 s either way, with the same draws to the last bit.
-- The same on the wine data with the XLA sweeps (``backend="xla"``): first fit 14.2 s against
-  18.2 s; 3,000 draws 25.2 s against 23.9 s, the same draws.
-- ``SupervisedDP(1, n_type_split_merge=5)`` on the digits of
-  ``notebooks/supervised_digits.ipynb`` (4 chains): a first fit of 20 sweeps 8.7 s against
-  14.8 s, 1,000 sweeps 22.4 s against 23.1 s, the same chains (log joints that differ in the
-  last bits of their float32 sums).
+- First fit in a new process, 40 points (2 chains, 30 sweeps; XLA's compile time of the whole
+  fit in brackets): ``DPMixture(normal_gamma(3))`` 7.9 → 4.6 s (6.6 → 3.4 s), its sub-cluster
+  sampler 16.7 → 12.3 s (14.6 → 10.3 s), ``SupervisedDP(1)`` on 40 + 40 points 17.2 → 12.6 s
+  (15.0 → 10.3 s); with the level set for every program in ``XLA_FLAGS``, ``SupervisedDP(3)``
+  30.6 → 22.8 s and the README's aspect-model fit 4.7 → 3.9 s.
+- Run time and draws: the same. ``DPMixture(normal_gamma(4))`` on the iris data (4 chains, 5,000
+  draws) 8.7–9.3 s either way; the sub-cluster sampler on the wine data 23.1–23.2 s before and
+  23.2–24.9 s after for 3,000 draws (first fit 25.8–27.4 → 17.7–19.9 s); the same draws to the
+  last bit in both. ``SupervisedDP(1, n_type_split_merge=5)`` on the digits of
+  ``notebooks/supervised_digits.ipynb``: 1,000 sweeps 23.1 and 22.4 s, the same chains (log joints
+  that differ in the last bits of their float32 sums).
 
-Level 0 compiles faster still but ran the iris fit 65% slower; ``xla_llvm_disable_expensive_passes``
-saved nothing.
+Level 0 compiles faster still but ran the iris fit about 65% slower.
 
 Only the CPU: on other backends the programs are compiled as ``jax.jit`` compiles them (their
 kernels are where the time goes, and their backends' compilers differ). The backend is read at
