@@ -65,8 +65,8 @@ def jit(fun: Callable, /, **jit_kwargs: Any) -> Callable:
 
     @functools.wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
-        # Inside another trace (a jit, eval_shape, vmap) the program is the caller's, compiled with
-        # the caller's options; JAX refuses options on a nested jit.
+        # Inside another trace (jit, eval_shape, vmap, grad) JAX refuses options on the inner jit:
+        # it is compiled as jax.jit compiles it (inside a jit, as part of the caller's program).
         nested = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
         chosen = (jax.default_backend() == "cpu" and not nested
                   and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""))
