@@ -121,12 +121,14 @@ class ChainResult(NamedTuple):
 
 
 def record_gibbs(state: GibbsState, info: GibbsInfo) -> dict[str, jax.Array]:
-    """What a Dirichlet-process draw keeps: assignments, α, number of clusters, log joint."""
+    """What a Dirichlet-process draw keeps: assignments, α, number of clusters, log joint, and the
+    split–merge moves accepted in the draw's last sweep (0 for a sampler without them)."""
     return {
         "assignments": state.assignments,
         "alpha": info.alpha,
         "n_clusters": info.n_clusters,
         "log_joint": info.log_joint,
+        "split_merge_accepted": info.split_merge_accepted,
     }
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "MixingWarning",
     "MIXING_STATUSES",
     "RHAT_MAX",
+    "RHAT_APART",
     "ESS_MIN",
     "MIN_DRAWS",
     "co_clustering_matrix",
@@ -375,9 +376,10 @@ def mixing_table(
     pandas.DataFrame
         One row per quantity, indexed by name, with columns ``mean``, ``sd`` (over all chains and
         draws, ``ddof=1``), ``ess_bulk``, ``ess_tail``, ``r_hat`` and ``status``. ``attrs`` holds
-        ``n_chains``, ``n_draws``, ``rhat_max``, ``ess_min`` and ``chain_constants`` (for each
-        quantity with a chain that never moves: per chain, its constant value or None), which
-        and ``log_joint_by_chain`` (each chain's mean ``log_joint``, or None), which
+        ``n_chains``, ``n_draws``, ``rhat_max``, ``ess_min``, ``chain_constants`` (for each
+        quantity with a chain that never moves: per chain, its constant value or None),
+        ``means_by_chain`` (with two or more chains, each finite quantity's mean in each chain) and
+        ``log_joint_by_chain`` (its entry for ``log_joint``, or None), which
         :func:`mixing_verdict` reads.
 
     Raises
@@ -447,30 +449,83 @@ def mixing_table(
     table = pd.DataFrame.from_dict(rows, orient="index",
                                    columns=["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "status"])
     table = table.astype({column: np.float64 for column in ("mean", "sd", "ess_bulk", "ess_tail", "r_hat")})
-    log_joint_by_chain = None
-    if "log_joint" in dataset.data_vars and n_chains > 1 and n_draws:
-        by_chain = np.asarray(dataset["log_joint"].transpose("chain", "draw").values, np.float64).mean(axis=1)
-        if np.isfinite(by_chain).all():
-            log_joint_by_chain = [float(value) for value in by_chain]
+    means_by_chain: dict[str, list[float]] = {}
+    if n_chains > 1 and n_draws:
+        for name in dataset.data_vars:
+            by_chain = np.asarray(dataset[name].transpose("chain", "draw").values, np.float64).mean(axis=1)
+            if np.isfinite(by_chain).all():
+                means_by_chain[str(name)] = [float(value) for value in by_chain]
     table.attrs.update(n_chains=n_chains, n_draws=n_draws, rhat_max=float(rhat_max), ess_min=float(ess_min),
-                       chain_constants=chain_constants, log_joint_by_chain=log_joint_by_chain)
+                       chain_constants=chain_constants, means_by_chain=means_by_chain,
+                       log_joint_by_chain=means_by_chain.get("log_joint"))
     return table
+
+
+#: R-hat above which the chains clearly hold different partitions (the "equal height" advice of
+#: :func:`mixing_verdict`); between ``rhat_max`` and this, running longer is the advice.
+RHAT_APART = 1.1
+
+
+def _log_joint_gap(table: pd.DataFrame) -> tuple[np.ndarray, float, float] | None:
+    """(mean log joint by chain, their range, the log joint's sd) when two or more chains have them."""
+    by_chain = table.attrs.get("log_joint_by_chain")
+    if not by_chain or "log_joint" not in table.index:
+        return None
+    by_chain = np.asarray(by_chain)
+    spread = float(table.loc["log_joint", "sd"]) if np.isfinite(table.loc["log_joint", "sd"]) else 0.0
+    return by_chain, float(by_chain.max() - by_chain.min()), spread
 
 
 def _separate_modes(table: pd.DataFrame) -> str:
     """A sentence on chains whose mean log joint differ by more than their own spread, or ''."""
-    by_chain = table.attrs.get("log_joint_by_chain")
-    if not by_chain or "log_joint" not in table.index or table.loc["log_joint", "status"] in _PASSING:
+    gap = _log_joint_gap(table)
+    if gap is None or table.loc["log_joint", "status"] in _PASSING:
         return ""
-    by_chain = np.asarray(by_chain)
-    gap = float(by_chain.max() - by_chain.min())
-    spread = float(table.loc["log_joint", "sd"]) if np.isfinite(table.loc["log_joint", "sd"]) else 0.0
+    by_chain, gap, spread = gap
     if gap < 10.0 or gap < spread:
         return ""
     best = int(np.argmax(by_chain))
     return (f" The chains sit in separate modes: mean log joint by chain "
             f"{', '.join(f'{value:.0f}' for value in by_chain)}; chain {best} is {gap:.0f} nats above the lowest, "
             "so the others have not found its mode.")
+
+
+def _equal_height_advice(table: pd.DataFrame) -> str:
+    """The advice for chains that agree on the log joint but hold different partitions, or ''.
+
+    That is: two or more chains whose mean log joints lie within 10 nats or within the log
+    joint's sd (no sentence of :func:`_separate_modes`), while the number of clusters or the
+    entropy of their sizes moves in every chain but has R-hat above :data:`RHAT_APART`. On the
+    digits and on scikit-learn's breast-cancer data such chains stayed apart in runs eight times
+    longer, with five times the split–merge moves, with restricted-Gibbs launch states and with the
+    sub-cluster sampler (``benchmarks/README.md``), so the advice to run longer would mislead.
+    """
+    gap = _log_joint_gap(table)
+    if gap is None or table.attrs.get("n_chains", 0) < 2 or not np.isfinite(table.loc["log_joint", "mean"]):
+        return ""
+    by_chain, gap, spread = gap
+    if gap >= 10.0 and gap >= spread:
+        return ""
+    # Only chains that move ("not mixing"): chains that never moved ("chains disagree", "stuck") say
+    # nothing of what a move would find, and longer runs with more moves are still the advice.
+    apart = [name for name in ("n_clusters", "partition_entropy")
+             if name in table.index and table.loc[name, "status"] == "not mixing"
+             and float(table.loc[name, "r_hat"]) > RHAT_APART]
+    if not apart:
+        return ""
+    means = table.attrs.get("means_by_chain", {})
+    k_by_chain = means.get("n_clusters")
+    k_text = (" (mean number of clusters by chain " + ", ".join(f"{value:.1f}" for value in k_by_chain) + ")"
+              if k_by_chain else "")
+    what = {"n_clusters": "the number of clusters", "partition_entropy": "the sizes of the clusters"}
+    heights = ", ".join(f"{value:.0f}" for value in by_chain)
+    return (f"The chains reach the same height (mean log joint by chain {heights}: {gap:.0f} nats apart, "
+            f"sd {spread:.0f}) but differ in {' and in '.join(what[name] for name in apart)}: they hold "
+            "different partitions of about equal posterior probability, which a split or merge of one cluster "
+            "seldom connects. Where this was measured (benchmarks/README.md: the digits, scikit-learn's "
+            "breast-cancer data), neither more sweeps nor more split-merge moves nor the sub-cluster sampler "
+            f"joined such chains. Read the spread between chains{k_text} as part of the posterior's "
+            "uncertainty, run more chains from dispersed starts to see how wide it is, and report it.")
 
 
 def _check_table(table: Any) -> pd.DataFrame:
@@ -530,8 +585,13 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         than 10 nats and than the pooled standard deviation), or ``"Mixing cannot
         be judged: ..."`` when the only problems are too few draws or non-finite values. With a
         single chain the sentence speaks of the chain and of split R-hat. The closing advice is
-        written for the Dirichlet-process samplers; a sampler without their moves sets its own in
-        ``table.attrs["advice"]`` (as :class:`zoo.relational.IRMResult` does).
+        written for the Dirichlet-process samplers: to run longer, with more moves or chains; or,
+        when the chains agree on the log joint (means within 10 nats or within its sd) while the
+        number of clusters or the entropy of their sizes moves in every chain but has R-hat above
+        :data:`RHAT_APART`, that they hold different partitions of about equal probability, which
+        longer runs did not join where this was measured, and that their spread is to be reported.
+        A sampler without their moves sets its own advice in ``table.attrs["advice"]`` (as
+        :class:`zoo.relational.IRMResult` does).
 
     Raises
     ------
@@ -561,7 +621,7 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
     if any(status in _NOT_MIXING for status in statuses):
-        advice = table.attrs.get("advice") or (
+        advice = table.attrs.get("advice") or _equal_height_advice(table) or (
             "Run longer, with more split-merge moves per sweep or the sub-cluster sampler, and check with "
             "several chains from dispersed starts." if single else
             "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains "

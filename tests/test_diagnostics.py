@@ -294,3 +294,25 @@ def test_chains_in_separate_modes_are_named_with_the_best_chain():
     assert "chain 1 is 500 nats above the lowest" in verdict
     # One mode: no sentence about modes.
     assert "separate modes" not in mixing_verdict(mixing_table(_dataset(log_joint=IID - 2000.0)))
+
+
+def test_chains_at_one_height_in_different_partitions_are_told_to_report_the_spread():
+    # The digits' and breast cancer's pattern: every chain at the same log joint, each holding its
+    # own number of clusters. Running longer is not the advice then; the spread is to be reported.
+    k = STUCK_K + (np.random.default_rng(7).random(size=STUCK_K.shape) < 0.01)  # moves now and then, in its chain
+    table = mixing_table(_dataset(n_clusters=k, log_joint=5.0 * IID - 1000.0))
+    assert table.attrs["means_by_chain"]["n_clusters"] == pytest.approx(k.mean(axis=1))
+    verdict = mixing_verdict(table)
+    assert "The chains reach the same height (mean log joint by chain -1000, -1000, -1000, -1000" in verdict
+    assert "but differ in the number of clusters:" in verdict
+    assert "(mean number of clusters by chain 9.0, 10.0, 11.0, 10.0)" in verdict
+    assert "Run longer" not in verdict
+    # Chains in separate modes, or whose K only mixes slowly (R-hat below 1.1): run longer.
+    for log_joint, n_clusters in ((np.array([[0.0], [0.0], [0.0], [300.0]]) + IID - 1000.0, k),
+                                  (5.0 * IID - 1000.0, np.round(WALK / 40.0 + IID))):
+        table = mixing_table(_dataset(n_clusters=n_clusters, log_joint=log_joint))
+        assert table.loc["n_clusters", "status"] != "ok"
+        assert "Run longer" in mixing_verdict(table) and "same height" not in mixing_verdict(table)
+    # A sampler's own advice comes first.
+    table.attrs["advice"] = "Do this."
+    assert mixing_verdict(table).endswith("Do this.")

@@ -168,6 +168,11 @@ def test_split_merge_fit_starting_from_one_cluster_recovers_separated_clusters()
     model = DPMixture(normal_gamma(2), algorithm="conjugate", alpha=1.0, max_clusters=8, n_split_merge=2)
     fit = model.fit(SEPARATED, jax.random.key(1), n_chains=2, n_warmup=10, n_draws=20, init="single", progress=False)
     assert fit.scores(TRUTH)["RI"] == 1.0
+    # The moves accepted in each draw's sweep are kept with the draws (not in the InferenceData,
+    # whose every (chain, draw) statistic the HTML report would judge for mixing).
+    accepted = fit.result.samples["split_merge_accepted"]
+    assert accepted.shape == (2, 20) and accepted.min() >= 0 and accepted.max() <= 2
+    assert "split_merge_accepted" not in fit.idata.sample_stats
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
