@@ -41,7 +41,9 @@ def _section(doc: str, title: str) -> str:
 
 def test_every_kernel_module_is_listed():
     found = {f"inference.native.{info.name}" for info in pkgutil.iter_modules(inference.native.__path__)}
-    assert found - {"inference.native.backend", "inference.native.ffi", "inference.native.precompile"} == set(KERNEL_MODULES)
+    helpers = {"inference.native.backend", "inference.native.ffi", "inference.native.numba_cache",
+               "inference.native.precompile"}
+    assert found - helpers == set(KERNEL_MODULES)
 
 
 @pytest.mark.parametrize("module_name", KERNEL_MODULES)
@@ -111,3 +113,50 @@ def test_precompile_refuses_bad_arguments():
     for bad in (0, -1, 1.5, True, "2", None):
         with pytest.raises(ValueError, match="^workers: expected a positive integer"):
             precompile(workers=bad)
+
+
+def _save_after_barrier(cache_dir, base, key, data, barrier, locked):
+    """In a spawned process: save one cache entry at the same moment as another process, with numba's
+    index write slowed down so that the two saves overlap (a slow disk, or a busy machine)."""
+    import time
+
+    from numba.core import caching
+
+    from inference.native.numba_cache import lock_cache_saves
+
+    if locked:
+        lock_cache_saves()
+    save_index = caching.IndexDataCacheFile._save_index
+
+    def slow_save_index(self, overloads):
+        time.sleep(0.3)
+        save_index(self, overloads)
+
+    caching.IndexDataCacheFile._save_index = slow_save_index
+    barrier.wait()
+    caching.IndexDataCacheFile(cache_dir, base, "stamp").save(key, data)
+
+
+@pytest.mark.numba
+def test_cache_saves_of_two_processes_at_once_keep_each_signature_with_its_code(tmp_path):
+    # Two processes saving two signatures of one function at once: without the lock both took data
+    # file number 1, and the index mapped one signature to the other's code (the TypingError of
+    # 2026-11-29, see inference.native.numba_cache). With it, each signature loads its own data.
+    import multiprocessing
+
+    from numba.core import caching
+
+    context = multiprocessing.get_context("spawn")
+    for round_index in range(2):
+        base = f"kernel-{round_index}"
+        barrier = context.Barrier(2)
+        workers = [context.Process(target=_save_after_barrier,
+                                   args=(str(tmp_path), base, f"signature {i}", f"code {i}", barrier, True))
+                   for i in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=120)
+            assert worker.exitcode == 0
+        cache_file = caching.IndexDataCacheFile(str(tmp_path), base, "stamp")
+        assert [cache_file.load(f"signature {i}") for i in range(2)] == ["code 0", "code 1"]

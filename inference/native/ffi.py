@@ -33,6 +33,12 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from inference.native.numba_cache import lock_cache_saves
+
+# Every kernel module imports this one before it defines a cached function: from here on, numba's
+# cache saves are exclusive across processes (see inference.native.numba_cache for the race).
+lock_cache_saves()
+
 __all__ = [
     "register_handler", "prologue", "frame_stage", "frame_error", "answer_metadata", "arg_buffer", "ret_buffer",
     "buffer_1d", "buffer_2d", "buffer_3d", "buffer_flat", "buffer_shape", "buffer_scalar", "batch_layout", "batch_element",
