@@ -66,7 +66,6 @@ def lock_cache_saves() -> bool:
             directory = getattr(self, "_cache_path", None)
             if directory is None:  # not the class this was written for: save as numba does
                 return save(self, key, data)
-            os.makedirs(directory, exist_ok=True)
             with open(os.path.join(directory, LOCK_NAME), "a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 try:
