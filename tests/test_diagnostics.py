@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 import arviz as az
+import jax
 import numpy as np
 import pytest
 import xarray as xr
@@ -58,6 +59,17 @@ def test_inference_data_layout():
     assert idata.posterior["alpha"].dims == ("chain", "draw")
     assert set(idata.sample_stats.data_vars) == {"n_clusters", "log_joint", "partition_entropy"}
     assert idata.posterior.attrs["n_warmup"] == 10 and idata.posterior.attrs["thin"] == 2
+
+
+def test_provenance_says_what_made_the_draws_and_survives_netcdf(tmp_path):
+    made = diagnostics.provenance()
+    assert made["inference_library"] == "latentzoo"
+    assert made["jax_version"] == jax.__version__ and made["jax_backend"] == jax.default_backend()
+    assert made["jax_enable_x64"] == str(bool(jax.config.jax_enable_x64)).lower()
+    assert made["host_cpu"] and all(isinstance(value, str) for value in made.values())
+    diagnostics.to_inference_data(synthetic_result()).to_netcdf(tmp_path / "fit.nc")
+    restored = az.from_netcdf(tmp_path / "fit.nc").posterior.attrs
+    assert {key: restored[key] for key in made} == made
 
 
 def test_summary_is_label_invariant_and_marks_constants():

@@ -236,6 +236,7 @@ def test_recovers_planted_blocks_simulated_from_the_program():
                                         "concentration_cols", "hyper_r", "log_joint"}
     assert posterior["log_joint"].dims == ("chain", "draw") and posterior.sizes["draw"] == 30
     assert posterior["hyper_r"].dims == ("chain", "draw", "r_value")
+    assert posterior.attrs["host_cpu"] == result.provenance["host_cpu"]  # taken when it sampled
     assert np.isfinite(float(az.rhat(result.to_inference_data())["log_joint"]))
     hyper = np.asarray(result.hyper["r"])
     assert np.all(np.isin(hyper, HYPER_GRID.astype(hyper.dtype)))  # the grid in the working dtype

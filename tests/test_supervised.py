@@ -531,6 +531,8 @@ def test_fit_grows_the_capacity_it_runs_out_of_and_keeps_going():
     assert final.precisions.shape[1] == 16  # types never ran out: not grown
     assert not np.any(np.asarray(final.overflow))
     assert fit.result.samples["n_clusters"].max() > 1
+    attributes = fit.idata.posterior.attrs  # on the posterior group, where zoo.report reads them
+    assert attributes["n_warmup"] == 10 and attributes["inference_library"] == "latentzoo"
 
 
 def test_unknown_backend_is_rejected():

@@ -9,13 +9,14 @@ inside a jitted fit.
 from __future__ import annotations
 
 import os
+import platform
 from functools import lru_cache
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["BACKENDS", "resolve_backend", "available_backends", "numba_available", "numba_threads"]
+__all__ = ["BACKENDS", "resolve_backend", "available_backends", "numba_available", "numba_threads", "host_cpu_name"]
 
 #: The values every ``backend=`` argument accepts.
 BACKENDS = ("auto", "xla", "numba")
@@ -66,3 +67,17 @@ def numba_threads() -> Any:
     import numba
 
     return jnp.asarray(numba.get_num_threads(), jnp.int32)
+
+
+@lru_cache(maxsize=1)
+def host_cpu_name() -> str:
+    """The CPU that XLA's and numba's compilers target on this machine, in LLVM's name for it
+    (``"skylake-avx512"``, ``"znver3"``, ...), or ``platform.machine()`` where llvmlite (numba's
+    compiler) is missing. Both compilers vectorise for it, so float sums can round differently on
+    another CPU and a chain then take another path from the same key (README, "What holds
+    where")."""
+    try:
+        from llvmlite import binding
+    except ImportError:
+        return platform.machine()
+    return str(binding.get_host_cpu_name())

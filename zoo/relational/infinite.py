@@ -454,6 +454,9 @@ class IRMResult:
     split_merge : dict domain name → int (chain, sweep, 4), or None — every sweep's split–merge
         moves of the domain, warm-up included (splits proposed, accepted, merges proposed,
         accepted); :attr:`split_merge_acceptance` sums them
+    provenance : dict — what made the draws (versions, JAX backend, CPU), taken when they were
+        drawn (:func:`inference.diagnostics.provenance`); :meth:`to_inference_data` puts it in
+        the attributes
     """
 
     schema: RelationalSchema
@@ -466,6 +469,7 @@ class IRMResult:
     assignments: dict | None
     completed: bool = True
     split_merge: dict | None = field(default=None, repr=False)
+    provenance: dict = field(default_factory=diagnostics.provenance, repr=False, compare=False)
     _arrays: Any = field(default=None, repr=False)
     _warned: bool = field(default=False, repr=False, compare=False)  # whether sample() issued its MixingWarning
 
@@ -497,7 +501,9 @@ class IRMResult:
         posterior.update({f"hyper_{name}": values for name, values in self.hyper.items()})
         posterior["log_joint"] = self.log_joint
         dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
-        return az.from_dict(posterior=posterior, dims=dims)
+        idata = az.from_dict(posterior=posterior, dims=dims)
+        idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
+        return idata
 
     def scalar_quantities(self):
         """The label-invariant quantities as scalars per draw, an ``xarray.Dataset`` with dims

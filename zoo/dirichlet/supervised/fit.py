@@ -106,9 +106,12 @@ class SupervisedDPFit:
             },
             coords={"points": np.arange(n_test)},
             dims={"assignments": ["points"]},
-            attrs={"n_warmup": result.n_warmup, "thin": result.thin, "completed": int(result.completed),
-                   "sampling_seconds": result.seconds},
         )
+        # On the posterior group, as DPMixture's (inference.diagnostics.to_inference_data) and where
+        # zoo.report reads them; from_dict's attrs= would set the InferenceData's own.
+        self._idata.posterior.attrs.update(
+            n_warmup=result.n_warmup, thin=result.thin, completed=int(result.completed),
+            sampling_seconds=result.seconds, **diagnostics.provenance())
 
     @property
     def idata(self) -> az.InferenceData:
