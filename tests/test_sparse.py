@@ -84,6 +84,25 @@ def test_float32_numba_path_on_many_cells_and_classes():
     np.testing.assert_allclose(float(stats.log_norm), log_norm, rtol=1e-6)
 
 
+@pytest.mark.numba
+def test_numba_path_gives_the_same_bits_on_any_number_of_threads(x64, monkeypatch):
+    """Every output, the log-normalisers included, is the same whatever the number of thread ranges
+    the kernel cuts the rows into (numba's thread count on the machine): a fit's bits must not
+    depend on how many cores it ran on."""
+    from inference.native import sparse_cells
+
+    counts, A, B = _problem(seed=7, shape=(301, 53), n_classes=6)
+    A_eval, B_eval = A**0.5, B**1.5
+    arrays = CoOccurrence.from_dense(counts).to_arrays()
+    outputs = []
+    for n_threads in (1, 2, 3, 8):
+        monkeypatch.setattr(sparse_cells, "numba_threads", lambda n=n_threads: jnp.asarray(n, jnp.int32))
+        stats = cell_stats(jnp.asarray(A), jnp.asarray(B), arrays, backend="numba",
+                           eval_factors=(jnp.asarray(A_eval), jnp.asarray(B_eval)), eval_needed=True)
+        outputs.append([np.asarray(value).tobytes() for value in stats])
+    assert all(output == outputs[0] for output in outputs[1:])
+
+
 def test_padding_changes_nothing(x64):
     counts, A, B = _problem(seed=2)
     data = CoOccurrence.from_dense(counts)

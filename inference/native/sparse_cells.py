@@ -106,6 +106,17 @@ def _thread_bounds(pointer, n_threads):
     return bounds
 
 
+@njit(cache=True, nogil=True)
+def _add_in_order(parts, out):
+    """``out[k] = Σ_i parts[i, k]``, added one row after another (no fastmath: the order is
+    what makes the sum the same on any number of threads)."""
+    for k in range(parts.shape[1]):
+        total = 0.0
+        for i in range(parts.shape[0]):
+            total += parts[i, k]
+        out[k] = total
+
+
 @njit(parallel=True, cache=True, nogil=True, fastmath=_FASTMATH, error_model="numpy")
 def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A, B, A_eval, B_eval,
                       eval_needed, row_weights, floor, n_threads, row_stats, col_stats, row_log_norms, log_norms):
@@ -117,7 +128,8 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
     z_ij`` (or nothing if empty) and ``log_norms = [Σ n log z, Σ n log z_eval]``;
     ``z_eval = A_eval_i·B_eval_j`` is only computed when ``eval_needed`` (otherwise
     ``log_norms[1] = log_norms[0]``). ``floor`` (in A's dtype) bounds z from below. Each pass is
-    cut into ``n_threads`` ranges of rows (columns) with about equal numbers of cells.
+    cut into ``n_threads`` ranges of rows (columns) with about equal numbers of cells; the
+    log-normalisers add up the rows' in row order, so no output depends on ``n_threads``.
     """
     n_classes = A.shape[1]
     want_rows = row_stats.shape[0] > 0
@@ -130,16 +142,18 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
     B_flat = B.reshape(-1)
     B_eval_flat = B_eval.reshape(-1)
     row_bounds = _thread_bounds(indptr, n_threads)
-    log_parts = np.zeros((n_threads, 2))
+    # Each row's Σ_j n_ij log z_ij (and its z_eval twin), added up in row order after the threads
+    # finish, so that log_norms has the same bits whatever the number of threads.
+    n_rows = indptr.shape[0] - 1
+    row_parts = np.empty((n_rows, 2))
     for t in prange(n_threads):
         row_acc = np.empty(n_classes, A.dtype)
-        log_norm = 0.0
-        eval_log_norm = 0.0
         last = indptr[row_bounds[t + 1]]
         for i in range(row_bounds[t], row_bounds[t + 1]):
             a_row = A[i]
             row_acc[:] = 0.0
             row_log_norm = 0.0
+            row_eval_log_norm = 0.0
             for cell in range(indptr[i], indptr[i + 1]):
                 if cell + PREFETCH_CELLS < last:
                     _prefetch_row(B_flat, cols[cell + PREFETCH_CELLS], n_classes, line)
@@ -159,7 +173,7 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
                     z_eval = zero
                     for c in range(n_classes):
                         z_eval += a_eval[c] * b_eval[c]
-                    eval_log_norm += count * np.log(max(z_eval, floor))
+                    row_eval_log_norm += count * np.log(max(z_eval, floor))
                 if want_rows:
                     ratio = count / z
                     for c in range(n_classes):
@@ -169,9 +183,8 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
                     row_stats[i, c] = row_acc[c] * a_row[c]
             if want_row_log_norms:
                 row_log_norms[i] = row_log_norm
-            log_norm += row_log_norm
-        log_parts[t, 0] = log_norm
-        log_parts[t, 1] = eval_log_norm if eval_needed else log_norm
+            row_parts[i, 0] = row_log_norm
+            row_parts[i, 1] = row_eval_log_norm if eval_needed else row_log_norm
 
     if want_cols:
         col_bounds = _thread_bounds(col_indptr, n_threads)
@@ -196,8 +209,7 @@ def cell_stats_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, A,
                         col_acc[c] += ratio * a_row[c]
                 for c in range(n_classes):
                     col_stats[j, c] = col_acc[c] * b_row[c]
-    log_norms[0] = log_parts[:, 0].sum()
-    log_norms[1] = log_parts[:, 1].sum()
+    _add_in_order(row_parts, log_norms)
 
 
 @njit(parallel=True, cache=True, nogil=True, fastmath=_FASTMATH, error_model="numpy")
