@@ -57,6 +57,8 @@ __all__ = [
     "MIXING_STATUSES",
     "RHAT_MAX",
     "RHAT_APART",
+    "equal_height_advice",
+    "EQUAL_HEIGHT_MEASURED",
     "ESS_MIN",
     "MIN_DRAWS",
     "co_clustering_matrix",
@@ -527,16 +529,36 @@ def _separate_modes(table: pd.DataFrame) -> str:
             "so the others have not found its mode.")
 
 
-def _equal_height_advice(table: pd.DataFrame) -> str:
+#: What :func:`equal_height_advice` says was measured, unless a sampler gives its own.
+EQUAL_HEIGHT_MEASURED = (
+    "Where this was measured (benchmarks/README.md: the digits, scikit-learn's breast-cancer data), neither more "
+    "sweeps nor more split-merge moves nor the sub-cluster sampler joined such chains."
+)
+
+
+def equal_height_advice(table: pd.DataFrame, *, measured: str = EQUAL_HEIGHT_MEASURED) -> str:
     """The advice for chains that agree on the log joint but hold different partitions, or ''.
 
     That is: two or more chains whose mean log joints lie within 10 nats or within the log
-    joint's sd (no sentence of :func:`_separate_modes`), while the number of clusters or the
-    entropy of their sizes moves in every chain but has R-hat above :data:`RHAT_APART`. On the
-    digits and on scikit-learn's breast-cancer data such chains stayed apart in runs eight times
-    longer, with five times the split–merge moves, with restricted-Gibbs launch states and with the
-    sub-cluster sampler (``benchmarks/README.md``), so the advice to run longer would mislead.
+    joint's sd (no "separate modes" sentence in :func:`mixing_verdict`), while the number of
+    clusters or the entropy of their sizes moves in every chain but has R-hat above
+    :data:`RHAT_APART`. On the digits and on scikit-learn's breast-cancer data such chains stayed
+    apart in runs eight times longer, with five times the split–merge moves, with restricted-Gibbs
+    launch states and with the sub-cluster sampler (``benchmarks/README.md``), so the advice to run
+    longer would mislead.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`mixing_table` (its ``means_by_chain`` and ``log_joint_by_chain`` attributes).
+    measured : str
+        The sentence saying what was tried on such chains and did not join them (default
+        :data:`EQUAL_HEIGHT_MEASURED`, for :class:`zoo.dirichlet.DPMixture`'s samplers); a sampler
+        with other moves gives its own, as :class:`zoo.dirichlet.supervised.SupervisedDP` does.
     """
+    table = _check_table(table)
+    if not isinstance(measured, str):
+        raise TypeError(f"measured: expected a str, got {type(measured).__name__}")
     gap = _log_joint_gap(table)  # None unless two or more chains have finite mean log joints
     if gap is None:
         return ""
@@ -559,9 +581,7 @@ def _equal_height_advice(table: pd.DataFrame) -> str:
     return (f"The chains reach the same height (mean log joint by chain {heights}: {gap:.0f} nats apart, "
             f"sd {spread:.0f}) but differ in {' and in '.join(what[name] for name in apart)}: they hold "
             "different partitions of about equal posterior probability, which a split or merge of one cluster "
-            "seldom connects. Where this was measured (benchmarks/README.md: the digits, scikit-learn's "
-            "breast-cancer data), neither more sweeps nor more split-merge moves nor the sub-cluster sampler "
-            f"joined such chains. Read the spread between chains{k_text} as part of the posterior's "
+            f"seldom connects. {measured} Read the spread between chains{k_text} as part of the posterior's "
             "uncertainty, run more chains from dispersed starts to see how wide it is, and report it.")
 
 
@@ -658,7 +678,7 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
     if any(status in _NOT_MIXING for status in statuses):
-        advice = table.attrs.get("advice") or _equal_height_advice(table) or (
+        advice = table.attrs.get("advice") or equal_height_advice(table) or (
             "Run longer, with more split-merge moves per sweep or the sub-cluster sampler, and check with "
             "several chains from dispersed starts." if single else
             "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains "

@@ -1241,3 +1241,25 @@ def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
         second = fit()
     assert _run_calls_jit.cache_size() == compiled  # no new compilation
     np.testing.assert_array_equal(first.assignments, second.assignments)
+
+
+def test_mixing_advice_for_chains_at_one_height_in_different_partitions():
+    # As SCDP-1 on FEBRL's records: every chain's number of test publications moves, but one chain
+    # stays a publication short of the other at the same log joint. Longer runs and more moves did
+    # not join such chains there, so the advice says so instead of asking for them.
+    from inference.chains import ChainResult
+    from zoo.dirichlet.supervised import SupervisedDPFit
+
+    rng = np.random.default_rng(1)
+    n_draws = 200
+    k = np.stack([92 + rng.integers(0, 2, n_draws), 91 + rng.integers(0, 2, n_draws)])
+    samples = _stored_draws(rng, n_draws, n_clusters=k, log_joint=rng.normal(2120.0, 50.0, (2, n_draws)))
+    table = SupervisedDPFit(ChainResult(samples, None, 0, 1, True, 0.0), model=1).mixing
+    assert table.loc["n_clusters", "status"] == "not mixing" and table.loc["n_clusters", "r_hat"] > 1.1
+    advice = table.attrs["advice"]
+    assert advice.startswith("The chains reach the same height") and "FEBRL" in advice
+    assert "sub-cluster" not in advice and "92.5, 91.5" in advice
+    # Chains in separate modes (500 nats apart) are told to run longer, as before.
+    apart = dict(samples, log_joint=samples["log_joint"] + np.array([[0.0], [-500.0]]))
+    advice = SupervisedDPFit(ChainResult(apart, None, 0, 1, True, 0.0), model=1).mixing.attrs["advice"]
+    assert "same height" not in advice and advice.startswith("Run longer")

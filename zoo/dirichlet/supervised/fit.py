@@ -33,6 +33,15 @@ __all__ = ["SupervisedDPFit", "INITS", "SupervisedDP", "auto_split_merge"]
 MAX_AUTO_SPLIT_MERGE = 100
 """Most that ``n_split_merge=None`` gives."""
 
+ONE_HEIGHT_MEASURED = (
+    "Where this was measured (SCDP-1 on FEBRL's records, notebooks/record_linkage.ipynb: one chain of four "
+    "one publication short of the others), four times the sweeps or four times the split-merge moves did not "
+    "join such chains (R-hat of the test publications 1.145 after 2,000 sweeps, 1.104 after 8,000, 1.131 with "
+    "220 moves per sweep)."
+)
+"""What :attr:`SupervisedDPFit.mixing`'s advice says was tried on chains at one height in
+different partitions (:func:`inference.diagnostics.equal_height_advice`)."""
+
 
 def auto_split_merge(n_train: int, n_train_publications: int, n_test: int) -> int:
     """Split–merge moves of the test partition per sweep for ``SupervisedDP(n_split_merge=None)``.
@@ -144,7 +153,11 @@ class SupervisedDPFit:
         (on the dequantised digits of ``notebooks/supervised_digits.ipynb``, before SCDP-3 had its
         moves with precisions, a chain held 559 nats below the others by its precisions reached
         their level within 100 sweeps that way); when the chains already agree on the log joint
-        and on the number of test publications, it asks for more sweeps instead."""
+        and on the number of test publications, it asks for more sweeps instead. When the chains
+        reach one height but hold different numbers or sizes of test publications (R-hat above
+        1.1), it says that longer runs and more moves did not join such chains where measured
+        (:data:`ONE_HEIGHT_MEASURED`) and asks for the spread to be reported
+        (:func:`inference.diagnostics.equal_height_advice`)."""
         table = getattr(self, "_mixing", None)
         if table is None:
             view = xr.Dataset(
@@ -158,8 +171,9 @@ class SupervisedDPFit:
 
     def _advice(self, table: pd.DataFrame) -> str:
         """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
-        advice = ("Run longer, with more split-merge moves of the test publications per sweep (n_split_merge), "
-                  "or more chains from dispersed starts.")
+        advice = (diagnostics.equal_height_advice(table, measured=ONE_HEIGHT_MEASURED)
+                  or "Run longer, with more split-merge moves of the test publications per sweep (n_split_merge), "
+                     "or more chains from dispersed starts.")
         r_hat = table["r_hat"].astype(float)
         r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
         accepted = self.result.samples.get("split_merge_accepted")
