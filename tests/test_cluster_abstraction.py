@@ -197,6 +197,29 @@ def test_path_mixture_stats_match_dense_formulas(x64, backend):
     np.testing.assert_allclose(np.asarray(stats.node_stats), node_stats, rtol=1e-10)
 
 
+@pytest.mark.numba
+def test_numba_path_mixture_stats_have_the_same_bits_on_any_number_of_threads(monkeypatch):
+    """The node statistics sum over the rows of each column: the kernel adds them column by column,
+    so that a fit's bits do not depend on how many thread ranges (cores) the rows were cut into."""
+    from inference.native import sparse_cells
+
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(0.7, size=(61, 23)).astype(float)
+    counts[:, 4] = 0  # an empty column
+    arrays = CoOccurrence.from_dense(counts).to_arrays(jnp.float32)
+    params = _random_params(rng, IRREGULAR, 61, 23)
+    aspects = jnp.asarray(params.col_given_node, jnp.float32)
+    outputs = []
+    for n_threads in (1, 2, 3, 8):
+        monkeypatch.setattr(sparse_cells, "numba_threads", lambda n=n_threads: jnp.asarray(n, jnp.int32))
+        stats = path_mixture_stats(
+            jnp.asarray(params.level_weights, jnp.float32), aspects, jnp.asarray(IRREGULAR.paths),
+            jnp.asarray(IRREGULAR.path_mask), jnp.log(jnp.asarray(params.cluster_prior, jnp.float32)), arrays,
+            tempered_aspects=aspects ** 0.7, backend="numba")
+        outputs.append([np.asarray(value).tobytes() for value in stats])
+    assert all(output == outputs[0] for output in outputs[1:])
+
+
 @pytest.mark.parametrize("backend", ["xla", "numba"])
 def test_row_cell_stats_match_dense_formulas(x64, backend):
     rng = np.random.default_rng(0)

@@ -242,25 +242,25 @@ def count_matmul_kernel(indptr, cols, counts, dense, n_threads, out):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths, lengths, log_prior, floor,
-                        n_threads, scores, posterior, level_stats, node_stats):
+def path_mixture_kernel(indptr, cols, counts, col_indptr, col_rows, col_counts, weights, aspects, tempered, paths,
+                        lengths, log_prior, floor, n_threads, scores, posterior, level_stats, node_stats):
     """Scores, tempered posteriors and expected counts of per-row path mixtures (see
     ``inference.sparse.path_mixture_stats``); writes ``scores``, ``posterior`` and, when they
     have rows, ``level_stats`` and ``node_stats``.
 
     Everything a row needs lives in its own cells, so each row is done in one pass for all
-    clusters; the node statistics are scattered into one private copy per thread, added up at
-    the end.
+    clusters. The node statistics of a column (word) k sum over its cells, which the rows' pass
+    would scatter from every thread; they are added in a second pass over the CSC copy of the
+    cells (``col_indptr``, ``col_rows``, ``col_counts``), one column at a time in row order, with
+    z^β computed again, so that they have the same bits on any number of threads.
     """
     n_rows, n_leaves, n_levels = weights.shape
     n_nodes = aspects.shape[1]
     want_stats = level_stats.shape[0] > 0
     bounds = _thread_bounds(indptr, n_threads)
-    node_parts = np.zeros((n_threads, node_stats.shape[0], n_nodes), weights.dtype)
     if want_stats:
         level_stats[:] = 0.0
     for t in prange(n_threads):
-        node_part = node_parts[t]
         max_cells = 0
         for i in range(bounds[t], bounds[t + 1]):
             max_cells = max(max_cells, indptr[i + 1] - indptr[i])
@@ -302,21 +302,36 @@ def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths,
                     count = counts[cell]
                     for leaf in range(n_leaves):
                         ratio = count / mixture[cell - start, leaf]
-                        weighted = posterior[i, leaf] * ratio
                         for level in range(lengths[leaf]):
-                            node = paths[leaf, level]
-                            level_stats[i, leaf, level] += ratio * tempered[k, node]
-                            node_part[k, node] += weighted * weights[i, leaf, level]
+                            level_stats[i, leaf, level] += ratio * tempered[k, paths[leaf, level]]
                 for leaf in range(n_leaves):
                     for level in range(n_levels):
                         level_stats[i, leaf, level] *= weights[i, leaf, level]
     if want_stats:
-        for k in prange(node_stats.shape[0]):
-            for node in range(n_nodes):
-                total = node_parts[0, k, node]
-                for t in range(1, n_threads):
-                    total += node_parts[t, k, node]
-                node_stats[k, node] = total * tempered[k, node]
+        col_bounds = _thread_bounds(col_indptr, n_threads)
+        for t in prange(n_threads):
+            node_acc = np.empty(n_nodes, weights.dtype)
+            column = np.empty((n_leaves, n_levels), tempered.dtype)  # P^β of the column along each path
+            for k in range(col_bounds[t], col_bounds[t + 1]):
+                if col_indptr[k] == col_indptr[k + 1]:
+                    node_stats[k, :] = 0.0
+                    continue
+                node_acc[:] = 0.0
+                for leaf in range(n_leaves):
+                    for level in range(lengths[leaf]):
+                        column[leaf, level] = tempered[k, paths[leaf, level]]
+                for cell in range(col_indptr[k], col_indptr[k + 1]):
+                    i = col_rows[cell]
+                    count = col_counts[cell]
+                    for leaf in range(n_leaves):
+                        z_hot = 0.0
+                        for level in range(lengths[leaf]):  # as in the rows' pass, level by level
+                            z_hot += weights[i, leaf, level] * column[leaf, level]
+                        weighted = posterior[i, leaf] * (count / max(z_hot, floor))
+                        for level in range(lengths[leaf]):
+                            node_acc[paths[leaf, level]] += weighted * weights[i, leaf, level]
+                for node in range(n_nodes):
+                    node_stats[k, node] = node_acc[node] * tempered[k, node]
 
 
 # ---------------------------------------------------------------------------- XLA custom calls
@@ -328,8 +343,9 @@ def path_mixture_kernel(indptr, cols, counts, weights, aspects, tempered, paths,
 #                    col_indptr, col_rows, col_counts, floor (0-d), n_threads (0-d int32)
 #              rets: row_stats, col_stats, row_log_norms, log_norms (2,)
 # count matmul args: pointer, indices, counts, dense, n_threads; rets: out
-# path mixture args: indptr, cols, counts, weights, aspects, tempered, paths (int32), lengths (int32),
-#                    log_prior, floor, n_threads; rets: scores, posterior, level_stats, node_stats
+# path mixture args: indptr, cols, counts, col_indptr, col_rows, col_counts, weights, aspects, tempered,
+#                    paths (int32), lengths (int32), log_prior, floor, n_threads;
+#                    rets: scores, posterior, level_stats, node_stats
 
 
 @njit(inline="always")
@@ -364,15 +380,16 @@ def _count_matmul_call(frame, real):
 
 @njit(inline="always")
 def _path_mixture_call(frame, real):
-    done, code = prologue(frame, 11, 4)
+    done, code = prologue(frame, 14, 4)
     if done:
         return code
     arg = lambda index: arg_buffer(frame, index)  # noqa: E731
     ret = lambda index: ret_buffer(frame, index)  # noqa: E731
     path_mixture_kernel(
-        buffer_1d(arg(0), I32), buffer_1d(arg(1), I32), buffer_1d(arg(2), real), buffer_3d(arg(3), real),
-        buffer_2d(arg(4), real), buffer_2d(arg(5), real), buffer_2d(arg(6), I32), buffer_1d(arg(7), I32),
-        buffer_1d(arg(8), real), buffer_scalar(arg(9), real), max(1, buffer_scalar(arg(10), I32)),
+        buffer_1d(arg(0), I32), buffer_1d(arg(1), I32), buffer_1d(arg(2), real),
+        buffer_1d(arg(3), I32), buffer_1d(arg(4), I32), buffer_1d(arg(5), real), buffer_3d(arg(6), real),
+        buffer_2d(arg(7), real), buffer_2d(arg(8), real), buffer_2d(arg(9), I32), buffer_1d(arg(10), I32),
+        buffer_1d(arg(11), real), buffer_scalar(arg(12), real), max(1, buffer_scalar(arg(13), I32)),
         buffer_2d(ret(0), real), buffer_2d(ret(1), real), buffer_3d(ret(2), real), buffer_2d(ret(3), real),
     )
     return 0
@@ -486,7 +503,8 @@ def numba_path_mixture_stats(weights, aspects, tempered, paths, path_mask, log_p
     )
     lengths = path_mask.sum(axis=1).astype(jnp.int32)
     scores, posterior, level_stats, node_stats = _call("path_mixture", dtype, results)(
-        data.indptr, data.cols, data.counts.astype(dtype), weights, aspects.astype(dtype), tempered.astype(dtype),
+        data.indptr, data.cols, data.counts.astype(dtype), data.col_indptr, data.col_rows,
+        data.col_counts.astype(dtype), weights, aspects.astype(dtype), tempered.astype(dtype),
         paths.astype(jnp.int32), lengths, log_prior.astype(dtype), jnp.asarray(floor, dtype), numba_threads(),
     )
     if not want_stats:
