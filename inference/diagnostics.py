@@ -200,7 +200,10 @@ def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None 
     Returns
     -------
     arviz.InferenceData
-        Groups ``posterior`` and ``sample_stats`` (see the module docstring).
+        Groups ``posterior`` and ``sample_stats`` (see the module docstring). Its
+        :func:`provenance` is taken here, in the process that converts: the fits of
+        :mod:`zoo.dirichlet` convert as soon as their chains finish, so there it is the sampling
+        process's; a ``ChainResult`` converted later, or on another machine, gets that one's.
 
     Raises
     ------
