@@ -66,6 +66,7 @@ from inference.em import device_mesh
 from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
+from inference.provenance import provenance
 from inference._validation import check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes
 from inference.jit import jit
 
@@ -99,6 +100,10 @@ class ChainResult(NamedTuple):
         this one continued). Passing it as ``first_sweep`` with ``final_state`` and the same key
         continues the chains exactly as one uninterrupted run would have
         (see :func:`zoo.io.save_checkpoint`).
+    provenance : dict of str to str or None
+        What drew them, taken when the sampling started (:func:`inference.provenance.provenance`:
+        versions, JAX's backend, float width, the CPU compiled for); ``None`` in a result built
+        by hand.
     """
 
     samples: dict[str, np.ndarray]
@@ -108,6 +113,7 @@ class ChainResult(NamedTuple):
     completed: bool
     seconds: float
     next_sweep: int = 0
+    provenance: dict[str, str] | None = None
 
     @property
     def n_chains(self) -> int:
@@ -321,6 +327,7 @@ def sample_chains(
     chunks: list[dict[str, np.ndarray]] = []
     completed = True
     sweep = first_sweep
+    made_by = provenance()
     start = time.perf_counter()
     several = n_processes > 1  # the processes gather the draws and agree on stopping after every call
     bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains")
@@ -380,6 +387,7 @@ def sample_chains(
         completed=completed,
         seconds=time.perf_counter() - start,
         next_sweep=sweep,
+        provenance=made_by,
     )
 
 

@@ -30,7 +30,6 @@ Analysis* 16(2), 667-718.
 
 from __future__ import annotations
 
-import importlib.metadata
 import warnings
 from typing import Any, Sequence
 
@@ -42,8 +41,8 @@ import xarray as xr
 from scipy import special, stats
 
 from inference.chains import ChainResult
-from inference.native.backend import host_cpu_name
 from inference.partitions import co_clustering, point_partition
+from inference.provenance import provenance
 
 __all__ = [
     "to_inference_data",
@@ -155,37 +154,6 @@ def partition_entropy(assignments: Any) -> np.ndarray:
     return entropy.reshape(lead)
 
 
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def provenance() -> dict[str, str]:
-    """What made a fit's draws, as attributes for ``InferenceData`` (``idata.posterior.attrs``).
-
-    The same key gives the same draws only with the same versions, the same JAX backend, the same
-    float width and, on the CPU, a CPU of the same kind: XLA and numba compile for the CPU they find
-    (README, "What holds where"). These attributes say which, so that a saved fit
-    (``idata.to_netcdf``) can be told apart from a re-run that differs. Keys:
-    ``inference_library`` ("latentzoo"), ``inference_library_version``, ``jax_version``,
-    ``jaxlib_version``, ``numba_version`` ("not installed" without it), ``jax_backend`` ("cpu",
-    "gpu", "tpu"), ``jax_enable_x64`` ("true" or "false") and ``host_cpu`` (LLVM's name for the
-    CPU, see :func:`inference.native.backend.host_cpu_name`).
-    """
-    return {
-        "inference_library": "latentzoo",
-        "inference_library_version": _version("latentzoo"),
-        "jax_version": jax.__version__,
-        "jaxlib_version": _version("jaxlib"),
-        "numba_version": _version("numba"),
-        "jax_backend": jax.default_backend(),
-        "jax_enable_x64": str(bool(jax.config.jax_enable_x64)).lower(),
-        "host_cpu": host_cpu_name(),
-    }
-
-
 def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None = None) -> az.InferenceData:
     """Convert Dirichlet-process chains to ``arviz.InferenceData``.
 
@@ -201,9 +169,9 @@ def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None 
     -------
     arviz.InferenceData
         Groups ``posterior`` and ``sample_stats`` (see the module docstring). Its
-        :func:`provenance` is taken here, in the process that converts: the fits of
-        :mod:`zoo.dirichlet` convert as soon as their chains finish, so there it is the sampling
-        process's; a ``ChainResult`` converted later, or on another machine, gets that one's.
+        :func:`provenance` is the one ``result`` took when its chains were sampled
+        (``ChainResult.provenance``), wherever it is converted; a ``ChainResult`` without one
+        (built by hand) gets this process's.
 
     Raises
     ------
@@ -232,7 +200,7 @@ def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None 
         thin=result.thin,
         completed=int(result.completed),
         sampling_seconds=result.seconds,
-        **provenance(),
+        **(result.provenance or provenance()),
     )
     return idata
 

@@ -93,6 +93,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from inference.interrupts import DeferredInterrupt
 from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named, process_sum,
                                  replicate)
+from inference.provenance import provenance
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
 from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
                                    check_params_like, check_positive, check_real, renamed, tree_nbytes)
@@ -384,6 +385,9 @@ class EMResult:
     converged : bool — whether the kept restart stopped before ``max_iter``
     stopped_by : str — "converged" (every restart stopped by its schedule), "max_iter",
         "time_budget" or "interrupted" (Ctrl-C; the finished iterations are kept)
+    provenance : dict — what made the fit (versions, JAX's backend, float width, the CPU compiled
+        for; :func:`inference.provenance.provenance`), taken when it was fitted and kept by
+        :func:`zoo.io.save_result`; empty for a result loaded from a file saved without it
     """
 
     model: Any
@@ -397,6 +401,7 @@ class EMResult:
     best_iteration: int
     stopped_by: str = "converged"
     _shape: Any = field(default=None, repr=False)
+    provenance: dict = field(default_factory=provenance, repr=False, compare=False)
 
     def log_likelihood(self, data: Any) -> float:
         """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters."""

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import warnings
 
 import arviz as az
 import jax
@@ -57,6 +58,7 @@ def test_aspect_result_round_trips_and_its_methods_work(tmp_path, tempered_aspec
     path = save_result(tmp_path / "aspect", tempered_aspect, schedule=TemperedEM(), settings={"note": "test", "k": [3]})
     assert path.name == "aspect.npz"
     loaded = load_result(path)
+    assert loaded.provenance == tempered_aspect.provenance and loaded.provenance["host_cpu"]  # what made the fit, kept
     assert_results_equal(loaded, tempered_aspect)
     assert loaded.perplexity(VALID) == tempered_aspect.perplexity(VALID)
     assert loaded.log_likelihood(TRAIN) == tempered_aspect.log_likelihood(TRAIN)
@@ -216,6 +218,34 @@ def test_checkpointed_chains_resume_bit_identically(tmp_path):
         np.testing.assert_array_equal(joined, whole.samples[name])
     for final, expected in zip(jax.tree_util.tree_leaves(rest.final_state), jax.tree_util.tree_leaves(whole.final_state)):
         np.testing.assert_array_equal(np.asarray(final), np.asarray(expected))
+
+
+def test_checkpoint_says_what_drew_the_chains_and_warns_when_continued_elsewhere(tmp_path):
+    from inference.chains import sample_chains
+    from inference.provenance import ProvenanceWarning, provenance
+    from zoo.io import load_checkpoint, save_checkpoint
+
+    step, states, data = _checkpoint_problem()
+    key = jax.random.key(3)
+    result = sample_chains(key, step, states, data, n_warmup=1, n_draws=2, progress=False)
+    assert result.provenance == provenance()  # taken when the chains were sampled
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProvenanceWarning)  # drawn here, continued here: no warning
+        here = load_checkpoint(save_checkpoint(tmp_path / "here", result, key), like=states)
+    assert here.provenance == result.provenance
+
+    elsewhere = result._replace(provenance={**result.provenance, "host_cpu": "another-cpu", "jax_version": "0.0.1"})
+    path = save_checkpoint(tmp_path / "elsewhere", elsewhere, key)
+    with pytest.warns(ProvenanceWarning, match=r"host_cpu 'another-cpu' there, '[^']+' here") as caught:
+        loaded = load_checkpoint(path, like=states)
+    assert "jax_version '0.0.1' there" in str(caught[0].message) and caught[0].filename == __file__
+    assert loaded.provenance["host_cpu"] == "another-cpu"
+
+    # A result built by hand says nothing, and its checkpoint is loaded without a word.
+    unknown = result._replace(provenance=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProvenanceWarning)
+        assert load_checkpoint(save_checkpoint(tmp_path / "unknown", unknown, key), like=states).provenance is None
 
 
 def test_checkpoint_arguments_are_checked(tmp_path):

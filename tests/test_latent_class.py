@@ -144,6 +144,7 @@ def test_restarts_are_independent_and_the_best_is_kept():
     assert result.history["objective"][-1] == pytest.approx(scores.max())
     again = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40)
     np.testing.assert_array_equal(again.restart_scores, scores)
+    assert again.provenance["host_cpu"] and again.provenance["jax_backend"] == jax.default_backend()  # what made it
     arrays = data.to_arrays()
     from zoo.relational.latent_class import _init_params
 

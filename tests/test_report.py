@@ -52,6 +52,7 @@ def test_em_report_shows_history_parameters_and_summary(tmp_path, tempered_resul
     for heading in ("Fit", "Restarts", "History", "Aspects"):
         assert f"<h2>{heading}</h2>" in document
     assert "<h2>Parameters</h2>" not in document and "largest" not in document
+    assert f"<th>host_cpu</th><td>{tempered_result.provenance['host_cpu']}</td>" in document  # what made the fit
     # one card per class, by decreasing prior, the columns named by index as the data have no labels
     priors = np.asarray(tempered_result.params.class_prior)
     assert re.findall(r'<div class="class-card" data-class="(\d)">', document) == [

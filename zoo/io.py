@@ -3,7 +3,8 @@
 An :class:`inference.em.EMResult` is written to one ``.npz`` file (no pickle): the parameter
 arrays under ``params/<field>``, the history under ``history/<name>``, the restart scores, and a
 JSON document under ``metadata`` with the model's settings, the parameters' type, β, the
-iteration counts, how the fit stopped, the data shape and, optionally, the schedule and any
+iteration counts, how the fit stopped, the data shape, what made the fit (``EMResult.provenance``:
+versions, JAX's backend, float width, the CPU compiled for) and, optionally, the schedule and any
 settings of the run (e.g. the command line). :func:`load_result` gives back an equal
 ``EMResult`` whose methods work (the parameters' fields and shapes are checked against the
 model's own start for data of the stored shape, where the model can give one), so a notebook can
@@ -25,8 +26,11 @@ group; :func:`load_chains` reads them back with ``arviz.from_netcdf``.
 
 A run of chains that is to be continued later (another session, another machine) is saved with
 :func:`save_checkpoint`: the chains' final kernel state, the PRNG key and the index of the next
-sweep, in one ``.npz`` file (no pickle). :func:`load_checkpoint` restores them, and
-:func:`inference.chains.sample_chains` continues the chains bit-identically::
+sweep, in one ``.npz`` file (no pickle), with what drew them (``ChainResult.provenance``).
+:func:`load_checkpoint` restores them, and :func:`inference.chains.sample_chains` continues the
+chains bit-identically where the versions, JAX's backend, float width and CPU are those that drew
+them (loading a checkpoint drawn elsewhere warns with a
+:class:`inference.provenance.ProvenanceWarning`)::
 
     result = sample_chains(key, step, states, data, n_warmup=500, n_draws=1000)  # Ctrl-C: partial
     save_checkpoint("chains.npz", result, key)
@@ -264,6 +268,7 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
         "shape": encode_settings(shape, "result._shape"),
         "schedule": encode_settings(schedule, "schedule"),
         "settings": encode_settings(settings, "settings"),
+        "provenance": dict(getattr(result, "provenance", None) or {}),
     }
     arrays = {f"params/{field}": values for field, values in params.items()}
     arrays.update({f"history/{name}": np.asarray(values) for name, values in result.history.items()})
@@ -331,6 +336,15 @@ def _entry(path: Path, metadata: dict, key: str, valid: Any, expected: str, defa
     if not valid(value):
         raise ValueError(f"path: {str(path)!r}: metadata entry {key!r} is {value!r:.60}, expected {expected}")
     return value
+
+
+def _provenance_entry(path: Path, metadata: dict) -> dict[str, str] | None:
+    """The ``provenance`` entry (what made the fit, :mod:`inference.provenance`): a dict of strings,
+    or ``None`` in a file saved without it (before 2026-12-01, or a result built by hand)."""
+    value = _entry(path, metadata, "provenance", lambda value: value is None or (isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(item, str) for key, item in value.items())),
+        "null or a dict of strings", None)
+    return dict(value) if value else None
 
 
 def _numeric_array(path: Path, arrays: dict[str, np.ndarray], name: str, *, ndim: int | None = None) -> np.ndarray:
@@ -417,6 +431,7 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     if shape is not None and not isinstance(shape, tuple):
         raise ValueError(f"path: {str(path)!r}: metadata entry 'shape' is {shape!r:.60}, expected the data's shape")
     _check_params_shapes(path, model, params, shape)
+    made_by = _provenance_entry(path, metadata)
     return EMResult(
         model=model,
         params=params,
@@ -429,6 +444,7 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
         best_iteration=best_iteration,
         stopped_by=stopped_by,
         _shape=shape,
+        provenance=made_by or {},
     )
 
 
@@ -570,6 +586,9 @@ class ChainCheckpoint(NamedTuple):
         Sweeps per draw of the saved run.
     settings : dict
         The model description and settings stored with the checkpoint.
+    provenance : dict or None
+        What drew the saved chains (``ChainResult.provenance``: versions, JAX's backend, float
+        width, the CPU compiled for); ``None`` when the file does not say.
     """
 
     state: Any
@@ -577,6 +596,7 @@ class ChainCheckpoint(NamedTuple):
     next_sweep: int
     thin: int
     settings: dict
+    provenance: dict | None = None
 
 
 def _state_leaves(state: Any) -> tuple[list[str], list[np.ndarray]]:
@@ -631,6 +651,7 @@ def save_checkpoint(path: str | os.PathLike, result: Any, rng_key: Any, *, model
         "n_draws": int(result.n_draws),
         "model": describe_settings(model, "model"),
         "settings": encode_settings(settings, "settings"),
+        "provenance": dict(result.provenance) if result.provenance else None,
     }
     arrays = {f"state/{index}": leaf for index, leaf in enumerate(leaves)}
     arrays["key"] = key_data
@@ -681,6 +702,13 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
     Returns
     -------
     ChainCheckpoint
+
+    Warns
+    -----
+    inference.provenance.ProvenanceWarning
+        When the saved chains were drawn with other versions, another JAX backend, float width or
+        CPU than this process has (:func:`inference.provenance.provenance_differences`): continued
+        here, they need not be bit for bit those of one uninterrupted run.
     """
     import jax
     import jax.numpy as jnp
@@ -695,6 +723,7 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
     impl = _entry(path, metadata, "key_impl", lambda value: value is None or isinstance(value, str),
                   "null or the name of a PRNG implementation", None)
     settings = _decoded(path, metadata.get("settings"), "settings", ())
+    made_by = _provenance_entry(path, metadata)
     names, like_leaves = _state_leaves(like)
     if names != saved_names:
         raise ValueError(f"like: its structure {names} differs from that of the state saved in {str(path)!r}, "
@@ -720,10 +749,27 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
                          f"({error})") from None
     if rng_key.shape != ():
         raise ValueError(f"path: {str(path)!r}: the key data hold {rng_key.shape} keys, not one key")
+    if made_by:
+        _warn_if_made_elsewhere(path, made_by)
     return ChainCheckpoint(
         state=jax.tree_util.tree_unflatten(treedef, leaves),
         rng_key=rng_key,
         next_sweep=next_sweep,
         thin=thin,
         settings={"model": metadata.get("model"), "settings": settings, "n_draws": n_draws},
+        provenance=made_by,
     )
+
+
+def _warn_if_made_elsewhere(path: Path, made_by: dict[str, str]) -> None:
+    import warnings
+
+    from inference.provenance import ProvenanceWarning, provenance_differences
+
+    differences = provenance_differences(made_by)
+    if differences:
+        listed = "; ".join(f"{key} {saved!r} there, {here!r} here" for key, (saved, here) in differences.items())
+        warnings.warn(f"path: the chains in {str(path)!r} were drawn elsewhere ({listed}). Continued here they are "
+                      "valid draws, but not bit for bit those of one uninterrupted run: XLA and numba round "
+                      "differently with other versions, backends, float widths or CPUs (README, \"What holds "
+                      "where\").", ProvenanceWarning, stacklevel=3)

@@ -510,6 +510,7 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: A
     if perplexity.size and np.isfinite(perplexity).any():
         rows.append(("best validation perplexity", f"{np.nanmin(perplexity):.6g}"))
     rows.extend((str(name), value) for name, value in (settings or {}).items())
+    rows.extend((str(name), value) for name, value in (getattr(result, "provenance", None) or {}).items())
     scores = np.atleast_1d(np.asarray(result.restart_scores, np.float64))
     restart_rows = "".join(f"<tr><td>{index}</td><td>{score:.6g}</td></tr>" for index, score in enumerate(scores))
     summary = ("<div><h2>Fit</h2>" + _table(rows)

@@ -68,6 +68,7 @@ import numpyro.distributions as dist
 from inference import diagnostics
 from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
+from inference.provenance import provenance
 from inference._validation import (check_int, check_key, check_memory, check_real, check_relation,
                                    tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
@@ -455,7 +456,7 @@ class IRMResult:
         moves of the domain, warm-up included (splits proposed, accepted, merges proposed,
         accepted); :attr:`split_merge_acceptance` sums them
     provenance : dict — what made the draws (versions, JAX backend, CPU), taken when they were
-        drawn (:func:`inference.diagnostics.provenance`); :meth:`to_inference_data` puts it in
+        drawn (:func:`inference.provenance.provenance`); :meth:`to_inference_data` puts it in
         the attributes
     """
 
@@ -469,7 +470,7 @@ class IRMResult:
     assignments: dict | None
     completed: bool = True
     split_merge: dict | None = field(default=None, repr=False)
-    provenance: dict = field(default_factory=diagnostics.provenance, repr=False, compare=False)
+    provenance: dict = field(default_factory=provenance, repr=False, compare=False)
     _arrays: Any = field(default=None, repr=False)
     _warned: bool = field(default=False, repr=False, compare=False)  # whether sample() issued its MixingWarning
 

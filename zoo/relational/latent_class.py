@@ -70,6 +70,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from inference.processes import process_max
+from inference.provenance import provenance
 from inference.native.backend import resolve_backend
 from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
                              tree_nbytes)
@@ -483,6 +484,8 @@ class LRMResult:
     converged : bool
     stopped_by : str — "converged" (every restart), "max_passes" or "interrupted" (Ctrl-C; the
         finished passes are kept)
+    provenance : dict — what made the fit (versions, JAX's backend, float width, the CPU compiled
+        for; :func:`inference.provenance.provenance`), taken when it was fitted
     """
 
     model: Any
@@ -494,6 +497,7 @@ class LRMResult:
     n_passes: int
     converged: bool
     stopped_by: str = "converged"
+    provenance: dict = field(default_factory=provenance, repr=False, compare=False)
 
     def classes(self) -> dict[str, np.ndarray]:
         """The most probable class of every individual, by domain name."""

@@ -120,7 +120,7 @@ class SupervisedDPFit:
         # zoo.report reads them; from_dict's attrs= would set the InferenceData's own.
         self._idata.posterior.attrs.update(
             n_warmup=result.n_warmup, thin=result.thin, completed=int(result.completed),
-            sampling_seconds=result.seconds, **diagnostics.provenance())
+            sampling_seconds=result.seconds, **(result.provenance or diagnostics.provenance()))
 
     @property
     def idata(self) -> az.InferenceData:

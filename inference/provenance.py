@@ -1,0 +1,72 @@
+"""What made a fit: library versions, JAX's backend, float width and the CPU compiled for.
+
+The same key gives the same draws (and the same EM iterates) only with the same versions, the
+same JAX backend, the same float width and, on the CPU, a CPU of the same kind: XLA and numba
+compile for the CPU they find, so float sums can round differently on another one and a chain
+that meets a near-tie take another path (README, "What holds where"). Every fit records
+:func:`provenance` when it runs — :class:`inference.chains.ChainResult` and
+:class:`inference.em.EMResult` carry it, ``InferenceData`` holds it in ``posterior.attrs``, and
+:mod:`zoo.io` writes it into saved results and checkpoints — so that a stored fit can be told apart
+from a re-run that differs. :func:`provenance_differences` says which of these a saved fit and
+this process do not share; :func:`zoo.io.load_checkpoint` warns with a :class:`ProvenanceWarning`
+when they differ, since the continued chains are then not bit for bit those of one uninterrupted
+run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Mapping
+
+import jax
+
+from inference.native.backend import host_cpu_name
+
+__all__ = ["provenance", "provenance_differences", "ProvenanceWarning", "PROVENANCE_KEYS"]
+
+#: The keys of :func:`provenance`, in the order it gives them.
+PROVENANCE_KEYS = ("inference_library", "inference_library_version", "jax_version", "jaxlib_version",
+                   "numba_version", "jax_backend", "jax_enable_x64", "host_cpu")
+
+
+class ProvenanceWarning(UserWarning):
+    """A saved fit was made with other versions, another backend, float width or CPU than this
+    process has, so continuing or repeating it here need not give the same bits."""
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def provenance() -> dict[str, str]:
+    """What this process would make a fit's draws with, as attributes for ``InferenceData``.
+
+    Keys (:data:`PROVENANCE_KEYS`), all strings: ``inference_library`` ("latentzoo"),
+    ``inference_library_version``, ``jax_version``, ``jaxlib_version``, ``numba_version``
+    ("not installed" without it), ``jax_backend`` ("cpu", "gpu", "tpu"), ``jax_enable_x64``
+    ("true" or "false") and ``host_cpu`` (LLVM's name for the CPU, see
+    :func:`inference.native.backend.host_cpu_name`).
+    """
+    return {
+        "inference_library": "latentzoo",
+        "inference_library_version": _version("latentzoo"),
+        "jax_version": jax.__version__,
+        "jaxlib_version": _version("jaxlib"),
+        "numba_version": _version("numba"),
+        "jax_backend": jax.default_backend(),
+        "jax_enable_x64": str(bool(jax.config.jax_enable_x64)).lower(),
+        "host_cpu": host_cpu_name(),
+    }
+
+
+def provenance_differences(saved: Mapping[str, str], current: Mapping[str, str] | None = None
+                           ) -> dict[str, tuple[str | None, str | None]]:
+    """The keys of :data:`PROVENANCE_KEYS` on which ``saved`` and ``current`` (default: this
+    process's :func:`provenance`) differ, each with its two values (``None`` where one lacks the
+    key). Empty when they agree."""
+    current = provenance() if current is None else current
+    return {key: (saved.get(key), current.get(key)) for key in PROVENANCE_KEYS
+            if saved.get(key) != current.get(key)}
