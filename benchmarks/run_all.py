@@ -42,6 +42,7 @@ QUICK_ARGUMENTS = {
     "bench_scaling": ["--max-nnz", "3e5", "--classes", "16"],
     "bench_dp_mixing": ["--quick"],
     "bench_estep_order": ["--nnz", "1e4", "3e4"],
+    "bench_cam_estep": ["--rows", "60", "--depth", "2", "--repeats", "3"],
 }
 # An accelerator's run is kept as its own section of RESULTS.md, between these lines, so that a CPU
 # run and a GPU run of the same tree each keep the other's figures.

@@ -94,6 +94,24 @@ def test_bench_estep_order_quick(capsys):
     assert sum(line.startswith("SUMMARY ") for line in out.splitlines()) == 3
 
 
+def test_bench_cam_estep_numpy_peer_computes_the_kernels_estep():
+    bench = _load("bench_cam_estep")
+    data, arrays, inputs = bench.problem(depth=2, beta=0.7, rows=25)
+    expected = bench.kernel_call(arrays, inputs, "xla")()
+    got = bench.numpy_estep(data.to_sparse(), inputs["weights"], inputs["aspects"], inputs["tempered"],
+                            inputs["paths"], inputs["path_mask"], inputs["log_prior"])
+    for mine, theirs in zip(got, expected):
+        np.testing.assert_allclose(mine, np.asarray(theirs), rtol=1e-4, atol=1e-6 * float(np.abs(theirs).max()))
+
+
+@pytest.mark.slow  # two child processes, each compiling the E-step
+def test_bench_cam_estep_quick(capsys):
+    assert _load("bench_cam_estep").main(["--rows", "40", "--depth", "2", "--repeats", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "same bits on" in out and ": True" in out
+    assert sum(line.startswith("SUMMARY ") for line in out.splitlines()) == 2
+
+
 def test_run_all_only_keeps_the_other_benchmarks():
     run_all = _load("run_all")
     previous = ("# Benchmark results\n\nMeasured 2026-01-01 on a test machine.\n\n"
