@@ -67,6 +67,12 @@ def provenance_differences(saved: Mapping[str, str], current: Mapping[str, str] 
     """The keys of :data:`PROVENANCE_KEYS` on which ``saved`` and ``current`` (default: this
     process's :func:`provenance`) differ, each with its two values (``None`` where one lacks the
     key). Empty when they agree."""
+    for name, value in (("saved", saved), ("current", current)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TypeError(f"{name}: expected a mapping of provenance keys to strings "
+                            f"(inference.provenance.provenance()), got {type(value).__name__}")
+    if saved is None:
+        raise TypeError("saved: expected a mapping of provenance keys to strings, got None")
     current = provenance() if current is None else current
     return {key: (saved.get(key), current.get(key)) for key in PROVENANCE_KEYS
             if saved.get(key) != current.get(key)}

@@ -240,6 +240,12 @@ def test_checkpoint_says_what_drew_the_chains_and_warns_when_continued_elsewhere
         loaded = load_checkpoint(path, like=states)
     assert "jax_version '0.0.1' there" in str(caught[0].message) and caught[0].filename == __file__
     assert loaded.provenance["host_cpu"] == "another-cpu"
+    from inference.provenance import provenance_differences
+
+    assert provenance_differences(here.provenance) == {}
+    assert provenance_differences(loaded.provenance)["jax_version"] == ("0.0.1", jax.__version__)
+    with pytest.raises(TypeError, match="saved"):
+        provenance_differences("znver4")
 
     # A result built by hand says nothing, and its checkpoint is loaded without a word.
     unknown = result._replace(provenance=None)
