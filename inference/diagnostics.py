@@ -95,12 +95,14 @@ class MixingWarning(UserWarning):
     """Chains of a label-invariant quantity do not mix (see :func:`mixing_table`)."""
 
 
-def no_draws_message(result: ChainResult) -> str:
+def no_draws_message(result: ChainResult, continue_with: str | None = None) -> str:
     """What to say of chains stopped before their first draw (Ctrl-C, a time budget or a memory stop
-    during warm-up): there is nothing to summarise, but the warm-up is not lost."""
+    during warm-up): there is nothing to summarise, but the warm-up is not lost. ``continue_with``
+    names the call that continues it (default: :func:`inference.chains.sample_chains`'s)."""
+    continue_with = continue_with or ("inference.chains.sample_chains(key, step, result.final_state, data, "
+                                      "first_sweep=result.next_sweep)")
     return (f"the chains stopped after {result.next_sweep} sweeps, before their first draw: there are no draws to "
-            "summarise, but the warm-up is kept in result.final_state; continue it with "
-            "inference.chains.sample_chains(key, step, result.final_state, data, first_sweep=result.next_sweep)")
+            f"summarise, but the warm-up is kept in result.final_state; continue it with {continue_with}")
 
 
 def _check_result(result: Any) -> ChainResult:

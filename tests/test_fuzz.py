@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime
+import functools
 import io
 import json
 import math
@@ -1387,6 +1388,13 @@ def _cli(argv: list[str]) -> int:
 
 
 CLI_DATA = _write("cli.mtx", MTX_HEADER + "1 1 2\n2 3 1\n")
+@functools.cache
+def _resumable_fit():
+    """A short DP fit of POINTS (made once, on first use) for DPMixtureFit.resume's misuses."""
+    return DPMixture(normal_gamma(2), max_clusters=4).fit(POINTS, KEY, n_chains=1, n_warmup=0, n_draws=2,
+                                                          progress=False)
+
+
 BAD_POSITIVE_INT = ints_below(1)
 BAD_COUNT = ints_below(0)
 BAD_POSITIVE_REAL = reals_below(0.0, open_=True)
@@ -1501,6 +1509,10 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
                               lambda labels: labels.dtype.kind != "i" or not (labels >= 10**9).any())),
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     # Five features: NOT_NUMBERS' list of two values and BAD_HYPER's of three are the wrong length.
+    "DPMixtureFit.resume": (lambda kwargs: _resumable_fit().resume(**kwargs),
+                            {"data": POINTS, "n_draws": 2, "progress": False}, {
+        "data": BAD_POINTS, "n_draws": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "normal_gamma": (lambda kwargs: normal_gamma(**kwargs), {"n_features": 5}, {
         "n_features": BAD_POSITIVE_INT, "kappa": BAD_HYPER, "shape": BAD_HYPER, "rate": BAD_HYPER,
         "mean": st.one_of(NON_FINITE, NOT_NUMBERS, st.sampled_from([1e30, -1e38, [0.0, 0.0, 0.0]]))}, {}),

@@ -20,7 +20,9 @@ Two layers (DESIGN.md, "Two layers, one truth"):
 
 from __future__ import annotations
 
+import hashlib
 import warnings
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -39,6 +41,7 @@ from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
+from inference.provenance import ProvenanceWarning, provenance_differences
 from inference._validation import (as_index_array, check_choice, check_int, check_key, check_memory, check_real,
                                    tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
@@ -147,19 +150,60 @@ class DPMixtureFit:
     idata : arviz.InferenceData
         ``posterior`` (assignments, alpha) and ``sample_stats`` (n_clusters, log_joint,
         partition_entropy).
+
+    A fit returned by :meth:`DPMixture.fit` can be continued with :meth:`resume`.
     """
 
     def __init__(self, result: ChainResult):
         self.result = result
         self._idata = diagnostics.to_inference_data(result) if result.samples else None
         self._warned = False  # whether the fit that made this object issued its MixingWarning
+        self._continuation: _Continuation | None = None  # set by DPMixture.fit: what resume() needs
+
+    @property
+    def _continue_with(self) -> str | None:
+        """The call that continues these chains, for messages (None: the low-level one)."""
+        return "fit.resume(data, n_draws=...)" if getattr(self, "_continuation", None) is not None else None
+
+    def resume(self, data: Any, *, n_draws: int, draws_per_call: int = 10, time_budget: float | None = None,
+               progress: bool = True) -> DPMixtureFit:
+        """Continue these chains for ``n_draws`` more draws each, as one longer run would have.
+
+        For chains that do not mix yet (the fit's :class:`~inference.diagnostics.MixingWarning`
+        says "Run longer"), or that Ctrl-C or a ``time_budget`` stopped: the chains go on from
+        their last state with the key of the fit, finishing the warm-up first if it was cut short,
+        and the new draws are appended to these. With the same versions, backend, float width and
+        CPU (:mod:`inference.provenance`) the result is bit for bit the fit an uninterrupted run of
+        all the draws gives when ``draws_per_call`` is the same in both (it sets how the warm-up
+        is rounded); elsewhere the continuation is valid but not those bits, and a
+        :class:`~inference.provenance.ProvenanceWarning` says so.
+
+        Parameters
+        ----------
+        data : array_like (N, D)
+            The data of the fit (checked against a digest kept by the fit).
+        n_draws : int
+            Draws to add per chain (thinned as the fit was).
+        draws_per_call, time_budget, progress
+            See :func:`inference.chains.sample_chains`.
+
+        Returns
+        -------
+        DPMixtureFit
+            Every draw of both runs; ``result.seconds`` adds their times. This fit is unchanged.
+        """
+        if getattr(self, "_continuation", None) is None:  # objects restored without __init__ have none
+            raise ValueError("fit: only a fit returned by DPMixture.fit or resume() can be resumed (this one was "
+                             "built from a ChainResult, or restored without what it needs)")
+        return self._continuation.model._resume(self, data, n_draws=n_draws, draws_per_call=draws_per_call,
+                                                time_budget=time_budget, progress=progress)
 
     @property
     def idata(self) -> az.InferenceData:
         """The draws as ``arviz.InferenceData`` (a ``ValueError`` if the chains stopped before their
         first draw: their warm-up is then in ``result.final_state``)."""
         if self._idata is None:
-            raise ValueError(f"result: {diagnostics.no_draws_message(self.result)}")
+            raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
         return self._idata
 
     @property
@@ -223,6 +267,21 @@ class DPMixtureFit:
         if labels.ndim != 1 or labels.shape[0] != self.n_points:
             raise ValueError(f"labels: expected {self.n_points} labels (one per point), got shape {labels.shape}")
         return clustering_scores(labels, self.point_estimate(loss))
+
+
+@dataclass(frozen=True)
+class _Continuation:
+    """What :meth:`DPMixtureFit.resume` needs: the model, the chains' key and a digest of the data."""
+
+    model: Any
+    key_data: np.ndarray
+    key_impl: str | None  # None for a raw uint32 key
+    data_digest: str
+    data_shape: tuple
+
+
+def _digest(array: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(array).tobytes()).hexdigest()
 
 
 class DPMixture:
@@ -462,11 +521,72 @@ class DPMixture:
             progress=progress,
             on_overflow=self.on_overflow,
         )
+        typed = jax.dtypes.issubdtype(key_chains.dtype, jax.dtypes.prng_key)
+        continuation = _Continuation(self, np.asarray(jax.random.key_data(key_chains) if typed else key_chains),
+                                     str(jax.random.key_impl(key_chains)) if typed else None, _digest(array),
+                                     array.shape)
+        return self._finish(result, continuation, "DPMixture.fit")
+
+    def _finish(self, result: ChainResult, continuation: _Continuation, caller: str) -> DPMixtureFit:
         fitted = DPMixtureFit(result)
+        fitted._continuation = continuation
         if not result.samples:  # stopped during warm-up: the states are kept, nothing to summarise
-            warnings.warn(f"DPMixture.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
+            warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fitted._continue_with)}", RuntimeWarning,
                           stacklevel=user_stacklevel())
-        elif n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
+        elif fitted.result.n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
             fitted._warned = diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=user_stacklevel())
         return fitted
+
+    def _resume(self, fit: DPMixtureFit, data: Any, *, n_draws: int, draws_per_call: int,
+                time_budget: float | None, progress: bool) -> DPMixtureFit:
+        """:meth:`DPMixtureFit.resume`."""
+        continuation, previous = fit._continuation, fit.result
+        n_draws = check_int("n_draws", n_draws, minimum=1)
+        checker = self.family.check_data
+        array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
+        array = array.astype(jnp.result_type(float))
+        if array.shape != continuation.data_shape or _digest(array) != continuation.data_digest:
+            raise ValueError(f"data: not the data these chains were fitted to (shape {array.shape}, fitted "
+                             f"{continuation.data_shape}{', same shape, other values' if array.shape == continuation.data_shape else ''})")
+        if previous.provenance:
+            differences = provenance_differences(previous.provenance)
+            if differences:
+                listed = "; ".join(f"{key} {then!r} then, {now!r} now" for key, (then, now) in differences.items())
+                warnings.warn(f"fit: these chains were drawn elsewhere ({listed}); continued here they are valid "
+                              "draws but not bit for bit one run's (README, \"What holds where\")",
+                              ProvenanceWarning, stacklevel=user_stacklevel())
+        key_chains = (jax.random.wrap_key_data(jnp.asarray(continuation.key_data), impl=continuation.key_impl)
+                      if continuation.key_impl is not None else jnp.asarray(continuation.key_data))
+        warmup_done = min(previous.n_warmup, previous.next_sweep)
+        more = sample_chains(
+            key_chains,
+            self.step,
+            previous.final_state,
+            jnp.asarray(array),
+            n_warmup=previous.n_warmup - warmup_done,
+            n_draws=n_draws,
+            thin=previous.thin,
+            draws_per_call=draws_per_call,
+            time_budget=time_budget,
+            progress=progress,
+            on_overflow=self.on_overflow,
+            first_sweep=previous.next_sweep,
+        )
+        samples = more.samples
+        if previous.samples and more.samples:
+            samples = {name: np.concatenate([previous.samples[name], more.samples[name]], axis=1)
+                       for name in previous.samples}
+        elif previous.samples:
+            samples = previous.samples
+        result = ChainResult(
+            samples=samples,
+            final_state=more.final_state,
+            n_warmup=warmup_done + more.n_warmup,
+            thin=previous.thin,
+            completed=more.completed,
+            seconds=previous.seconds + more.seconds,
+            next_sweep=more.next_sweep,
+            provenance=previous.provenance or more.provenance,
+        )
+        return self._finish(result, continuation, "DPMixtureFit.resume")
 
