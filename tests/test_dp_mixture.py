@@ -185,29 +185,27 @@ def test_same_key_same_fit(fitted):
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
-@pytest.mark.parametrize("algorithm", ["collapsed", "subcluster"])
-def test_resume_continues_the_chains_as_one_longer_run(algorithm):
+def test_resume_continues_the_chains_as_one_longer_run(fitted):
     import pickle
 
     from inference.provenance import ProvenanceWarning
 
-    model = DPMixture(normal_gamma(2), algorithm=algorithm, alpha_prior=GammaPrior(1.0, 1.0), max_clusters=8)
-    key, run = jax.random.key(4), dict(n_chains=2, draws_per_call=3, progress=False)
-    whole = model.fit(SEPARATED, key, n_warmup=6, n_draws=12, **run)
-    first = model.fit(SEPARATED, key, n_warmup=6, n_draws=6, **run)
-    resumed = first.resume(SEPARATED, n_draws=6, draws_per_call=3, progress=False)
+    model, _ = fitted  # its settings and calls of 10 sweeps: the fixture's compiled sampler serves every run here
+    key, run = jax.random.key(4), dict(n_chains=2, n_warmup=20, progress=False)
+    whole = model.fit(SEPARATED, key, n_draws=20, **run)
+    first = model.fit(SEPARATED, key, n_draws=10, **run)
+    resumed = pickle.loads(pickle.dumps(first)).resume(SEPARATED, n_draws=10, progress=False)
     with pytest.warns(RuntimeWarning, match=r"before their first draw.*continue it with fit\.resume\(data, n_draws"):
-        stopped = model.fit(SEPARATED, key, n_warmup=6, n_draws=12, time_budget=1e-9, **run)
-    assert stopped.result.next_sweep == 3 and not stopped.result.samples
-    finished = stopped.resume(SEPARATED, n_draws=12, draws_per_call=3, progress=False)  # the rest of the warm-up first
-    twice = pickle.loads(pickle.dumps(first)).resume(SEPARATED, n_draws=3, draws_per_call=3, progress=False)
-    twice = twice.resume(SEPARATED, n_draws=3, draws_per_call=3, progress=False)
-    for fit in (resumed, finished, twice):
+        stopped = model.fit(SEPARATED, key, n_draws=20, time_budget=1e-9, **run)  # stops after one call
+    assert stopped.result.next_sweep == 10 and not stopped.result.samples
+    # the rest of the warm-up first, then the draws, in two resumptions
+    finished = stopped.resume(SEPARATED, n_draws=10, progress=False).resume(SEPARATED, n_draws=10, progress=False)
+    for fit in (resumed, finished):
         for name, values in whole.result.samples.items():
             np.testing.assert_array_equal(fit.result.samples[name], values)
-        assert fit.result.next_sweep == whole.result.next_sweep == 18 and fit.result.n_warmup == 6
-        assert fit.idata.posterior.sizes["draw"] == 12 and fit.result.completed
-    assert first.result.samples["assignments"].shape[1] == 6  # the resumed fit is left as it was
+        assert fit.result.next_sweep == whole.result.next_sweep == 40 and fit.result.n_warmup == 20
+        assert fit.idata.posterior.sizes["draw"] == 20 and fit.result.completed
+    assert first.result.samples["assignments"].shape[1] == 10  # the resumed fit is left as it was
 
     with pytest.raises(ValueError, match="^data: not the data"):
         first.resume(SEPARATED[:-1], n_draws=2)
@@ -220,7 +218,7 @@ def test_resume_continues_the_chains_as_one_longer_run(algorithm):
     elsewhere = DPMixtureFit(first.result._replace(provenance={**first.result.provenance, "host_cpu": "other"}))
     elsewhere._continuation = first._continuation
     with pytest.warns(ProvenanceWarning, match="host_cpu 'other' then"):
-        elsewhere.resume(SEPARATED, n_draws=3, draws_per_call=3, progress=False)
+        elsewhere.resume(SEPARATED, n_draws=10, progress=False)
 
 
 def test_bad_input_names_the_argument(fitted):
