@@ -66,11 +66,12 @@ from inference.em import device_mesh
 from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
-from inference.provenance import provenance
-from inference._validation import check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes
+from inference.provenance import ProvenanceWarning, provenance, provenance_differences
+from inference._validation import (check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes,
+                                   user_stacklevel)
 from inference.jit import jit
 
-__all__ = ["ChainResult", "CapacityError", "sample_chains", "record_gibbs", "stack_states"]
+__all__ = ["ChainResult", "CapacityError", "sample_chains", "continue_chains", "record_gibbs", "stack_states"]
 
 
 class CapacityError(RuntimeError):
@@ -388,6 +389,64 @@ def sample_chains(
         seconds=time.perf_counter() - start,
         next_sweep=sweep,
         provenance=made_by,
+    )
+
+
+def continue_chains(
+    rng_key: jax.Array,
+    step: Callable[[jax.Array, Any, Any], tuple[Any, Any]],
+    previous: ChainResult,
+    data: Any,
+    *,
+    n_draws: int,
+    draws_per_call: int = 10,
+    time_budget: float | None = None,
+    progress: bool = True,
+    record: Callable[[Any, Any], dict[str, jax.Array]] = record_gibbs,
+    on_overflow: str = "grow",
+) -> ChainResult:
+    """Run the chains of ``previous`` for ``n_draws`` more draws each; one result holding both runs.
+
+    The chains go on from ``previous.final_state`` at sweep ``previous.next_sweep`` with the key
+    ``previous`` was sampled with (``rng_key``), finishing first the warm-up ``previous`` was
+    stopped in (Ctrl-C, a time budget), thinned as ``previous`` was. The new draws are appended
+    to ``previous``'s; ``n_warmup`` counts the warm-up sweeps run in both and ``seconds`` adds
+    their times. With the same versions, backend, float width and CPU the result is bit for bit
+    one longer run's when ``draws_per_call`` is the same in both (it sets how the warm-up is
+    rounded); where ``previous.provenance`` says otherwise a
+    :class:`~inference.provenance.ProvenanceWarning` is issued, and the draws are valid but not
+    those bits. Other arguments as :func:`sample_chains`.
+    """
+    if not isinstance(previous, ChainResult):
+        raise TypeError(f"previous: expected a ChainResult, got {type(previous).__name__}")
+    n_draws = check_int("n_draws", n_draws, minimum=1)
+    if previous.provenance:
+        differences = provenance_differences(previous.provenance)
+        if differences:
+            listed = "; ".join(f"{key} {then!r} then, {now!r} now" for key, (then, now) in differences.items())
+            warnings.warn(f"previous: these chains were drawn elsewhere ({listed}); continued here they are valid "
+                          "draws but not bit for bit one run's (README, \"What holds where\")",
+                          ProvenanceWarning, stacklevel=user_stacklevel())
+    warmup_done = min(previous.n_warmup, previous.next_sweep)
+    more = sample_chains(
+        rng_key, step, previous.final_state, data,
+        n_warmup=previous.n_warmup - warmup_done, n_draws=n_draws, thin=previous.thin,
+        draws_per_call=draws_per_call, time_budget=time_budget, progress=progress, record=record,
+        on_overflow=on_overflow, first_sweep=previous.next_sweep,
+    )
+    samples = more.samples or previous.samples
+    if previous.samples and more.samples:
+        samples = {name: np.concatenate([previous.samples[name], more.samples[name]], axis=1)
+                   for name in previous.samples}
+    return ChainResult(
+        samples=samples,
+        final_state=more.final_state,
+        n_warmup=warmup_done + more.n_warmup,
+        thin=previous.thin,
+        completed=more.completed,
+        seconds=previous.seconds + more.seconds,
+        next_sweep=more.next_sweep,
+        provenance=previous.provenance or more.provenance,
     )
 
 

@@ -1395,6 +1395,12 @@ def _resumable_fit():
                                                           progress=False)
 
 
+@functools.cache
+def _resumable_supervised_fit():
+    """A short SCDP fit (made once, on first use) for SupervisedDPFit.resume's misuses."""
+    return SupervisedDP().fit(POINTS[:2], [0, 1], POINTS[2:], key=KEY, n_sweeps=2, n_chains=1, progress=False)
+
+
 BAD_POSITIVE_INT = ints_below(1)
 BAD_COUNT = ints_below(0)
 BAD_POSITIVE_REAL = reals_below(0.0, open_=True)
@@ -1512,6 +1518,12 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "DPMixtureFit.resume": (lambda kwargs: _resumable_fit().resume(**kwargs),
                             {"data": POINTS, "n_draws": 2, "progress": False}, {
         "data": BAD_POINTS, "n_draws": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+    "SupervisedDPFit.resume": (lambda kwargs: _resumable_supervised_fit().resume(**kwargs),
+                               {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
+                                "n_draws": 2, "progress": False}, {
+        "train_features": BAD_POINTS, "test_features": BAD_POINTS, "train_labels": BAD_LABELS,
+        "n_draws": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "normal_gamma": (lambda kwargs: normal_gamma(**kwargs), {"n_features": 5}, {
         "n_features": BAD_POSITIVE_INT, "kappa": BAD_HYPER, "shape": BAD_HYPER, "rate": BAD_HYPER,

@@ -1243,6 +1243,37 @@ def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
     np.testing.assert_array_equal(first.assignments, second.assignments)
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+@pytest.mark.filterwarnings("ignore::zoo.dirichlet.ties.TiedValuesWarning")
+def test_resume_continues_the_chains_as_one_longer_run():
+    import pickle
+
+    from zoo.dirichlet.supervised import SupervisedDPFit
+
+    rng = np.random.default_rng(0)
+    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    model, key = SupervisedDP(1), jax.random.key(2)
+    run = dict(key=key, n_chains=2, n_warmup=4, draws_per_call=2, progress=False)
+    whole = model.fit(train, labels, test, n_sweeps=10, **run)  # 4 warm-up sweeps, 6 draws
+    first = model.fit(train, labels, test, n_sweeps=6, **run)
+    resumed = pickle.loads(pickle.dumps(first)).resume(train, labels, test, n_draws=4, draws_per_call=2,
+                                                       progress=False)
+    with pytest.warns(RuntimeWarning, match=r"before their first draw.*fit\.resume\(train_features"):
+        stopped = model.fit(train, labels, test, n_sweeps=10, time_budget=1e-9, **run)  # half the warm-up
+    assert stopped.result.next_sweep == 2 and not stopped.result.samples
+    finished = stopped.resume(train, labels, test, n_draws=6, draws_per_call=2, progress=False)
+    for fit in (resumed, finished):
+        for name, values in whole.result.samples.items():
+            np.testing.assert_array_equal(fit.result.samples[name], values)
+        assert fit.result.next_sweep == 10 and fit.result.n_warmup == 4 and fit.idata.posterior.sizes["draw"] == 6
+    with pytest.raises(ValueError, match="^train_features, train_labels and test_features: not the data"):
+        first.resume(train, labels, test + 1.0, n_draws=2)
+    with pytest.raises(ValueError, match="^n_draws"):
+        first.resume(train, labels, test, n_draws=0)
+    with pytest.raises(ValueError, match="^fit: only a fit returned by SupervisedDP.fit"):
+        SupervisedDPFit(first.result).resume(train, labels, test, n_draws=2)
+
+
 def test_mixing_advice_for_chains_at_one_height_in_different_partitions():
     # As SCDP-1 on FEBRL's records: every chain's number of test publications moves, but one chain
     # stays a publication short of the other at the same log joint. Longer runs and more moves did

@@ -36,12 +36,11 @@ import pandas as pd
 import xarray as xr
 
 from inference import diagnostics, subcluster
-from inference.chains import ChainResult, sample_chains, stack_states
+from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from inference.provenance import ProvenanceWarning, provenance_differences
 from inference._validation import (as_index_array, check_choice, check_int, check_key, check_memory, check_real,
                                    tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
@@ -541,52 +540,17 @@ class DPMixture:
                 time_budget: float | None, progress: bool) -> DPMixtureFit:
         """:meth:`DPMixtureFit.resume`."""
         continuation, previous = fit._continuation, fit.result
-        n_draws = check_int("n_draws", n_draws, minimum=1)
+        check_int("n_draws", n_draws, minimum=1)
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         array = array.astype(jnp.result_type(float))
         if array.shape != continuation.data_shape or _digest(array) != continuation.data_digest:
             raise ValueError(f"data: not the data these chains were fitted to (shape {array.shape}, fitted "
                              f"{continuation.data_shape}{', same shape, other values' if array.shape == continuation.data_shape else ''})")
-        if previous.provenance:
-            differences = provenance_differences(previous.provenance)
-            if differences:
-                listed = "; ".join(f"{key} {then!r} then, {now!r} now" for key, (then, now) in differences.items())
-                warnings.warn(f"fit: these chains were drawn elsewhere ({listed}); continued here they are valid "
-                              "draws but not bit for bit one run's (README, \"What holds where\")",
-                              ProvenanceWarning, stacklevel=user_stacklevel())
         key_chains = (jax.random.wrap_key_data(jnp.asarray(continuation.key_data), impl=continuation.key_impl)
                       if continuation.key_impl is not None else jnp.asarray(continuation.key_data))
-        warmup_done = min(previous.n_warmup, previous.next_sweep)
-        more = sample_chains(
-            key_chains,
-            self.step,
-            previous.final_state,
-            jnp.asarray(array),
-            n_warmup=previous.n_warmup - warmup_done,
-            n_draws=n_draws,
-            thin=previous.thin,
-            draws_per_call=draws_per_call,
-            time_budget=time_budget,
-            progress=progress,
-            on_overflow=self.on_overflow,
-            first_sweep=previous.next_sweep,
-        )
-        samples = more.samples
-        if previous.samples and more.samples:
-            samples = {name: np.concatenate([previous.samples[name], more.samples[name]], axis=1)
-                       for name in previous.samples}
-        elif previous.samples:
-            samples = previous.samples
-        result = ChainResult(
-            samples=samples,
-            final_state=more.final_state,
-            n_warmup=warmup_done + more.n_warmup,
-            thin=previous.thin,
-            completed=more.completed,
-            seconds=previous.seconds + more.seconds,
-            next_sweep=more.next_sweep,
-            provenance=previous.provenance or more.provenance,
-        )
+        result = continue_chains(key_chains, self.step, previous, jnp.asarray(array), n_draws=n_draws,
+                                 draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
+                                 on_overflow=self.on_overflow)
         return self._finish(result, continuation, "DPMixtureFit.resume")
 

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import arviz as az
@@ -16,7 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from inference import diagnostics
-from inference.chains import ChainResult, sample_chains, stack_states
+from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
 from inference._validation import (as_index_array, as_label_codes, check_choice, check_int, check_key, check_memory,
@@ -61,6 +63,32 @@ def auto_split_merge(n_train: int, n_train_publications: int, n_test: int) -> in
     return int(min(max(DEFAULT_SPLIT_MERGE, math.ceil(expected / 2)), MAX_AUTO_SPLIT_MERGE))
 
 
+@dataclass(frozen=True)
+class _Continuation:
+    """What :meth:`SupervisedDPFit.resume` needs: the model, the chains' key, a digest of the data and
+    the test-partition moves per sweep the chains ran with."""
+
+    model: Any
+    key_data: np.ndarray
+    key_impl: str | None  # None for a raw uint32 key
+    data_digest: str
+    n_split_merge: int
+
+
+def _problem_digest(train: np.ndarray, labels: np.ndarray, test: np.ndarray) -> str:
+    digest = hashlib.sha1()
+    for array in (train, labels, test):
+        digest.update(str((array.dtype, array.shape)).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def _supervised_data(train: np.ndarray, labels: np.ndarray, test: np.ndarray) -> SupervisedData:
+    features = np.concatenate([train, test])
+    return SupervisedData(jnp.asarray(features, jnp.result_type(float)), jnp.asarray(labels, jnp.int32),
+                          jnp.asarray(nearest_partners(features, train.shape[0])))
+
+
 class SupervisedDPFit:
     """Draws of the test partition from a fitted :class:`SupervisedDP`.
 
@@ -87,6 +115,8 @@ class SupervisedDPFit:
         ``sample_stats``: ``n_clusters`` (test publications), ``n_types``, ``log_joint``,
         ``partition_entropy`` (of the test publications' sizes,
         :func:`inference.diagnostics.partition_entropy`).
+
+    A fit returned by :meth:`SupervisedDP.fit` can be continued with :meth:`resume`.
     """
 
     def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None,
@@ -96,6 +126,7 @@ class SupervisedDPFit:
         self._model, self._n_type_split_merge, self._n_split_merge = model, n_type_split_merge, n_split_merge
         self._pair_moves = pair_moves
         self._warned = False  # whether the fit that made this object issued its MixingWarning
+        self._continuation: _Continuation | None = None  # set by SupervisedDP.fit: what resume() needs
         samples = result.samples
         if not samples:  # stopped during warm-up: the states are kept in result.final_state
             self._idata = None
@@ -127,8 +158,56 @@ class SupervisedDPFit:
         """The draws as ``arviz.InferenceData`` (a ``ValueError`` if the chains stopped before their
         first draw: their warm-up is then in ``result.final_state``)."""
         if self._idata is None:
-            raise ValueError(f"result: {diagnostics.no_draws_message(self.result)}")
+            raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
         return self._idata
+
+    def resume(self, train_features: Any, train_labels: Any, test_features: Any, *, n_draws: int,
+               draws_per_call: int = 10, time_budget: float | None = None, progress: bool = True) -> SupervisedDPFit:
+        """Continue these chains for ``n_draws`` more draws each, as one longer run would have.
+
+        The chains go on from their last state with the fit's key (the rest of a warm-up that
+        Ctrl-C or a time budget cut short first), thinned as the fit was, and the new draws are
+        appended to these (:func:`inference.chains.continue_chains`): on the same machine, bit for
+        bit what one longer run gives when ``draws_per_call`` is the same in both. The data must
+        be the fit's (checked against a digest). This fit is unchanged.
+
+        Parameters
+        ----------
+        train_features, train_labels, test_features
+            The data of the fit.
+        n_draws : int
+            Draws to add per chain (``thin`` sweeps each).
+        draws_per_call, time_budget, progress
+            See :func:`inference.chains.sample_chains`.
+
+        Returns
+        -------
+        SupervisedDPFit
+        """
+        continuation = getattr(self, "_continuation", None)  # objects restored without __init__ have none
+        if continuation is None:
+            raise ValueError("fit: only a fit returned by SupervisedDP.fit or resume() can be resumed (this one was "
+                             "built from a ChainResult)")
+        check_int("n_draws", n_draws, minimum=1)
+        train, labels, test = _check_problem(train_features, train_labels, test_features)
+        if _problem_digest(train, labels, test) != continuation.data_digest:
+            raise ValueError("train_features, train_labels and test_features: not the data these chains were fitted "
+                             "to")
+        model = continuation.model
+        step = model._step(continuation.n_split_merge)
+        key_chains = jax.random.wrap_key_data(jnp.asarray(continuation.key_data), impl=continuation.key_impl) \
+            if continuation.key_impl is not None else jnp.asarray(continuation.key_data)
+        result = continue_chains(key_chains, step, self.result, _supervised_data(train, labels, test), n_draws=n_draws,
+                                 draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
+                                 record=record_supervised(train.shape[0]), on_overflow="grow")
+        return model._finish(result, continuation, step, "SupervisedDPFit.resume")
+
+    @property
+    def _continue_with(self) -> str | None:
+        """The call that continues these chains, for messages (None: the low-level one)."""
+        if getattr(self, "_continuation", None) is None:
+            return None
+        return "fit.resume(train_features, train_labels, test_features, n_draws=...)"
 
     @property
     def assignments(self) -> np.ndarray:
@@ -522,10 +601,7 @@ class SupervisedDP:
         n_warmup = check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
         thin = check_int("thin", thin, minimum=1)
         n_draws = max((n_sweeps - n_warmup) // thin, 1)
-        dtype = jnp.result_type(float)
-        features = np.concatenate([train, test])
-        data = SupervisedData(jnp.asarray(features, dtype), jnp.asarray(labels, jnp.int32),
-                              jnp.asarray(nearest_partners(features, train.shape[0])))
+        data = _supervised_data(train, labels, test)
         key_init, key_chains = jax.random.split(key)
         states = _initial_states(self, init, n_chains, train, labels, test, key_init)
         # A call whose sweeps run out of publication or type slots is re-run from its starting
@@ -541,11 +617,19 @@ class SupervisedDP:
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow",
         )
+        typed = jax.dtypes.issubdtype(key_chains.dtype, jax.dtypes.prng_key)
+        continuation = _Continuation(self, np.asarray(jax.random.key_data(key_chains) if typed else key_chains),
+                                     str(jax.random.key_impl(key_chains)) if typed else None,
+                                     _problem_digest(train, labels, test), n_split_merge)
+        return self._finish(result, continuation, step, "SupervisedDP.fit")
+
+    def _finish(self, result: ChainResult, continuation: _Continuation, step: Any, caller: str) -> SupervisedDPFit:
         fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
                               n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves)
+        fit._continuation = continuation
         if not result.samples:
-            warnings.warn(f"SupervisedDP.fit: {diagnostics.no_draws_message(result)}", RuntimeWarning,
+            warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fit._continue_with)}", RuntimeWarning,
                           stacklevel=user_stacklevel())
-        elif n_chains >= 2:
+        elif result.n_chains >= 2:
             fit._warned = diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=user_stacklevel())
         return fit
