@@ -36,6 +36,9 @@ __all__ = [
     "memory_shortfall",
     "tree_nbytes",
     "user_stacklevel",
+    "key_as_data",
+    "key_from_data",
+    "arrays_digest",
 ]
 
 # Source files of the library (the ``inference`` and ``zoo`` packages, installed side by side).
@@ -209,6 +212,36 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 KEY_EXPECTED = "a single JAX PRNG key: jax.random.key(seed), or a legacy jax.random.PRNGKey(seed) (uint32[2])"
+
+
+def key_as_data(key: Any) -> tuple[np.ndarray, str | None]:
+    """A PRNG key as (NumPy ``uint32`` key data, its implementation's name or ``None`` for a raw
+    ``uint32`` key): what pickles and serialises; :func:`key_from_data` gives the key back."""
+    import jax
+
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return np.asarray(jax.random.key_data(key)), str(jax.random.key_impl(key))
+    return np.asarray(key), None
+
+
+def key_from_data(data: Any, impl: str | None) -> Any:
+    """The key :func:`key_as_data` gave ``(data, impl)`` for."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.random.wrap_key_data(jnp.asarray(data), impl=impl) if impl is not None else jnp.asarray(data)
+
+
+def arrays_digest(*arrays: np.ndarray) -> str:
+    """SHA-1 of the arrays' dtypes, shapes and bytes: tells the data a fit was made with from other data."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        digest.update(str((array.dtype, array.shape)).encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 def check_key(name: str, value: Any) -> Any:

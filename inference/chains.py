@@ -66,7 +66,7 @@ from inference.em import device_mesh
 from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
-from inference.provenance import ProvenanceWarning, provenance, provenance_differences
+from inference.provenance import provenance, warn_if_made_elsewhere
 from inference._validation import (check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes,
                                    user_stacklevel)
 from inference.jit import jit
@@ -420,13 +420,8 @@ def continue_chains(
     if not isinstance(previous, ChainResult):
         raise TypeError(f"previous: expected a ChainResult, got {type(previous).__name__}")
     n_draws = check_int("n_draws", n_draws, minimum=1)
-    if previous.provenance:
-        differences = provenance_differences(previous.provenance)
-        if differences:
-            listed = "; ".join(f"{key} {then!r} then, {now!r} now" for key, (then, now) in differences.items())
-            warnings.warn(f"previous: these chains were drawn elsewhere ({listed}); continued here they are valid "
-                          "draws but not bit for bit one run's (README, \"What holds where\")",
-                          ProvenanceWarning, stacklevel=user_stacklevel())
+    warn_if_made_elsewhere(previous.provenance, "previous: these chains", saved_word="then", current_word="now",
+                           stacklevel=user_stacklevel())
     warmup_done = min(previous.n_warmup, previous.next_sweep)
     more = sample_chains(
         rng_key, step, previous.final_state, data,

@@ -22,7 +22,7 @@ import jax
 
 from inference.native.backend import host_cpu_name
 
-__all__ = ["provenance", "provenance_differences", "ProvenanceWarning", "PROVENANCE_KEYS"]
+__all__ = ["provenance", "provenance_differences", "warn_if_made_elsewhere", "ProvenanceWarning", "PROVENANCE_KEYS"]
 
 #: The keys of :func:`provenance`, in the order it gives them.
 PROVENANCE_KEYS = ("inference_library", "inference_library_version", "jax_version", "jaxlib_version",
@@ -76,3 +76,23 @@ def provenance_differences(saved: Mapping[str, str], current: Mapping[str, str] 
     current = provenance() if current is None else current
     return {key: (saved.get(key), current.get(key)) for key in PROVENANCE_KEYS
             if saved.get(key) != current.get(key)}
+
+
+def warn_if_made_elsewhere(made_by: Mapping[str, str] | None, subject: str, *, saved_word: str = "there",
+                           current_word: str = "here", stacklevel: int = 2) -> None:
+    """Issue a :class:`ProvenanceWarning` when ``made_by`` (a saved fit's provenance; nothing when
+    ``None`` or empty) differs from this process's: "``subject`` were drawn elsewhere (KEY SAVED
+    ``saved_word``, CURRENT ``current_word``; ...)", and that continued here they are valid draws
+    but not bit for bit one run's."""
+    import warnings
+
+    if not made_by:
+        return
+    differences = provenance_differences(made_by)
+    if differences:
+        listed = "; ".join(f"{key} {saved!r} {saved_word}, {current!r} {current_word}"
+                           for key, (saved, current) in differences.items())
+        warnings.warn(f"{subject} were drawn elsewhere ({listed}). Continued here they are valid draws, but not bit "
+                      "for bit those of one uninterrupted run: XLA and numba round differently with other versions, "
+                      "backends, float widths or CPUs (README, \"What holds where\").", ProvenanceWarning,
+                      stacklevel=stacklevel + 1)

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from inference.em import EMResult
+from inference._validation import key_as_data, key_from_data
 
 __all__ = [
     "save_result",
@@ -637,15 +638,14 @@ def save_checkpoint(path: str | os.PathLike, result: Any, rng_key: Any, *, model
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if not isinstance(rng_key, jax.Array):
         raise TypeError(f"rng_key: expected a jax PRNG key, got {type(rng_key).__name__}")
-    typed = jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
-    key_data = np.asarray(jax.random.key_data(rng_key) if typed else rng_key)
+    key_data, key_impl = key_as_data(rng_key)
     names, leaves = _state_leaves(result.final_state)
     path = _npz_path(path)
     metadata = {
         "format": CHECKPOINT_FORMAT,
         "version": FORMAT_VERSION,
         "leaves": names,
-        "key_impl": str(jax.random.key_impl(rng_key)) if typed else None,
+        "key_impl": key_impl,
         "next_sweep": int(result.next_sweep),
         "thin": int(result.thin),
         "n_draws": int(result.n_draws),
@@ -742,15 +742,15 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
         raise ValueError(f"path: {str(path)!r}: the key is {key_data.dtype}{list(key_data.shape)}, "
                          "expected uint32 key data")
     try:
-        rng_key = jax.random.wrap_key_data(jnp.asarray(key_data), impl=impl) if impl is not None \
-            else jnp.asarray(key_data)
+        rng_key = key_from_data(key_data, impl)
     except (TypeError, ValueError) as error:
         raise ValueError(f"path: {str(path)!r}: the key data do not fit its implementation {impl!r} "
                          f"({error})") from None
     if rng_key.shape != ():
         raise ValueError(f"path: {str(path)!r}: the key data hold {rng_key.shape} keys, not one key")
-    if made_by:
-        _warn_if_made_elsewhere(path, made_by)
+    from inference.provenance import warn_if_made_elsewhere
+
+    warn_if_made_elsewhere(made_by, f"path: the chains in {str(path)!r}", stacklevel=2)
     return ChainCheckpoint(
         state=jax.tree_util.tree_unflatten(treedef, leaves),
         rng_key=rng_key,
@@ -760,16 +760,3 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
         provenance=made_by,
     )
 
-
-def _warn_if_made_elsewhere(path: Path, made_by: dict[str, str]) -> None:
-    import warnings
-
-    from inference.provenance import ProvenanceWarning, provenance_differences
-
-    differences = provenance_differences(made_by)
-    if differences:
-        listed = "; ".join(f"{key} {saved!r} there, {here!r} here" for key, (saved, here) in differences.items())
-        warnings.warn(f"path: the chains in {str(path)!r} were drawn elsewhere ({listed}). Continued here they are "
-                      "valid draws, but not bit for bit those of one uninterrupted run: XLA and numba round "
-                      "differently with other versions, backends, float widths or CPUs (README, \"What holds "
-                      "where\").", ProvenanceWarning, stacklevel=3)

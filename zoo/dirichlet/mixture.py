@@ -20,7 +20,6 @@ Two layers (DESIGN.md, "Two layers, one truth"):
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -41,8 +40,8 @@ from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from inference._validation import (as_index_array, check_choice, check_int, check_key, check_memory, check_real,
-                                   tree_nbytes, user_stacklevel)
+from inference._validation import (arrays_digest, as_index_array, check_choice, check_int, check_key, check_memory,
+                                   check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 
@@ -274,13 +273,9 @@ class _Continuation:
 
     model: Any
     key_data: np.ndarray
-    key_impl: str | None  # None for a raw uint32 key
+    key_impl: str | None  # inference._validation.key_as_data
     data_digest: str
     data_shape: tuple
-
-
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha1(np.ascontiguousarray(array).tobytes()).hexdigest()
 
 
 class DPMixture:
@@ -520,10 +515,7 @@ class DPMixture:
             progress=progress,
             on_overflow=self.on_overflow,
         )
-        typed = jax.dtypes.issubdtype(key_chains.dtype, jax.dtypes.prng_key)
-        continuation = _Continuation(self, np.asarray(jax.random.key_data(key_chains) if typed else key_chains),
-                                     str(jax.random.key_impl(key_chains)) if typed else None, _digest(array),
-                                     array.shape)
+        continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape)
         return self._finish(result, continuation, "DPMixture.fit")
 
     def _finish(self, result: ChainResult, continuation: _Continuation, caller: str) -> DPMixtureFit:
@@ -544,11 +536,10 @@ class DPMixture:
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         array = array.astype(jnp.result_type(float))
-        if array.shape != continuation.data_shape or _digest(array) != continuation.data_digest:
+        if array.shape != continuation.data_shape or arrays_digest(array) != continuation.data_digest:
             raise ValueError(f"data: not the data these chains were fitted to (shape {array.shape}, fitted "
                              f"{continuation.data_shape}{', same shape, other values' if array.shape == continuation.data_shape else ''})")
-        key_chains = (jax.random.wrap_key_data(jnp.asarray(continuation.key_data), impl=continuation.key_impl)
-                      if continuation.key_impl is not None else jnp.asarray(continuation.key_data))
+        key_chains = key_from_data(continuation.key_data, continuation.key_impl)
         result = continue_chains(key_chains, self.step, previous, jnp.asarray(array), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
                                  on_overflow=self.on_overflow)

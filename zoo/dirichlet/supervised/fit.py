@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from inference import diagnostics
 from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
-from inference._validation import (as_index_array, as_label_codes, check_choice, check_int, check_key, check_memory,
-                                   check_real, tree_nbytes, user_stacklevel)
+from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_choice, check_int, check_key,
+                                   check_memory, check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
@@ -70,17 +69,9 @@ class _Continuation:
 
     model: Any
     key_data: np.ndarray
-    key_impl: str | None  # None for a raw uint32 key
+    key_impl: str | None  # inference._validation.key_as_data
     data_digest: str
     n_split_merge: int
-
-
-def _problem_digest(train: np.ndarray, labels: np.ndarray, test: np.ndarray) -> str:
-    digest = hashlib.sha1()
-    for array in (train, labels, test):
-        digest.update(str((array.dtype, array.shape)).encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
 
 
 def _supervised_data(train: np.ndarray, labels: np.ndarray, test: np.ndarray) -> SupervisedData:
@@ -190,13 +181,12 @@ class SupervisedDPFit:
                              "built from a ChainResult)")
         check_int("n_draws", n_draws, minimum=1)
         train, labels, test = _check_problem(train_features, train_labels, test_features)
-        if _problem_digest(train, labels, test) != continuation.data_digest:
+        if arrays_digest(train, labels, test) != continuation.data_digest:
             raise ValueError("train_features, train_labels and test_features: not the data these chains were fitted "
                              "to")
         model = continuation.model
         step = model._step(continuation.n_split_merge)
-        key_chains = jax.random.wrap_key_data(jnp.asarray(continuation.key_data), impl=continuation.key_impl) \
-            if continuation.key_impl is not None else jnp.asarray(continuation.key_data)
+        key_chains = key_from_data(continuation.key_data, continuation.key_impl)
         result = continue_chains(key_chains, step, self.result, _supervised_data(train, labels, test), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
                                  record=record_supervised(train.shape[0]), on_overflow="grow")
@@ -617,10 +607,8 @@ class SupervisedDP:
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow",
         )
-        typed = jax.dtypes.issubdtype(key_chains.dtype, jax.dtypes.prng_key)
-        continuation = _Continuation(self, np.asarray(jax.random.key_data(key_chains) if typed else key_chains),
-                                     str(jax.random.key_impl(key_chains)) if typed else None,
-                                     _problem_digest(train, labels, test), n_split_merge)
+        continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(train, labels, test),
+                                     n_split_merge)
         return self._finish(result, continuation, step, "SupervisedDP.fit")
 
     def _finish(self, result: ChainResult, continuation: _Continuation, step: Any, caller: str) -> SupervisedDPFit:
