@@ -57,6 +57,7 @@ __all__ = [
     "RHAT_MAX",
     "RHAT_APART",
     "equal_height_advice",
+    "run_longer",
     "EQUAL_HEIGHT_MEASURED",
     "ESS_MIN",
     "MIN_DRAWS",
@@ -596,6 +597,13 @@ def _problem(name: str, row: pd.Series, table: pd.DataFrame) -> str:
     return f"{name} ({status}{': ' + details if details else ''})"
 
 
+def run_longer(continue_with: str | None, start: str = "Run longer") -> str:
+    """The opening of the advice to run longer, naming the call that continues the chains:
+    ``"Run longer (fit.resume(data, n_draws=...) continues these chains), or again"``, to be
+    followed by " with more moves ..."; ``"Run longer,"`` when ``continue_with`` is None."""
+    return f"{start} ({continue_with} continues these chains), or again" if continue_with else f"{start},"
+
+
 def mixing_verdict(table: pd.DataFrame) -> str:
     """One sentence saying whether the chains of :func:`mixing_table` mix, and which quantities do not.
 
@@ -615,7 +623,9 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         than 10 nats and than the pooled standard deviation), or ``"Mixing cannot
         be judged: ..."`` when the only problems are too few draws or non-finite values. With a
         single chain the sentence speaks of the chain and of split R-hat. The closing advice is
-        written for the Dirichlet-process samplers: to run longer, with more moves or chains; or,
+        written for the Dirichlet-process samplers: to run longer (naming the call that continues
+        the chains when ``table.attrs["continue_with"]`` gives it, as the fits of
+        :class:`zoo.dirichlet.DPMixture` do), with more moves or chains; or,
         when the chains agree on the log joint (means within 10 nats or within its sd) while the
         number of clusters or the entropy of their sizes moves in every chain but has R-hat above
         :data:`RHAT_APART`, that they hold different partitions of about equal probability, which
@@ -651,10 +661,11 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
     if any(status in _NOT_MIXING for status in statuses):
+        longer = run_longer(table.attrs.get("continue_with"))
         advice = table.attrs.get("advice") or equal_height_advice(table) or (
-            "Run longer, with more split-merge moves per sweep or the sub-cluster sampler, and check with "
+            f"{longer} with more split-merge moves per sweep or the sub-cluster sampler, and check with "
             "several chains from dispersed starts." if single else
-            "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains "
+            f"{longer} with more split-merge moves per sweep, the sub-cluster sampler or more chains "
             "from dispersed starts.")
         return f"{subject} {'does' if single else 'do'} NOT mix: {problems}.{_separate_modes(table)} {advice}"
     return f"Mixing cannot be judged: {problems}."

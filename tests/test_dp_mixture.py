@@ -188,6 +188,7 @@ def test_same_key_same_fit(fitted):
 def test_resume_continues_the_chains_as_one_longer_run(fitted):
     import pickle
 
+    from inference.diagnostics import mixing_verdict
     from inference.provenance import ProvenanceWarning
 
     model, _ = fitted  # its settings and calls of 10 sweeps: the fixture's compiled sampler serves every run here
@@ -206,6 +207,10 @@ def test_resume_continues_the_chains_as_one_longer_run(fitted):
         assert fit.result.next_sweep == whole.result.next_sweep == 40 and fit.result.n_warmup == 20
         assert fit.idata.posterior.sizes["draw"] == 20 and fit.result.completed
     assert first.result.samples["assignments"].shape[1] == 10  # the resumed fit is left as it was
+    # 20 draws cannot reach a bulk ESS of 400: the advice names the call that continues the chains.
+    assert "Run longer (fit.resume(data, n_draws=...) continues these chains), or again with more split-merge " \
+        in mixing_verdict(whole.mixing)
+    assert "Run longer, with more split-merge" in mixing_verdict(DPMixtureFit(whole.result).mixing)
 
     with pytest.raises(ValueError, match="^data: not the data"):
         first.resume(SEPARATED[:-1], n_draws=2)

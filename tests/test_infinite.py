@@ -1,8 +1,11 @@
 """IRM: the Gibbs sampler against the exact posterior over joint partitions, recovery, overflow, diagnostics."""
 import math
+import pickle
 import re
 import warnings
 from collections import Counter
+from dataclasses import replace
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +17,7 @@ from scipy.special import gammaln
 from inference.concentration import GammaPrior
 from inference.diagnostics import MixingWarning
 from zoo.metrics import adjusted_rand_index
-from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families
+from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families, load_karate_club
 from zoo.relational._infinite_conditional import log_gamma_tables
 from zoo.relational._infinite_moves import split_merge_moves
 from zoo.relational._infinite_state import init
@@ -287,6 +290,53 @@ def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():
     result = model.sample(data, key=jax.random.key(2), n_chains=2, n_sweeps=10, n_warmup=5)
     assert result.capacities[0] > 1
     assert result.n_clusters["families"].max() <= result.capacities[0]
+
+
+def _assert_same_draws(result, expected):
+    for name in ("n_clusters", "concentrations", "hyper", "log_joint", "warmup_log_joint", "assignments",
+                 "split_merge"):
+        got, want = getattr(result, name), getattr(expected, name)
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), name
+        for got_leaf, want_leaf in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_array_equal(got_leaf, want_leaf, err_msg=name)
+    assert result.capacities == expected.capacities and result.completed == expected.completed
+
+
+def test_resume_continues_the_chains_as_one_longer_run():
+    # Sweeps of 4 per call everywhere, so that one compiled call serves every run at a capacity; with
+    # this key 24 sweeps fit in 8 clusters, and 4 sweeps in 4 while 24 need 8.
+    data = load_florentine_families()
+    model = InfiniteRelational(max_clusters=8, init_clusters=1)
+    run = partial(model.sample, data, key=jax.random.key(0), n_chains=2, n_warmup=8, sweeps_per_call=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        whole = run(n_sweeps=24)
+        # A finished run, pickled, continued for 8 more draws.
+        first = pickle.loads(pickle.dumps(run(n_sweeps=16)))
+        _assert_same_draws(first.resume(data, n_draws=8), whole)
+        # A run the time budget stopped in its warm-up, continued twice: the warm-up is finished first.
+        cut = run(n_sweeps=24, time_budget=1e-9)
+        assert not cut.completed and cut.log_joint.shape == (2, 0) and cut.warmup_log_joint.shape == (2, 4)
+        _assert_same_draws(cut.resume(data, n_draws=6).resume(data, n_draws=10), whole)
+        # A continuation that outgrows the capacities runs every chain again from its start with
+        # twice them, as the longer run did.
+        small = partial(replace(model, max_clusters=4).sample, data, key=jax.random.key(0), n_chains=2, n_warmup=0,
+                        sweeps_per_call=4)
+        early, longer = small(n_sweeps=4), small(n_sweeps=24)
+        assert early.capacities == (4,) and longer.capacities == (8,) == whole.capacities
+        _assert_same_draws(early.resume(data, n_draws=20), longer)
+    assert first.log_joint.shape == (2, 8)  # the continued result is unchanged
+    # 16 draws cannot reach a bulk ESS of 400: the advice names the call that continues the chains.
+    assert whole.mixing.attrs["advice"].startswith("Run more sweeps (result.resume(data, n_draws=...) continues these "
+                                                   "chains), or again with split-merge moves")
+    assert _result_from_draws([[1, 2], [2, 1]], [[0.0, 1.0], [1.0, 0.0]], np.ones((2, 2, 2))).mixing.attrs[
+        "advice"].startswith("Run more sweeps, with split-merge moves")
+    with pytest.raises(ValueError, match="^data: not the data"):
+        first.resume(load_karate_club(), n_draws=2)
+    with pytest.raises(ValueError, match="^n_draws"):
+        first.resume(data, n_draws=0)
+    with pytest.raises(ValueError, match="^result: only a result returned by"):
+        _result_from_draws([[1, 2], [2, 1]], [[0.0, 1.0], [1.0, 0.0]], [[1.0, 1.0], [1.0, 1.0]]).resume(data, n_draws=2)
 
 
 def test_held_out_prediction_of_a_network():

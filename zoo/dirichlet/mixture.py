@@ -219,6 +219,8 @@ class DPMixtureFit:
         table = getattr(self, "_mixing", None)
         if table is None:
             table = self._mixing = diagnostics.summary(self.idata, warn=False)
+            if self._continue_with:  # the advice to run longer names the call
+                table.attrs["continue_with"] = self._continue_with
         return table.copy()
 
     def summary(self) -> pd.DataFrame:

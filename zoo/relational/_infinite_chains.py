@@ -9,6 +9,7 @@ acts on Ctrl-C between them; :func:`_run_cases` runs the chains of a call's held
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -89,24 +90,31 @@ def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, key
 
 
 def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
-                         relation, keep_assignments, sweeps_per_call):
+                         relation, keep_assignments, sweeps_per_call, states=None, first_sweep=0, deadline=None):
     """Every chain's sweeps in jitted calls of about ``sweeps_per_call`` sweeps, Ctrl-C acted on between calls.
 
     The sweeps are cut into equal calls (one compilation, two when they do not divide evenly);
     sweep s of a chain uses the same key as in one call, so the draws do not depend on the cut.
-    Returns the output of the sweeps finished (``info`` and ``assignments`` over them) and whether
-    all ``n_sweeps`` were (False after Ctrl-C, or on overflow: the caller re-runs then).
+    With ``states`` (the chains' states after sweep ``first_sweep - 1``) the run continues them
+    from sweep ``first_sweep`` instead of starting: sweep s's key is ``split(key_sweeps,
+    n_sweeps)[s]``, which with JAX's default ``jax_threefry_partitionable`` does not depend on
+    ``n_sweeps``, so a continued run draws what one longer run draws. ``deadline`` (a
+    ``time.perf_counter()`` value) stops the run after the call that passes it, as Ctrl-C does.
+    Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
+    ``first_sweep`` on) and whether all ``n_sweeps`` were (False after Ctrl-C or the deadline, or
+    on overflow: the caller re-runs then).
     """
-    states, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
+    starts, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
                                                    settings=settings, n_sweeps=n_sweeps, relation=relation)
-    n_calls = -(-n_sweeps // sweeps_per_call)
-    per_call = -(-n_sweeps // n_calls)
+    states = starts if states is None else jax.tree_util.tree_map(jnp.asarray, states)
+    n_calls = -(-(n_sweeps - first_sweep) // sweeps_per_call)
+    per_call = -(-(n_sweeps - first_sweep) // n_calls)
     static = dict(schema=schema, capacities=capacities, settings=settings, n_warmup=n_warmup, relation=relation,
                   keep_assignments=keep_assignments)
     chunks = []
     completed = True
     with DeferredInterrupt() as interrupt:
-        for first in range(0, n_sweeps, per_call):
+        for first in range(first_sweep, n_sweeps, per_call):
             indices = jnp.arange(first, min(first + per_call, n_sweeps))
             (states, predictive), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,
                                                           sweep_keys[:, first: first + per_call], **static)
@@ -114,7 +122,8 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
             if np.any(np.asarray(states.overflow)):
                 completed = False
                 break
-            if interrupt.requested and first + per_call < n_sweeps:
+            out_of_time = deadline is not None and time.perf_counter() > deadline
+            if (interrupt.requested or out_of_time) and first + per_call < n_sweeps:
                 completed = False
                 break
     infos, assignments = jax.tree_util.tree_map(lambda *parts: np.concatenate(parts, axis=1), *chunks)

@@ -56,7 +56,8 @@ and its result. The rest, one idea a file, everything importable from here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -68,9 +69,9 @@ import numpyro.distributions as dist
 from inference import diagnostics
 from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
-from inference.provenance import provenance
-from inference._validation import (check_int, check_key, check_memory, check_real, check_relation,
-                                   tree_nbytes, user_stacklevel)
+from inference.provenance import provenance, warn_if_made_elsewhere
+from inference._validation import (arrays_digest, check_int, check_key, check_memory, check_real, check_relation,
+                                   key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
 from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
@@ -292,14 +293,15 @@ class InfiniteRelational:
         grown = "" if capacities == self._capacities(schema, 1) else ", grown after a chain ran out of capacity"
         check_memory("max_clusters", n_bytes, f"{n_chains} IRM chain(s) at capacities {capacities}{grown}")
 
-    def _run(self, runner, keys, data, arrays, hidden_cells, schema, **kwargs):
+    def _run(self, runner, keys, data, arrays, hidden_cells, schema, *, scale=1, **kwargs):
         """Run, doubling the capacity and repeating with the same keys while any chain overflows.
 
-        ``runner`` returns (output, whether every sweep ran). Memory is checked before every run.
+        ``runner`` returns (output, whether every sweep ran); ``scale`` is the first run's multiple
+        of ``max_clusters``. Memory is checked before every run. Returns the output, the
+        capacities and scale it ran at, and whether every sweep ran.
         """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
-        scale = 1
         while True:
             capacities = self._capacities(schema, scale)
             self._check_memory(arrays, schema, capacities, len(keys), kwargs["n_sweeps"], kwargs["keep_assignments"])
@@ -307,13 +309,14 @@ class InfiniteRelational:
                                        settings=settings, **kwargs)
             overflowed = bool(np.any(np.asarray(output.final.overflow)))
             if not overflowed:
-                return output, capacities, completed
+                return output, capacities, scale, completed
             if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                 raise RuntimeError("overflow reported with every capacity at its domain size")
             scale *= 2
 
     def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
-               n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50) -> "IRMResult":
+               n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50,
+               time_budget: float | None = None) -> "IRMResult":
         """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``-ped, in jitted calls of sweeps).
 
         Parameters
@@ -327,10 +330,14 @@ class InfiniteRelational:
             on it). Between calls Ctrl-C is acted on: the first one returns the sweeps finished by
             the end of the current call (``result.completed`` is False); a second one abandons
             the run with ``KeyboardInterrupt``.
+        time_budget : float, optional — seconds; the run stops after the call in which they ran
+            out, as after Ctrl-C.
 
         Returns
         -------
         IRMResult
+            Stopped early (Ctrl-C, ``time_budget``) or not mixing yet, its chains go on with
+            :meth:`IRMResult.resume`.
 
         Warns
         -----
@@ -343,35 +350,74 @@ class InfiniteRelational:
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
         sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
+        if not isinstance(keep_assignments, (bool, np.bool_)):
+            raise TypeError(f"keep_assignments: expected a bool, got {type(keep_assignments).__name__}")
+        deadline = _deadline(time_budget)
         key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
+        continuation = _IRMContinuation(self, *key_as_data(key), _relational_digest(arrays), n_chains, n_warmup,
+                                        bool(keep_assignments), sweeps_per_call)
+        return self._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline)
+
+    def _draw(self, continuation: "_IRMContinuation", data: RelationalData, arrays: Any, *, n_sweeps: int,
+              deadline: float | None, previous: "IRMResult | None" = None,
+              sweeps_per_call: int | None = None) -> "IRMResult":
+        """Sweeps 0 .. ``n_sweeps`` - 1 of the chains, continuing ``previous`` where it stopped (at its
+        capacities) when given: the result :meth:`sample` and :meth:`IRMResult.resume` return.
+
+        A continued chain that outgrows the capacities is run again from its start, with twice
+        them, as one longer run would have been (so the draws stay that run's).
+        """
         schema = data.schema
-        keys = jax.random.split(key, n_chains)
+        c = continuation
+        keys = jax.random.split(key_from_data(c.key_data, c.key_impl), c.n_chains)
         hidden_cells = arrays.entries[0][:1]
-        output, capacities, completed = self._run(
-            _run_chains_in_calls, keys, data, arrays, hidden_cells, schema, n_sweeps=n_sweeps, n_warmup=n_warmup,
-            relation=0, keep_assignments=keep_assignments, sweeps_per_call=sweeps_per_call)
+        common = dict(n_sweeps=n_sweeps, n_warmup=c.n_warmup, relation=0, keep_assignments=c.keep_assignments,
+                      sweeps_per_call=sweeps_per_call or c.sweeps_per_call, deadline=deadline)
+        first_sweep, scale = 0, 1
+        if previous is not None:
+            settings = self._settings()
+            self._check_memory(arrays, schema, previous.capacities, c.n_chains, n_sweeps - c.next_sweep,
+                               c.keep_assignments)
+            output, completed = _run_chains_in_calls(
+                keys, arrays, flat_cells(data) if settings["backend"] == "numba" else None, hidden_cells,
+                schema=schema, capacities=previous.capacities, settings=settings, states=previous._final,
+                first_sweep=c.next_sweep, **common)
+            capacities, scale = previous.capacities, c.scale
+            if np.any(np.asarray(output.final.overflow)):
+                if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
+                    raise RuntimeError("overflow reported with every capacity at its domain size")
+                previous, scale = None, 2 * c.scale
+            else:
+                first_sweep = c.next_sweep
+        if previous is None:
+            output, capacities, scale, completed = self._run(_run_chains_in_calls, keys, data, arrays, hidden_cells,
+                                                             schema, scale=scale, **common)
         output = jax.device_get(output)
-        n_run = output.info.log_joint.shape[1]  # fewer than n_sweeps after Ctrl-C
-        kept = slice(min(n_warmup, n_run), n_run)
-        result = IRMResult(
-            schema=schema,
-            capacities=capacities,
-            n_clusters={name: np.asarray(output.info.n_clusters[:, kept, d])
-                        for d, name in enumerate(schema.domain_names)},
-            concentrations={name: np.asarray(output.info.concentrations[:, kept, d])
-                            for d, name in enumerate(schema.domain_names)},
+        n_run = output.info.log_joint.shape[1]  # fewer than asked after Ctrl-C or the time budget
+        warm = min(max(c.n_warmup - first_sweep, 0), n_run)  # warm-up sweeps among those run now
+        kept = slice(warm, n_run)
+        names = schema.domain_names
+        parts = dict(
+            n_clusters={name: np.asarray(output.info.n_clusters[:, kept, d]) for d, name in enumerate(names)},
+            concentrations={name: np.asarray(output.info.concentrations[:, kept, d]) for d, name in enumerate(names)},
             hyper={name: np.asarray(output.info.hyper[r][:, kept]) for r, name in enumerate(schema.relation_names)},
             log_joint=np.asarray(output.info.log_joint[:, kept]),
-            warmup_log_joint=np.asarray(output.info.log_joint[:, :n_warmup]),
-            assignments=({name: np.asarray(output.assignments[d][:, kept])
-                          for d, name in enumerate(schema.domain_names)} if keep_assignments else None),
-            completed=completed,
-            split_merge={name: np.asarray(output.info.moves[:, :, d]) for d, name in enumerate(schema.domain_names)},
-            _arrays=arrays,
+            warmup_log_joint=np.asarray(output.info.log_joint[:, :warm]),
+            assignments=({name: np.asarray(output.assignments[d][:, kept]) for d, name in enumerate(names)}
+                         if c.keep_assignments else None),
+            split_merge={name: np.asarray(output.info.moves[:, :, d]) for d, name in enumerate(names)},
         )
-        if n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
+        if previous is not None:  # the earlier run's draws first
+            parts = jax.tree_util.tree_map(lambda before, now: np.concatenate([before, now], axis=1),
+                                           {name: getattr(previous, name) for name in parts}, parts)
+        result = IRMResult(schema=schema, capacities=capacities, completed=completed, _arrays=arrays, **parts)
+        if previous is not None:
+            result.provenance = previous.provenance
+        result._final = output.final
+        result._continuation = replace(c, next_sweep=first_sweep + n_run, scale=scale)
+        if c.n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
             result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=user_stacklevel())
         return result
 
@@ -437,6 +483,35 @@ class InfiniteRelational:
         return probs
 
 
+def _deadline(time_budget: Any) -> float | None:
+    """``time.perf_counter()`` at which a run of ``time_budget`` seconds stops (None: no budget)."""
+    if time_budget is None:
+        return None
+    return time.perf_counter() + check_real("time_budget", time_budget, low=0.0, low_open=True)
+
+
+def _relational_digest(arrays: Any) -> str:
+    """Digest of a :class:`~zoo.relational.data.RelationalArrays` (cells, values, weights, blankets)."""
+    return arrays_digest(*(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(arrays)))
+
+
+@dataclass(frozen=True)
+class _IRMContinuation:
+    """What :meth:`IRMResult.resume` needs: the model and the chains' key, a digest of the data, the
+    run's settings, the sweeps run so far and the multiple of ``max_clusters`` they ran at."""
+
+    model: Any
+    key_data: np.ndarray
+    key_impl: str | None  # inference._validation.key_as_data
+    data_digest: str
+    n_chains: int
+    n_warmup: int
+    keep_assignments: bool
+    sweeps_per_call: int
+    next_sweep: int = 0
+    scale: int = 1
+
+
 @dataclass
 class IRMResult:
     """Draws of an IRM run (after warm-up), as (chain, draw, ...) arrays.
@@ -458,6 +533,9 @@ class IRMResult:
     provenance : dict — what made the draws (versions, JAX backend, CPU), taken when they were
         drawn (:func:`inference.provenance.provenance`); :meth:`to_inference_data` puts it in
         the attributes
+
+    A result returned by :meth:`InfiniteRelational.sample` keeps its chains' last states and can
+    be continued with :meth:`resume`.
     """
 
     schema: RelationalSchema
@@ -473,6 +551,62 @@ class IRMResult:
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
     _arrays: Any = field(default=None, repr=False)
     _warned: bool = field(default=False, repr=False, compare=False)  # whether sample() issued its MixingWarning
+    # What resume() needs (None in results built by hand): the chains' last states and the run's record.
+    _final: Any = field(default=None, repr=False, compare=False)
+    _continuation: _IRMContinuation | None = field(default=None, repr=False, compare=False)
+
+    def resume(self, data: RelationalData, *, n_draws: int, sweeps_per_call: int | None = None,
+               time_budget: float | None = None) -> "IRMResult":
+        """Continue these chains for ``n_draws`` more kept sweeps each, as one longer run would have.
+
+        For chains that do not mix yet (the :class:`~inference.diagnostics.MixingWarning` of
+        :meth:`InfiniteRelational.sample` says "Run more sweeps"), or that Ctrl-C or a
+        ``time_budget`` stopped: the chains go on from their last state with the key of the run,
+        finishing the warm-up first if it was cut short, and the new draws are appended to these.
+        With the same versions, backend, float width and CPU (:mod:`inference.provenance`) and JAX's
+        default ``jax_threefry_partitionable``, the result is bit for bit the one
+        :meth:`InfiniteRelational.sample` gives for all the sweeps at once (``n_sweeps`` the warm-up
+        plus every draw, the same ``n_warmup``); elsewhere the continuation is valid but not those
+        bits, and a :class:`~inference.provenance.ProvenanceWarning` says so. A chain that outgrows
+        the capacities while continued makes every chain run again from its start with twice them,
+        as that longer run would have.
+
+        Parameters
+        ----------
+        data : RelationalData
+            The data of the run (checked against a digest kept by the result).
+        n_draws : int
+            Kept sweeps to add per chain.
+        sweeps_per_call : int, optional
+            At most this many sweeps per jitted call (default: the run's; the draws do not depend
+            on it). Ctrl-C is acted on between calls, as in :meth:`InfiniteRelational.sample`.
+        time_budget : float, optional
+            Seconds; the run stops after the call in which they ran out.
+
+        Returns
+        -------
+        IRMResult
+            Every draw of both runs. This result is unchanged.
+        """
+        continuation = getattr(self, "_continuation", None)  # results pickled before it have none
+        if continuation is None or self._final is None:
+            raise ValueError("result: only a result returned by InfiniteRelational.sample or resume() can be resumed "
+                             "(this one was built by hand, or restored without what it needs)")
+        n_draws = check_int("n_draws", n_draws, minimum=1)
+        if sweeps_per_call is not None:
+            sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
+        deadline = _deadline(time_budget)
+        model = continuation.model
+        model.check_data(data)
+        arrays = data.to_arrays()
+        if data.schema != self.schema or _relational_digest(arrays) != continuation.data_digest:
+            raise ValueError("data: not the data these chains were run on (other "
+                             + ("cells, values or weights)" if data.schema == self.schema else "domains or relations)"))
+        warn_if_made_elsewhere(self.provenance, "result: these chains", saved_word="then", current_word="now",
+                               stacklevel=user_stacklevel())
+        n_sweeps = max(continuation.next_sweep, continuation.n_warmup) + n_draws
+        return model._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline, previous=self,
+                           sweeps_per_call=sweeps_per_call)
 
     @property
     def split_merge_acceptance(self):
@@ -531,9 +665,11 @@ class IRMResult:
         Vehtari et al. 2021)."""
         table = diagnostics.mixing_table(self.scalar_quantities())
         moved = any(np.asarray(counts).any() for counts in (self.split_merge or {}).values())
-        table.attrs["advice"] = ("Run more sweeps, with more split-merge moves per sweep (n_split_merge), or more "
+        more = diagnostics.run_longer("result.resume(data, n_draws=...)" if getattr(self, "_continuation", None)
+                                      is not None else None, start="Run more sweeps")
+        table.attrs["advice"] = (f"{more} with more split-merge moves per sweep (n_split_merge), or more "
                                  "chains from dispersed starts." if moved else
-                                 "Run more sweeps, with split-merge moves (InfiniteRelational(n_split_merge=10)), "
+                                 f"{more} with split-merge moves (InfiniteRelational(n_split_merge=10)), "
                                  "or more chains from dispersed starts.")
         return table
 

@@ -240,8 +240,9 @@ class SupervisedDPFit:
 
     def _advice(self, table: pd.DataFrame) -> str:
         """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
+        continue_with = self._continue_with
         advice = (diagnostics.equal_height_advice(table, measured=ONE_HEIGHT_MEASURED)
-                  or "Run longer, with more split-merge moves of the test publications per sweep (n_split_merge), "
+                  or f"{diagnostics.run_longer(continue_with)} with more split-merge moves of the test publications per sweep (n_split_merge), "
                      "or more chains from dispersed starts.")
         r_hat = table["r_hat"].astype(float)
         r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
@@ -260,7 +261,8 @@ class SupervisedDPFit:
             if log_joint_r_hat <= r_hat_max and not r_hat.get("n_clusters", np.inf) > r_hat_max:
                 advice = (f"{none_accepted}; the chains agree on the log joint (R-hat {log_joint_r_hat:.3f}) and on "
                           "the number of test publications, so they share one mode and what does not mix moves slowly "
-                          "within it: run more sweeps.")
+                          "within it: run more sweeps"
+                          + (f" ({continue_with} continues these chains)." if continue_with else "."))
             else:
                 advice = (f"{none_accepted}: run more chains from dispersed starts, or restart each chain from its "
                           "last partition (init=fit.assignments[:, -1]), which draws its means and precisions afresh.")
