@@ -143,6 +143,13 @@ def as_index_array(
     return array
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` as a bool if it is one (Python's or NumPy's), else raise a ``TypeError`` naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected a bool, got {type(value).__name__}")
+    return bool(value)
+
+
 def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as ``int`` if it is an integer in ``[minimum, maximum]``, else raise."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):

@@ -1492,12 +1492,12 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
                                   {"data": RELATIONAL, "key": KEY, "n_sweeps": 2, "n_chains": 1}, {
         "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "key": BAD_KEYS, "n_sweeps": BAD_POSITIVE_INT,
         "n_chains": BAD_POSITIVE_INT, "n_warmup": st.one_of(BAD_COUNT.filter(lambda value: value is not None), st.integers(2, 100)),
-        "sweeps_per_call": BAD_POSITIVE_INT, "keep_assignments": BAD_BOOL,
+        "sweeps_per_call": BAD_POSITIVE_INT, "keep_assignments": BAD_BOOL, "progress": BAD_BOOL,
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "IRMResult.resume": (lambda kwargs: _resumable_irm_result().resume(**kwargs), {"data": RELATIONAL, "n_draws": 2}, {
         "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "n_draws": BAD_POSITIVE_INT,
-        "sweeps_per_call": BAD_POSITIVE_INT, "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)},
-        {}),
+        "sweeps_per_call": BAD_POSITIVE_INT, "progress": BAD_BOOL,
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "InfiniteRelational.predict_held_out": (
         lambda kwargs: InfiniteRelational().predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "n_sweeps": 2, "relation": 0}, {

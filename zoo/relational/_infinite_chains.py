@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tqdm.auto import tqdm
 
 from inference.interrupts import DeferredInterrupt
 from inference.jit import jit
@@ -90,7 +91,8 @@ def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, key
 
 
 def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
-                         relation, keep_assignments, sweeps_per_call, states=None, first_sweep=0, deadline=None):
+                         relation, keep_assignments, sweeps_per_call, states=None, first_sweep=0, deadline=None,
+                         progress=False):
     """Every chain's sweeps in jitted calls of about ``sweeps_per_call`` sweeps, Ctrl-C acted on between calls.
 
     The sweeps are cut into equal calls (one compilation, two when they do not divide evenly);
@@ -100,6 +102,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     n_sweeps)[s]``, which with JAX's default ``jax_threefry_partitionable`` does not depend on
     ``n_sweeps``, so a continued run draws what one longer run draws. ``deadline`` (a
     ``time.perf_counter()`` value) stops the run after the call that passes it, as Ctrl-C does.
+    ``progress`` shows a tqdm bar of the sweeps, advanced after every call.
     Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
     ``first_sweep`` on) and whether all ``n_sweeps`` were (False after Ctrl-C or the deadline, or
     on overflow: the caller re-runs then).
@@ -113,12 +116,15 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
                   keep_assignments=keep_assignments)
     chunks = []
     completed = True
-    with DeferredInterrupt() as interrupt:
+    bar = tqdm(total=n_sweeps - first_sweep, disable=not progress, unit="sweep",
+               desc=f"{keys.shape[0]} chains, capacity {max(capacities)}")
+    with DeferredInterrupt() as interrupt, bar:
         for first in range(first_sweep, n_sweeps, per_call):
             indices = jnp.arange(first, min(first + per_call, n_sweeps))
             (states, predictive), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,
                                                           sweep_keys[:, first: first + per_call], **static)
             chunks.append(jax.device_get(chunk))
+            bar.update(len(indices))
             if np.any(np.asarray(states.overflow)):
                 completed = False
                 break

@@ -70,8 +70,8 @@ from inference import diagnostics
 from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
 from inference.provenance import provenance, warn_if_made_elsewhere
-from inference._validation import (arrays_digest, check_int, check_key, check_memory, check_real, check_relation,
-                                   key_as_data, key_from_data, tree_nbytes, user_stacklevel)
+from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_real,
+                                   check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
 from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
@@ -316,7 +316,7 @@ class InfiniteRelational:
 
     def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
                n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50,
-               time_budget: float | None = None) -> "IRMResult":
+               time_budget: float | None = None, progress: bool = True) -> "IRMResult":
         """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``-ped, in jitted calls of sweeps).
 
         Parameters
@@ -332,6 +332,8 @@ class InfiniteRelational:
             the run with ``KeyboardInterrupt``.
         time_budget : float, optional — seconds; the run stops after the call in which they ran
             out, as after Ctrl-C.
+        progress : bool — show a tqdm progress bar of the sweeps (a new one when a chain outgrew
+            the capacity and the run starts again with twice it).
 
         Returns
         -------
@@ -350,18 +352,18 @@ class InfiniteRelational:
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
         sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
-        if not isinstance(keep_assignments, (bool, np.bool_)):
-            raise TypeError(f"keep_assignments: expected a bool, got {type(keep_assignments).__name__}")
+        check_bool("keep_assignments", keep_assignments)
+        check_bool("progress", progress)
         deadline = _deadline(time_budget)
         key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
         continuation = _IRMContinuation(self, *key_as_data(key), _relational_digest(arrays), n_chains, n_warmup,
                                         bool(keep_assignments), sweeps_per_call)
-        return self._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline)
+        return self._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline, progress=progress)
 
     def _draw(self, continuation: "_IRMContinuation", data: RelationalData, arrays: Any, *, n_sweeps: int,
-              deadline: float | None, previous: "IRMResult | None" = None,
+              deadline: float | None, progress: bool, previous: "IRMResult | None" = None,
               sweeps_per_call: int | None = None) -> "IRMResult":
         """Sweeps 0 .. ``n_sweeps`` - 1 of the chains, continuing ``previous`` where it stopped (at its
         capacities) when given: the result :meth:`sample` and :meth:`IRMResult.resume` return.
@@ -374,7 +376,7 @@ class InfiniteRelational:
         keys = jax.random.split(key_from_data(c.key_data, c.key_impl), c.n_chains)
         hidden_cells = arrays.entries[0][:1]
         common = dict(n_sweeps=n_sweeps, n_warmup=c.n_warmup, relation=0, keep_assignments=c.keep_assignments,
-                      sweeps_per_call=sweeps_per_call or c.sweeps_per_call, deadline=deadline)
+                      sweeps_per_call=sweeps_per_call or c.sweeps_per_call, deadline=deadline, progress=progress)
         first_sweep, scale = 0, 1
         if previous is not None:
             settings = self._settings()
@@ -556,7 +558,7 @@ class IRMResult:
     _continuation: _IRMContinuation | None = field(default=None, repr=False, compare=False)
 
     def resume(self, data: RelationalData, *, n_draws: int, sweeps_per_call: int | None = None,
-               time_budget: float | None = None) -> "IRMResult":
+               time_budget: float | None = None, progress: bool = True) -> "IRMResult":
         """Continue these chains for ``n_draws`` more kept sweeps each, as one longer run would have.
 
         For chains that do not mix yet (the :class:`~inference.diagnostics.MixingWarning` of
@@ -582,6 +584,8 @@ class IRMResult:
             on it). Ctrl-C is acted on between calls, as in :meth:`InfiniteRelational.sample`.
         time_budget : float, optional
             Seconds; the run stops after the call in which they ran out.
+        progress : bool
+            Show a tqdm progress bar of the sweeps.
 
         Returns
         -------
@@ -595,6 +599,7 @@ class IRMResult:
         n_draws = check_int("n_draws", n_draws, minimum=1)
         if sweeps_per_call is not None:
             sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
+        check_bool("progress", progress)
         deadline = _deadline(time_budget)
         model = continuation.model
         model.check_data(data)
@@ -605,8 +610,8 @@ class IRMResult:
         warn_if_made_elsewhere(self.provenance, "result: these chains", saved_word="then", current_word="now",
                                stacklevel=user_stacklevel())
         n_sweeps = max(continuation.next_sweep, continuation.n_warmup) + n_draws
-        return model._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline, previous=self,
-                           sweeps_per_call=sweeps_per_call)
+        return model._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline, progress=progress,
+                           previous=self, sweeps_per_call=sweeps_per_call)
 
     @property
     def split_merge_acceptance(self):
