@@ -33,8 +33,8 @@ def test_docs_build_without_warnings(tmp_path):
         capture_output=True, text=True, timeout=900,
     )
     assert completed.returncode == 0, completed.stderr[-5000:]
-    pages = ["index.html", "getting_started.html", "engines/neal.html", "new_variant.html", "report.html",
-             "benchmarks.html", "api/inference.em.tempered_em.html", "notebooks/new_model_variant.html"]
+    pages = ["index.html", "getting_started.html", "engines/neal.html", "long_runs.html", "new_variant.html",
+             "report.html", "benchmarks.html", "api/inference.em.tempered_em.html", "notebooks/new_model_variant.html"]
     pages += [f"models/{name}.html" for name in MODEL_NAMES]
     missing = [page for page in pages if not (html / page).is_file()]
     assert not missing, missing
