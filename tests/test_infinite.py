@@ -16,6 +16,7 @@ from scipy.special import gammaln
 
 from inference.concentration import GammaPrior
 from inference.diagnostics import MixingWarning
+from inference.provenance import ProvenanceWarning
 from zoo.metrics import adjusted_rand_index
 from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families, load_karate_club
 from zoo.relational._infinite_conditional import log_gamma_tables
@@ -331,6 +332,10 @@ def test_resume_continues_the_chains_as_one_longer_run():
                                                    "chains), or again with split-merge moves")
     assert _result_from_draws([[1, 2], [2, 1]], [[0.0, 1.0], [1.0, 0.0]], np.ones((2, 2, 2))).mixing.attrs[
         "advice"].startswith("Run more sweeps, with split-merge moves")
+    elsewhere = replace(first, provenance={**first.provenance, "host_cpu": "other"})
+    with pytest.warns(ProvenanceWarning, match="host_cpu 'other' then"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        _assert_same_draws(elsewhere.resume(data, n_draws=8), whole)  # here the same bits, but warned
     with pytest.raises(ValueError, match="^data: not the data"):
         first.resume(load_karate_club(), n_draws=2)
     with pytest.raises(ValueError, match="^n_draws"):
