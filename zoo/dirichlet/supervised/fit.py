@@ -242,8 +242,8 @@ class SupervisedDPFit:
         """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
         continue_with = self._continue_with
         advice = (diagnostics.equal_height_advice(table, measured=ONE_HEIGHT_MEASURED)
-                  or f"{diagnostics.run_longer(continue_with)} with more split-merge moves of the test publications per sweep (n_split_merge), "
-                     "or more chains from dispersed starts.")
+                  or f"{diagnostics.run_longer(continue_with)} with more split-merge moves of the test publications "
+                     "per sweep (n_split_merge), or more chains from dispersed starts.")
         r_hat = table["r_hat"].astype(float)
         r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
         accepted = self.result.samples.get("split_merge_accepted")
