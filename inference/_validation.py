@@ -36,6 +36,7 @@ __all__ = [
     "memory_shortfall",
     "tree_nbytes",
     "user_stacklevel",
+    "check_bool",
     "key_as_data",
     "key_from_data",
     "arrays_digest",

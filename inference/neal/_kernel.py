@@ -13,9 +13,8 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from inference._validation import check_int
+from inference._validation import check_bool, check_int
 from inference.components import ComponentFamily
 from inference.concentration import GammaPrior, escobar_west_update
 from inference.neal._slots import _concat_rows, _select_rows, _take_row
@@ -124,8 +123,7 @@ def build_kernel(
         raise ValueError(f"n_split_merge: split–merge moves need the marginal likelihoods of the family "
                          f"{family.name!r} (point_stats, log_marginal, log_predictive) and, for algorithm "
                          f"{algorithm!r}, its posterior sampler")
-    if not isinstance(reuse_auxiliary, (bool, np.bool_)):
-        raise TypeError(f"reuse_auxiliary: expected a bool, got {type(reuse_auxiliary).__name__}")
+    check_bool("reuse_auxiliary", reuse_auxiliary)
     if reuse_auxiliary and algorithm != "auxiliary":
         raise ValueError(f"reuse_auxiliary: only applies to algorithm='auxiliary', got {algorithm!r}")
     if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):

@@ -232,8 +232,7 @@ class InfiniteRelational:
     def __post_init__(self) -> None:
         resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         for name in ("sample_concentration", "sample_hyper"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name}: expected a bool, got {type(getattr(self, name)).__name__}")
+            check_bool(name, getattr(self, name))
         check_real("concentration", self.concentration, low=0.0, low_open=True)
         check_real("hyper", self.hyper, low=0.0, low_open=True)
         if not isinstance(self.concentration_prior, GammaPrior):

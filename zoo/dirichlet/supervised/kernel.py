@@ -14,7 +14,7 @@ import numpy as np
 from inference.concentration import escobar_west_multi_group_update, GammaPrior
 from inference.native.backend import resolve_backend
 from inference.step_cache import shared_step
-from inference._validation import check_int, check_real
+from inference._validation import check_bool, check_int, check_real
 from zoo.dirichlet.families import sample_log_gamma
 from zoo.dirichlet.supervised.conditionals import (
     _gibbs_means_conditioned, _log_joint, _metropolis_precisions_conditioned, _sample_means, _sample_precisions,
@@ -322,8 +322,7 @@ def build_kernel(
     """
     if check_int("model", model) not in MODELS:  # an integer: 1 + 0j or 2.7 are not model numbers
         raise ValueError(f"model: must be one of 1, 2, 3, got {model!r}")
-    if not isinstance(share_clusters, (bool, np.bool_)):
-        raise TypeError(f"share_clusters: expected a bool, got {type(share_clusters).__name__}")
+    check_bool("share_clusters", share_clusters)
     for name, prior in (("alpha_prior", alpha_prior), ("alpha_types_prior", alpha_types_prior)):
         if prior is not None and not isinstance(prior, GammaPrior):
             raise TypeError(f"{name}: expected a GammaPrior or None, got {type(prior).__name__}")
