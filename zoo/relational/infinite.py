@@ -292,26 +292,30 @@ class InfiniteRelational:
         grown = "" if capacities == self._capacities(schema, 1) else ", grown after a chain ran out of capacity"
         check_memory("max_clusters", n_bytes, f"{n_chains} IRM chain(s) at capacities {capacities}{grown}")
 
-    def _run(self, runner, keys, data, arrays, hidden_cells, schema, *, scale=1, **kwargs):
+    def _run(self, runner, keys, data, arrays, hidden_cells, schema, *, scale=1, resume_from=None, **kwargs):
         """Run, doubling the capacity and repeating with the same keys while any chain overflows.
 
         ``runner`` returns (output, whether every sweep ran); ``scale`` is the first run's multiple
-        of ``max_clusters``. Memory is checked before every run. Returns the output, the
-        capacities and scale it ran at, and whether every sweep ran.
+        of ``max_clusters``. With ``resume_from`` (the chains' states at that scale, the sweep they
+        stopped before) the first run continues them; a run again after an overflow starts from
+        the start. Memory is checked before every run. Returns the output, the capacities and
+        scale it ran at, whether every sweep ran, and the first sweep it ran.
         """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
         while True:
             capacities = self._capacities(schema, scale)
-            self._check_memory(arrays, schema, capacities, len(keys), kwargs["n_sweeps"], kwargs["keep_assignments"])
+            states, first_sweep = resume_from or (None, 0)
+            self._check_memory(arrays, schema, capacities, len(keys), kwargs["n_sweeps"] - first_sweep,
+                               kwargs["keep_assignments"])
             output, completed = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
-                                       settings=settings, **kwargs)
+                                       settings=settings, states=states, first_sweep=first_sweep, **kwargs)
             overflowed = bool(np.any(np.asarray(output.final.overflow)))
             if not overflowed:
-                return output, capacities, scale, completed
+                return output, capacities, scale, completed, first_sweep
             if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                 raise RuntimeError("overflow reported with every capacity at its domain size")
-            scale *= 2
+            scale, resume_from = 2 * scale, None
 
     def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
                n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50,
@@ -376,25 +380,11 @@ class InfiniteRelational:
         hidden_cells = arrays.entries[0][:1]
         common = dict(n_sweeps=n_sweeps, n_warmup=c.n_warmup, relation=0, keep_assignments=c.keep_assignments,
                       sweeps_per_call=sweeps_per_call or c.sweeps_per_call, deadline=deadline, progress=progress)
-        first_sweep, scale = 0, 1
-        if previous is not None:
-            settings = self._settings()
-            self._check_memory(arrays, schema, previous.capacities, c.n_chains, n_sweeps - c.next_sweep,
-                               c.keep_assignments)
-            output, completed = _run_chains_in_calls(
-                keys, arrays, flat_cells(data) if settings["backend"] == "numba" else None, hidden_cells,
-                schema=schema, capacities=previous.capacities, settings=settings, states=previous._final,
-                first_sweep=c.next_sweep, **common)
-            capacities, scale = previous.capacities, c.scale
-            if np.any(np.asarray(output.final.overflow)):
-                if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
-                    raise RuntimeError("overflow reported with every capacity at its domain size")
-                previous, scale = None, 2 * c.scale
-            else:
-                first_sweep = c.next_sweep
-        if previous is None:
-            output, capacities, scale, completed = self._run(_run_chains_in_calls, keys, data, arrays, hidden_cells,
-                                                             schema, scale=scale, **common)
+        output, capacities, scale, completed, first_sweep = self._run(
+            _run_chains_in_calls, keys, data, arrays, hidden_cells, schema, scale=c.scale,
+            resume_from=(previous._final, c.next_sweep) if previous is not None else None, **common)
+        if first_sweep == 0:  # a fresh run, or the continuation outgrew the capacities and ran again
+            previous = None
         output = jax.device_get(output)
         n_run = output.info.log_joint.shape[1]  # fewer than asked after Ctrl-C or the time budget
         warm = min(max(c.n_warmup - first_sweep, 0), n_run)  # warm-up sweeps among those run now
