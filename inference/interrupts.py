@@ -6,7 +6,9 @@ behind. The drivers of this library therefore cut their work into calls (EM segm
 sweeps, passes of the relational fit, held-out cases) and run the loop over calls inside
 :class:`DeferredInterrupt`: the first Ctrl-C is remembered, the loop looks at
 ``interrupt.requested`` after each finished call and stops there, returning what was finished.
-A second Ctrl-C abandons the work at once with ``KeyboardInterrupt``.
+A second Ctrl-C abandons the work at once with ``KeyboardInterrupt``. A time budget is acted on
+at the same place: :func:`deadline_after` turns it into the ``time.perf_counter()`` value after
+which the loop stops.
 
 Example::
 
@@ -21,9 +23,23 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import Any
 
-__all__ = ["DeferredInterrupt"]
+from inference._validation import check_real
+
+__all__ = ["DeferredInterrupt", "deadline_after"]
+
+
+def deadline_after(time_budget: Any) -> float | None:
+    """``time.perf_counter()`` at which work of ``time_budget`` seconds stops (None: no budget).
+
+    ``time_budget`` must be a positive number of seconds or None (``ValueError`` or ``TypeError``
+    naming ``time_budget`` otherwise).
+    """
+    if time_budget is None:
+        return None
+    return time.perf_counter() + check_real("time_budget", time_budget, low=0.0, low_open=True)
 
 
 class DeferredInterrupt:

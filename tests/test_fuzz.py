@@ -1483,7 +1483,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         lambda kwargs: LatentClassRelational(2).predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "max_passes": 2, "relation": 0}, {
             "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]), "key": BAD_KEYS,
-            "relation": BAD_RELATIONS, "cases_per_call": BAD_POSITIVE_INT, "max_passes": BAD_POSITIVE_INT}, {}),
+            "relation": BAD_RELATIONS, "cases_per_call": BAD_POSITIVE_INT, "max_passes": BAD_POSITIVE_INT,
+            "progress": BAD_BOOL, "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "InfiniteRelational": (lambda kwargs: InfiniteRelational(**kwargs), {}, {
         "concentration": BAD_POSITIVE_REAL, "hyper": BAD_POSITIVE_REAL, "max_clusters": BAD_POSITIVE_INT,
         "init_clusters": BAD_POSITIVE_INT, "sample_hyper": BAD_BOOL, "backend": not_one_of(("auto", "xla", "numba"))},
@@ -1502,7 +1503,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         lambda kwargs: InfiniteRelational().predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "n_sweeps": 2, "relation": 0}, {
             "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]), "key": BAD_KEYS,
-            "relation": BAD_RELATIONS, "n_sweeps": BAD_POSITIVE_INT}, {}),
+            "relation": BAD_RELATIONS, "n_sweeps": BAD_POSITIVE_INT, "progress": BAD_BOOL,
+            "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "leave_one_out_log_loss": (lambda kwargs: leave_one_out_log_loss(**kwargs),
                                {"model": LRM, "data": RELATIONAL, "key": KEY, "max_cases": 2, "max_passes": 2}, {
         "model": NOT_MODELS, "key": BAD_KEYS, "max_cases": BAD_POSITIVE_INT, "relation": BAD_RELATIONS,

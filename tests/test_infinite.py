@@ -327,6 +327,11 @@ def test_resume_continues_the_chains_as_one_longer_run():
         assert early.capacities == (4,) and longer.capacities == (8,) == whole.capacities
         _assert_same_draws(early.resume(data, n_draws=20), longer)
     assert first.log_joint.shape == (2, 8)  # the continued result is unchanged
+    # Seconds add up over the calls that made a result; the ArviZ attributes carry them.
+    continued = cut.resume(data, n_draws=6, progress=False)
+    assert 0 < cut.seconds < continued.seconds and not cut.completed and continued.completed
+    assert continued.to_inference_data().posterior.attrs["sampling_seconds"] == continued.seconds
+    assert cut.to_inference_data().posterior.attrs["completed"] == 0
     # 16 draws cannot reach a bulk ESS of 400: the advice names the call that continues the chains.
     assert whole.mixing.attrs["advice"].startswith("Run more sweeps (result.resume(data, n_draws=...) continues these "
                                                    "chains), or again with split-merge moves")

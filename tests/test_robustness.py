@@ -457,6 +457,33 @@ def test_ctrl_c_during_irm_held_out_cases_keeps_the_finished_cases(monkeypatch):
     assert np.isnan(probs[n_finished:]).all()
 
 
+def test_a_time_budget_stops_held_out_cases_like_ctrl_c(capsys):
+    # A budget that runs out during the first call keeps its cases (the same bits as a run without
+    # one) and leaves the others NaN, with the warning Ctrl-C gives; the log-loss helpers pass it on
+    # and say over how many cases they are. The progress bar counts cases, and only when asked.
+    from zoo.relational.data import load_florentine_families
+    from zoo.relational.evaluation import held_out_cases, leave_one_out_log_loss
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=5)
+    for model, options in [(LatentClassRelational(2), dict(n_restarts=2, max_passes=10)),
+                           (InfiniteRelational(), dict(n_chains=2, n_sweeps=6))]:
+        options.update(key=jax.random.key(0), cases_per_call=2)
+        full = model.predict_held_out(data, hidden, progress=False, **options)
+        assert "case" not in capsys.readouterr().err
+        with pytest.warns(RuntimeWarning, match="^predict_held_out: time_budget ran out after 2 of 5 cases"):
+            probs = model.predict_held_out(data, hidden, time_budget=1e-9, **options)
+        assert "predict_held_out:  40%" in capsys.readouterr().err  # 2 of 5 cases when the bar closed
+        np.testing.assert_array_equal(probs[:2], full[:2])
+        assert np.isnan(probs[2:]).all()
+        with pytest.warns(RuntimeWarning) as warned:
+            loss = leave_one_out_log_loss(model, data, max_cases=5, time_budget=1e-9, progress=False, **options)
+        assert [str(warning.message) for warning in warned] == [
+            "predict_held_out: time_budget ran out after 2 of 5 cases; the cases not run are NaN",
+            "leave_one_out_log_loss: the estimate is over the 2 of 5 cases the model ran (stopped early)"]
+        assert loss.n_cells == 2 and np.isfinite(loss.mean)
+
+
 def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
     # Seven cases in one call, in calls of three (the last padded) and one by one: the same bits on
     # the CPU, for the LRM and for the IRM. On a GPU the vmapped kernels of a batch of 7, 3 or 1

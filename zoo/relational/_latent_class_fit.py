@@ -3,21 +3,23 @@
 Restarts are ``vmap``-ped; their passes run in a ``lax.while_loop`` inside jitted calls of a number
 of passes each, with Ctrl-C acted on between calls (:func:`_run_passes`); the fits of many
 held-out cases run in jitted calls of a number of cases each (:func:`_fit_cases`), with Ctrl-C
-acted on between calls (:func:`_run_case_calls`, which the IRM's held-out cases use too). Also
-here: predictive probabilities of cells and the exact log-likelihood by enumeration (tiny data),
-which the tests compare with the bound. The model is
+and a time budget acted on between calls (:func:`_run_case_calls`, which the IRM's held-out cases
+use too). Also here: predictive probabilities of cells and the exact log-likelihood by enumeration
+(tiny data), which the tests compare with the bound. The model is
 :class:`zoo.relational.latent_class.LatentClassRelational`.
 """
 
 from __future__ import annotations
 
 from functools import partial
+import time
 import warnings
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tqdm.auto import tqdm
 
 from inference._validation import user_stacklevel
 from inference.interrupts import DeferredInterrupt
@@ -249,19 +251,23 @@ def _case_calls(n_cases: int, cases_per_call: int) -> list[tuple[np.ndarray, int
 
 
 def _run_case_calls(run_call: Callable[[np.ndarray], tuple[Any, bool]], output: np.ndarray, cases_per_call: int,
-                    *, caller: str) -> int:
+                    *, caller: str, deadline: float | None = None, progress: bool = False) -> int:
     """Fill ``output`` (one row per case) by ``run_call(positions)`` in calls of cases; Ctrl-C between calls.
 
     ``run_call`` returns the rows of its cases and whether the finished calls must be run again
     (the IRM when a chain outgrew its capacity: every case then runs with the larger one, as in
-    one call). Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`):
-    the cases not finished keep ``output``'s NaN and a ``RuntimeWarning`` from ``caller`` says how
-    many were; a second Ctrl-C abandons with ``KeyboardInterrupt``. Returns the cases finished.
+    one call). Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`),
+    and so is ``deadline`` (a ``time.perf_counter()`` value: the calls stop after the one that
+    passes it): the cases not finished keep ``output``'s NaN and a ``RuntimeWarning`` from
+    ``caller`` says how many were; a second Ctrl-C abandons with ``KeyboardInterrupt``.
+    ``progress`` shows a tqdm bar of the cases, advanced after every call (and set back to zero
+    when the cases are run again). Returns the cases finished.
     """
     n_cases = output.shape[0]
     calls = _case_calls(n_cases, cases_per_call)
     finished = 0
-    with DeferredInterrupt() as interrupt:
+    bar = tqdm(total=n_cases, disable=not progress, unit="case", desc=caller)
+    with DeferredInterrupt() as interrupt, bar:
         position = 0
         while position < len(calls):
             positions, n_real = calls[position]
@@ -269,12 +275,21 @@ def _run_case_calls(run_call: Callable[[np.ndarray], tuple[Any, bool]], output: 
             if start_over:
                 output[:finished] = np.nan
                 finished = position = 0
+                bar.reset()
                 continue
             output[positions[:n_real]] = np.asarray(rows)[:n_real]
             finished += n_real
             position += 1
-            if interrupt.requested and finished < n_cases:
-                warnings.warn(f"{caller}: interrupted (Ctrl-C) after {finished} of {n_cases} cases; the cases not "
-                              "run are NaN", RuntimeWarning, stacklevel=user_stacklevel())
+            bar.update(n_real)
+            if finished == n_cases:
                 break
+            if interrupt.requested:
+                why = "interrupted (Ctrl-C)"
+            elif deadline is not None and time.perf_counter() > deadline:
+                why = "time_budget ran out"
+            else:
+                continue
+            warnings.warn(f"{caller}: {why} after {finished} of {n_cases} cases; the cases not run are NaN",
+                          RuntimeWarning, stacklevel=user_stacklevel())
+            break
     return finished

@@ -15,11 +15,11 @@ predictive probabilities of the hidden cells, case by case, such as
 :class:`~zoo.relational.infinite.InfiniteRelational`; their cases run ``vmap``-ped in jitted calls
 of ``cases_per_call`` cases (an option passed through).
 
-Ctrl-C: the models act on it between calls of cases, and the cases they did not run come back
-NaN (with a ``RuntimeWarning`` saying how many were run). The estimates here are then over the
-cases (leave-one-out) or folds (cross-validation) finished, with a ``RuntimeWarning`` that says
-so: ``losses`` holds one entry for each and ``n_cells`` counts their cells. A second Ctrl-C
-abandons with ``KeyboardInterrupt``.
+Ctrl-C and ``time_budget`` (an option passed through, in seconds): the models act on them between
+calls of cases, and the cases they did not run come back NaN (with a ``RuntimeWarning`` saying how
+many were run). The estimates here are then over the cases (leave-one-out) or folds
+(cross-validation) finished, with a ``RuntimeWarning`` that says so: ``losses`` holds one entry for
+each and ``n_cells`` counts their cells. A second Ctrl-C abandons with ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
@@ -116,15 +116,15 @@ def _losses(data: RelationalData, relation: int, hidden: np.ndarray, probs: np.n
 def _finished(probs: np.ndarray, caller: str) -> np.ndarray:
     """The cases a model ran: all but a trailing block whose first cell (never padding) is all NaN.
 
-    Such a block is what an interrupted model leaves; it is dropped with a ``RuntimeWarning``.
-    NaN elsewhere (or in every case) is kept and makes the loss NaN.
+    Such a block is what a model stopped early (Ctrl-C, ``time_budget``) leaves; it is dropped with
+    a ``RuntimeWarning``. NaN elsewhere (or in every case) is kept and makes the loss NaN.
     """
     not_run = np.isnan(probs[:, 0]).all(axis=-1)
     n_cases = not_run.shape[0]
     n_run = n_cases - int(np.argmin(not_run[::-1])) if not not_run.all() else n_cases
     if n_run < n_cases:
         warnings.warn(f"{caller}: the estimate is over the {n_run} of {n_cases} cases the model ran "
-                      "(interrupted)", RuntimeWarning, stacklevel=user_stacklevel())
+                      "(stopped early)", RuntimeWarning, stacklevel=user_stacklevel())
     return np.arange(n_cases) < n_run
 
 
@@ -146,9 +146,10 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     base : float — logarithm base (2: bits)
     rng : seed or Generator — which cells are drawn
     **options : passed to ``model.predict_held_out`` (e.g. ``n_restarts``, ``n_sweeps``,
-        ``cases_per_call``)
+        ``cases_per_call``, ``time_budget``, ``progress``)
 
-    After Ctrl-C the estimate is over the cases finished (module docstring).
+    After Ctrl-C or a spent ``time_budget`` the estimate is over the cases finished (module
+    docstring).
     """
     model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
     key = check_key("key", key)
@@ -166,8 +167,8 @@ def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, rela
     """k-fold cross-validated log-loss (CP §3, Table 2: 5 folds of the ratings).
 
     The mean is over all scored cells; the standard error is over the folds' mean losses.
-    ``**options`` are passed to ``model.predict_held_out``; after Ctrl-C the estimate is over the
-    folds finished (module docstring).
+    ``**options`` are passed to ``model.predict_held_out``; after Ctrl-C or a spent ``time_budget``
+    the estimate is over the folds finished (module docstring).
     """
     model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
     key = check_key("key", key)

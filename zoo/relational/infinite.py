@@ -68,6 +68,7 @@ import numpyro.distributions as dist
 
 from inference import diagnostics
 from inference.concentration import GammaPrior
+from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
 from inference.provenance import provenance, warn_if_made_elsewhere
 from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_real,
@@ -357,7 +358,7 @@ class InfiniteRelational:
         sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
         check_bool("keep_assignments", keep_assignments)
         check_bool("progress", progress)
-        deadline = _deadline(time_budget)
+        deadline = deadline_after(time_budget)
         key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
@@ -374,6 +375,7 @@ class InfiniteRelational:
         A continued chain that outgrows the capacities is run again from its start, with twice
         them, as one longer run would have been (so the draws stay that run's).
         """
+        start = time.perf_counter()
         schema = data.schema
         c = continuation
         keys = jax.random.split(key_from_data(c.key_data, c.key_impl), c.n_chains)
@@ -383,6 +385,7 @@ class InfiniteRelational:
         output, capacities, scale, completed, first_sweep = self._run(
             _run_chains_in_calls, keys, data, arrays, hidden_cells, schema, scale=c.scale,
             resume_from=(previous._final, c.next_sweep) if previous is not None else None, **common)
+        seconds = time.perf_counter() - start + (previous.seconds if previous is not None else 0.0)
         if first_sweep == 0:  # a fresh run, or the continuation outgrew the capacities and ran again
             previous = None
         output = jax.device_get(output)
@@ -403,7 +406,8 @@ class InfiniteRelational:
         if previous is not None:  # the earlier run's draws first
             parts = jax.tree_util.tree_map(lambda before, now: np.concatenate([before, now], axis=1),
                                            {name: getattr(previous, name) for name in parts}, parts)
-        result = IRMResult(schema=schema, capacities=capacities, completed=completed, _arrays=arrays, **parts)
+        result = IRMResult(schema=schema, capacities=capacities, completed=completed, seconds=seconds,
+                           _arrays=arrays, **parts)
         if previous is not None:
             result.provenance = previous.provenance
         result._final = output.final
@@ -414,7 +418,8 @@ class InfiniteRelational:
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
                          n_chains: int = 2, n_sweeps: int = 200, n_warmup: int | None = None,
-                         cases_per_call: int = 25) -> np.ndarray:
+                         cases_per_call: int = 25, time_budget: float | None = None,
+                         progress: bool = True) -> np.ndarray:
         """For each case, sample with that case's cells hidden and average their predictive.
 
         Parameters
@@ -429,17 +434,23 @@ class InfiniteRelational:
             acted on: the first one returns the cases finished by the end of the current call, the
             others NaN, with a ``RuntimeWarning`` saying how many were run; a second one abandons
             with ``KeyboardInterrupt``.
+        time_budget : float, optional — seconds; the cases stop after the call in which they ran
+            out, as after Ctrl-C
+        progress : bool — show a tqdm progress bar of the cases, advanced after every call (set
+            back to zero when a chain outgrew its capacity and every case runs again)
 
         Returns
         -------
         (n_cases, n_hidden, |r|) predictive probabilities averaged over chains and kept sweeps (NaN
-        rows for padding, and for every cell of a case not run after Ctrl-C).
+        rows for padding, and for every cell of a case not run after Ctrl-C or the time budget).
         """
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
         n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
                                                                       maximum=n_sweeps - 1)
         cases_per_call = check_int("cases_per_call", cases_per_call, minimum=1)
+        check_bool("progress", progress)
+        deadline = deadline_after(time_budget)
         key = check_key("key", key)
         self.check_data(data)
         arrays = data.to_arrays()
@@ -469,16 +480,10 @@ class InfiniteRelational:
             return np.asarray(output.predictive).mean(axis=1), False
 
         probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(arrays.weights[0].dtype))
-        _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out")
+        _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out", deadline=deadline,
+                        progress=progress)
         probs[hidden < 0] = np.nan
         return probs
-
-
-def _deadline(time_budget: Any) -> float | None:
-    """``time.perf_counter()`` at which a run of ``time_budget`` seconds stops (None: no budget)."""
-    if time_budget is None:
-        return None
-    return time.perf_counter() + check_real("time_budget", time_budget, low=0.0, low_open=True)
 
 
 def _relational_digest(arrays: Any) -> str:
@@ -516,8 +521,10 @@ class IRMResult:
     log_joint : (chain, draw)
     warmup_log_joint : (chain, n_warmup)
     assignments : dict domain name → (chain, draw, n_D) int, or None
-    completed : bool — False when Ctrl-C stopped the run: the arrays hold the sweeps finished
-        (no draws at all when it came during warm-up)
+    completed : bool — False when Ctrl-C or the time budget stopped the run: the arrays hold the
+        sweeps finished (no draws at all when it came during warm-up)
+    seconds : float — wall time of the run, compilation included (after :meth:`resume`, the
+        times of the run and its continuations added up); bulk ESS per second divides by it
     split_merge : dict domain name → int (chain, sweep, 4), or None — every sweep's split–merge
         moves of the domain, warm-up included (splits proposed, accepted, merges proposed,
         accepted); :attr:`split_merge_acceptance` sums them
@@ -538,6 +545,7 @@ class IRMResult:
     warmup_log_joint: np.ndarray
     assignments: dict | None
     completed: bool = True
+    seconds: float = field(default=0.0, compare=False)
     split_merge: dict | None = field(default=None, repr=False)
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
     _arrays: Any = field(default=None, repr=False)
@@ -589,7 +597,7 @@ class IRMResult:
         if sweeps_per_call is not None:
             sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
         check_bool("progress", progress)
-        deadline = _deadline(time_budget)
+        deadline = deadline_after(time_budget)
         model = continuation.model
         model.check_data(data)
         arrays = data.to_arrays()
@@ -631,6 +639,7 @@ class IRMResult:
         posterior["log_joint"] = self.log_joint
         dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
         idata = az.from_dict(posterior=posterior, dims=dims)
+        idata.posterior.attrs.update(completed=int(self.completed), sampling_seconds=float(self.seconds))
         idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
         return idata
 

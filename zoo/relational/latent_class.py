@@ -69,11 +69,12 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from inference.interrupts import deadline_after
 from inference.processes import process_max
 from inference.provenance import provenance
 from inference.native.backend import resolve_backend
-from inference._validation import (check_choice, check_int, check_key, check_memory, check_real, check_relation,
-                             tree_nbytes)
+from inference._validation import (check_bool, check_choice, check_int, check_key, check_memory, check_real,
+                                   check_relation, tree_nbytes)
 from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _fit_cases,
                                               _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
                                               _start_restarts, exact_log_likelihood, predict_proba)
@@ -338,7 +339,8 @@ class LatentClassRelational:
 
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
                          n_restarts: int = 10, max_passes: int = 200, tol: float = 1e-6,
-                         cases_per_call: int = 25) -> np.ndarray:
+                         cases_per_call: int = 25, time_budget: float | None = None,
+                         progress: bool = True) -> np.ndarray:
         """Fit once per case with that case's cells hidden and predict them (cases ``vmap``-ped).
 
         Parameters
@@ -360,16 +362,23 @@ class LatentClassRelational:
             same bits). Between calls Ctrl-C is acted on: the first one returns the cases
             finished by the end of the current call, the others NaN, with a ``RuntimeWarning``
             saying how many were run; a second one abandons with ``KeyboardInterrupt``.
+        time_budget : float, optional
+            Seconds; the cases stop after the call in which they ran out, as after Ctrl-C (the
+            cases not run are NaN, and a ``RuntimeWarning`` says how many were run).
+        progress : bool
+            Show a tqdm progress bar of the cases, advanced after every call.
 
         Returns
         -------
         (n_cases, n_hidden, |r|) array of predictive probabilities (NaN rows for padding, and for
-        every cell of a case not run after Ctrl-C).
+        every cell of a case not run after Ctrl-C or the time budget).
         """
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         max_passes = check_int("max_passes", max_passes, minimum=1)
         tol = check_real("tol", tol, low=0.0)
         cases_per_call = check_int("cases_per_call", cases_per_call, minimum=1)
+        check_bool("progress", progress)
+        deadline = deadline_after(time_budget)
         key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
@@ -392,7 +401,8 @@ class LatentClassRelational:
             return predict(params, cells), False
 
         probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(dtype))
-        _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out")
+        _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out", deadline=deadline,
+                        progress=progress)
         probs[hidden < 0] = np.nan
         return probs
 
