@@ -1478,7 +1478,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
                                   {"data": RELATIONAL, "key": KEY, "n_restarts": 1, "max_passes": 2}, {
         "data": st.sampled_from([DATA, None, np.ones((4, 4)), "data"]), "key": BAD_KEYS,
         "n_restarts": BAD_POSITIVE_INT, "max_passes": BAD_POSITIVE_INT,
-        "passes_per_call": BAD_POSITIVE_INT}, {}),
+        "passes_per_call": BAD_POSITIVE_INT, "progress": BAD_BOOL,
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "LatentClassRelational.predict_held_out": (
         lambda kwargs: LatentClassRelational(2).predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "max_passes": 2, "relation": 0}, {

@@ -286,6 +286,22 @@ def test_ctrl_c_during_a_latent_class_fit_returns_the_finished_passes(monkeypatc
         np.testing.assert_array_equal(np.asarray(kept), np.asarray(uninterrupted))
 
 
+def test_a_time_budget_stops_a_latent_class_fit_after_the_call_in_flight(capsys):
+    # A budget spent during the first call of 4 passes keeps them: the fit of those 4 passes alone.
+    from zoo.relational.data import load_karate_club
+
+    data = load_karate_club()
+    options = dict(key=jax.random.key(0), n_restarts=2, tol=0.0, passes_per_call=4)
+    stopped = LatentClassRelational(2).fit(data, max_passes=100, time_budget=1e-9, progress=True, **options)
+    assert stopped.stopped_by == "time_budget" and stopped.n_passes == 4 and not stopped.converged
+    assert "incremental EM:   4%" in capsys.readouterr().err  # 4 of 100 passes when the bar closed
+    four = LatentClassRelational(2).fit(data, max_passes=4, **options)
+    assert four.stopped_by == "max_passes" and "pass" not in capsys.readouterr().err  # no bar by default
+    np.testing.assert_array_equal(stopped.history["objective"], four.history["objective"])
+    for kept, alone in zip(jax.tree_util.tree_leaves(stopped.params), jax.tree_util.tree_leaves(four.params)):
+        np.testing.assert_array_equal(np.asarray(kept), np.asarray(alone))
+
+
 def test_latent_class_fits_do_not_depend_on_passes_per_call():
     from zoo.relational.data import load_karate_club
 

@@ -105,23 +105,34 @@ def _advance_restarts(states, arrays, flat, beta, tol, prior_count, stop_at, *, 
         states, arrays, flat, beta, tol, prior_count, stop_at)
 
 
-def _run_passes(advance, states, *, max_passes, passes_per_call):
-    """Call ``advance(states, stop_at)`` in calls of ``passes_per_call`` passes; stop on convergence or Ctrl-C.
+def _run_passes(advance, states, *, max_passes, passes_per_call, deadline=None, progress=False):
+    """Call ``advance(states, stop_at)`` in calls of ``passes_per_call`` passes; stop on convergence,
+    Ctrl-C or the deadline.
 
     Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`): the states of
     the last finished call are returned, with ``"interrupted"``; a second Ctrl-C abandons the fit.
+    ``deadline`` (a ``time.perf_counter()`` value) stops the passes after the call that passes it,
+    with ``"time_budget"``. ``progress`` shows a tqdm bar of the passes of the longest-running
+    restart, advanced after every call.
     """
     stopped_by = "max_passes"
     stop_at = 0
-    with DeferredInterrupt() as interrupt:
+    bar = tqdm(total=max_passes, disable=not progress, unit="pass", desc="incremental EM")
+    with DeferredInterrupt() as interrupt, bar:
         while stop_at < max_passes:
             stop_at = min(stop_at + passes_per_call, max_passes)
             states = advance(states, stop_at)
+            bar.update(int(np.asarray(states.n_passes).max()) - bar.n)
             if np.asarray(states.done).all():
                 stopped_by = "converged"
                 break
+            if stop_at >= max_passes:
+                break
             if interrupt.requested:
                 stopped_by = "interrupted"
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                stopped_by = "time_budget"
                 break
     return states, stopped_by
 

@@ -271,6 +271,8 @@ class LatentClassRelational:
         tol: float = 1e-6,
         beta: float = 1.0,
         passes_per_call: int = 25,
+        time_budget: float | None = None,
+        progress: bool = False,
     ) -> "LRMResult":
         """Fit by incremental EM with random restarts (CP §3 uses 10), keeping the best.
 
@@ -292,6 +294,11 @@ class LatentClassRelational:
             acted on: the first one returns the passes finished by the end of the current call
             (``result.stopped_by == "interrupted"``); a second one abandons the fit with
             ``KeyboardInterrupt``.
+        time_budget : float, optional
+            Seconds; the passes stop after the call in which they ran out, keeping those finished
+            (``result.stopped_by == "time_budget"``).
+        progress : bool
+            Show a tqdm progress bar of the passes (off by default: a fit usually takes seconds).
 
         Returns
         -------
@@ -302,6 +309,8 @@ class LatentClassRelational:
         tol = check_real("tol", tol, low=0.0)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
         passes_per_call = check_int("passes_per_call", passes_per_call, minimum=1)
+        check_bool("progress", progress)
+        deadline = deadline_after(time_budget)
         key = check_key("key", key)
         arrays, flat = self.prepare(data)
         schema = data.schema
@@ -318,7 +327,8 @@ class LatentClassRelational:
             return _advance_restarts(states, arrays, flat, beta, tol, prior_count, jnp.asarray(stop_at, jnp.int32),
                                      schema=schema, backend=backend)
 
-        states, stopped_by = _run_passes(advance, states, max_passes=max_passes, passes_per_call=passes_per_call)
+        states, stopped_by = _run_passes(advance, states, max_passes=max_passes, passes_per_call=passes_per_call,
+                                         deadline=deadline, progress=progress)
         states = jax.device_get(states)
         n_passes = np.asarray(states.n_passes)
         final = np.asarray(states.objective)[np.arange(n_restarts), np.maximum(n_passes - 1, 0)]
@@ -492,8 +502,8 @@ class LRMResult:
     restart_scores : (n_restarts,) — final objective of every restart
     best_restart, n_passes : int
     converged : bool
-    stopped_by : str — "converged" (every restart), "max_passes" or "interrupted" (Ctrl-C; the
-        finished passes are kept)
+    stopped_by : str — "converged" (every restart), "max_passes", "interrupted" (Ctrl-C) or
+        "time_budget" (the finished passes are kept)
     provenance : dict — what made the fit (versions, JAX's backend, float width, the CPU compiled
         for; :func:`inference.provenance.provenance`), taken when it was fitted
     """
