@@ -1620,7 +1620,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "assignments": st.sampled_from([None, "abc", np.zeros(()), np.full((3, 4), 0.5), np.full((3, 4), np.nan),
                                         np.zeros((0, 4)), np.zeros((3, 0))]), "loss": not_one_of(("vi", "binder"))}, {}),
     "anneal_tree": (lambda kwargs: anneal_tree(**kwargs), {"data": DATA, "key": KEY, "max_leaves": 2}, {
-        "data": st.sampled_from([None, DATA.to_dense(), "data"]), "key": BAD_KEYS, "max_leaves": ints_below(2)}, {}),
+        "data": st.sampled_from([None, DATA.to_dense(), "data"]), "key": BAD_KEYS, "max_leaves": ints_below(2),
+        "progress": BAD_BOOL, "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "kmeans_partition": (lambda kwargs: baselines.kmeans_partition(**kwargs),
                          {"test_features": POINTS, "n_clusters": 2}, {
         "test_features": BAD_POINTS, "n_clusters": st.one_of(BAD_POSITIVE_INT, st.integers(5, 100))}, {}),

@@ -286,6 +286,32 @@ def test_ctrl_c_during_a_latent_class_fit_returns_the_finished_passes(monkeypatc
         np.testing.assert_array_equal(np.asarray(kept), np.asarray(uninterrupted))
 
 
+def test_ctrl_c_or_a_time_budget_stops_tree_growth_after_the_level_under_way(capsys, monkeypatch):
+    # Levels at β = 0.25, 0.5, 1. A SIGINT as the first level's first EM run returns finishes that
+    # level (its split is tried) and stops; a spent budget stops after the first level too. Either
+    # way the level kept is the one a full growth ran first, and the bar counts levels.
+    from zoo.dyadic import _cluster_abstraction_growth as growth
+
+    rng = np.random.default_rng(5)
+    train, valid = CoOccurrence.from_dense(rng.poisson(2.0, size=(12, 10)) + 1).split_tokens([0.8, 0.2], rng=0)
+    options = dict(key=jax.random.key(1), valid=valid, max_leaves=2, beta_start=0.25, beta_growth=2.0,
+                   max_iter_per_level=50)
+    full = growth.anneal_tree(train, **options)
+    assert full.stopped_by == "beta_stop" and list(full.history["beta"]) == [0.25, 0.5, 1.0]
+    assert "annealing" not in capsys.readouterr().err  # no bar by default
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, growth, "_run_em", 1)
+        interrupted = growth.anneal_tree(train, **options)
+    assert signal.getsignal(signal.SIGINT) is handler
+    budget = growth.anneal_tree(train, time_budget=1e-9, progress=True, **options)
+    assert "annealing:  33%" in capsys.readouterr().err  # 1 of 3 levels when the bar closed
+    for stopped, why in [(interrupted, "interrupted"), (budget, "time_budget")]:
+        assert stopped.stopped_by == why and len(stopped.history) == 1 and stopped.beta == 0.25
+        assert stopped.history["n_tried"].iloc[0] == 1  # the level under way was finished
+        assert stopped.history.iloc[0].equals(full.history.iloc[0])
+
+
 def test_a_time_budget_stops_a_latent_class_fit_after_the_call_in_flight(capsys):
     # A budget spent during the first call of 4 passes keeps them: the fit of those 4 passes alone.
     from zoo.relational.data import load_karate_club

@@ -6,6 +6,7 @@ perturbed copies and keeps the splits whose copies move apart. The model it fits
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Sequence
@@ -14,7 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference._validation import check_choice, check_int, check_key, check_real
+from inference._validation import check_bool, check_choice, check_int, check_key, check_real
+from inference.interrupts import DeferredInterrupt, deadline_after
 from inference.native.backend import resolve_backend
 from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
@@ -125,12 +127,15 @@ class GrownTree:
     history : pandas.DataFrame, one row per β level: ``beta``, ``n_leaves``, ``log_lik``
         (training, β = 1 objective), ``valid_perplexity`` (inf with validation tokens of
         probability 0), ``valid_zero_tokens``, ``n_tried``, ``n_split``, ``n_iter``
+    stopped_by : str — "beta_stop" (every level run), "interrupted" (Ctrl-C) or "time_budget":
+        the levels finished are kept, and the tree is the best (or last) of them
     """
 
     model: ClusterAbstraction
     params: CAMParams
     beta: float
     history: Any
+    stopped_by: str = "beta_stop"
 
     @property
     def tree(self) -> Tree:
@@ -153,6 +158,8 @@ def anneal_tree(
     keep: str = "best",
     backend: str = "auto",
     prior_count: float = 0.0,
+    time_budget: float | None = None,
+    progress: bool = False,
 ) -> GrownTree:
     """Grow a CAM tree by deterministic annealing (H99 §3 footnote 2, Rose et al. 1990).
 
@@ -197,12 +204,21 @@ def anneal_tree(
     prior_count : float ≥ 0
         MAP-EM pseudo-counts of every model on the path (:class:`ClusterAbstraction`): with
         c > 0 no prediction P(y|x) is 0. Default 0: H99's EM.
+    time_budget : float, optional
+        Seconds; the growth stops after the β level in which they ran out.
+    progress : bool
+        Show a tqdm progress bar of the β levels.
+
+    Ctrl-C is acted on between β levels (:class:`inference.interrupts.DeferredInterrupt`): the
+    level under way is finished, and the tree is chosen among the levels run, as at the end
+    (``stopped_by`` says why it stopped); a second Ctrl-C abandons with ``KeyboardInterrupt``.
 
     Returns
     -------
     GrownTree
     """
     import pandas as pd
+    from tqdm.auto import tqdm
 
     if not isinstance(data, CoOccurrence):
         raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
@@ -218,6 +234,8 @@ def anneal_tree(
     tol = check_real("tol", tol, low=0.0)
     prior_count = check_real("prior_count", prior_count, low=0.0)
     check_choice("keep", keep, ("best", "last"))
+    check_bool("progress", progress)
+    deadline = deadline_after(time_budget)
     resolve_backend(backend)  # a bad name, or numba off the CPU, refused here
     if valid is not None:
         if not isinstance(valid, CoOccurrence):
@@ -243,42 +261,56 @@ def anneal_tree(
     records = []
     best = None
     beta = beta_start
-    while True:
-        params, n_iter, log_lik = run(model, params, beta)
-        n_tried = n_split = 0
-        room = max_leaves - model.n_classes
-        if room > 0:
-            # Try the heaviest leaves first when there is no room to split them all.
-            masses = np.asarray(params.cluster_prior)
-            candidates = [model.tree.leaves[i] for i in np.argsort(-masses, kind="stable")[:room]]
-            n_tried = len(candidates)
-            trial_tree, trial_params, pairs = _split_params(model.tree, params, candidates, generator, perturbation)
-            trial_model = ClusterAbstraction(tree=trial_tree, backend=backend, prior_count=prior_count)
-            trial_params, trial_iter, _ = run(trial_model, trial_params, beta)
-            n_iter += trial_iter
-            kept = [leaf for leaf, pair in zip(candidates, pairs)
-                    if _sibling_separation(trial_params, pair) > split_threshold]
-            n_split = len(kept)
-            if kept:
-                new_tree, params, _ = _split_params(model.tree, params, kept, generator, perturbation)
-                model = ClusterAbstraction(tree=new_tree, backend=backend, prior_count=prior_count)
-                params, extra_iter, log_lik = run(model, params, beta)
-                n_iter += extra_iter
-        valid_perplexity = n_zero = float("nan")
-        if valid_arrays is not None:
-            # Tokens of probability 0 counted, not floored; levels compared by (count, the others' perplexity).
-            heldout, n_zero = (float(value) for value in model.heldout_log_lik_and_zeros(params, valid_arrays))
-            rest = float(np.exp(-heldout / (valid.total - n_zero))) if valid.total > n_zero else math.inf
-            valid_perplexity = math.inf if n_zero > 0 else rest
-            if best is None or (n_zero, rest) < best[0]:
-                best = ((n_zero, rest), model, params, beta)
-        records.append({"beta": beta, "n_leaves": model.n_classes, "log_lik": log_lik,
-                        "valid_perplexity": valid_perplexity, "valid_zero_tokens": n_zero, "n_tried": n_tried,
-                        "n_split": n_split, "n_iter": n_iter})
-        if beta >= beta_stop:
-            break
-        beta = min(beta_stop, beta * beta_growth)
+    stopped_by = "beta_stop"
+    n_levels, level_beta = 1, beta_start  # the levels the loop below runs when nothing stops it
+    while level_beta < beta_stop:
+        n_levels, level_beta = n_levels + 1, min(beta_stop, level_beta * beta_growth)
+    bar = tqdm(total=n_levels, disable=not progress, unit="level", desc="annealing")
+    with DeferredInterrupt() as interrupt, bar:
+        while True:
+            params, n_iter, log_lik = run(model, params, beta)
+            n_tried = n_split = 0
+            room = max_leaves - model.n_classes
+            if room > 0:
+                # Try the heaviest leaves first when there is no room to split them all.
+                masses = np.asarray(params.cluster_prior)
+                candidates = [model.tree.leaves[i] for i in np.argsort(-masses, kind="stable")[:room]]
+                n_tried = len(candidates)
+                trial_tree, trial_params, pairs = _split_params(model.tree, params, candidates, generator,
+                                                                perturbation)
+                trial_model = ClusterAbstraction(tree=trial_tree, backend=backend, prior_count=prior_count)
+                trial_params, trial_iter, _ = run(trial_model, trial_params, beta)
+                n_iter += trial_iter
+                kept = [leaf for leaf, pair in zip(candidates, pairs)
+                        if _sibling_separation(trial_params, pair) > split_threshold]
+                n_split = len(kept)
+                if kept:
+                    new_tree, params, _ = _split_params(model.tree, params, kept, generator, perturbation)
+                    model = ClusterAbstraction(tree=new_tree, backend=backend, prior_count=prior_count)
+                    params, extra_iter, log_lik = run(model, params, beta)
+                    n_iter += extra_iter
+            valid_perplexity = n_zero = float("nan")
+            if valid_arrays is not None:
+                # Tokens of probability 0 counted, not floored; levels compared by (count, others' perplexity).
+                heldout, n_zero = (float(value) for value in model.heldout_log_lik_and_zeros(params, valid_arrays))
+                rest = float(np.exp(-heldout / (valid.total - n_zero))) if valid.total > n_zero else math.inf
+                valid_perplexity = math.inf if n_zero > 0 else rest
+                if best is None or (n_zero, rest) < best[0]:
+                    best = ((n_zero, rest), model, params, beta)
+            records.append({"beta": beta, "n_leaves": model.n_classes, "log_lik": log_lik,
+                            "valid_perplexity": valid_perplexity, "valid_zero_tokens": n_zero, "n_tried": n_tried,
+                            "n_split": n_split, "n_iter": n_iter})
+            bar.update()
+            if beta >= beta_stop:
+                break
+            if interrupt.requested:
+                stopped_by = "interrupted"
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                stopped_by = "time_budget"
+                break
+            beta = min(beta_stop, beta * beta_growth)
     history = pd.DataFrame.from_records(records)
     if best is not None and keep == "best":
         _, model, params, beta = best
-    return GrownTree(model=model, params=params, beta=float(beta), history=history)
+    return GrownTree(model=model, params=params, beta=float(beta), history=history, stopped_by=stopped_by)
