@@ -91,8 +91,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from inference.interrupts import DeferredInterrupt
-from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named, process_sum,
-                                 replicate)
+from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named,
+                                 process_max, process_sum, replicate)
 from inference.provenance import provenance
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
 from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
@@ -445,12 +445,15 @@ class EMResult:
         )
 
 
-def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, record=None):
+def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, record=None, several=False):
     """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C.
 
     ``advance`` may donate its input: ``states`` is replaced only by a segment that has finished,
     and Ctrl-C is acted on between segments (:class:`inference.interrupts.DeferredInterrupt`), so
-    the states returned are always those of the last finished segment.
+    the states returned are always those of the last finished segment. With ``several`` (a fit
+    whose devices span processes) the processes agree after every segment: one process out of
+    time or interrupted stops them all after the same segment (a process that went on alone
+    would wait in the next segment's collectives for ever), and all report the same reason.
     """
     from tqdm.auto import tqdm
 
@@ -470,11 +473,12 @@ def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, 
             if finished.all():
                 stopped_by = "converged"
                 break
-            if interrupt.requested:
-                stopped_by = "interrupted"
-                break
-            if time_budget is not None and time.perf_counter() - start > time_budget:
-                stopped_by = "time_budget"
+            out_of_time = time_budget is not None and time.perf_counter() - start > time_budget
+            reason = 2 if interrupt.requested else 1 if out_of_time else 0
+            if several:
+                reason = process_max(reason)
+            if reason and stop_at < max_iter:
+                stopped_by = "interrupted" if reason == 2 else "time_budget"
                 break
     return states, stopped_by
 
@@ -577,7 +581,8 @@ def tempered_em(
         process 0's part and sent to the others; ``init=`` fixes it instead.
     time_budget : float, optional
         Seconds after which the fit stops at the end of the current segment and returns what
-        it has (``result.stopped_by == "time_budget"``).
+        it has (``result.stopped_by == "time_budget"``). With ``devices`` spanning processes, one
+        process out of time or interrupted stops every process after the same segment.
     progress : bool
         Show a tqdm progress bar over iterations.
     segment : int
@@ -689,7 +694,7 @@ def tempered_em(
     n_processes = 1 if mesh is None else len({device.process_index for device in mesh.devices.flat})
     with lost_peers_named(n_processes):  # a process that dies breaks the others' next psum: say so
         states, stopped_by = _run_segments(run, states, max_iter=max_iter, segment=segment, time_budget=time_budget,
-                                           progress=progress, record=recorder)
+                                           progress=progress, record=recorder, several=n_processes > 1)
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
     if valid is not None:

@@ -72,6 +72,16 @@ def test_tempered_fit_of_a_csv_edge_list_with_a_progress_bar(tmp_path, capsys):
     assert re.search(r"word\d+", report) and re.search(r"doc\d+", report)
 
 
+def test_a_time_budget_keeps_the_fit_so_far(tmp_path, capsys):
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)
+    out = tmp_path / "cut"
+    assert main(["fit", "aspect", str(tmp_path / "counts.mtx"), *FIT_OPTIONS, "--schedule", "em",
+                 "--time-budget", "1e-9", "--out", str(out)]) == 0
+    assert "(time_budget)" in capsys.readouterr().out
+    assert load_result(out / "result.npz").stopped_by == "time_budget"
+    assert read_metadata(out / "result.npz")["settings"]["time budget"] == 1e-9
+
+
 def test_gaussian_mixture_fits_the_rows_as_feature_vectors(tmp_path):
     write_matrix_market(tmp_path / "points.mtx", COUNTS)
     assert main(["fit", "gaussian-mixture", str(tmp_path / "points.mtx"), *FIT_OPTIONS, "--schedule", "em",
@@ -94,6 +104,7 @@ def test_format_option_and_unknown_extensions(tmp_path, capsys):
     (["--valid-fraction", "1.5"], "valid_fraction: must be in"),
     (["--max-iter", "0"], "max_iter: must be >= 1"),
     (["--restarts", "0"], "n_restarts: must be >= 1"),
+    (["--time-budget", "-1"], "time_budget: must be in (0.0, inf), got -1.0"),
 ])
 def test_bad_options_are_reported_without_a_traceback(tmp_path, capsys, options, message):
     write_matrix_market(tmp_path / "counts.mtx", COUNTS)

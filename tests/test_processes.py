@@ -2,8 +2,9 @@
 
 Every process passes only its own rows (a ``CoOccurrence`` of them with the global shape) to
 ``tempered_em(..., devices=jax.devices(), process_local=True)``; each must get the fit of the
-whole data in one process (same tolerance as the 8-device tests of ``test_sharding.py``). Then
-they start a second fit during which the last process dies: the others must fail with an error
+whole data in one process (same tolerance as the 8-device tests of ``test_sharding.py``); a time
+budget spent in one process stops them all after the same segment. Then they start a last fit
+during which the last process dies: the others must fail with an error
 that says so within a time limit, not hang. The 2-process run takes about 40 s on 2 cores; the
 4-process one is marked slow, and so is the check of the one-sided, two-sided and CAM models
 (from a start given to every process). ``python -m zoo fit ... --processes 2`` on per-process
@@ -54,7 +55,13 @@ WORKER = textwrap.dedent(
     np.savez(os.path.join(out, f"fit-{process_id}.npz"), n_iter=fit.n_iter, beta=fit.beta,
              **fit.params._asdict(), **{"history_" + name: values for name, values in fit.history.items()})
 
-    # A second fit, the same but endless, until the last process dies in it.
+    # Only process 0 runs out of time: every process stops after the same segment, saying why.
+    cut = tempered_em(Aspect(4), own_train, valid=own_valid, key=jax.random.key(3), devices=jax.devices(),
+                      process_local=True, segment=4, time_budget=1e-9 if process_id == 0 else None, **options)
+    with open(os.path.join(out, f"cut-{process_id}.json"), "w") as file:
+        json.dump([cut.stopped_by, cut.n_iter], file)
+
+    # A last fit, the same but endless, until the last process dies in it.
     if process_id == n_processes - 1:
         def die():
             with open(os.path.join(out, "died"), "w") as file:
@@ -145,7 +152,11 @@ def _check(run: dict, out, n_processes: int) -> None:
         for name, value in whole.params._asdict().items():
             np.testing.assert_allclose(fit[name], np.asarray(value), atol=1e-9, err_msg=name)
 
-    # The last process died in the second fit; every other one failed soon after, saying why.
+    # A time budget spent in process 0 alone stopped every process after the first segment.
+    for index in range(n_processes):
+        assert json.loads((out / f"cut-{index}.json").read_text()) == ["time_budget", 4], run["logs"][index][-3000:]
+
+    # The last process died in the last fit; every other one failed soon after, saying why.
     assert run["died"] is not None and run["codes"][-1] == 7
     for index in range(n_processes - 1):
         assert run["codes"][index] not in (0, None), run["logs"][index][-3000:]

@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--source", default="source", help="CSV column of the row objects (default 'source')")
     fit.add_argument("--target", default="target", help="CSV column of the column objects (default 'target')")
     fit.add_argument("--weight", default=None, help="CSV column of the counts (default: each line counts 1)")
+    fit.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                     help="stop after the segment of iterations in which these run out, keeping the fit so far "
+                          "(with --processes, all processes stop together)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
     fit.add_argument("--processes", type=int, default=1,
                      help="fit with N processes, each holding its rows (default 1); alone: N on this machine")
@@ -228,7 +231,7 @@ def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[An
     result = tempered_em(estimator._build_model(), train, key=key_fit, valid=valid, schedule=schedule,
                          n_restarts=arguments.restarts, max_iter=arguments.max_iter, tol=estimator.tol,
                          progress=estimator.progress and arguments.process_id == 0, devices=jax.devices(),
-                         process_local=True)
+                         process_local=True, time_budget=estimator.time_budget)
     return data, result
 
 
@@ -243,6 +246,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         **estimator_type._classes_argument(arguments.classes),
         schedule=arguments.schedule, valid_fraction=arguments.valid_fraction, n_restarts=arguments.restarts,
         max_iter=arguments.max_iter, random_state=arguments.seed, progress=not arguments.quiet,
+        time_budget=arguments.time_budget,
     )
     if arguments.processes > 1:
         data, result = _fit_in_processes(arguments, estimator)
@@ -265,6 +269,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         "max iter": arguments.max_iter,
         "seed": arguments.seed,
         "processes": arguments.processes,
+        "time budget": arguments.time_budget,
     }
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
