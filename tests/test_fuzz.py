@@ -1646,7 +1646,9 @@ for _estimator in ESTIMATORS:
             **{name: bad for name, bad in {
                 "n_classes": BAD_POSITIVE_INT, "depth": BAD_POSITIVE_INT.filter(lambda value: value is not None),
                 "max_iter": BAD_POSITIVE_INT, "tol": reals_below(0.0), "alpha": BAD_POSITIVE_REAL,
-                "n_draws": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT}.items() if name in _estimator.get_params()}},
+                "n_draws": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT,
+                "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}.items()
+               if name in _estimator.get_params()}},
         {})
 for _metric in METRICS:
     ENTRY_POINTS[f"metrics.{_metric.__name__}"] = (

@@ -443,10 +443,36 @@ def test_dp_mixture_predictive_is_the_student_t_of_each_cluster(fitted_dp):
     assert estimator.predict(new_points)[1] == estimator.n_clusters_  # far away: a new cluster
 
 
+def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
+    # Ten draws per call: a budget spent in the first call keeps its ten draws, the same as those
+    # of the full fit; spent in the warm-up, there is nothing to estimate from.
+    import warnings
+
+    from sklearn.exceptions import NotFittedError
+
+    _, points, _ = fitted_dp
+    options = dict(n_warmup=0, n_draws=40, max_clusters=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ten draws do not mix
+        cut = DPMixtureEstimator(time_budget=1e-9, **options).fit(points)
+        full = DPMixtureEstimator(**options).fit(points)
+    assert not cut.fit_.result.completed and cut.fit_.idata.posterior.sizes["draw"] == 10
+    np.testing.assert_array_equal(cut.fit_.idata.posterior["assignments"],
+                                  full.fit_.idata.posterior["assignments"][:, :10])
+    assert cut.labels_.shape == (points.shape[0],)
+    stopped = DPMixtureEstimator(time_budget=1e-9, n_warmup=40, n_draws=40, random_state=0)
+    with pytest.raises(ValueError, match="^time_budget: 1e-09 s ran out in the warm-up"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the fit's own warning that it has no draws
+        stopped.fit(points)
+    with pytest.raises(NotFittedError):
+        stopped.predict(points)
+
+
 def test_dp_mixture_rejects_bad_settings():
     points, _ = _blobs(0, n_per_class=4)
     for params, message in [({"family": "poisson"}, "^family:"), ({"alpha_prior": (0.0, 1.0)}, "^alpha_prior:"),
-                            ({"n_draws": 0}, "^n_draws:"), ({"loss": "l2"}, "^loss:")]:
+                            ({"n_draws": 0}, "^n_draws:"), ({"loss": "l2"}, "^loss:"),
+                            ({"time_budget": 0.0}, "^time_budget:")]:
         with pytest.raises(ValueError, match=message):
             DPMixtureEstimator(**params).fit(points)
     with pytest.raises(ValueError, match="^X: binary features"):

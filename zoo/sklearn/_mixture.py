@@ -171,6 +171,11 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
     loss : {"vi", "binder"}, default "vi"
         Loss of the point-estimate partition.
     random_state : None, int, numpy generator or JAX key
+    time_budget : float, optional
+        Seconds; the sampling stops after the call in which they ran out and the estimate is made
+        from the draws finished (``fit_.result.completed`` is then False, and
+        ``fit_.resume(X, n_draws=...)`` goes on). Spent before the first draw, ``fit`` raises a
+        ``ValueError`` and the estimator stays unfitted.
     progress : bool, default False
 
     Attributes
@@ -182,7 +187,8 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
     """
 
     def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=2,
-                 n_warmup=100, n_draws=200, max_clusters=32, loss="vi", random_state=None, progress=False):
+                 n_warmup=100, n_draws=200, max_clusters=32, loss="vi", random_state=None, time_budget=None,
+                 progress=False):
         self.family = family
         self.alpha = alpha
         self.alpha_prior = alpha_prior
@@ -193,6 +199,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         self.max_clusters = max_clusters
         self.loss = loss
         self.random_state = random_state
+        self.time_budget = time_budget
         self.progress = progress
 
     def _component_family(self, n_features: int) -> Any:
@@ -218,6 +225,8 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
             check_int(name, getattr(self, name), minimum=1)
         check_int("n_warmup", self.n_warmup, minimum=0)
         check_choice("loss", self.loss, ("vi", "binder"))
+        if self.time_budget is not None:
+            check_real("time_budget", self.time_budget, low=0.0, low_open=True)
         _check_bool("progress", self.progress)
         return prior, jax_key(self.random_state)
 
@@ -243,7 +252,12 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
                           algorithm=self.algorithm, max_clusters=self.max_clusters)
         self.fit_ = model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                              progress=self.progress)
+                              time_budget=self.time_budget, progress=self.progress)
+        if not self.fit_.result.samples:  # nothing to estimate from: left unfitted, as before any fit
+            for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
+                delattr(self, name)
+            raise ValueError(f"time_budget: {self.time_budget} s ran out in the warm-up, before the first draw; "
+                             "give more time or fewer n_warmup sweeps")
         labels = np.asarray(self.fit_.point_estimate(self.loss))
         _, labels = np.unique(labels, return_inverse=True)  # 0..K-1
         self.labels_ = labels.astype(np.int64)
