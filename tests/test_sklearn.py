@@ -443,6 +443,19 @@ def test_dp_mixture_predictive_is_the_student_t_of_each_cluster(fitted_dp):
     assert estimator.predict(new_points)[1] == estimator.n_clusters_  # far away: a new cluster
 
 
+def test_dp_mixture_with_the_sub_cluster_sampler_finds_the_blobs(fitted_dp):
+    import warnings
+
+    collapsed, points, labels = fitted_dp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short chains
+        estimator = DPMixtureEstimator(algorithm="subcluster", n_warmup=40, n_draws=40, max_clusters=8,
+                                       random_state=0).fit(points)
+    assert estimator.n_clusters_ == 3 and adjusted_rand_score(labels, estimator.labels_) == 1.0
+    # The same settings and key as the collapsed fit, another sampler: other draws.
+    assert not np.array_equal(estimator.fit_.result.samples["log_joint"], collapsed.fit_.result.samples["log_joint"])
+
+
 def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
     # Ten draws per call: a budget spent in the first call keeps its ten draws, the same as those
     # of the full fit; spent in the warm-up, there is nothing to estimate from.

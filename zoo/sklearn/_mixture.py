@@ -163,8 +163,9 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         Concentration (the initial value when ``alpha_prior`` is given).
     alpha_prior : (shape, rate) or None, default (1.0, 1.0)
         Gamma prior on α, resampled every sweep (DM05 App. B); None keeps α fixed.
-    algorithm : {"auxiliary", "conjugate", "collapsed"}, default "collapsed"
-        Neal (2000) Algorithm 8, 2 or 3.
+    algorithm : {"auxiliary", "conjugate", "collapsed", "subcluster"}, default "collapsed"
+        Neal (2000) Algorithm 8, 2 or 3 (each with split–merge moves), or the sub-cluster
+        split/merge sampler of Chang & Fisher (2013), which updates every point at once.
     n_chains, n_warmup, n_draws : int, default 2, 100, 200
     max_clusters : int, default 32
         Initial capacity of the chains (grown when needed).
@@ -220,7 +221,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
                 prior = gamma_prior(*self.alpha_prior)
             except (TypeError, ValueError) as error:
                 raise type(error)(f"alpha_prior: {error}") from None
-        check_choice("algorithm", self.algorithm, ("auxiliary", "conjugate", "collapsed"))
+        check_choice("algorithm", self.algorithm, ("auxiliary", "conjugate", "collapsed", "subcluster"))
         for name in ("n_chains", "n_draws", "max_clusters"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("n_warmup", self.n_warmup, minimum=0)
