@@ -80,7 +80,6 @@ fail with a ``RuntimeError`` that says so. Gibbs chains spread over devices the 
 from __future__ import annotations
 
 import inspect
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any, NamedTuple, Protocol
@@ -90,7 +89,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from inference.interrupts import DeferredInterrupt
+from inference.interrupts import DeferredInterrupt, deadline_after, stop_reason
 from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named,
                                  process_max, process_sum, replicate)
 from inference.provenance import provenance
@@ -445,6 +444,10 @@ class EMResult:
         )
 
 
+#: Reasons to stop a fit early, weakest first (what processes agree on: the largest index wins).
+_REASONS = (None, "time_budget", "interrupted")
+
+
 def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, record=None, several=False):
     """Call ``advance`` in segments of iterations; stop on completion, budget or Ctrl-C.
 
@@ -457,7 +460,7 @@ def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, 
     """
     from tqdm.auto import tqdm
 
-    start = time.perf_counter()
+    deadline = deadline_after(time_budget)
     stopped_by = "max_iter"
     stop_at = 0
     with tqdm(total=max_iter, disable=not progress, desc="EM", unit="it") as bar, DeferredInterrupt() as interrupt:
@@ -473,12 +476,11 @@ def _run_segments(advance, states, *, max_iter, segment, time_budget, progress, 
             if finished.all():
                 stopped_by = "converged"
                 break
-            out_of_time = time_budget is not None and time.perf_counter() - start > time_budget
-            reason = 2 if interrupt.requested else 1 if out_of_time else 0
-            if several:
-                reason = process_max(reason)
-            if reason and stop_at < max_iter:
-                stopped_by = "interrupted" if reason == 2 else "time_budget"
+            reason = stop_reason(interrupt, deadline)
+            if several:  # the strongest reason of any process, Ctrl-C before the budget
+                reason = _REASONS[process_max(_REASONS.index(reason))]
+            if reason is not None and stop_at < max_iter:
+                stopped_by = reason
                 break
     return states, stopped_by
 

@@ -8,7 +8,7 @@ sweeps, passes of the relational fit, held-out cases) and run the loop over call
 ``interrupt.requested`` after each finished call and stops there, returning what was finished.
 A second Ctrl-C abandons the work at once with ``KeyboardInterrupt``. A time budget is acted on
 at the same place: :func:`deadline_after` turns it into the ``time.perf_counter()`` value after
-which the loop stops.
+which the loop stops, and :func:`stop_reason` says after a call whether to stop and why.
 
 Example::
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from inference._validation import check_real
 
-__all__ = ["DeferredInterrupt", "deadline_after"]
+__all__ = ["DeferredInterrupt", "deadline_after", "stop_reason"]
 
 
 def deadline_after(time_budget: Any) -> float | None:
@@ -40,6 +40,16 @@ def deadline_after(time_budget: Any) -> float | None:
     if time_budget is None:
         return None
     return time.perf_counter() + check_real("time_budget", time_budget, low=0.0, low_open=True)
+
+
+def stop_reason(interrupt: "DeferredInterrupt", deadline: float | None) -> str | None:
+    """Why a loop over calls stops after the call just finished: ``"interrupted"`` (Ctrl-C),
+    ``"time_budget"`` (``deadline``, from :func:`deadline_after`, has passed) or None (go on)."""
+    if interrupt.requested:
+        return "interrupted"
+    if deadline is not None and time.perf_counter() > deadline:
+        return "time_budget"
+    return None
 
 
 class DeferredInterrupt:

@@ -6,7 +6,6 @@ perturbed copies and keeps the splits whose copies move apart. The model it fits
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Sequence
@@ -16,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference._validation import check_bool, check_choice, check_int, check_key, check_real
-from inference.interrupts import DeferredInterrupt, deadline_after
+from inference.interrupts import DeferredInterrupt, deadline_after, stop_reason
 from inference.native.backend import resolve_backend
 from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
@@ -303,11 +302,9 @@ def anneal_tree(
             bar.update()
             if beta >= beta_stop:
                 break
-            if interrupt.requested:
-                stopped_by = "interrupted"
-                break
-            if deadline is not None and time.perf_counter() > deadline:
-                stopped_by = "time_budget"
+            reason = stop_reason(interrupt, deadline)
+            if reason is not None:
+                stopped_by = reason
                 break
             beta = min(beta_stop, beta * beta_growth)
     history = pd.DataFrame.from_records(records)

@@ -9,7 +9,6 @@ acts on Ctrl-C between them; :func:`_run_cases` runs the chains of a call's held
 
 from __future__ import annotations
 
-import time
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -18,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from inference.interrupts import DeferredInterrupt
+from inference.interrupts import DeferredInterrupt, stop_reason
 from inference.jit import jit
 from zoo.relational._infinite_kernel import build_kernel
 from zoo.relational._infinite_state import IRMInfo, IRMState, _predictive, block_counts, init
@@ -128,8 +127,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
             if np.any(np.asarray(states.overflow)):
                 completed = False
                 break
-            out_of_time = deadline is not None and time.perf_counter() > deadline
-            if (interrupt.requested or out_of_time) and first + per_call < n_sweeps:
+            if stop_reason(interrupt, deadline) is not None and first + per_call < n_sweeps:
                 completed = False
                 break
     infos, assignments = jax.tree_util.tree_map(lambda *parts: np.concatenate(parts, axis=1), *chunks)

@@ -12,7 +12,6 @@ use too). Also here: predictive probabilities of cells and the exact log-likelih
 from __future__ import annotations
 
 from functools import partial
-import time
 import warnings
 from typing import Any, Callable, NamedTuple
 
@@ -22,7 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from inference._validation import user_stacklevel
-from inference.interrupts import DeferredInterrupt
+from inference.interrupts import DeferredInterrupt, stop_reason
 from inference.jit import jit
 from zoo.relational._latent_class_passes import iem_pass
 from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
@@ -128,11 +127,9 @@ def _run_passes(advance, states, *, max_passes, passes_per_call, deadline=None, 
                 break
             if stop_at >= max_passes:
                 break
-            if interrupt.requested:
-                stopped_by = "interrupted"
-                break
-            if deadline is not None and time.perf_counter() > deadline:
-                stopped_by = "time_budget"
+            reason = stop_reason(interrupt, deadline)
+            if reason is not None:
+                stopped_by = reason
                 break
     return states, stopped_by
 
@@ -294,12 +291,10 @@ def _run_case_calls(run_call: Callable[[np.ndarray], tuple[Any, bool]], output: 
             bar.update(n_real)
             if finished == n_cases:
                 break
-            if interrupt.requested:
-                why = "interrupted (Ctrl-C)"
-            elif deadline is not None and time.perf_counter() > deadline:
-                why = "time_budget ran out"
-            else:
+            reason = stop_reason(interrupt, deadline)
+            if reason is None:
                 continue
+            why = "interrupted (Ctrl-C)" if reason == "interrupted" else "time_budget ran out"
             warnings.warn(f"{caller}: {why} after {finished} of {n_cases} cases; the cases not run are NaN",
                           RuntimeWarning, stacklevel=user_stacklevel())
             break
