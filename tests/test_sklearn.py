@@ -20,6 +20,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from inference.diagnostics import MixingWarning
 from inference.em import tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
 from zoo.data import CoOccurrence
@@ -479,6 +480,42 @@ def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
         stopped.fit(points)
     with pytest.raises(NotFittedError):
         stopped.predict(points)
+
+
+def test_dp_mixture_warm_start_continues_the_chains_as_one_longer_fit(fitted_dp):
+    # Two warm-started fits of 20 draws are the fit of 40 (same key, same settings); a fit whose
+    # budget ran out in the warm-up is finished by the next warm-started one.
+    import warnings
+
+    full, points, _ = fitted_dp
+    options = dict(n_warmup=40, max_clusters=8, random_state=0, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short chains
+        warm = DPMixtureEstimator(n_draws=20, **options).fit(points)
+        assert warm.fit_.idata.posterior.sizes["draw"] == 20
+        warm.fit(points)
+        stopped = DPMixtureEstimator(n_draws=40, time_budget=1e-9, **options)
+        with pytest.raises(ValueError, match="warm_start=True to finish the warm-up"):
+            stopped.fit(points)
+        stopped.set_params(time_budget=None).fit(points)
+    for estimator in (warm, stopped):
+        np.testing.assert_array_equal(estimator.fit_.idata.posterior["assignments"],
+                                      full.fit_.idata.posterior["assignments"])
+        np.testing.assert_array_equal(estimator.labels_, full.labels_)
+    # The fit's warnings give the estimator's way to continue, issued where the estimator was called.
+    advice = r"estimator\.set_params\(warm_start=True\)\.fit\(X\) continues these chains"
+    with pytest.warns(MixingWarning, match=advice) as caught:
+        DPMixtureEstimator(n_draws=10, **options).fit(points)
+    assert all(warning.filename == __file__ for warning in caught)
+    assert not any("fit.resume" in str(warning.message) for warning in caught)
+    with pytest.raises(ValueError, match="^warm_start: the previous fit's chains were made with other n_chains, "
+                                         "max_clusters; set warm_start=False"):
+        warm.set_params(n_chains=3, max_clusters=9).fit(points)
+    with pytest.raises(ValueError, match="^warm_start: data: not the data these chains were fitted to"):
+        warm.set_params(n_chains=2, max_clusters=8).fit(points + 1.0)
+    with pytest.raises(TypeError, match="^warm_start: expected True or False"):
+        DPMixtureEstimator(warm_start="yes").fit(points)
+    assert warm.fit_.idata.posterior.sizes["draw"] == 40  # the refused fits changed nothing
 
 
 def test_dp_mixture_rejects_bad_settings():

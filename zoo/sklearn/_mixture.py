@@ -3,6 +3,9 @@ mixture (Gibbs chains)."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -20,6 +23,19 @@ from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn._base import EMEstimator, _check_bool, _document, _text_dtype, jax_key
 
 __all__ = ["GaussianMixtureEstimator", "DPMixtureEstimator", "DP_FAMILIES"]
+
+
+@contextmanager
+def _advice_for_estimators() -> Iterator[None]:
+    """Issue the warnings of the DP fit made inside as the estimator's: their advice to continue
+    the chains names the estimator's way (a warm-started fit) instead of ``fit.resume``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        message = str(warning.message).replace("fit.resume(data, n_draws=...)",
+                                               "estimator.set_params(warm_start=True).fit(X)")
+        warnings.warn(warning.category(message), stacklevel=4)  # the caller of the estimator's fit
 
 
 @_document
@@ -178,6 +194,14 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         ``fit_.resume(X, n_draws=...)`` goes on). Spent before the first draw, ``fit`` raises a
         ``ValueError`` and the estimator stays unfitted.
     progress : bool, default False
+    warm_start : bool, default False
+        Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``)
+        instead of starting new ones, and make the estimate from the draws of every fit so far:
+        for chains that do not mix yet, or that a ``time_budget`` stopped (one spent in the
+        warm-up too: the next warm-started fit finishes it). The data and the settings that make
+        the chains (``family``, ``alpha``, ``alpha_prior``, ``algorithm``, ``n_chains``,
+        ``n_warmup``, ``max_clusters``) must be those of the previous fit; ``random_state`` is not
+        used again (the chains go on with their own keys).
 
     Attributes
     ----------
@@ -189,7 +213,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
 
     def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=2,
                  n_warmup=100, n_draws=200, max_clusters=32, loss="vi", random_state=None, time_budget=None,
-                 progress=False):
+                 progress=False, warm_start=False):
         self.family = family
         self.alpha = alpha
         self.alpha_prior = alpha_prior
@@ -202,6 +226,14 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         self.random_state = random_state
         self.time_budget = time_budget
         self.progress = progress
+        self.warm_start = warm_start
+
+    # The settings that make the chains: a warm start goes on only with the same ones.
+    _CHAIN_SETTINGS = ("family", "alpha", "alpha_prior", "algorithm", "n_chains", "n_warmup", "max_clusters")
+
+    def _chain_settings(self) -> tuple:
+        return tuple(tuple(value) if isinstance(value, list) else value
+                     for value in (getattr(self, name) for name in self._CHAIN_SETTINGS))
 
     def _component_family(self, n_features: int) -> Any:
         from zoo.dirichlet.families import beta_bernoulli, normal_gamma
@@ -229,6 +261,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         if self.time_budget is not None:
             check_real("time_budget", self.time_budget, low=0.0, low_open=True)
         _check_bool("progress", self.progress)
+        _check_bool("warm_start", self.warm_start)
         return prior, jax_key(self.random_state)
 
     def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
@@ -249,16 +282,42 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         from zoo.dirichlet.mixture import DPMixture
 
         prior, key = self._check_params()
-        X = self._validate_X(X, reset=True)
-        model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
-                          algorithm=self.algorithm, max_clusters=self.max_clusters)
-        self.fit_ = model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                              time_budget=self.time_budget, progress=self.progress)
-        if not self.fit_.result.samples:  # nothing to estimate from: left unfitted, as before any fit
+        # A fit whose budget ran out in the warm-up keeps its chains here (the estimator itself
+        # stays unfitted), so that a warm-started fit can finish the warm-up.
+        previous = getattr(self, "fit_", None)
+        if previous is None:
+            previous = getattr(self, "_unfinished_fit", None)
+        if self.warm_start and previous is not None:
+            fitted = getattr(self, "_fitted_settings", None) or (None,) * len(self._CHAIN_SETTINGS)
+            if self._chain_settings() != fitted:
+                changed = [name for name, now, then in zip(self._CHAIN_SETTINGS, self._chain_settings(), fitted)
+                           if now != then]
+                raise ValueError(f"warm_start: the previous fit's chains were made with other {', '.join(changed)}; "
+                                 "set warm_start=False to start afresh")
+            X = self._validate_X(X, reset=not hasattr(self, "n_features_in_"))
+            try:
+                with _advice_for_estimators():
+                    fit = previous.resume(X, n_draws=self.n_draws, time_budget=self.time_budget,
+                                          progress=self.progress)
+            except ValueError as error:
+                raise ValueError(f"warm_start: {error}; set warm_start=False to start afresh") from None
+        else:
+            X = self._validate_X(X, reset=True)
+            model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
+                              algorithm=self.algorithm, max_clusters=self.max_clusters)
+            with _advice_for_estimators():
+                fit = model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
+                                time_budget=self.time_budget, progress=self.progress)
+            self._fitted_settings = self._chain_settings()
+        self._unfinished_fit = None
+        if not fit.result.samples:  # nothing to estimate from: left unfitted, as before any fit
             for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
                 delattr(self, name)
+            self._unfinished_fit = fit
             raise ValueError(f"time_budget: {self.time_budget} s ran out in the warm-up, before the first draw; "
-                             "give more time or fewer n_warmup sweeps")
+                             "give more time or fewer n_warmup sweeps (or fit again with warm_start=True to "
+                             "finish the warm-up)")
+        self.fit_ = fit
         labels = np.asarray(self.fit_.point_estimate(self.loss))
         _, labels = np.unique(labels, return_inverse=True)  # 0..K-1
         self.labels_ = labels.astype(np.int64)
