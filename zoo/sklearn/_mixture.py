@@ -190,8 +190,8 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
     random_state : None, int, numpy generator or JAX key
     time_budget : float, optional
         Seconds; the sampling stops after the call in which they ran out and the estimate is made
-        from the draws finished (``fit_.result.completed`` is then False, and
-        ``fit_.resume(X, n_draws=...)`` goes on). Spent before the first draw, ``fit`` raises a
+        from the draws finished (``fit_.result.completed`` is then False, and a fit with
+        ``warm_start=True`` goes on). Spent before the first draw, ``fit`` raises a
         ``ValueError`` and the estimator stays unfitted.
     progress : bool, default False
     warm_start : bool, default False
