@@ -50,6 +50,9 @@ __all__ = ["DEFAULT_SPLIT_MERGE", "stick_breaking_weights", "dp_mixture_program"
 DEFAULT_SPLIT_MERGE = 10
 """Split–merge moves per sweep of :class:`DPMixture` by default (Algorithms 2, 3 and 8)."""
 
+#: The call that continues a fit's chains, as its messages name it (``zoo.sklearn`` names its own).
+RESUME_CALL = "fit.resume(data, n_draws=...)"
+
 
 # ----------------------------------------------------------------------------------------------
 # The program
@@ -161,7 +164,7 @@ class DPMixtureFit:
     @property
     def _continue_with(self) -> str | None:
         """The call that continues these chains, for messages (None: the low-level one)."""
-        return "fit.resume(data, n_draws=...)" if getattr(self, "_continuation", None) is not None else None
+        return RESUME_CALL if getattr(self, "_continuation", None) is not None else None
 
     def resume(self, data: Any, *, n_draws: int, draws_per_call: int = 10, time_budget: float | None = None,
                progress: bool = True) -> DPMixtureFit:

@@ -259,14 +259,13 @@ def anneal_tree(
 
     records = []
     best = None
-    beta = beta_start
+    levels = [beta_start]  # the β schedule: β ← beta_growth·β until beta_stop
+    while levels[-1] < beta_stop:
+        levels.append(min(beta_stop, levels[-1] * beta_growth))
     stopped_by = "beta_stop"
-    n_levels, level_beta = 1, beta_start  # the levels the loop below runs when nothing stops it
-    while level_beta < beta_stop:
-        n_levels, level_beta = n_levels + 1, min(beta_stop, level_beta * beta_growth)
-    bar = tqdm(total=n_levels, disable=not progress, unit="level", desc="annealing")
+    bar = tqdm(total=len(levels), disable=not progress, unit="level", desc="annealing")
     with DeferredInterrupt() as interrupt, bar:
-        while True:
+        for level, beta in enumerate(levels):
             params, n_iter, log_lik = run(model, params, beta)
             n_tried = n_split = 0
             room = max_leaves - model.n_classes
@@ -300,13 +299,10 @@ def anneal_tree(
                             "valid_perplexity": valid_perplexity, "valid_zero_tokens": n_zero, "n_tried": n_tried,
                             "n_split": n_split, "n_iter": n_iter})
             bar.update()
-            if beta >= beta_stop:
-                break
-            reason = stop_reason(interrupt, deadline)
+            reason = stop_reason(interrupt, deadline) if level + 1 < len(levels) else None
             if reason is not None:
                 stopped_by = reason
                 break
-            beta = min(beta_stop, beta * beta_growth)
     history = pd.DataFrame.from_records(records)
     if best is not None and keep == "best":
         _, model, params, beta = best

@@ -29,12 +29,13 @@ __all__ = ["GaussianMixtureEstimator", "DPMixtureEstimator", "DP_FAMILIES"]
 def _advice_for_estimators() -> Iterator[None]:
     """Issue the warnings of the DP fit made inside as the estimator's: their advice to continue
     the chains names the estimator's way (a warm-started fit) instead of ``fit.resume``."""
+    from zoo.dirichlet.mixture import RESUME_CALL
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
     for warning in caught:
-        message = str(warning.message).replace("fit.resume(data, n_draws=...)",
-                                               "estimator.set_params(warm_start=True).fit(X)")
+        message = str(warning.message).replace(RESUME_CALL, "estimator.set_params(warm_start=True).fit(X)")
         warnings.warn(warning.category(message), stacklevel=4)  # the caller of the estimator's fit
 
 
