@@ -6,7 +6,7 @@
     >>> list_models().loc["one-sided", "equations"]
     'H99 eqs. 5-7; HP98 eq. 2'
     >>> get_model("one-sided", n_classes=4)
-    OneSided(n_classes=4, side='rows', backend='auto')
+    OneSided(n_classes=4, side='rows', backend='auto', prior_count=0.0)
     >>> describe("acm").name
     'one-sided'
 
