@@ -61,6 +61,7 @@ from zoo.relational.infinite import InfiniteRelational, init as irm_init
 from zoo.relational.latent_class import LatentClassRelational
 from zoo.report import write_report
 from zoo.sklearn import (AspectEstimator, ClusterAbstractionEstimator, DPMixtureEstimator, GaussianMixtureEstimator,
+                         SupervisedDPEstimator,
                          OneSidedEstimator, TwoSidedEstimator, jax_key, make_schedule)
 
 CASES = {"count": 0}
@@ -1498,8 +1499,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "IRMResult.resume": (lambda kwargs: _resumable_irm_result().resume(**kwargs), {"data": RELATIONAL, "n_draws": 2}, {
         "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "n_draws": BAD_POSITIVE_INT,
-        "sweeps_per_call": BAD_POSITIVE_INT, "progress": BAD_BOOL,
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+        "sweeps_per_call": BAD_POSITIVE_INT.filter(lambda value: value is not None),  # None: the fit's own
+        "progress": BAD_BOOL, "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "InfiniteRelational.predict_held_out": (
         lambda kwargs: InfiniteRelational().predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "n_sweeps": 2, "relation": 0}, {
@@ -1650,6 +1651,19 @@ for _estimator in ESTIMATORS:
                 "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}.items()
                if name in _estimator.get_params()}},
         {})
+# Supervised clustering: y labels the training rows and marks the rows to cluster with -1.
+ENTRY_POINTS["SupervisedDPEstimator.fit"] = (
+    lambda kwargs: SupervisedDPEstimator(**{key: value for key, value in kwargs.items() if key not in ("X", "y")}).fit(
+        kwargs["X"], kwargs["y"]),
+    {"X": POINTS, "y": [0, 1, -1, -1]}, {
+        "X": st.sampled_from([POINTS.astype("U4"), POINTS.astype(complex), np.full((4, 2), np.nan), POINTS[:, :, None]]),
+        "y": st.sampled_from([None, [0, 1, 2, 3], [-1, -1, -1, -1], [0, -2, -1, -1], ["a", "b", "-1", "-1"],
+                              [[0], [1], [-1], [-1]], [0, 1, -1], [0.5, 1, -1, -1], np.array([0, 1, -1, np.nan])]),
+        "model": st.sampled_from([0, 4, 1.5, "1", None]), "share_clusters": st.sampled_from([1, "yes", None]),
+        "alpha_prior": st.sampled_from([(0.0, 1.0), (1.0,), 1.0, "gamma"]), "n_chains": BAD_POSITIVE_INT,
+        "n_draws": BAD_POSITIVE_INT, "random_state": st.sampled_from([-1, "seed", 1.5, [1]]),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)},
+    {})
 for _metric in METRICS:
     ENTRY_POINTS[f"metrics.{_metric.__name__}"] = (
         lambda kwargs, metric=_metric: metric(**kwargs), {"labels_true": [0, 0, 1], "labels_pred": [0, 1, 1]},
