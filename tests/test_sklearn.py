@@ -35,6 +35,7 @@ from zoo.sklearn import (
     DPMixtureEstimator,
     GaussianMixtureEstimator,
     OneSidedEstimator,
+    SupervisedDPEstimator,
     TwoSidedEstimator,
     expected_failed_checks,
     jax_key,
@@ -527,3 +528,106 @@ def test_dp_mixture_rejects_bad_settings():
             DPMixtureEstimator(**params).fit(points)
     with pytest.raises(ValueError, match="^X: binary features"):
         DPMixtureEstimator(family="beta-bernoulli").fit(points)
+
+
+def _labelled_blobs():
+    """Four tight groups in 2-D: two labelled (0 and 1), two to cluster (-1), ten rows each."""
+    rng = np.random.default_rng(0)
+    centres = np.array([[-4.0, 0.0], [4.0, 0.0], [0.0, 4.0], [0.0, -4.0]])
+    X = np.concatenate([centre + 0.3 * rng.normal(size=(10, 2)) for centre in centres])
+    return X, np.repeat([0, 1, -1, -1], 10), np.repeat([0, 1, 2, 3], 10)
+
+
+@pytest.fixture(scope="module")
+def fitted_supervised():
+    X, y, truth = _labelled_blobs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # 40 draws: ESS < 400
+        estimator = SupervisedDPEstimator(n_warmup=20, n_draws=40, random_state=0).fit(X, y)
+    return estimator, X, y, truth
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 40 draws: ESS < 400
+def test_supervised_dp_clusters_the_unlabelled_rows_as_the_core_model_does(fitted_supervised, tmp_path):
+    from zoo.dirichlet.supervised import SupervisedDP
+    from zoo.report import write_report
+
+    estimator, X, y, truth = fitted_supervised
+    labels = estimator.labels_
+    np.testing.assert_array_equal(labels[:20], y[:20])  # the labelled rows keep their labels
+    assert adjusted_rand_score(truth[20:], labels[20:]) == 1.0
+    assert set(labels[20:]) == {2, 3} and labels[20] == 2  # new labels from max(y) + 1, in order of occurrence
+    assert estimator.n_clusters_ == 2 and estimator.alpha_ > 0 and estimator.alpha_types_ > 0
+    # The same chains as the core model's fit with the estimator's key.
+    core = SupervisedDP(1).fit(X[:20], y[:20], X[20:], key=jax_key(0), n_chains=2, n_sweeps=60, n_warmup=20,
+                               progress=False)
+    np.testing.assert_array_equal(estimator.fit_.assignments, core.assignments)
+    assert clone(estimator).get_params() == estimator.get_params()
+    restored = pickle.loads(pickle.dumps(estimator))
+    np.testing.assert_array_equal(restored.labels_, labels)
+    assert "n_types" in write_report(tmp_path / "report.html", estimator).read_text()  # the chains' report
+
+
+def test_supervised_dp_warm_start_and_its_warnings(fitted_supervised):
+    full, X, y, _ = fitted_supervised
+    options = dict(n_warmup=20, random_state=0, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        warm = SupervisedDPEstimator(n_draws=20, **options).fit(X, y)
+        warm.fit(X, y)
+    np.testing.assert_array_equal(warm.fit_.assignments, full.fit_.assignments)
+    np.testing.assert_array_equal(warm.labels_, full.labels_)
+    # The fit's warnings name the estimator's way to continue, at the caller's line.
+    with pytest.warns(MixingWarning, match=r"estimator\.set_params\(warm_start=True\)\.fit\(X, y\) continues") as caught:
+        SupervisedDPEstimator(n_draws=10, **options).fit(X, y)
+    assert all(warning.filename == __file__ for warning in caught)
+    assert not any("fit.resume" in str(warning.message) or "init=fit." in str(warning.message) for warning in caught)
+    # A restart from the chains' last partitions, as the advice can say.
+    last = full.fit_.assignments[:, -1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        restarted = SupervisedDPEstimator(n_warmup=0, n_draws=5, init=last, random_state=1).fit(X, y)
+    assert adjusted_rand_score(restarted.fit_.assignments[0, 0], last[0]) > 0.9
+    with pytest.raises(ValueError, match="^warm_start: the previous fit's chains were made with other n_chains;"):
+        warm.set_params(n_chains=3).fit(X, y)
+    with pytest.raises(ValueError, match="^warm_start: train_features, train_labels and test_features: not the data"):
+        warm.set_params(n_chains=2).fit(X + 1.0, y)
+    assert warm.fit_.assignments.shape[1] == 40  # the refused fits changed nothing
+
+
+def test_supervised_dp_share_clusters_gives_unlabelled_rows_the_training_label_they_join():
+    # Half of group 0 unlabelled: with share_clusters those rows join training cluster 0.
+    X, _, _ = _labelled_blobs()
+    y = np.repeat([0, 1, -1, 7], 10)
+    y[5:10] = -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        labels = SupervisedDPEstimator(share_clusters=True, n_warmup=20, n_draws=20, random_state=0).fit_predict(X, y)
+    np.testing.assert_array_equal(labels[5:10], 0)
+    np.testing.assert_array_equal(labels[20:30], 8)  # a cluster of its own: the next label after 7
+
+
+@pytest.mark.parametrize("y, error, message", [
+    (None, ValueError, "^y: expected the labels of the training rows and -1"),
+    (np.full(40, -1), ValueError, "^y: no labelled row: .* use DPMixtureEstimator"),
+    (np.repeat([0, 1], 20), ValueError, "^y: no row to cluster: mark the rows to cluster with -1"),
+    (np.repeat([0, 1, -2, -1], 10), ValueError, "^y: labels are -1"),
+    (np.repeat(["a", "b", "c", "d"], 10), TypeError, "^y: expected integer labels"),
+    (np.repeat([0, -1], 10), ValueError, r"^y: expected one label per row of X \(40\), got shape \(20,\)"),
+])
+def test_supervised_dp_rejects_bad_labels(y, error, message):
+    X, _, _ = _labelled_blobs()
+    with pytest.raises(error, match=message):
+        SupervisedDPEstimator().fit(X, y)
+
+
+def test_supervised_dp_rejects_bad_settings():
+    X, y, _ = _labelled_blobs()
+    for params, error, message in [({"model": 4}, ValueError, "^model:"), ({"model": 2.5}, TypeError, "^model:"),
+                                   ({"share_clusters": "no"}, TypeError, "^share_clusters:"),
+                                   ({"alpha_types_prior": (1.0,)}, TypeError, "^alpha_types_prior:"),
+                                   ({"n_warmup": -1}, ValueError, "^n_warmup:"), ({"loss": "l2"}, ValueError, "^loss:")]:
+        with pytest.raises(error, match=message):
+            SupervisedDPEstimator(**params).fit(X, y)
+    with pytest.raises(ValueError, match="^X: "):
+        SupervisedDPEstimator().fit(np.full((40, 2), np.nan), y)

@@ -16,7 +16,8 @@
   parameters, for example) are drawn as bars (vectors) and heat maps (matrices, at most
   :data:`MAX_HEATMAP_SIDE` rows and columns);
 * an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`,
-  or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator``):
+  or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator`` or
+  ``SupervisedDPEstimator``):
   R-hat, ESS and mixing status of the label-invariant quantities (every scalar-per-draw variable
   of the ``posterior`` and ``sample_stats`` groups: number of clusters, α, log joint) under a
   computed verdict on whether the chains mix (:func:`inference.diagnostics.mixing_table` and
@@ -683,7 +684,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         col_names = list(fitted.feature_names_in_)
     if hasattr(fitted, "result_") and isinstance(getattr(fitted, "result_"), EMResult):
         fitted = fitted.result_
-    if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator
+    if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator or SupervisedDPEstimator
         fitted = fitted.fit_
     advice = None
     if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit

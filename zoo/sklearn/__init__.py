@@ -1,6 +1,6 @@
-"""scikit-learn estimators for the zoo's EM models.
+"""scikit-learn estimators for the zoo's models.
 
-Each estimator wraps one zoo model and :func:`inference.em.tempered_em` behind the usual
+Each EM estimator wraps one zoo model and :func:`inference.em.tempered_em` behind the usual
 ``fit`` / ``transform`` / ``predict`` / ``score`` interface, so the models drop into pipelines,
 grid searches and cross-validation:
 
@@ -37,7 +37,10 @@ Adding a model is one small subclass of :class:`EMEstimator` (``_build_model``,
 Where things are: ``_base.py`` (:class:`EMEstimator`, the schedule names, :func:`jax_key`,
 :func:`make_schedule`), ``_dyadic.py`` (the aspect, one-sided, two-sided and cluster-abstraction
 estimators of count data), ``_mixture.py`` (the Gaussian mixture and the Dirichlet-process
-mixture of feature vectors); this file lists what is public.
+mixture of feature vectors), ``_supervised.py`` (supervised clustering with the Dirichlet process,
+DM05's SCDP: ``fit(X, y)`` clusters the rows labelled -1, learning from the others), ``_chains.py``
+(what the two estimators of Gibbs chains share: warm starts that continue the chains, a
+``time_budget`` spent in the warm-up); this file lists what is public.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from zoo.sklearn._base import SCHEDULES, EMEstimator, jax_key, make_schedule
 from zoo.sklearn._dyadic import (AspectEstimator, ClusterAbstractionEstimator, OneSidedEstimator,
                                  TwoSidedEstimator)
 from zoo.sklearn._mixture import DP_FAMILIES, DPMixtureEstimator, GaussianMixtureEstimator
+from zoo.sklearn._supervised import UNLABELLED, SupervisedDPEstimator
 
 __all__ = [
     "EMEstimator",
@@ -59,6 +63,8 @@ __all__ = [
     "ClusterAbstractionEstimator",
     "GaussianMixtureEstimator",
     "DPMixtureEstimator",
+    "SupervisedDPEstimator",
+    "UNLABELLED",
     "DP_FAMILIES",
     "ESTIMATORS",
     "SCHEDULES",

@@ -81,6 +81,20 @@ def _check_bool(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def _validate_features(estimator: BaseEstimator, X: Any, *, reset: bool) -> Any:
+    """X validated by scikit-learn's rules as float64 (a sparse matrix stays sparse), with messages
+    that start with ``X:``; ``reset`` as for ``validate_data``."""
+    if _text_dtype(X):
+        raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
+    check_number_dtype("X", X)
+    try:
+        return validate_data(estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
+    except ValueError as error:
+        raise ValueError(f"X: {error}") from None
+    except TypeError as error:
+        raise TypeError(f"X: {error}") from None
+
+
 def _text_dtype(X: Any) -> bool:
     """Whether X is an array (or nested list) of strings, which NumPy would silently parse."""
     if isinstance(X, (list, tuple)):
@@ -145,15 +159,7 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """Validate X with scikit-learn's rules, with messages that start with ``X:``."""
         if isinstance(X, CoOccurrence):
             X = X.to_sparse()
-        if _text_dtype(X):
-            raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
-        check_number_dtype("X", X)
-        try:
-            X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
-        except ValueError as error:
-            raise ValueError(f"X: {error}") from None
-        except TypeError as error:
-            raise TypeError(f"X: {error}") from None
+        X = _validate_features(self, X, reset=reset)
         if self._count_data:
             values = X.data if sp.issparse(X) else X
             if values.size and values.min() < 0:

@@ -3,9 +3,6 @@ mixture (Gibbs chains)."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -14,29 +11,16 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from inference.segments import segment_sum
-from inference._validation import check_choice, check_int, check_number_dtype, check_real
+from inference._validation import check_choice, check_int, check_real
 from inference.jit import jit
 from zoo.finite_mixture import GaussianMixture
-from zoo.sklearn._base import EMEstimator, _check_bool, _document, _text_dtype, jax_key
+from zoo.sklearn._chains import ChainEstimatorMixin
+from zoo.sklearn._base import EMEstimator, _check_bool, _document, _validate_features, jax_key
 
 __all__ = ["GaussianMixtureEstimator", "DPMixtureEstimator", "DP_FAMILIES"]
-
-
-@contextmanager
-def _advice_for_estimators() -> Iterator[None]:
-    """Issue the warnings of the DP fit made inside as the estimator's: their advice to continue
-    the chains names the estimator's way (a warm-started fit) instead of ``fit.resume``."""
-    from zoo.dirichlet.mixture import RESUME_CALL
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for warning in caught:
-        message = str(warning.message).replace(RESUME_CALL, "estimator.set_params(warm_start=True).fit(X)")
-        warnings.warn(warning.category(message), stacklevel=4)  # the caller of the estimator's fit
 
 
 @_document
@@ -160,7 +144,8 @@ def _predictive_log_weights(family: Any, train: Any, labels: Any, points: Any, l
     return log_prior[None, :] + jax.vmap(per_point)(points)
 
 
-class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
+                         BaseEstimator):
     """Dirichlet-process mixture (the CDP of DM05) fitted by Gibbs sampling, as a scikit-learn clusterer.
 
     ``fit`` runs :class:`zoo.dirichlet.mixture.DPMixture` (Neal 2000 Algorithm 8, 2 or 3 on
@@ -232,9 +217,10 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
     # The settings that make the chains: a warm start goes on only with the same ones.
     _CHAIN_SETTINGS = ("family", "alpha", "alpha_prior", "algorithm", "n_chains", "n_warmup", "max_clusters")
 
-    def _chain_settings(self) -> tuple:
-        return tuple(tuple(value) if isinstance(value, list) else value
-                     for value in (getattr(self, name) for name in self._CHAIN_SETTINGS))
+    def _resume_call(self) -> str:
+        from zoo.dirichlet.mixture import RESUME_CALL
+
+        return RESUME_CALL
 
     def _component_family(self, n_features: int) -> Any:
         from zoo.dirichlet.families import beta_bernoulli, normal_gamma
@@ -266,15 +252,7 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         return prior, jax_key(self.random_state)
 
     def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
-        if _text_dtype(X):
-            raise TypeError(f"X: expected numbers, got text (dtype {np.asarray(X).dtype})")
-        check_number_dtype("X", X)
-        try:
-            X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64)
-        except ValueError as error:
-            raise ValueError(f"X: {error}") from None
-        except TypeError as error:
-            raise TypeError(f"X: {error}") from None
+        X = _validate_features(self, X, reset=reset)
         X = X.toarray() if sp.issparse(X) else np.asarray(X)
         return self._component_family(X.shape[1]).check_data("X", X)
 
@@ -283,42 +261,16 @@ class DPMixtureEstimator(ClassNamePrefixFeaturesOutMixin, ClusterMixin, Transfor
         from zoo.dirichlet.mixture import DPMixture
 
         prior, key = self._check_params()
-        # A fit whose budget ran out in the warm-up keeps its chains here (the estimator itself
-        # stays unfitted), so that a warm-started fit can finish the warm-up.
-        previous = getattr(self, "fit_", None)
-        if previous is None:
-            previous = getattr(self, "_unfinished_fit", None)
-        if self.warm_start and previous is not None:
-            fitted = getattr(self, "_fitted_settings", None) or (None,) * len(self._CHAIN_SETTINGS)
-            if self._chain_settings() != fitted:
-                changed = [name for name, now, then in zip(self._CHAIN_SETTINGS, self._chain_settings(), fitted)
-                           if now != then]
-                raise ValueError(f"warm_start: the previous fit's chains were made with other {', '.join(changed)}; "
-                                 "set warm_start=False to start afresh")
-            X = self._validate_X(X, reset=not hasattr(self, "n_features_in_"))
-            try:
-                with _advice_for_estimators():
-                    fit = previous.resume(X, n_draws=self.n_draws, time_budget=self.time_budget,
-                                          progress=self.progress)
-            except ValueError as error:
-                raise ValueError(f"warm_start: {error}; set warm_start=False to start afresh") from None
-        else:
-            X = self._validate_X(X, reset=True)
+
+        def start(X):
             model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
                               algorithm=self.algorithm, max_clusters=self.max_clusters)
-            with _advice_for_estimators():
-                fit = model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                                time_budget=self.time_budget, progress=self.progress)
-            self._fitted_settings = self._chain_settings()
-        self._unfinished_fit = None
-        if not fit.result.samples:  # nothing to estimate from: left unfitted, as before any fit
-            for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
-                delattr(self, name)
-            self._unfinished_fit = fit
-            raise ValueError(f"time_budget: {self.time_budget} s ran out in the warm-up, before the first draw; "
-                             "give more time or fewer n_warmup sweeps (or fit again with warm_start=True to "
-                             "finish the warm-up)")
-        self.fit_ = fit
+            return model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
+                             time_budget=self.time_budget, progress=self.progress)
+
+        X = self._run_chains(partial(self._validate_X, X), start,
+                             lambda previous, X: previous.resume(X, n_draws=self.n_draws, time_budget=self.time_budget,
+                                                                 progress=self.progress))
         labels = np.asarray(self.fit_.point_estimate(self.loss))
         _, labels = np.unique(labels, return_inverse=True)  # 0..K-1
         self.labels_ = labels.astype(np.int64)

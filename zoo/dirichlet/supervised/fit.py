@@ -62,6 +62,12 @@ def auto_split_merge(n_train: int, n_train_publications: int, n_test: int) -> in
     return int(min(max(DEFAULT_SPLIT_MERGE, math.ceil(expected / 2)), MAX_AUTO_SPLIT_MERGE))
 
 
+#: The call that continues a fit's chains, as its messages name it (``zoo.sklearn`` names its own).
+RESUME_CALL = "fit.resume(train_features, train_labels, test_features, n_draws=...)"
+#: How the messages say to restart each chain from its last partition.
+RESTART_CALL = "init=fit.assignments[:, -1]"
+
+
 @dataclass(frozen=True)
 class _Continuation:
     """What :meth:`SupervisedDPFit.resume` needs: the model, the chains' key, a digest of the data and
@@ -197,7 +203,7 @@ class SupervisedDPFit:
         """The call that continues these chains, for messages (None: the low-level one)."""
         if getattr(self, "_continuation", None) is None:
             return None
-        return "fit.resume(train_features, train_labels, test_features, n_draws=...)"
+        return RESUME_CALL
 
     @property
     def assignments(self) -> np.ndarray:
@@ -265,7 +271,7 @@ class SupervisedDPFit:
                           + (f" ({continue_with} continues these chains)." if continue_with else "."))
             else:
                 advice = (f"{none_accepted}: run more chains from dispersed starts, or restart each chain from its "
-                          "last partition (init=fit.assignments[:, -1]), which draws its means and precisions afresh.")
+                          f"last partition ({RESTART_CALL}), which draws its means and precisions afresh.")
         # Only when the chains clearly hold different types (R-hat above 1.1, or inf when each chain
         # keeps its own; NaN, for constant types, is not): on FEBRL's records, where the types'
         # only fault was a bulk ESS of 359, the type moves made things worse.

@@ -1,0 +1,239 @@
+"""Supervised clustering with the Dirichlet process (DM05's SCDP) as a scikit-learn clusterer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from inference._validation import check_choice, check_int, check_real
+from zoo.sklearn._base import _check_bool, _validate_features, jax_key
+from zoo.sklearn._chains import ChainEstimatorMixin
+
+__all__ = ["SupervisedDPEstimator", "UNLABELLED"]
+
+#: The label of the rows to cluster, as in :mod:`sklearn.semi_supervised`.
+UNLABELLED = -1
+
+
+class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
+    """Supervised clustering with the Dirichlet process (SCDP-1, -2 or -3 of DM05), as a scikit-learn
+    clusterer of the unlabelled rows.
+
+    ``fit(X, y)`` runs :class:`zoo.dirichlet.supervised.SupervisedDP`: the rows of X whose label in
+    ``y`` is -1 (:data:`UNLABELLED`, as in :mod:`sklearn.semi_supervised`) are clustered, the
+    others are its training data, each label one training cluster ("publication", DM05 §3). From
+    them the model learns which features separate clusters (the precisions of its reference
+    types) and how large clusters are, and it clusters the unlabelled rows with what it learned;
+    their number of clusters is inferred. The fit is transductive: there is no ``predict`` for new
+    rows (fit again with them marked -1). Centre and scale the features (DM05 §5: the priors are set
+    for unit scales), e.g. with ``StandardScaler``.
+
+    Parameters
+    ----------
+    model : {1, 2, 3}, default 1
+        SCDP-1 (conjugate), SCDP-2 (prior of the precisions from the spread of the cluster means)
+        or SCDP-3 (precisions conditioned on the means, DM05 eq. 3); see
+        :class:`zoo.dirichlet.supervised.SupervisedDP`.
+    share_clusters : bool, default False
+        Whether an unlabelled row may join a training cluster (DM05 §4.1); otherwise the unlabelled
+        rows form clusters of their own.
+    alpha_prior, alpha_types_prior : (shape, rate) or None, default (1.0, 1.0)
+        Gamma priors of the concentrations α^p (clusters) and α^t (reference types), resampled
+        every sweep (DM05 App. B); None keeps that concentration at 1.
+    n_chains, n_warmup, n_draws : int, default 2, 100, 200
+        Chains (from dispersed starts) and their sweeps: ``n_warmup`` discarded, then ``n_draws`` kept.
+    init : str or array_like of int, default "dispersed"
+        The chains' starting partitions of the unlabelled rows (see
+        :meth:`zoo.dirichlet.supervised.SupervisedDP.fit`): ``"dispersed"``, ``"single"``,
+        ``"singletons"``, ``"kmeans"``, ``"random"``, or labels of shape (M,) or (n_chains, M) for
+        the M unlabelled rows, e.g. ``estimator.fit_.assignments[:, -1]`` to restart each chain
+        from its last partition.
+    loss : {"vi", "binder"}, default "vi"
+        Loss of the point-estimate partition of the unlabelled rows.
+    random_state : None, int, numpy generator or JAX key
+    time_budget : float, optional
+        Seconds; the sampling stops after the call in which they ran out and the estimate is made
+        from the draws finished (``fit_.result.completed`` is then False, and a fit with
+        ``warm_start=True`` goes on). Spent before the first draw, ``fit`` raises a ``ValueError``
+        and the estimator stays unfitted.
+    progress : bool, default False
+    warm_start : bool, default False
+        Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``) instead
+        of starting new ones, and make the estimate from the draws of every fit so far. X, y and the
+        settings that make the chains (``model``, ``share_clusters``, ``alpha_prior``,
+        ``alpha_types_prior``, ``n_chains``, ``n_warmup``) must be those of the previous fit;
+        ``init`` and ``random_state`` are not used again (the chains go on from where they are, with
+        their own keys).
+
+    Attributes
+    ----------
+    fit_ : SupervisedDPFit — the draws, with ``idata`` (ArviZ), ``summary()`` and ``mixing``
+    labels_ : (n_samples,) int array
+        A labelled row keeps its label. An unlabelled row gets the label of its cluster in the
+        point estimate: a new label, from ``max(y) + 1`` up in the order the clusters first occur
+        in X, or, with ``share_clusters=True``, a training label when the draws put the cluster's
+        rows in that training cluster more than half of the time.
+    n_clusters_ : int — the number of clusters of the unlabelled rows (training ones they joined included)
+    alpha_, alpha_types_ : float — posterior means of α^p and α^t
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> centres = rng.normal(0, 3, (4, 2))
+    >>> X = np.concatenate([centre + 0.3 * rng.normal(size=(10, 2)) for centre in centres])
+    >>> y = np.repeat([0, 1, -1, -1], 10)  # two labelled groups; the last twenty rows to cluster
+    >>> estimator = SupervisedDPEstimator(n_warmup=20, n_draws=20, random_state=0)
+    >>> labels = estimator.fit_predict(X, y)
+    >>> bool((labels[:20] == y[:20]).all()), bool((labels[20:] >= 2).all())  # the labelled rows keep theirs
+    (True, True)
+    """
+
+    _CHAIN_SETTINGS = ("model", "share_clusters", "alpha_prior", "alpha_types_prior", "n_chains", "n_warmup")
+    _WARM_START_CALL = "estimator.set_params(warm_start=True).fit(X, y)"
+
+    def __init__(self, model=1, *, share_clusters=False, alpha_prior=(1.0, 1.0), alpha_types_prior=(1.0, 1.0),
+                 n_chains=2, n_warmup=100, n_draws=200, init="dispersed", loss="vi", random_state=None,
+                 time_budget=None, progress=False, warm_start=False):
+        self.model = model
+        self.share_clusters = share_clusters
+        self.alpha_prior = alpha_prior
+        self.alpha_types_prior = alpha_types_prior
+        self.n_chains = n_chains
+        self.n_warmup = n_warmup
+        self.n_draws = n_draws
+        self.init = init
+        self.loss = loss
+        self.random_state = random_state
+        self.time_budget = time_budget
+        self.progress = progress
+        self.warm_start = warm_start
+
+    def _resume_call(self) -> str:
+        from zoo.dirichlet.supervised.fit import RESUME_CALL
+
+        return RESUME_CALL
+
+    def _estimator_calls(self) -> dict[str, str]:
+        from zoo.dirichlet.supervised.fit import RESTART_CALL
+
+        return super()._estimator_calls() | {
+            RESTART_CALL: "estimator.set_params(init=estimator.fit_.assignments[:, -1]).fit(X, y)"}
+
+    def _check_params(self) -> tuple[Any, Any, Any]:
+        from inference.concentration import gamma_prior
+        from zoo.dirichlet.supervised import MODELS
+
+        if check_int("model", self.model) not in MODELS:  # an integer: 2.7 is not a model number
+            raise ValueError(f"model: must be one of 1, 2, 3, got {self.model!r}")
+        _check_bool("share_clusters", self.share_clusters)
+        priors = []
+        for name in ("alpha_prior", "alpha_types_prior"):
+            value = getattr(self, name)
+            if value is None:
+                priors.append(None)
+                continue
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise TypeError(f"{name}: expected (shape, rate) or None, got {value!r}")
+            try:
+                priors.append(gamma_prior(*value))
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"{name}: {error}") from None
+        check_int("n_chains", self.n_chains, minimum=1)
+        check_int("n_draws", self.n_draws, minimum=1)
+        check_int("n_warmup", self.n_warmup, minimum=0)
+        check_choice("loss", self.loss, ("vi", "binder"))
+        if self.time_budget is not None:
+            check_real("time_budget", self.time_budget, low=0.0, low_open=True)
+        _check_bool("progress", self.progress)
+        _check_bool("warm_start", self.warm_start)
+        return priors[0], priors[1], jax_key(self.random_state)
+
+    def _validate(self, X: Any, y: Any, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
+        """X as floats and y as integers, with at least one labelled and one unlabelled row."""
+        X = _validate_features(self, X, reset=reset)
+        X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        if y is None:
+            raise ValueError("y: expected the labels of the training rows and -1 for the rows to cluster, got None")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y: expected one label per row of X ({X.shape[0]}), got shape {y.shape}")
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        if y.dtype.kind not in "iu":
+            raise TypeError(f"y: expected integer labels (-1 for the rows to cluster), got dtype {y.dtype}")
+        y = y.astype(np.int64)
+        if np.any(y < UNLABELLED):
+            raise ValueError(f"y: labels are -1 (the rows to cluster) or from 0 up, got {int(y.min())}")
+        if not np.any(y != UNLABELLED):
+            raise ValueError("y: no labelled row: SCDP learns from labelled rows (to cluster without labels, use "
+                             "DPMixtureEstimator)")
+        if not np.any(y == UNLABELLED):
+            raise ValueError("y: no row to cluster: mark the rows to cluster with -1")
+        return X, y
+
+    def fit(self, X: Any, y: Any) -> "SupervisedDPEstimator":
+        """Sample the posterior partition of the unlabelled rows of X (``y == -1``), learning from
+        the labelled ones; keep the point estimate in ``labels_``."""
+        from zoo.dirichlet.supervised import SupervisedDP
+
+        alpha_prior, alpha_types_prior, key = self._check_params()
+
+        def split(reset: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            points, labels = self._validate(X, y, reset=reset)
+            train = labels != UNLABELLED
+            return points[train], labels[train], points[~train], labels
+
+        def start(data):
+            train, train_labels, test, _ = data
+            model = SupervisedDP(int(self.model), share_clusters=bool(self.share_clusters), alpha_prior=alpha_prior,
+                                 alpha_types_prior=alpha_types_prior)
+            return model.fit(train, train_labels, test, key=key, n_chains=self.n_chains,
+                             n_sweeps=self.n_warmup + self.n_draws, n_warmup=self.n_warmup,
+                             time_budget=self.time_budget, progress=self.progress, init=self.init)
+
+        def resume(previous, data):
+            train, train_labels, test, _ = data
+            return previous.resume(train, train_labels, test, n_draws=self.n_draws, time_budget=self.time_budget,
+                                   progress=self.progress)
+
+        train, train_labels, _, labels = self._run_chains(lambda reset: split(reset), start, resume)
+        self.labels_ = self._labels(labels, np.unique(train_labels))
+        self.n_clusters_ = int(np.unique(self.labels_[labels == UNLABELLED]).size)
+        samples = self.fit_.result.samples
+        self.alpha_ = float(np.mean(samples["alpha"]))
+        self.alpha_types_ = float(np.mean(samples["alpha_types"]))
+        return self
+
+    def fit_predict(self, X: Any, y: Any) -> np.ndarray:
+        """``fit(X, y)``, then ``labels_``: y with the clusters of the rows labelled -1 in place."""
+        return self.fit(X, y).labels_
+
+    def _labels(self, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """``labels_``: y, with the point estimate's clusters in place of the -1s (see the class docstring)."""
+        estimate = np.asarray(self.fit_.point_estimate(self.loss))
+        assignments = self.fit_.assignments  # (chain, draw, unlabelled row); training slots 0..C-1 first
+        labels = y.copy()
+        rows = np.flatnonzero(y == UNLABELLED)
+        next_label = int(y.max()) + 1
+        for cluster in estimate[np.sort(np.unique(estimate, return_index=True)[1])]:  # in order of first occurrence
+            members = estimate == cluster
+            label = None
+            if self.share_clusters:
+                slots = assignments[:, :, members].ravel()
+                shares = np.bincount(slots[slots < classes.size], minlength=classes.size) / slots.size
+                if shares.max() > 0.5:
+                    label = int(classes[int(np.argmax(shares))])
+            if label is None:
+                label, next_label = next_label, next_label + 1
+            labels[rows[members]] = label
+        return labels
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
