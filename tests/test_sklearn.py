@@ -565,7 +565,8 @@ def test_supervised_dp_clusters_the_unlabelled_rows_as_the_core_model_does(fitte
     assert clone(estimator).get_params() == estimator.get_params()
     restored = pickle.loads(pickle.dumps(estimator))
     np.testing.assert_array_equal(restored.labels_, labels)
-    assert "n_types" in write_report(tmp_path / "report.html", estimator).read_text()  # the chains' report
+    page = write_report(tmp_path / "report.html", estimator).read_text()  # the chains' report
+    assert "n_types" in page and "estimator.set_params(" in page and "fit.resume" not in page  # the estimator's advice
 
 
 def test_supervised_dp_warm_start_and_its_warnings(fitted_supervised):

@@ -684,13 +684,18 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         col_names = list(fitted.feature_names_in_)
     if hasattr(fitted, "result_") and isinstance(getattr(fitted, "result_"), EMResult):
         fitted = fitted.result_
+    estimator_calls: dict[str, str] = {}
     if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator or SupervisedDPEstimator
+        # whose advice names the estimator's ways (a warm-started fit) instead of the fit's calls
+        estimator_calls = fitted._estimator_calls() if hasattr(fitted, "_estimator_calls") else {}
         fitted = fitted.fit_
     advice = None
     if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit
         # A fit's own mixing table carries the advice for its sampler (SupervisedDPFit's names
         # what SCDP offers, not the sub-cluster sampler).
         advice = getattr(getattr(fitted, "mixing", None), "attrs", {}).get("advice")
+        for call, estimator_call in estimator_calls.items() if advice else ():
+            advice = advice.replace(call, estimator_call)
         fitted = fitted.idata
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
