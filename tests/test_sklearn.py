@@ -569,15 +569,22 @@ def test_supervised_dp_clusters_the_unlabelled_rows_as_the_core_model_does(fitte
     assert "n_types" in page and "estimator.set_params(" in page and "fit.resume" not in page  # the estimator's advice
 
 
-def test_supervised_dp_warm_start_and_its_warnings(fitted_supervised):
+def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_supervised):
     full, X, y, _ = fitted_supervised
     options = dict(n_warmup=20, random_state=0, warm_start=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
         warm = SupervisedDPEstimator(n_draws=20, **options).fit(X, y)
         warm.fit(X, y)
-    np.testing.assert_array_equal(warm.fit_.assignments, full.fit_.assignments)
-    np.testing.assert_array_equal(warm.labels_, full.labels_)
+        stopped = SupervisedDPEstimator(n_draws=40, time_budget=1e-9, **options)
+        with (pytest.raises(ValueError, match="warm_start=True to finish the warm-up"),
+              pytest.warns(RuntimeWarning, match=r"continue it with estimator\.set_params\(warm_start=True\)\.fit\(X, y\)")):
+            stopped.fit(X, y)
+        assert not hasattr(stopped, "labels_")
+        stopped.set_params(time_budget=None).fit(X, y)  # finishes the warm-up, then draws
+    for estimator in (warm, stopped):
+        np.testing.assert_array_equal(estimator.fit_.assignments, full.fit_.assignments)
+        np.testing.assert_array_equal(estimator.labels_, full.labels_)
     # The fit's warnings name the estimator's way to continue, at the caller's line.
     with pytest.warns(MixingWarning, match=r"estimator\.set_params\(warm_start=True\)\.fit\(X, y\) continues") as caught:
         SupervisedDPEstimator(n_draws=10, **options).fit(X, y)

@@ -53,8 +53,8 @@ class ChainEstimatorMixin:
         previous = getattr(self, "fit_", None)
         if previous is None:
             previous = getattr(self, "_unfinished_fit", None)
-        caught: list[warnings.WarningMessage]
-        if self.warm_start and previous is not None:
+        warm = bool(self.warm_start and previous is not None)
+        if warm:
             fitted = getattr(self, "_fitted_settings", None) or (None,) * len(self._CHAIN_SETTINGS)
             if self._chain_settings() != fitted:
                 changed = [name for name, now, then in zip(self._CHAIN_SETTINGS, self._chain_settings(), fitted)
@@ -62,17 +62,17 @@ class ChainEstimatorMixin:
                 raise ValueError(f"warm_start: the previous fit's chains were made with other {', '.join(changed)}; "
                                  "set warm_start=False to start afresh")
             data = validate(reset=not hasattr(self, "n_features_in_"))
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    fit = resume(previous, data)
-            except ValueError as error:
-                raise ValueError(f"warm_start: {error}; set warm_start=False to start afresh") from None
         else:
             data = validate(reset=True)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                fit = start(data)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                fit = resume(previous, data) if warm else start(data)
+            except ValueError as error:
+                if not warm:
+                    raise
+                raise ValueError(f"warm_start: {error}; set warm_start=False to start afresh") from None
+        if not warm:
             self._fitted_settings = self._chain_settings()
         # The fit's warnings (mixing, no draws yet, tied values), as the estimator's, at the
         # caller's line: their advice to continue the chains names the estimator's way.

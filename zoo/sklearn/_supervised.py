@@ -200,7 +200,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
             return previous.resume(train, train_labels, test, n_draws=self.n_draws, time_budget=self.time_budget,
                                    progress=self.progress)
 
-        train, train_labels, _, labels = self._run_chains(lambda reset: split(reset), start, resume)
+        train, train_labels, _, labels = self._run_chains(split, start, resume)
         self.labels_ = self._labels(labels, np.unique(train_labels))
         self.n_clusters_ = int(np.unique(self.labels_[labels == UNLABELLED]).size)
         samples = self.fit_.result.samples
