@@ -1662,6 +1662,8 @@ ENTRY_POINTS["SupervisedDPEstimator.fit"] = (
         "model": st.sampled_from([0, 4, 1.5, "1", None]), "share_clusters": st.sampled_from([1, "yes", None]),
         "alpha_prior": st.sampled_from([(0.0, 1.0), (1.0,), 1.0, "gamma"]), "n_chains": BAD_POSITIVE_INT,
         "n_draws": BAD_POSITIVE_INT, "random_state": st.sampled_from([-1, "seed", 1.5, [1]]),
+        "n_split_merge": BAD_COUNT.filter(lambda value: value is not None),  # None: the automatic count
+        "pair_moves": BAD_BOOL.filter(lambda value: value is not None),  # None: by the model
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)},
     {})
 for _metric in METRICS:

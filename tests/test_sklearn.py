@@ -634,7 +634,10 @@ def test_supervised_dp_rejects_bad_settings():
     for params, error, message in [({"model": 4}, ValueError, "^model:"), ({"model": 2.5}, TypeError, "^model:"),
                                    ({"share_clusters": "no"}, TypeError, "^share_clusters:"),
                                    ({"alpha_types_prior": (1.0,)}, TypeError, "^alpha_types_prior:"),
-                                   ({"n_warmup": -1}, ValueError, "^n_warmup:"), ({"loss": "l2"}, ValueError, "^loss:")]:
+                                   ({"n_warmup": -1}, ValueError, "^n_warmup:"), ({"loss": "l2"}, ValueError, "^loss:"),
+                                   ({"n_split_merge": -1}, ValueError, "^n_split_merge:"),
+                                   ({"n_type_split_merge": 1.5}, TypeError, "^n_type_split_merge:"),
+                                   ({"pair_moves": "yes"}, TypeError, "^pair_moves:")]:
         with pytest.raises(error, match=message):
             SupervisedDPEstimator(**params).fit(X, y)
     with pytest.raises(ValueError, match="^X: "):

@@ -45,6 +45,16 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         every sweep (DM05 App. B); None keeps that concentration at 1.
     n_chains, n_warmup, n_draws : int, default 2, 100, 200
         Chains (from dispersed starts) and their sweeps: ``n_warmup`` discarded, then ``n_draws`` kept.
+    n_split_merge : int, optional
+        Split–merge moves of the unlabelled rows' partition per sweep (default None: as many as the
+        training data lead one to expect, :func:`zoo.dirichlet.supervised.auto_split_merge`).
+    n_type_split_merge : int, default 0
+        SCDP-1 and -2: split–merge moves of the reference types per sweep (off by default).
+    pair_moves : bool, optional
+        SCDP-1 and -2: joint moves of each unlabelled row and its nearest unlabelled row (default
+        None: on for SCDP-1 and -2, off for SCDP-3). These three are
+        :class:`zoo.dirichlet.supervised.SupervisedDP`'s, whose docstrings say where they helped;
+        a fit's mixing warning names the one to try.
     init : str or array_like of int, default "dispersed"
         The chains' starting partitions of the unlabelled rows (see
         :meth:`zoo.dirichlet.supervised.SupervisedDP.fit`): ``"dispersed"``, ``"single"``,
@@ -64,7 +74,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``) instead
         of starting new ones, and make the estimate from the draws of every fit so far. X, y and the
         settings that make the chains (``model``, ``share_clusters``, ``alpha_prior``,
-        ``alpha_types_prior``, ``n_chains``, ``n_warmup``) must be those of the previous fit;
+        ``alpha_types_prior``, ``n_chains``, ``n_warmup`` and the three counts of moves) must be
+        those of the previous fit;
         ``init`` and ``random_state`` are not used again (the chains go on from where they are, with
         their own keys).
 
@@ -92,12 +103,13 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     (True, True)
     """
 
-    _CHAIN_SETTINGS = ("model", "share_clusters", "alpha_prior", "alpha_types_prior", "n_chains", "n_warmup")
+    _CHAIN_SETTINGS = ("model", "share_clusters", "alpha_prior", "alpha_types_prior", "n_chains", "n_warmup",
+                       "n_split_merge", "n_type_split_merge", "pair_moves")
     _WARM_START_CALL = "estimator.set_params(warm_start=True).fit(X, y)"
 
     def __init__(self, model=1, *, share_clusters=False, alpha_prior=(1.0, 1.0), alpha_types_prior=(1.0, 1.0),
-                 n_chains=2, n_warmup=100, n_draws=200, init="dispersed", loss="vi", random_state=None,
-                 time_budget=None, progress=False, warm_start=False):
+                 n_chains=2, n_warmup=100, n_draws=200, n_split_merge=None, n_type_split_merge=0, pair_moves=None,
+                 init="dispersed", loss="vi", random_state=None, time_budget=None, progress=False, warm_start=False):
         self.model = model
         self.share_clusters = share_clusters
         self.alpha_prior = alpha_prior
@@ -105,6 +117,9 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         self.n_chains = n_chains
         self.n_warmup = n_warmup
         self.n_draws = n_draws
+        self.n_split_merge = n_split_merge
+        self.n_type_split_merge = n_type_split_merge
+        self.pair_moves = pair_moves
         self.init = init
         self.loss = loss
         self.random_state = random_state
@@ -121,7 +136,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         from zoo.dirichlet.supervised.fit import RESTART_CALL
 
         return super()._estimator_calls() | {
-            RESTART_CALL: "estimator.set_params(init=estimator.fit_.assignments[:, -1]).fit(X, y)"}
+            RESTART_CALL: "estimator.set_params(init=estimator.fit_.assignments[:, -1]).fit(X, y)",
+            "SupervisedDP(..., ": "SupervisedDPEstimator(..., "}
 
     def _check_params(self) -> tuple[Any, Any, Any]:
         from inference.concentration import gamma_prior
@@ -190,7 +206,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         def start(data):
             train, train_labels, test, _ = data
             model = SupervisedDP(int(self.model), share_clusters=bool(self.share_clusters), alpha_prior=alpha_prior,
-                                 alpha_types_prior=alpha_types_prior)
+                                 alpha_types_prior=alpha_types_prior, n_split_merge=self.n_split_merge,
+                                 n_type_split_merge=self.n_type_split_merge, pair_moves=self.pair_moves)
             return model.fit(train, train_labels, test, key=key, n_chains=self.n_chains,
                              n_sweeps=self.n_warmup + self.n_draws, n_warmup=self.n_warmup,
                              time_budget=self.time_budget, progress=self.progress, init=self.init)
