@@ -10,29 +10,39 @@ from typing import Any, ClassVar
 
 from inference._validation import user_stacklevel
 
-__all__ = ["ChainEstimatorMixin"]
+__all__ = ["ChainEstimatorMixin", "check_gamma_prior"]
+
+
+def check_gamma_prior(name: str, value: Any) -> Any:
+    """The ``GammaPrior`` of a (shape, rate) hyperparameter, or None; errors name ``name``."""
+    from inference.concentration import gamma_prior
+
+    if value is None:
+        return None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name}: expected (shape, rate) or None, got {value!r}")
+    try:
+        return gamma_prior(*value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{name}: {error}") from None
 
 
 class ChainEstimatorMixin:
     """Runs a fit's chains for an estimator whose ``fit`` samples (not used directly).
 
     A subclass names the settings that make its chains (``_CHAIN_SETTINGS``: a warm start goes
-    on only with the same ones), the call its fits' messages give for continuing them
-    (:meth:`_resume_call`) and the estimator's own way (``_WARM_START_CALL``; any other call the
-    messages name in :meth:`_estimator_calls`), and calls
-    :meth:`_run_chains` from ``fit``.
+    on only with the same ones) and the calls its fits' messages name, each with the estimator's
+    own way to do the same (:meth:`_estimator_calls`: the fit's ``resume`` with a warm-started
+    fit, ``_WARM_START_CALL``), and calls :meth:`_run_chains` from ``fit``.
     """
 
     _CHAIN_SETTINGS: ClassVar[tuple[str, ...]] = ()
     _WARM_START_CALL: ClassVar[str] = "estimator.set_params(warm_start=True).fit(X)"
 
-    def _resume_call(self) -> str:
-        """The call that continues a fit's chains, as the fit's messages name it."""
-        raise NotImplementedError
-
     def _estimator_calls(self) -> dict[str, str]:
-        """The calls the fit's messages name, each with the estimator's own way to do the same."""
-        return {self._resume_call(): self._WARM_START_CALL}
+        """The calls the fit's messages name, each with the estimator's own way to do the same
+        (none here: the messages are issued as they are)."""
+        return {}
 
     def _chain_settings(self) -> tuple:
         return tuple(tuple(value) if isinstance(value, list) else value

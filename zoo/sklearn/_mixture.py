@@ -17,7 +17,7 @@ from inference.segments import segment_sum
 from inference._validation import check_choice, check_int, check_real
 from inference.jit import jit
 from zoo.finite_mixture import GaussianMixture
-from zoo.sklearn._chains import ChainEstimatorMixin
+from zoo.sklearn._chains import ChainEstimatorMixin, check_gamma_prior
 from zoo.sklearn._base import EMEstimator, _check_bool, _document, _validate_features, jax_key
 
 __all__ = ["GaussianMixtureEstimator", "DPMixtureEstimator", "DP_FAMILIES"]
@@ -217,10 +217,10 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     # The settings that make the chains: a warm start goes on only with the same ones.
     _CHAIN_SETTINGS = ("family", "alpha", "alpha_prior", "algorithm", "n_chains", "n_warmup", "max_clusters")
 
-    def _resume_call(self) -> str:
+    def _estimator_calls(self) -> dict[str, str]:
         from zoo.dirichlet.mixture import RESUME_CALL
 
-        return RESUME_CALL
+        return {RESUME_CALL: self._WARM_START_CALL}
 
     def _component_family(self, n_features: int) -> Any:
         from zoo.dirichlet.families import beta_bernoulli, normal_gamma
@@ -228,18 +228,9 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         return normal_gamma(n_features) if self.family == "normal-gamma" else beta_bernoulli(n_features)
 
     def _check_params(self) -> tuple[Any, Any]:
-        from inference.concentration import gamma_prior
-
         check_choice("family", self.family, DP_FAMILIES)
         check_real("alpha", self.alpha, low=0.0, low_open=True)
-        prior = None
-        if self.alpha_prior is not None:
-            if not isinstance(self.alpha_prior, (tuple, list)) or len(self.alpha_prior) != 2:
-                raise TypeError(f"alpha_prior: expected (shape, rate) or None, got {self.alpha_prior!r}")
-            try:
-                prior = gamma_prior(*self.alpha_prior)
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"alpha_prior: {error}") from None
+        prior = check_gamma_prior("alpha_prior", self.alpha_prior)
         check_choice("algorithm", self.algorithm, ("auxiliary", "conjugate", "collapsed", "subcluster"))
         for name in ("n_chains", "n_draws", "max_clusters"):
             check_int(name, getattr(self, name), minimum=1)

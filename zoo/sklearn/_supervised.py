@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from inference._validation import check_choice, check_int, check_real
 from zoo.sklearn._base import _check_bool, _validate_features, jax_key
-from zoo.sklearn._chains import ChainEstimatorMixin
+from zoo.sklearn._chains import ChainEstimatorMixin, check_gamma_prior
 
 __all__ = ["SupervisedDPEstimator", "UNLABELLED"]
 
@@ -127,37 +127,21 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         self.progress = progress
         self.warm_start = warm_start
 
-    def _resume_call(self) -> str:
-        from zoo.dirichlet.supervised.fit import RESUME_CALL
-
-        return RESUME_CALL
-
     def _estimator_calls(self) -> dict[str, str]:
-        from zoo.dirichlet.supervised.fit import RESTART_CALL
+        from zoo.dirichlet.supervised.fit import RESTART_CALL, RESUME_CALL
 
-        return super()._estimator_calls() | {
+        return {
+            RESUME_CALL: self._WARM_START_CALL,
             RESTART_CALL: "estimator.set_params(init=estimator.fit_.assignments[:, -1]).fit(X, y)",
             "SupervisedDP(..., ": "SupervisedDPEstimator(..., "}
 
     def _check_params(self) -> tuple[Any, Any, Any]:
-        from inference.concentration import gamma_prior
         from zoo.dirichlet.supervised import MODELS
 
         if check_int("model", self.model) not in MODELS:  # an integer: 2.7 is not a model number
             raise ValueError(f"model: must be one of 1, 2, 3, got {self.model!r}")
         _check_bool("share_clusters", self.share_clusters)
-        priors = []
-        for name in ("alpha_prior", "alpha_types_prior"):
-            value = getattr(self, name)
-            if value is None:
-                priors.append(None)
-                continue
-            if not isinstance(value, (tuple, list)) or len(value) != 2:
-                raise TypeError(f"{name}: expected (shape, rate) or None, got {value!r}")
-            try:
-                priors.append(gamma_prior(*value))
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"{name}: {error}") from None
+        priors = [check_gamma_prior(name, getattr(self, name)) for name in ("alpha_prior", "alpha_types_prior")]
         check_int("n_chains", self.n_chains, minimum=1)
         check_int("n_draws", self.n_draws, minimum=1)
         check_int("n_warmup", self.n_warmup, minimum=0)
