@@ -1664,6 +1664,8 @@ ENTRY_POINTS["SupervisedDPEstimator.fit"] = (
         "n_draws": BAD_POSITIVE_INT, "random_state": st.sampled_from([-1, "seed", 1.5, [1]]),
         "n_split_merge": BAD_COUNT.filter(lambda value: value is not None),  # None: the automatic count
         "pair_moves": BAD_BOOL.filter(lambda value: value is not None),  # None: by the model
+        "n_precision_split_merge": BAD_COUNT.filter(lambda value: value is not None),  # None: by the model
+        "prior_variance": BAD_POSITIVE_REAL, "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)},
     {})
 for _metric in METRICS:

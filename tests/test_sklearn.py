@@ -603,6 +603,21 @@ def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_
     assert warm.fit_.assignments.shape[1] == 40  # the refused fits changed nothing
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 10 draws
+def test_supervised_dp_passes_its_priors_to_the_model():
+    from zoo.dirichlet.supervised import SupervisedDP
+
+    X, y, _ = _labelled_blobs()
+    priors = dict(prior_variance=4.0, precision_shape=2.0, precision_rate=0.5)
+    estimator = SupervisedDPEstimator(n_warmup=5, n_draws=10, random_state=3, **priors).fit(X, y)
+    core = SupervisedDP(1, **priors).fit(X[:20], y[:20], X[20:], key=jax_key(3), n_chains=2, n_sweeps=15,
+                                         n_warmup=5, progress=False)
+    np.testing.assert_array_equal(estimator.fit_.assignments, core.assignments)
+    np.testing.assert_array_equal(estimator.fit_.result.samples["log_joint"], core.result.samples["log_joint"])
+    with pytest.raises(ValueError, match="^warm_start: the previous fit's chains were made with other prior_variance;"):
+        estimator.set_params(warm_start=True, prior_variance=1.0).fit(X, y)
+
+
 def test_supervised_dp_share_clusters_gives_unlabelled_rows_the_training_label_they_join():
     # Half of group 0 unlabelled: with share_clusters those rows join training cluster 0.
     X, _, _ = _labelled_blobs()
@@ -637,7 +652,14 @@ def test_supervised_dp_rejects_bad_settings():
                                    ({"n_warmup": -1}, ValueError, "^n_warmup:"), ({"loss": "l2"}, ValueError, "^loss:"),
                                    ({"n_split_merge": -1}, ValueError, "^n_split_merge:"),
                                    ({"n_type_split_merge": 1.5}, TypeError, "^n_type_split_merge:"),
-                                   ({"pair_moves": "yes"}, TypeError, "^pair_moves:")]:
+                                   ({"pair_moves": "yes"}, TypeError, "^pair_moves:"),
+                                   ({"prior_variance": 0.0}, ValueError, "^prior_variance:"),
+                                   ({"precision_shape": "1"}, TypeError, "^precision_shape:"),
+                                   ({"precision_rate": -1.0}, ValueError, "^precision_rate:"),
+                                   ({"n_precision_split_merge": 1}, ValueError,  # passed on: SCDP-1 has none
+                                    "^n_precision_split_merge: only SCDP-3"),
+                                   ({"model": 3, "n_precision_split_merge": -1}, ValueError,
+                                    "^n_precision_split_merge:")]:
         with pytest.raises(error, match=message):
             SupervisedDPEstimator(**params).fit(X, y)
     with pytest.raises(ValueError, match="^X: "):

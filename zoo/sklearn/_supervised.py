@@ -43,6 +43,10 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     alpha_prior, alpha_types_prior : (shape, rate) or None, default (1.0, 1.0)
         Gamma priors of the concentrations α^p (clusters) and α^t (reference types), resampled
         every sweep (DM05 App. B); None keeps that concentration at 1.
+    prior_variance : float, default 1.0
+        σ² of the prior of the cluster means, G0^p (DM05 §5: about 1 for centred, scaled features).
+    precision_shape, precision_rate : float, default 1.0, 1.0
+        Gamma(shape, rate) prior of the reference types' precisions, G0^t (DM05 §5: Gam(1, 1)).
     n_chains, n_warmup, n_draws : int, default 2, 100, 200
         Chains (from dispersed starts) and their sweeps: ``n_warmup`` discarded, then ``n_draws`` kept.
     n_split_merge : int, optional
@@ -52,7 +56,11 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         SCDP-1 and -2: split–merge moves of the reference types per sweep (off by default).
     pair_moves : bool, optional
         SCDP-1 and -2: joint moves of each unlabelled row and its nearest unlabelled row (default
-        None: on for SCDP-1 and -2, off for SCDP-3). These three are
+        None: on for SCDP-1 and -2, off for SCDP-3).
+    n_precision_split_merge : int, optional
+        SCDP-3: split–merge moves of the unlabelled rows' partition that propose the precisions
+        with it, each followed by a singleton move (default None: 2 for SCDP-3; the other models
+        have none). These four counts of moves are
         :class:`zoo.dirichlet.supervised.SupervisedDP`'s, whose docstrings say where they helped;
         a fit's mixing warning names the one to try.
     init : str or array_like of int, default "dispersed"
@@ -73,9 +81,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     warm_start : bool, default False
         Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``) instead
         of starting new ones, and make the estimate from the draws of every fit so far. X, y and the
-        settings that make the chains (``model``, ``share_clusters``, ``alpha_prior``,
-        ``alpha_types_prior``, ``n_chains``, ``n_warmup`` and the three counts of moves) must be
-        those of the previous fit;
+        settings that make the chains (``model``, ``share_clusters``, the priors, ``n_chains``,
+        ``n_warmup`` and the four counts of moves) must be those of the previous fit;
         ``init`` and ``random_state`` are not used again (the chains go on from where they are, with
         their own keys).
 
@@ -103,23 +110,29 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     (True, True)
     """
 
-    _CHAIN_SETTINGS = ("model", "share_clusters", "alpha_prior", "alpha_types_prior", "n_chains", "n_warmup",
-                       "n_split_merge", "n_type_split_merge", "pair_moves")
+    _CHAIN_SETTINGS = ("model", "share_clusters", "alpha_prior", "alpha_types_prior", "prior_variance",
+                       "precision_shape", "precision_rate", "n_chains", "n_warmup", "n_split_merge",
+                       "n_type_split_merge", "pair_moves", "n_precision_split_merge")
     _WARM_START_CALL = "estimator.set_params(warm_start=True).fit(X, y)"
 
     def __init__(self, model=1, *, share_clusters=False, alpha_prior=(1.0, 1.0), alpha_types_prior=(1.0, 1.0),
-                 n_chains=2, n_warmup=100, n_draws=200, n_split_merge=None, n_type_split_merge=0, pair_moves=None,
+                 prior_variance=1.0, precision_shape=1.0, precision_rate=1.0, n_chains=2, n_warmup=100, n_draws=200,
+                 n_split_merge=None, n_type_split_merge=0, pair_moves=None, n_precision_split_merge=None,
                  init="dispersed", loss="vi", random_state=None, time_budget=None, progress=False, warm_start=False):
         self.model = model
         self.share_clusters = share_clusters
         self.alpha_prior = alpha_prior
         self.alpha_types_prior = alpha_types_prior
+        self.prior_variance = prior_variance
+        self.precision_shape = precision_shape
+        self.precision_rate = precision_rate
         self.n_chains = n_chains
         self.n_warmup = n_warmup
         self.n_draws = n_draws
         self.n_split_merge = n_split_merge
         self.n_type_split_merge = n_type_split_merge
         self.pair_moves = pair_moves
+        self.n_precision_split_merge = n_precision_split_merge
         self.init = init
         self.loss = loss
         self.random_state = random_state
@@ -142,6 +155,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
             raise ValueError(f"model: must be one of 1, 2, 3, got {self.model!r}")
         _check_bool("share_clusters", self.share_clusters)
         priors = [check_gamma_prior(name, getattr(self, name)) for name in ("alpha_prior", "alpha_types_prior")]
+        for name in ("prior_variance", "precision_shape", "precision_rate"):
+            check_real(name, getattr(self, name), low=0.0, low_open=True)
         check_int("n_chains", self.n_chains, minimum=1)
         check_int("n_draws", self.n_draws, minimum=1)
         check_int("n_warmup", self.n_warmup, minimum=0)
@@ -190,8 +205,10 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         def start(data):
             train, train_labels, test, _ = data
             model = SupervisedDP(int(self.model), share_clusters=bool(self.share_clusters), alpha_prior=alpha_prior,
-                                 alpha_types_prior=alpha_types_prior, n_split_merge=self.n_split_merge,
-                                 n_type_split_merge=self.n_type_split_merge, pair_moves=self.pair_moves)
+                                 alpha_types_prior=alpha_types_prior, prior_variance=self.prior_variance,
+                                 precision_shape=self.precision_shape, precision_rate=self.precision_rate,
+                                 n_split_merge=self.n_split_merge, n_type_split_merge=self.n_type_split_merge,
+                                 pair_moves=self.pair_moves, n_precision_split_merge=self.n_precision_split_merge)
             return model.fit(train, train_labels, test, key=key, n_chains=self.n_chains,
                              n_sweeps=self.n_warmup + self.n_draws, n_warmup=self.n_warmup,
                              time_budget=self.time_budget, progress=self.progress, init=self.init)
