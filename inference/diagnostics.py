@@ -84,7 +84,9 @@ MIXING_STATUSES = {
     "chains disagree": "constant within every chain, but not the same in all chains: no chain moves; "
                        "R-hat is inf and ESS 0",
     "stuck": "constant within some chains while others move, and R-hat or ESS fails",
-    "not mixing": "R-hat > rhat_max, or bulk or tail ESS < ess_min",
+    "few effective draws": "R-hat <= rhat_max, but bulk or tail ESS < ess_min: too few effective draws to rely "
+                           "on that R-hat (nor on the quantity's mean)",
+    "not mixing": "R-hat > rhat_max",
     "too few draws": f"fewer than {MIN_DRAWS} draws per chain: nothing can be judged",
     "not finite": "some draws are NaN or infinite: nothing can be judged",
 }
@@ -366,7 +368,12 @@ def mixing_table(
       (the same ``inf`` and 0 are reported whenever every half chain is constant);
     * ``"ok"``: ``r_hat <= rhat_max``, ``ess_bulk >= ess_min`` and ``ess_tail >= ess_min``;
     * ``"stuck"``: otherwise, if some chains are constant while others move;
-    * ``"not mixing"``: otherwise.
+    * ``"few effective draws"``: otherwise, if ``r_hat <= rhat_max`` (so bulk or tail ESS is
+      below ``ess_min``): the R-hat passes, but Vehtari et al. (2021) ask for ``ess_min``
+      effective draws before it is relied on, so the chains are not yet known to mix. With
+      fewer than ``ess_min`` draws in all no ESS can reach it (unless the draws are
+      anti-correlated);
+    * ``"not mixing"``: otherwise (``r_hat > rhat_max``).
 
     With a single chain the split R-hat compares its two halves (ArviZ itself needs two chains);
     "chains disagree" and "stuck" need two chains, and a single constant chain is ``"constant"``.
@@ -452,6 +459,8 @@ def mixing_table(
                 status = "ok"
             elif n_chains > 1 and any(constant_chains):
                 status = "stuck"
+            elif row["r_hat"] <= rhat_max:
+                status = "few effective draws"
             else:
                 status = "not mixing"
         if status in ("chains disagree", "stuck"):
@@ -620,7 +629,11 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         ``"Chains do NOT mix: n_clusters (chains disagree: values by chain 9, 10, 11, 10),
         log_joint (not mixing: R-hat 1.35, bulk ESS 23). The chains sit in separate modes: ...
         Run longer, ..."`` (the sentence on modes when the chains' mean log joints differ by more
-        than 10 nats and than the pooled standard deviation), or ``"Mixing cannot
+        than 10 nats and than the pooled standard deviation); ``"Too few effective draws to rely on
+        R-hat, though it is <= 1.01 for every quantity assessed: log_joint (few effective draws:
+        R-hat 0.999, bulk ESS 354). Vehtari et al. (2021) ask for ... ; the chains hold 400 draws in
+        all, so no ESS can reach 400. Draw more ..."`` when no quantity fails R-hat but some
+        fall short of the ESS; or ``"Mixing cannot
         be judged: ..."`` when the only problems are too few draws or non-finite values. With a
         single chain the sentence speaks of the chain and of split R-hat. The closing advice is
         written for the Dirichlet-process samplers: to run longer (naming the call that continues
@@ -660,6 +673,19 @@ def mixing_verdict(table: pd.DataFrame) -> str:
             sentence += f" ({', '.join(constant)} {'is' if len(constant) == 1 else 'are'} constant)"
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
+    if not any(status in _NOT_MIXING for status in statuses) and any(status == "few effective draws"
+                                                                     for status in statuses):
+        n_chains, n_draws = table.attrs.get("n_chains"), table.attrs.get("n_draws")
+        total = ""
+        if n_chains and n_draws:
+            in_all = int(n_chains) * int(n_draws)
+            total = f"; {'the chain holds' if single else 'the chains hold'} {in_all:,} draws in all" + (
+                f", so no ESS can reach {ess_min:g}" if in_all < ess_min else "")
+        rhat = "split R-hat" if single else "R-hat"
+        return (f"Too few effective draws to rely on {rhat}, though it is <= {rhat_max:g} for every quantity "
+                f"assessed: {problems}. Vehtari et al. (2021) ask for bulk and tail ESS >= {ess_min:g} before "
+                f"trusting R-hat{total}. {run_longer(table.attrs.get('continue_with'), 'Draw more')} with more "
+                "chains.")
     if any(status in _NOT_MIXING for status in statuses):
         longer = run_longer(table.attrs.get("continue_with"))
         advice = table.attrs.get("advice") or equal_height_advice(table) or (

@@ -226,6 +226,34 @@ def test_a_drifting_random_walk_does_not_mix():
     assert stricter.loc["x", "status"] == "not mixing" and stricter.attrs["rhat_max"] == 1.0001
 
 
+def test_chains_that_pass_r_hat_with_too_few_effective_draws_are_told_so_not_that_they_do_not_mix():
+    # Four chains of 50 independent draws: R-hat passes, but 200 draws cannot give an ESS of 400.
+    table = mixing_table(_dataset(x=IID[:, :50], k=RNG.poisson(5.0, size=(4, 50))))
+    assert list(table["status"]) == ["few effective draws"] * 2
+    assert (table["r_hat"] <= 1.01).all() and (table["ess_bulk"] < 400).all()
+    verdict = mixing_verdict(table)
+    assert verdict.startswith("Too few effective draws to rely on R-hat, though it is <= 1.01 for every quantity "
+                              "assessed: x (few effective draws: R-hat ")
+    assert "the chains hold 200 draws in all, so no ESS can reach 400. Draw more, with more chains." in verdict
+    assert "NOT mix" not in verdict
+    with pytest.warns(MixingWarning, match="^Too few effective draws"):
+        assert warn_if_not_mixing(table) is True
+    # Named with the call that continues the chains, as the run-longer advice is.
+    table.attrs["continue_with"] = "fit.resume(data, n_draws=...)"
+    assert "Draw more (fit.resume(data, n_draws=...) continues these chains), or again with more chains." in (
+        mixing_verdict(table))
+    # Enough draws in all: the count is given, without saying that none could reach the threshold.
+    long = mixing_table(_dataset(x=IID), ess_min=3900)  # bulk ESS about 3,700 of 4,000 draws
+    assert long.loc["x", "status"] == "few effective draws"
+    assert "the chains hold 4,000 draws in all. Draw more" in mixing_verdict(long)
+    single = mixing_verdict(mixing_table(_dataset(x=IID[:1]), ess_min=2000))
+    assert "rely on split R-hat" in single and "the chain holds 1,000 draws in all, so no ESS" in single
+    # Beside a quantity whose R-hat fails, the chains do not mix, and each quantity keeps its word.
+    both = mixing_table(_dataset(walk=WALK[:, :50], x=IID[:, :50]))
+    assert mixing_verdict(both).startswith("Chains do NOT mix: walk (not mixing: R-hat ")
+    assert "x (few effective draws: R-hat " in mixing_verdict(both)
+
+
 def test_constant_quantities_are_kept_marked_and_not_judged():
     table = _no_mixing_warning(mixing_table, _dataset(alpha=np.full((4, 1000), 1.5), x=IID))
     row = table.loc["alpha"]

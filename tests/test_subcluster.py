@@ -185,13 +185,13 @@ def check_recovery(n_per_cluster, n_sweeps, *, reach_by):
     return first, ari[:, -1], seconds
 
 
-@pytest.mark.filterwarnings("ignore:Chains do NOT mix")
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")
 def test_recovers_separated_clusters_from_one_cluster():
     check_recovery(100, 60, reach_by=30)
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore:Chains do NOT mix")
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")
 def test_recovers_separated_clusters_from_one_cluster_at_scale():
     first, final, seconds = check_recovery(400, 300, reach_by=50)
     print(f"2000 points: ARI >= 0.95 first at sweeps {first}, final ARI {final}, {seconds:.1f} s for 300 sweeps "
@@ -314,7 +314,7 @@ def test_sample_chains_grows_the_capacity_and_continues_the_same_chain(compare):
         np.testing.assert_array_equal(grown.samples["assignments"], run_two_groups(6).samples["assignments"])
 
 
-@pytest.mark.filterwarnings("ignore:Chains do NOT mix")
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")
 def test_dp_mixture_fit_with_arviz_output():
     # A capacity these chains do not outgrow (at 4 or 8 they do, and the step compiles again:
     # growing is tested above).

@@ -1179,7 +1179,8 @@ def test_mixing_advice_names_the_type_moves_when_the_types_do_not_mix():
     # Types that differ little between chains (R-hat below 1.1) are no reason for the moves.
     samples["n_types"] = rng.integers(7, 9, (n_chains, n_draws))
     table = SupervisedDPFit(result, model=1, n_type_split_merge=0).mixing
-    assert table.loc["n_types", "status"] == "not mixing" and table.loc["n_types", "r_hat"] < 1.1  # ESS < 400
+    assert table.loc["n_types", "status"] in ("not mixing", "few effective draws")  # ESS < 400
+    assert table.loc["n_types", "r_hat"] < 1.1
     assert "n_type_split_merge" not in table.attrs["advice"]
 
 
