@@ -406,7 +406,7 @@ def fitted_dp():
     rng = np.random.default_rng(3)
     labels = np.repeat(np.arange(3), 12)
     points = np.array([[-2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])[labels] + 0.25 * rng.normal(size=(36, 2))
-    return DPMixtureEstimator(n_warmup=40, n_draws=40, max_clusters=8, random_state=0).fit(points), points, labels
+    return DPMixtureEstimator(n_chains=2, n_warmup=40, n_draws=40, max_clusters=8, random_state=0).fit(points), points, labels
 
 
 def test_dp_mixture_finds_the_blobs(fitted_dp):
@@ -451,7 +451,7 @@ def test_dp_mixture_with_the_sub_cluster_sampler_finds_the_blobs(fitted_dp):
     collapsed, points, labels = fitted_dp
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains
-        estimator = DPMixtureEstimator(algorithm="subcluster", n_warmup=40, n_draws=40, max_clusters=8,
+        estimator = DPMixtureEstimator(algorithm="subcluster", n_chains=2, n_warmup=40, n_draws=40, max_clusters=8,
                                        random_state=0).fit(points)
     assert estimator.n_clusters_ == 3 and adjusted_rand_score(labels, estimator.labels_) == 1.0
     # The same settings and key as the collapsed fit, another sampler: other draws.
@@ -466,7 +466,7 @@ def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
     from sklearn.exceptions import NotFittedError
 
     _, points, _ = fitted_dp
-    options = dict(n_warmup=0, n_draws=40, max_clusters=8, random_state=0)
+    options = dict(n_chains=2, n_warmup=0, n_draws=40, max_clusters=8, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ten draws do not mix
         cut = DPMixtureEstimator(time_budget=1e-9, **options).fit(points)
@@ -475,7 +475,7 @@ def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
     np.testing.assert_array_equal(cut.fit_.idata.posterior["assignments"],
                                   full.fit_.idata.posterior["assignments"][:, :10])
     assert cut.labels_.shape == (points.shape[0],)
-    stopped = DPMixtureEstimator(time_budget=1e-9, n_warmup=40, n_draws=40, random_state=0)
+    stopped = DPMixtureEstimator(time_budget=1e-9, n_chains=2, n_warmup=40, n_draws=40, random_state=0)
     with pytest.raises(ValueError, match="^time_budget: 1e-09 s ran out in the warm-up"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the fit's own warning that it has no draws
         stopped.fit(points)
@@ -489,7 +489,7 @@ def test_dp_mixture_warm_start_continues_the_chains_as_one_longer_fit(fitted_dp)
     import warnings
 
     full, points, _ = fitted_dp
-    options = dict(n_warmup=40, max_clusters=8, random_state=0, warm_start=True)
+    options = dict(n_chains=2, n_warmup=40, max_clusters=8, random_state=0, warm_start=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains
         warm = DPMixtureEstimator(n_draws=20, **options).fit(points)
@@ -543,7 +543,7 @@ def fitted_supervised():
     X, y, truth = _labelled_blobs()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)  # 40 draws: ESS < 400
-        estimator = SupervisedDPEstimator(n_warmup=20, n_draws=40, random_state=0).fit(X, y)
+        estimator = SupervisedDPEstimator(n_chains=2, n_warmup=20, n_draws=40, random_state=0).fit(X, y)
     return estimator, X, y, truth
 
 
@@ -571,7 +571,7 @@ def test_supervised_dp_clusters_the_unlabelled_rows_as_the_core_model_does(fitte
 
 def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_supervised):
     full, X, y, _ = fitted_supervised
-    options = dict(n_warmup=20, random_state=0, warm_start=True)
+    options = dict(n_chains=2, n_warmup=20, random_state=0, warm_start=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
         warm = SupervisedDPEstimator(n_draws=20, **options).fit(X, y)
@@ -594,7 +594,7 @@ def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_
     last = full.fit_.assignments[:, -1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
-        restarted = SupervisedDPEstimator(n_warmup=0, n_draws=5, init=last, random_state=1).fit(X, y)
+        restarted = SupervisedDPEstimator(n_chains=2, n_warmup=0, n_draws=5, init=last, random_state=1).fit(X, y)
     assert adjusted_rand_score(restarted.fit_.assignments[0, 0], last[0]) > 0.9
     with pytest.raises(ValueError, match="^warm_start: the previous fit's chains were made with other n_chains;"):
         warm.set_params(n_chains=3).fit(X, y)
@@ -609,7 +609,7 @@ def test_supervised_dp_passes_its_priors_to_the_model():
 
     X, y, _ = _labelled_blobs()
     priors = dict(prior_variance=4.0, precision_shape=2.0, precision_rate=0.5)
-    estimator = SupervisedDPEstimator(n_warmup=5, n_draws=10, random_state=3, **priors).fit(X, y)
+    estimator = SupervisedDPEstimator(n_chains=2, n_warmup=5, n_draws=10, random_state=3, **priors).fit(X, y)
     core = SupervisedDP(1, **priors).fit(X[:20], y[:20], X[20:], key=jax_key(3), n_chains=2, n_sweeps=15,
                                          n_warmup=5, progress=False)
     np.testing.assert_array_equal(estimator.fit_.assignments, core.assignments)
@@ -625,7 +625,7 @@ def test_supervised_dp_share_clusters_gives_unlabelled_rows_the_training_label_t
     y[5:10] = -1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
-        labels = SupervisedDPEstimator(share_clusters=True, n_warmup=20, n_draws=20, random_state=0).fit_predict(X, y)
+        labels = SupervisedDPEstimator(share_clusters=True, n_chains=2, n_warmup=20, n_draws=20, random_state=0).fit_predict(X, y)
     np.testing.assert_array_equal(labels[5:10], 0)
     np.testing.assert_array_equal(labels[20:30], 8)  # a cluster of its own: the next label after 7
 

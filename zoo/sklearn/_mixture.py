@@ -168,7 +168,11 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     algorithm : {"auxiliary", "conjugate", "collapsed", "subcluster"}, default "collapsed"
         Neal (2000) Algorithm 8, 2 or 3 (each with split–merge moves), or the sub-cluster
         split/merge sampler of Chang & Fisher (2013), which updates every point at once.
-    n_chains, n_warmup, n_draws : int, default 2, 100, 200
+    n_chains, n_warmup, n_draws : int, default 4, 100, 250
+        Chains (each from its own random partition) and their sweeps: ``n_warmup`` discarded, then
+        ``n_draws`` kept. Four chains of 250, 1,000 draws in all, so that chains that mix can show it: R-hat
+        is trusted from a bulk and tail ESS of 400 (Vehtari et al. 2021), which 2 chains of 200
+        could reach only with draws better than independent (the defaults until 2026-12-02).
     max_clusters : int, default 32
         Initial capacity of the chains (grown when needed).
     loss : {"vi", "binder"}, default "vi"
@@ -197,8 +201,8 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     alpha_ : float — posterior mean of α (or the fixed α)
     """
 
-    def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=2,
-                 n_warmup=100, n_draws=200, max_clusters=32, loss="vi", random_state=None, time_budget=None,
+    def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=4,
+                 n_warmup=100, n_draws=250, max_clusters=32, loss="vi", random_state=None, time_budget=None,
                  progress=False, warm_start=False):
         self.family = family
         self.alpha = alpha
