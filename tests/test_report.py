@@ -161,6 +161,9 @@ def test_chains_report_says_whether_chains_mix():
            "9, 10, 11, 10), log_joint (not mixing: R-hat " in stuck
     assert "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains" in stuck
     assert "<td>chains disagree</td>" in stuck and "<td>inf</td>" in stuck and "<td>NaN</td>" not in stuck
+    short = report_html(_iid_chains(n_draws=60))  # R-hat passes; 240 draws cannot give an ESS of 400
+    assert '<p class="verdict undecided">Too few effective draws to rely on R-hat' in short
+    assert "the chains hold 240 draws in all, so no ESS can reach 400" in short and ".verdict.undecided" in short
     one = report_html(_iid_chains(n_chains=1, n_draws=1000))
     assert '<p class="verdict mixing">The chain mixes: split R-hat &lt;= 1.01' in one
     assert "<h2>Rank plots</h2>" not in one

@@ -78,6 +78,7 @@ th { background: #f3f3f3; text-align: left; } img { max-width: 100%; } .note { c
 .verdict { font-weight: 600; padding: .5em .8em; border-left: 5px solid; }
 .verdict.mixing { color: #1b5e20; background: #e8f5e9; border-color: #2e7d32; }
 .verdict.not-mixing { color: #8e1b1b; background: #fdecea; border-color: #c62828; }
+.verdict.undecided { color: #7a4f01; background: #fff8e1; border-color: #f9a825; }
 .row { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 1em 2em; align-items: start; }
 .row > * { min-width: 0; } .row > .wide { grid-column: 1 / -1; }
 figure { margin: 0 0 1em; } figure img { display: block; width: 100%; height: auto; }
@@ -590,7 +591,9 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
 
     The verdict is :func:`inference.diagnostics.mixing_verdict` of the table of
     :func:`inference.diagnostics.mixing_table`, shown in green when every quantity is "ok" or
-    "constant" and in red otherwise; ``advice`` replaces its closing advice for the
+    "constant", in red when some quantity does not mix ("not mixing", "stuck", "chains
+    disagree") and in amber otherwise (R-hat passes with too few effective draws, or mixing
+    cannot be judged); ``advice`` replaces its closing advice for the
     Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). Constant quantities
     keep their row in the table but are left out of the trace and rank plots, as are quantities
     with non-finite draws.
@@ -616,10 +619,12 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
         table = mixing_table(view)
         if advice:
             table.attrs["advice"] = advice
-        mixing = bool(table["status"].isin(("ok", "constant")).all())
+        statuses = table["status"].astype(str)
+        verdict_class = ("mixing" if statuses.isin(("ok", "constant")).all() else
+                         "not-mixing" if statuses.isin(("not mixing", "stuck", "chains disagree")).any() else "undecided")
         sections.append(
             "<h2>Label-invariant diagnostics</h2>"
-            + f'<p class="verdict {"mixing" if mixing else "not-mixing"}">{html.escape(mixing_verdict(table))}</p>'
+            + f'<p class="verdict {verdict_class}">{html.escape(mixing_verdict(table))}</p>'
             + table.to_html(float_format=lambda value: f"{value:.4g}", na_rep="n/a")
             + '<p class="note">Cluster labels are exchangeable, so R-hat and ESS are reported for '
             "label-invariant quantities only. Rank-normalised split R-hat and bulk and tail ESS; "
