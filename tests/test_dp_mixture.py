@@ -176,6 +176,23 @@ def test_split_merge_fit_starting_from_one_cluster_recovers_separated_clusters()
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_dispersed_starts_take_turns_and_the_chains_meet():
+    model = DPMixture(normal_gamma(2), algorithm="collapsed", max_clusters=8, n_split_merge=2)
+    # The starting partitions themselves (no sweep records them): one cluster, K-means with
+    # min(16, K_max) = 8 clusters, random labels among min(10, K_max) = 8, then one cluster again.
+    starts = model._initial_labels("dispersed", 4, SEPARATED, np.random.default_rng(0))
+    assert [np.unique(row).size for row in starts] == [1, 8, 8, 1]
+    kmeans = starts[1]
+    assert all(np.unique(kmeans[TRUTH == k]).size <= 3 for k in range(3))  # K-means cuts within the blobs
+    np.testing.assert_array_equal(model._initial_labels("kmeans", 2, SEPARATED, np.random.default_rng(0))[0], kmeans)
+    fit = model.fit(SEPARATED, jax.random.key(2), n_chains=4, n_warmup=20, n_draws=20, init="dispersed",
+                    progress=False)
+    assert (np.median(fit.result.samples["n_clusters"], axis=1) == 3).all() and fit.scores(TRUTH)["RI"] == 1.0
+    with pytest.raises(ValueError, match="^init: must be one of 'random', 'dispersed', 'single', 'kmeans'"):
+        model.fit(SEPARATED, jax.random.key(2), init="spread", progress=False)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
 def test_same_key_same_fit(fitted):
     model, fit = fitted
     again = model.fit(SEPARATED, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=30, progress=False)
@@ -260,7 +277,7 @@ def test_bad_input_names_the_argument(fitted):
     with pytest.raises(ValueError, match="^init"):
         model.fit(SEPARATED, jax.random.key(0), init=np.zeros(5, int))
     with pytest.raises(ValueError, match="^init"):
-        model.fit(SEPARATED, jax.random.key(0), init="kmeans")
+        model.fit(SEPARATED, jax.random.key(0), init="kmeans++")
     with pytest.raises(ValueError, match="^n_chains"):
         model.fit(SEPARATED, jax.random.key(0), n_chains=0)
 

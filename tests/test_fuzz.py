@@ -53,7 +53,7 @@ from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
 from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
 from zoo.dirichlet.known_precision import normal_known_precision
-from zoo.dirichlet.mixture import DPMixture
+from zoo.dirichlet.mixture import INITS as DP_INITS, DPMixture
 from zoo.dirichlet.supervised import SupervisedDP
 from zoo.relational.data import Domain, RelationalData, Relation
 from zoo.relational.evaluation import cross_validated_log_loss, fold_cases, held_out_cases, leave_one_out_log_loss
@@ -1525,7 +1525,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "data": BAD_POINTS, "key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT, "n_warmup": BAD_COUNT,
         "n_draws": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
         # Labels are any whole numbers >= 0 (only their equalities count): negative or fractional ones are not.
-        "init": st.one_of(not_one_of(("single", "random")),
+        "init": st.one_of(not_one_of(DP_INITS),
                           bad_index_vectors(4, 10**9).filter(
                               lambda labels: labels.dtype.kind != "i" or not (labels >= 10**9).any())),
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),

@@ -523,7 +523,7 @@ def test_dp_mixture_rejects_bad_settings():
     points, _ = _blobs(0, n_per_class=4)
     for params, message in [({"family": "poisson"}, "^family:"), ({"alpha_prior": (0.0, 1.0)}, "^alpha_prior:"),
                             ({"n_draws": 0}, "^n_draws:"), ({"loss": "l2"}, "^loss:"),
-                            ({"time_budget": 0.0}, "^time_budget:")]:
+                            ({"time_budget": 0.0}, "^time_budget:"), ({"init": "spread"}, "^init: must be one of")]:
         with pytest.raises(ValueError, match=message):
             DPMixtureEstimator(**params).fit(points)
     with pytest.raises(ValueError, match="^X: binary features"):

@@ -45,7 +45,10 @@ from inference._validation import (arrays_digest, as_index_array, check_choice, 
 from zoo.dirichlet.families import ComponentFamily
 from zoo.metrics import clustering_scores
 
-__all__ = ["DEFAULT_SPLIT_MERGE", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
+__all__ = ["DEFAULT_SPLIT_MERGE", "INITS", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
+
+#: The starting partitions :meth:`DPMixture.fit` names (its ``init``).
+INITS = ("random", "dispersed", "single", "kmeans")
 
 DEFAULT_SPLIT_MERGE = 10
 """Split–merge moves per sweep of :class:`DPMixture` by default (Algorithms 2, 3 and 8)."""
@@ -403,24 +406,42 @@ class DPMixture:
             alpha_prior=self.alpha_prior,
         )
 
-    def _initial_labels(self, init_labels: Any, n_chains: int, n_points: int, rng: np.random.Generator) -> np.ndarray:
+    def _initial_labels(self, init_labels: Any, n_chains: int, points: np.ndarray, rng: np.random.Generator
+                        ) -> np.ndarray:
+        n_points = points.shape[0]
         if isinstance(init_labels, str):
-            init_labels = check_choice("init", init_labels, ("single", "random"))
-            if init_labels == "single":
-                return np.zeros((n_chains, n_points), dtype=np.int64)
-            n_start = min(self.max_clusters, 10, n_points)
-            return rng.integers(0, n_start, size=(n_chains, n_points))
+            init_labels = check_choice("init", init_labels, INITS)
+            kinds = [("single", "kmeans", "random")[chain % 3] if init_labels == "dispersed" else init_labels
+                     for chain in range(n_chains)]
+            return np.stack([self._start(kind, points, rng) for kind in kinds])
         labels = np.asarray(init_labels)
         if labels.ndim == 1:
             labels = np.broadcast_to(labels, (n_chains,) + labels.shape)
         if labels.ndim != 2 or labels.shape != (n_chains, n_points):
             raise ValueError(
-                f"init: expected 'single', 'random' or labels of shape ({n_points},) or "
+                f"init: expected one of {', '.join(map(repr, INITS))} or labels of shape ({n_points},) or "
                 f"({n_chains}, {n_points}), got shape {labels.shape}"
             )
         for row in labels:
             as_index_array("init", row)
         return labels
+
+    def _start(self, kind: str, points: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One chain's starting labels: one cluster, uniform among min(10, K_max, N), or K-means
+        with min(16, K_max, N) clusters (``init`` of :meth:`fit`)."""
+        n_points = points.shape[0]
+        if kind == "single":
+            return np.zeros(n_points, dtype=np.int64)
+        if kind == "random":
+            return rng.integers(0, min(self.max_clusters, 10, n_points), size=n_points)
+        from sklearn.cluster import KMeans
+
+        with warnings.catch_warnings():  # fewer distinct points than clusters: K-means says so, and uses fewer
+            warnings.simplefilter("ignore")
+            kmeans = KMeans(n_clusters=min(self.max_clusters, 16, n_points), n_init=1,
+                            random_state=int(rng.integers(2**31)))
+            labels = kmeans.fit_predict(np.asarray(points, np.float64).reshape(n_points, -1))
+        return np.unique(labels, return_inverse=True)[1].astype(np.int64)
 
     def fit(
         self,
@@ -447,10 +468,13 @@ class DPMixture:
             :meth:`zoo.dirichlet.SupervisedDP.fit` and :func:`inference.tempered_em`.
         n_chains, n_warmup, n_draws, thin, draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
-        init : {"random", "single"} or array_like of int
-            Initial partition of every chain: ``"random"`` (each chain draws labels uniformly
-            among min(10, K_max) clusters, from ``key``), ``"single"`` (one cluster), or
-            labels of shape (N,) or (n_chains, N). Labels with more clusters than
+        init : {"random", "dispersed", "single", "kmeans"} or array_like of int
+            Initial partition of every chain: ``"random"`` (default: each chain draws labels
+            uniformly among min(10, K_max) clusters, from ``key``), ``"dispersed"`` (chain c starts
+            from the c-th of one cluster, K-means with min(16, K_max) clusters and random labels,
+            in turn, so that R-hat compares chains started far apart, as the mixing warnings
+            advise), ``"single"`` (one cluster), ``"kmeans"``, or labels of shape (N,) or
+            (n_chains, N). Labels with more clusters than
             ``max_clusters`` start the chains at twice their number of clusters (with
             ``on_overflow="raise"``, a ValueError naming ``init``).
 
@@ -476,7 +500,7 @@ class DPMixture:
         key = check_key("key", key)
         key_init, key_labels, key_chains = jax.random.split(key, 3)
         seed = int(jax.random.randint(key_labels, (), 0, np.iinfo(np.int32).max))
-        labels = self._initial_labels(init, n_chains, array.shape[0], np.random.default_rng(seed))
+        labels = self._initial_labels(init, n_chains, array, np.random.default_rng(seed))
         n_used = max(int(np.unique(row).size) for row in labels)
         capacity = self.max_clusters
         if n_used > capacity:

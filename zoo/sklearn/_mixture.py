@@ -169,12 +169,16 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         Neal (2000) Algorithm 8, 2 or 3 (each with split–merge moves), or the sub-cluster
         split/merge sampler of Chang & Fisher (2013), which updates every point at once.
     n_chains, n_warmup, n_draws : int, default 4, 100, 250
-        Chains (each from its own random partition) and their sweeps: ``n_warmup`` discarded, then
-        ``n_draws`` kept. Four chains of 250, 1,000 draws in all, so that chains that mix can show it: R-hat
+        Chains and their sweeps: ``n_warmup`` discarded, then ``n_draws`` kept. Four chains of 250, 1,000 draws in all, so that chains that mix can show it: R-hat
         is trusted from a bulk and tail ESS of 400 (Vehtari et al. 2021), which 2 chains of 200
         could reach only with draws better than independent (the defaults until 2026-12-02).
     max_clusters : int, default 32
         Initial capacity of the chains (grown when needed).
+    init : str or array_like of int, default "dispersed"
+        The chains' starting partitions (see :meth:`zoo.dirichlet.DPMixture.fit`): ``"dispersed"``
+        (chain c from the c-th of one cluster, K-means with min(16, ``max_clusters``) clusters and
+        random labels, in turn, so that R-hat compares chains started far apart), ``"random"``,
+        ``"single"``, ``"kmeans"``, or labels of shape (n_samples,) or (n_chains, n_samples).
     loss : {"vi", "binder"}, default "vi"
         Loss of the point-estimate partition.
     random_state : None, int, numpy generator or JAX key
@@ -190,8 +194,9 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         for chains that do not mix yet, or that a ``time_budget`` stopped (one spent in the
         warm-up too: the next warm-started fit finishes it). The data and the settings that make
         the chains (``family``, ``alpha``, ``alpha_prior``, ``algorithm``, ``n_chains``,
-        ``n_warmup``, ``max_clusters``) must be those of the previous fit; ``random_state`` is not
-        used again (the chains go on with their own keys).
+        ``n_warmup``, ``max_clusters``) must be those of the previous fit; ``init`` and
+        ``random_state`` are not used again (the chains go on from where they are, with their own
+        keys).
 
     Attributes
     ----------
@@ -202,8 +207,8 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     """
 
     def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=4,
-                 n_warmup=100, n_draws=250, max_clusters=32, loss="vi", random_state=None, time_budget=None,
-                 progress=False, warm_start=False):
+                 n_warmup=100, n_draws=250, max_clusters=32, init="dispersed", loss="vi", random_state=None,
+                 time_budget=None, progress=False, warm_start=False):
         self.family = family
         self.alpha = alpha
         self.alpha_prior = alpha_prior
@@ -212,6 +217,7 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         self.n_warmup = n_warmup
         self.n_draws = n_draws
         self.max_clusters = max_clusters
+        self.init = init
         self.loss = loss
         self.random_state = random_state
         self.time_budget = time_budget
@@ -261,7 +267,7 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
             model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
                               algorithm=self.algorithm, max_clusters=self.max_clusters)
             return model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                             time_budget=self.time_budget, progress=self.progress)
+                             time_budget=self.time_budget, progress=self.progress, init=self.init)
 
         X = self._run_chains(partial(self._validate_X, X), start,
                              lambda previous, X: previous.resume(X, n_draws=self.n_draws, time_budget=self.time_budget,
