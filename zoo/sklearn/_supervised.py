@@ -63,7 +63,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     n_precision_split_merge : int, optional
         SCDP-3: split–merge moves of the unlabelled rows' partition that propose the precisions
         with it, each followed by a singleton move (default None: 2 for SCDP-3; the other models
-        have none). These four counts of moves are
+        have none). These four settings of the moves are
         :class:`zoo.dirichlet.supervised.SupervisedDP`'s, whose docstrings say where they helped;
         a fit's mixing warning names the one to try.
     init : str or array_like of int, default "dispersed"
@@ -85,7 +85,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``) instead
         of starting new ones, and make the estimate from the draws of every fit so far. X, y and the
         settings that make the chains (``model``, ``share_clusters``, the priors, ``n_chains``,
-        ``n_warmup`` and the four counts of moves) must be those of the previous fit;
+        ``n_warmup`` and the four settings of the moves) must be those of the previous fit;
         ``init`` and ``random_state`` are not used again (the chains go on from where they are, with
         their own keys).
 
