@@ -54,6 +54,8 @@ __all__ = [
     "warn_if_not_mixing",
     "MixingWarning",
     "MIXING_STATUSES",
+    "PASSING_STATUSES",
+    "NOT_MIXING_STATUSES",
     "RHAT_MAX",
     "RHAT_APART",
     "equal_height_advice",
@@ -90,8 +92,11 @@ MIXING_STATUSES = {
     "too few draws": f"fewer than {MIN_DRAWS} draws per chain: nothing can be judged",
     "not finite": "some draws are NaN or infinite: nothing can be judged",
 }
-_PASSING = ("ok", "constant")
-_NOT_MIXING = ("chains disagree", "stuck", "not mixing")
+#: The statuses that pass: :func:`warn_if_not_mixing` is silent when every quantity has one.
+PASSING_STATUSES = ("ok", "constant")
+#: The statuses of quantities whose chains do not mix: :func:`mixing_verdict` then says "do NOT mix"
+#: (the others that fail, "few effective draws", "too few draws" and "not finite", leave it undecided).
+NOT_MIXING_STATUSES = ("chains disagree", "stuck", "not mixing")
 
 
 class MixingWarning(UserWarning):
@@ -501,7 +506,7 @@ def _log_joint_gap(table: pd.DataFrame) -> tuple[np.ndarray, float, float] | Non
 def _separate_modes(table: pd.DataFrame) -> str:
     """A sentence on chains whose mean log joint differ by more than their own spread, or ''."""
     gap = _log_joint_gap(table)
-    if gap is None or table.loc["log_joint", "status"] in _PASSING:
+    if gap is None or table.loc["log_joint", "status"] in PASSING_STATUSES:
         return ""
     by_chain, gap, spread = gap
     if gap < 10.0 or gap < spread:
@@ -658,7 +663,7 @@ def mixing_verdict(table: pd.DataFrame) -> str:
     ess_min = table.attrs.get("ess_min", ESS_MIN)
     statuses = table["status"].astype(str)
     names = [str(name) for name in table.index]
-    failing = [name for name, status in zip(names, statuses) if status not in _PASSING]
+    failing = [name for name, status in zip(names, statuses) if status not in PASSING_STATUSES]
     constant = [name for name, status in zip(names, statuses) if status == "constant"]
     if not failing:
         assessed = [name for name, status in zip(names, statuses) if status == "ok"]
@@ -673,8 +678,8 @@ def mixing_verdict(table: pd.DataFrame) -> str:
             sentence += f" ({', '.join(constant)} {'is' if len(constant) == 1 else 'are'} constant)"
         return sentence + "."
     problems = ", ".join(_problem(name, table.loc[name], table) for name in failing)
-    if not any(status in _NOT_MIXING for status in statuses) and any(status == "few effective draws"
-                                                                     for status in statuses):
+    not_mixing = any(status in NOT_MIXING_STATUSES for status in statuses)
+    if not not_mixing and any(status == "few effective draws" for status in statuses):
         n_chains, n_draws = table.attrs.get("n_chains"), table.attrs.get("n_draws")
         total = ""
         if n_chains and n_draws:
@@ -686,7 +691,7 @@ def mixing_verdict(table: pd.DataFrame) -> str:
                 f"assessed: {problems}. Vehtari et al. (2021) ask for bulk and tail ESS >= {ess_min:g} before "
                 f"trusting R-hat{total}. {run_longer(table.attrs.get('continue_with'), 'Draw more')} with more "
                 "chains.")
-    if any(status in _NOT_MIXING for status in statuses):
+    if not_mixing:
         longer = run_longer(table.attrs.get("continue_with"))
         advice = table.attrs.get("advice") or equal_height_advice(table) or (
             f"{longer} with more split-merge moves per sweep or the sub-cluster sampler, and check with "
@@ -721,7 +726,7 @@ def warn_if_not_mixing(table: pd.DataFrame, *, stacklevel: int = 2) -> bool:
     table = _check_table(table)
     if isinstance(stacklevel, bool) or not isinstance(stacklevel, int) or stacklevel < 1:
         raise ValueError(f"stacklevel: expected an integer >= 1, got {stacklevel!r}")
-    if table["status"].astype(str).isin(_PASSING).all():
+    if table["status"].astype(str).isin(PASSING_STATUSES).all():
         return False
     warnings.warn(mixing_verdict(table), MixingWarning, stacklevel=stacklevel + 1)
     return True

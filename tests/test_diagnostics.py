@@ -15,7 +15,8 @@ import xarray as xr
 
 from inference import diagnostics
 from inference.chains import ChainResult
-from inference.diagnostics import MixingWarning, mixing_table, mixing_verdict, warn_if_not_mixing
+from inference.diagnostics import (MIXING_STATUSES, NOT_MIXING_STATUSES, PASSING_STATUSES, MixingWarning, mixing_table,
+                                   mixing_verdict, warn_if_not_mixing)
 from inference.partitions import co_clustering, point_partition
 
 N_CHAINS, N_DRAWS, N_POINTS = 4, 300, 5
@@ -230,6 +231,9 @@ def test_chains_that_pass_r_hat_with_too_few_effective_draws_are_told_so_not_tha
     # Four chains of 50 independent draws: R-hat passes, but 200 draws cannot give an ESS of 400.
     table = mixing_table(_dataset(x=IID[:, :50], k=RNG.poisson(5.0, size=(4, 50))))
     assert list(table["status"]) == ["few effective draws"] * 2
+    assert "few effective draws" in MIXING_STATUSES and "few effective draws" not in (
+        PASSING_STATUSES + NOT_MIXING_STATUSES)  # failing, but not a failure to mix
+    assert set(PASSING_STATUSES + NOT_MIXING_STATUSES) < set(MIXING_STATUSES)
     assert (table["r_hat"] <= 1.01).all() and (table["ess_bulk"] < 400).all()
     verdict = mixing_verdict(table)
     assert verdict.startswith("Too few effective draws to rely on R-hat, though it is <= 1.01 for every quantity "

@@ -601,7 +601,7 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
     import arviz as az
     from matplotlib.ticker import MaxNLocator
 
-    from inference.diagnostics import mixing_table, mixing_verdict
+    from inference.diagnostics import NOT_MIXING_STATUSES, PASSING_STATUSES, mixing_table, mixing_verdict
     from inference.partitions import co_clustering
 
     if not isinstance(idata, az.InferenceData):
@@ -620,8 +620,8 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
         if advice:
             table.attrs["advice"] = advice
         statuses = table["status"].astype(str)
-        verdict_class = ("mixing" if statuses.isin(("ok", "constant")).all() else
-                         "not-mixing" if statuses.isin(("not mixing", "stuck", "chains disagree")).any() else "undecided")
+        verdict_class = ("mixing" if statuses.isin(PASSING_STATUSES).all() else
+                         "not-mixing" if statuses.isin(NOT_MIXING_STATUSES).any() else "undecided")
         sections.append(
             "<h2>Label-invariant diagnostics</h2>"
             + f'<p class="verdict {verdict_class}">{html.escape(mixing_verdict(table))}</p>'
