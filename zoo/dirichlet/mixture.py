@@ -48,7 +48,7 @@ from zoo.metrics import clustering_scores
 __all__ = ["DEFAULT_SPLIT_MERGE", "INITS", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
 
 #: The starting partitions :meth:`DPMixture.fit` names (its ``init``).
-INITS = ("random", "dispersed", "single", "kmeans")
+INITS = ("dispersed", "random", "single", "kmeans")
 
 DEFAULT_SPLIT_MERGE = 10
 """Split–merge moves per sweep of :class:`DPMixture` by default (Algorithms 2, 3 and 8)."""
@@ -452,7 +452,7 @@ class DPMixture:
         n_warmup: int = 200,
         n_draws: int = 500,
         thin: int = 1,
-        init: Any = "random",
+        init: Any = "dispersed",
         draws_per_call: int = 10,
         time_budget: float | None = None,
         progress: bool = True,
@@ -469,11 +469,11 @@ class DPMixture:
         n_chains, n_warmup, n_draws, thin, draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
         init : {"random", "dispersed", "single", "kmeans"} or array_like of int
-            Initial partition of every chain: ``"random"`` (default: each chain draws labels
-            uniformly among min(10, K_max) clusters, from ``key``), ``"dispersed"`` (chain c starts
-            from the c-th of one cluster, K-means with min(16, K_max) clusters and random labels,
-            in turn, so that R-hat compares chains started far apart, as the mixing warnings
-            advise), ``"single"`` (one cluster), ``"kmeans"``, or labels of shape (N,) or
+            Initial partition of every chain: ``"dispersed"`` (default since 2026-12-02: chain c
+            starts from the c-th of one cluster, K-means with min(16, K_max) clusters and random
+            labels, in turn, so that R-hat compares chains started far apart), ``"random"`` (each
+            chain draws labels uniformly among min(10, K_max) clusters, from ``key``; the default
+            before), ``"single"`` (one cluster), ``"kmeans"``, or labels of shape (N,) or
             (n_chains, N). Labels with more clusters than
             ``max_clusters`` start the chains at twice their number of clusters (with
             ``on_overflow="raise"``, a ValueError naming ``init``).
