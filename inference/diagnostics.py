@@ -659,6 +659,7 @@ def mixing_verdict(table: pd.DataFrame) -> str:
     table = _check_table(table)
     single = table.attrs.get("n_chains") == 1
     subject = "The chain" if single else "Chains"
+    rhat = "split R-hat" if single else "R-hat"
     rhat_max = table.attrs.get("rhat_max", RHAT_MAX)
     ess_min = table.attrs.get("ess_min", ESS_MIN)
     statuses = table["status"].astype(str)
@@ -671,7 +672,6 @@ def mixing_verdict(table: pd.DataFrame) -> str:
             if not constant:
                 return "Nothing to assess: no quantities."
             return f"Nothing to assess: {', '.join(constant)} {'is' if len(constant) == 1 else 'are'} constant."
-        rhat = "split R-hat" if single else "R-hat"
         sentence = (f"{subject} {'mixes' if single else 'mix'}: {rhat} <= {rhat_max:g} and bulk and tail "
                     f"ESS >= {ess_min:g} for {', '.join(assessed)}")
         if constant:
@@ -686,7 +686,6 @@ def mixing_verdict(table: pd.DataFrame) -> str:
             in_all = int(n_chains) * int(n_draws)
             total = f"; {'the chain holds' if single else 'the chains hold'} {in_all:,} draws in all" + (
                 f", so no ESS can reach {ess_min:g}" if in_all < ess_min else "")
-        rhat = "split R-hat" if single else "R-hat"
         return (f"Too few effective draws to rely on {rhat}, though it is <= {rhat_max:g} for every quantity "
                 f"assessed: {problems}. Vehtari et al. (2021) ask for bulk and tail ESS >= {ess_min:g} before "
                 f"trusting R-hat{total}. {run_longer(table.attrs.get('continue_with'), 'Draw more')} with more "

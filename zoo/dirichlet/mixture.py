@@ -43,6 +43,7 @@ from inference.neal import init as init_state
 from inference._validation import (arrays_digest, as_index_array, check_choice, check_int, check_key, check_memory,
                                    check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
+from zoo.dirichlet._starts import start_kinds, start_labels
 from zoo.metrics import clustering_scores
 
 __all__ = ["DEFAULT_SPLIT_MERGE", "INITS", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
@@ -410,10 +411,10 @@ class DPMixture:
                         ) -> np.ndarray:
         n_points = points.shape[0]
         if isinstance(init_labels, str):
-            init_labels = check_choice("init", init_labels, INITS)
-            kinds = [("single", "kmeans", "random")[chain % 3] if init_labels == "dispersed" else init_labels
-                     for chain in range(n_chains)]
-            return np.stack([self._start(kind, points, rng) for kind in kinds])
+            kinds = start_kinds(check_choice("init", init_labels, INITS), n_chains)
+            points = np.asarray(points, np.float64)  # K-means in float64, whatever the chains' float width
+            return np.stack([start_labels(kind, points, rng, n_random=min(self.max_clusters, 10, n_points),
+                                          n_kmeans=min(self.max_clusters, 16, n_points)) for kind in kinds])
         labels = np.asarray(init_labels)
         if labels.ndim == 1:
             labels = np.broadcast_to(labels, (n_chains,) + labels.shape)
@@ -425,23 +426,6 @@ class DPMixture:
         for row in labels:
             as_index_array("init", row)
         return labels
-
-    def _start(self, kind: str, points: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One chain's starting labels: one cluster, uniform among min(10, K_max, N), or K-means
-        with min(16, K_max, N) clusters (``init`` of :meth:`fit`)."""
-        n_points = points.shape[0]
-        if kind == "single":
-            return np.zeros(n_points, dtype=np.int64)
-        if kind == "random":
-            return rng.integers(0, min(self.max_clusters, 10, n_points), size=n_points)
-        from sklearn.cluster import KMeans
-
-        with warnings.catch_warnings():  # fewer distinct points than clusters: K-means says so, and uses fewer
-            warnings.simplefilter("ignore")
-            kmeans = KMeans(n_clusters=min(self.max_clusters, 16, n_points), n_init=1,
-                            random_state=int(rng.integers(2**31)))
-            labels = kmeans.fit_predict(np.asarray(points, np.float64).reshape(n_points, -1))
-        return np.unique(labels, return_inverse=True)[1].astype(np.int64)
 
     def fit(
         self,

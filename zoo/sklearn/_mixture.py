@@ -169,9 +169,10 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         Neal (2000) Algorithm 8, 2 or 3 (each with split–merge moves), or the sub-cluster
         split/merge sampler of Chang & Fisher (2013), which updates every point at once.
     n_chains, n_warmup, n_draws : int, default 4, 100, 250
-        Chains and their sweeps: ``n_warmup`` discarded, then ``n_draws`` kept. Four chains of 250, 1,000 draws in all, so that chains that mix can show it: R-hat
-        is trusted from a bulk and tail ESS of 400 (Vehtari et al. 2021), which 2 chains of 200
-        could reach only with draws better than independent (the defaults until 2026-12-02).
+        Chains and their sweeps: ``n_warmup`` discarded, then ``n_draws`` kept. Four chains of
+        250, 1,000 draws in all, so that chains that mix can show it: R-hat is trusted from a bulk
+        and tail ESS of 400 (Vehtari et al. 2021), which 2 chains of 200 could reach only with
+        draws better than independent (the defaults until 2026-12-02).
     max_clusters : int, default 32
         Initial capacity of the chains (grown when needed).
     init : str or array_like of int, default "dispersed"

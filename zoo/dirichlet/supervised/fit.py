@@ -22,6 +22,7 @@ from inference.concentration import GammaPrior
 from inference.partitions import point_partition
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_choice, check_int, check_key,
                                    check_memory, check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
+from zoo.dirichlet._starts import start_kinds, start_labels
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
@@ -349,23 +350,10 @@ def _initial_test_partitions(init: Any, n_chains: int, test: np.ndarray, rng_key
             raise ValueError(f"init: expected one of {INITS} or labels of shape ({n_test},) or "
                              f"({n_chains}, {n_test}), got shape {starts.shape}")
         return np.stack([np.unique(as_index_array("init", row), return_inverse=True)[1] for row in starts])
-    init = check_choice("init", init, INITS)
-    kinds = [("single", "kmeans", "random")[chain % 3] if init == "dispersed" else init for chain in range(n_chains)]
+    kinds = start_kinds(check_choice("init", init, INITS), n_chains)
     seed = int(jax.random.randint(jax.random.fold_in(rng_key, 1), (), 0, np.iinfo(np.int32).max))
     rng = np.random.default_rng(seed)
-    starts = []
-    for kind in kinds:
-        if kind == "single":
-            starts.append(np.zeros(n_test, np.int64))
-        elif kind == "singletons":
-            starts.append(np.arange(n_test))
-        elif kind == "random":
-            starts.append(rng.integers(0, min(n_test, 8), n_test))
-        else:
-            from sklearn.cluster import KMeans
-
-            kmeans = KMeans(n_clusters=min(n_test, 16), n_init=1, random_state=int(rng.integers(2**31)))
-            starts.append(kmeans.fit_predict(test))
+    starts = [start_labels(kind, test, rng, n_random=min(n_test, 8), n_kmeans=min(n_test, 16)) for kind in kinds]
     return np.stack([np.unique(row, return_inverse=True)[1] for row in starts])
 
 

@@ -1,0 +1,40 @@
+"""Starting partitions of the DP and SCDP chains: one cluster, random labels, K-means, and the
+dispersed turn of the three, so that R-hat compares chains started far apart."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["DISPERSED", "start_kinds", "start_labels"]
+
+#: The starts that ``init="dispersed"`` gives chains 0, 1, 2, 3, ... in turn.
+DISPERSED = ("single", "kmeans", "random")
+
+
+def start_kinds(init: str, n_chains: int) -> list[str]:
+    """The start of each chain: ``init`` itself, or for ``"dispersed"`` :data:`DISPERSED` in turn."""
+    return [DISPERSED[chain % len(DISPERSED)] if init == "dispersed" else init for chain in range(n_chains)]
+
+
+def start_labels(kind: str, points: np.ndarray, rng: np.random.Generator, *, n_random: int,
+                 n_kmeans: int) -> np.ndarray:
+    """One chain's starting labels of the N rows of ``points``: ``"single"`` (all 0),
+    ``"singletons"`` (0..N-1), ``"random"`` (uniform among ``n_random``, drawn from ``rng``) or
+    ``"kmeans"`` (K-means with ``n_kmeans`` clusters, seeded from ``rng``; labels 0..K-1 as
+    they occur in K-means' numbering, fewer when the points have fewer distinct values)."""
+    n_points = points.shape[0]
+    if kind == "single":
+        return np.zeros(n_points, dtype=np.int64)
+    if kind == "singletons":
+        return np.arange(n_points, dtype=np.int64)
+    if kind == "random":
+        return rng.integers(0, n_random, size=n_points)
+    from sklearn.cluster import KMeans
+
+    with warnings.catch_warnings():  # fewer distinct points than clusters: K-means says so, and uses fewer
+        warnings.simplefilter("ignore")
+        kmeans = KMeans(n_clusters=n_kmeans, n_init=1, random_state=int(rng.integers(2**31)))
+        labels = kmeans.fit_predict(np.asarray(points).reshape(n_points, -1))
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
