@@ -285,6 +285,17 @@ def test_sample_warns_when_its_chains_do_not_mix():
         assert result.summary().loc["log_joint", "status"] != "ok"
 
 
+def test_the_default_run_is_long_enough_to_pass_where_the_chains_mix():
+    # The Florentine marriages mix under plain Gibbs; the default 4 chains x 2,000 sweeps keep
+    # 4,000 draws, enough for a bulk ESS of 400 (200 sweeps kept 400 draws and always warned).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), progress=False)
+    assert result.log_joint.shape == (4, 1000)
+    table = result.mixing
+    assert (table["status"] == "ok").all() and table["ess_bulk"].min() >= 400 and table["r_hat"].max() <= 1.01
+
+
 def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():
     data = load_florentine_families()
     model = InfiniteRelational(concentration=5.0, max_clusters=1, sample_concentration=False, sample_hyper=False)

@@ -318,7 +318,7 @@ class InfiniteRelational:
                 raise RuntimeError("overflow reported with every capacity at its domain size")
             scale, resume_from = 2 * scale, None
 
-    def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 200,
+    def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 2000,
                n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50,
                time_budget: float | None = None, progress: bool = True) -> "IRMResult":
         """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``-ped, in jitted calls of sweeps).
@@ -328,6 +328,15 @@ class InfiniteRelational:
         data : RelationalData
         key : jax PRNG key — chain c uses ``jax.random.split(key, n_chains)[c]``
         n_chains, n_sweeps : int
+            4 chains × 2,000 sweeps by default, half of them warm-up: 4,000 kept draws, so that
+            chains that mix can show the bulk ESS of 400 that the mixing table asks for. Measured
+            (2026-12-02, 2 CPU cores, keys 0 and 1): on the Florentine families (5–9 s) every
+            quantity passed, R-hat at most 1.009 and bulk ESS at least 489; on Davis's women ×
+            events one of two runs warned (R-hat of K 1.010); with the 200 sweeps of the default
+            before, every run warned, mixing or not (at most 400 draws). On MovieLens 100k a sweep
+            of 4 chains takes about 0.3 s, so the defaults run about 10 minutes there (Ctrl-C or
+            ``time_budget`` keeps the finished sweeps); the karate club needs split–merge moves and
+            more sweeps (see ``n_split_merge``).
         n_warmup : int, optional — sweeps discarded as warm-up (default half)
         keep_assignments : bool — keep every kept draw's partitions (for co-clustering and ARI)
         sweeps_per_call : int — at most this many sweeps per jitted call (the draws do not depend
