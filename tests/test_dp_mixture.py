@@ -160,7 +160,11 @@ def test_warnings_point_at_the_users_line_also_through_a_library_function():
 
     with pytest.warns(MixingWarning) as record:
         cdp_partition(SEPARATED, key=jax.random.key(0), n_chains=2, n_warmup=5, n_draws=10)
-    assert [warning.filename for warning in record if warning.category is MixingWarning] == [__file__]
+    mixing = [warning for warning in record if warning.category is MixingWarning]
+    assert [warning.filename for warning in mixing] == [__file__]
+    # Once, with advice in the function's terms: it returns labels, not a fit to resume.
+    message = str(mixing[0].message)
+    assert "fit.resume(data" not in message and "cdp_partition's n_warmup and n_draws" in message
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains

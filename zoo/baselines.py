@@ -4,13 +4,14 @@ This module holds the two trivial baselines of DM05 Tables 1–4: *Coarse*, whic
 in one cluster, and *Fine*, which puts every point in a cluster of its own. They bracket the
 metrics of :mod:`zoo.metrics` (Fine has precision 1 and recall 0, Coarse recall 1 and low
 precision) and show why DM05 distrust the Rand index: Fine scores a high RI whenever the gold
-standard has many small clusters. Later issues add DM05's learned and unsupervised baselines here
-(K-means with an oracle number of clusters, the Binary classifier-plus-clustering system, and
-Xing-K with a learned distance metric).
+standard has many small clusters. DM05's learned and unsupervised baselines are here too: K-means
+with an oracle number of clusters, the untrained DP mixture (CDP), the Binary
+classifier-plus-clustering system, and Xing-K with a learned distance metric.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from inference._validation import as_float_array, check_int, check_key, check_real
+from inference._validation import as_float_array, check_int, check_key, check_real, user_stacklevel
 from inference.jit import jit
 from zoo.metrics import clustering_scores
 
@@ -177,6 +178,12 @@ def unit_variance_gaussian(n_features: int, *, prior_variance: float = 1.0):
     return normal_known_precision(n_features, precision=1.0, mean=0.0, prior_variance=prior_variance)
 
 
+#: The advice of :func:`cdp_partition`'s :class:`~inference.diagnostics.MixingWarning` when its
+#: chains do not mix (the fit's own names ``fit.resume``, which the function does not return).
+CDP_ADVICE = ("Run longer (cdp_partition's n_warmup and n_draws) or with more chains (n_chains); to continue "
+              "the same chains (fit.resume) or change their moves, fit zoo.dirichlet.DPMixture directly.")
+
+
 def cdp_partition(
     test_features: Any,
     *,
@@ -206,8 +213,15 @@ def cdp_partition(
     -------
     np.ndarray of int64, shape (M,)
         The partition minimising the posterior expected variation of information.
+
+    Warns
+    -----
+    inference.diagnostics.MixingWarning
+        With two or more chains, when a label-invariant quantity does not mix; its advice names
+        this function's settings (:data:`CDP_ADVICE`).
     """
     from inference.concentration import GammaPrior
+    from inference.diagnostics import MixingWarning, warn_if_not_mixing
     from zoo.dirichlet.mixture import DPMixture
 
     key = check_key("key", key)
@@ -222,10 +236,18 @@ def cdp_partition(
         algorithm="collapsed",
         max_clusters=min(32, test.shape[0]),
     )
-    # Random starts, not DPMixture's dispersed default: only the point estimate is returned (the
-    # chains' mixing is not this baseline's to report), and the stored notebook runs used them.
-    fit = model.fit(test, key, n_chains=n_chains, n_warmup=n_warmup, n_draws=n_draws, progress=progress,
-                    init="random")
+    # Random starts, not DPMixture's dispersed default: only the point estimate is returned, and
+    # the stored notebook runs used them. The fit's MixingWarning would advise its own resume(),
+    # which this function does not return: issued again with advice in this function's terms.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        fit = model.fit(test, key, n_chains=n_chains, n_warmup=n_warmup, n_draws=n_draws, progress=progress,
+                        init="random")
+    if fit.result.n_chains >= 2 and fit.result.samples:
+        table = fit.mixing
+        table.attrs["continue_with"] = None
+        table.attrs["advice"] = CDP_ADVICE
+        warn_if_not_mixing(table, stacklevel=user_stacklevel())
     return fit.point_estimate("vi").astype(np.int64)
 
 
