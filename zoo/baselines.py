@@ -203,7 +203,8 @@ def cdp_partition(
     key : jax.Array
         PRNG key.
     n_chains, n_warmup, n_draws : int
-        Chains and sweeps (collapsed Gibbs, Neal's Algorithm 3).
+        Chains and sweeps (collapsed Gibbs, Neal's Algorithm 3, with DPMixture's default of ten
+        split–merge moves per sweep).
     prior_variance : float
         σ² of the Normal prior on the means.
     progress : bool
