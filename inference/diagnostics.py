@@ -614,8 +614,9 @@ def _problem(name: str, row: pd.Series, table: pd.DataFrame) -> str:
 def run_longer(continue_with: str | None, start: str = "Run longer") -> str:
     """The opening of the advice to run longer, naming the call that continues the chains:
     ``"Run longer (fit.resume(data, n_draws=...) continues these chains), or again"``, to be
-    followed by " with more moves ..."; ``"Run longer,"`` when ``continue_with`` is None."""
-    return f"{start} ({continue_with} continues these chains), or again" if continue_with else f"{start},"
+    followed by " with more moves ..."; ``"Run longer, or again"`` when ``continue_with`` is None (a
+    result that cannot be continued: run it again, longer)."""
+    return f"{start} ({continue_with} continues these chains), or again" if continue_with else f"{start}, or again"
 
 
 def mixing_verdict(table: pd.DataFrame) -> str:
@@ -633,7 +634,7 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         (alpha is constant)."`` when every quantity is ``"ok"`` or ``"constant"``; else e.g.
         ``"Chains do NOT mix: n_clusters (chains disagree: values by chain 9, 10, 11, 10),
         log_joint (not mixing: R-hat 1.35, bulk ESS 23). The chains sit in separate modes: ...
-        Run longer, ..."`` (the sentence on modes when the chains' mean log joints differ by more
+        Run longer, or again with ..."`` (the sentence on modes when the chains' mean log joints differ by more
         than 10 nats and than the pooled standard deviation); ``"Too few effective draws to rely on
         R-hat, though it is <= 1.01 for every quantity assessed: log_joint (few effective draws:
         R-hat 0.999, bulk ESS 354). Vehtari et al. (2021) ask for ... ; the chains hold 400 draws in

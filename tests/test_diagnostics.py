@@ -238,7 +238,7 @@ def test_chains_that_pass_r_hat_with_too_few_effective_draws_are_told_so_not_tha
     verdict = mixing_verdict(table)
     assert verdict.startswith("Too few effective draws to rely on R-hat, though it is <= 1.01 for every quantity "
                               "assessed: x (few effective draws: R-hat ")
-    assert "the chains hold 200 draws in all, so no ESS can reach 400. Draw more, with more chains." in verdict
+    assert "the chains hold 200 draws in all, so no ESS can reach 400. Draw more, or again with more chains." in verdict
     assert "NOT mix" not in verdict
     with pytest.warns(MixingWarning, match="^Too few effective draws"):
         assert warn_if_not_mixing(table) is True

@@ -233,7 +233,7 @@ def test_resume_continues_the_chains_as_one_longer_run(fitted):
     assert "Draw more (fit.resume(data, n_draws=...) continues these chains), or again with more chains." \
         in mixing_verdict(whole.mixing)
     # A fit made from the draws alone cannot name the call.
-    assert "Draw more, with more chains." in mixing_verdict(DPMixtureFit(whole.result).mixing)
+    assert "Draw more, or again with more chains." in mixing_verdict(DPMixtureFit(whole.result).mixing)
 
     with pytest.raises(ValueError, match="^data: not the data"):
         first.resume(SEPARATED[:-1], n_draws=2)

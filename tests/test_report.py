@@ -159,7 +159,7 @@ def test_chains_report_says_whether_chains_mix():
     stuck = report_html(_iid_chains(n_clusters=disagree, log_joint=drift))
     assert '<p class="verdict not-mixing">Chains do NOT mix: n_clusters (chains disagree: values by chain ' \
            "9, 10, 11, 10), log_joint (not mixing: R-hat " in stuck
-    assert "Run longer, with more split-merge moves per sweep, the sub-cluster sampler or more chains" in stuck
+    assert "Run longer, or again with more split-merge moves per sweep, the sub-cluster sampler or more chains" in stuck
     assert "<td>chains disagree</td>" in stuck and "<td>inf</td>" in stuck and "<td>NaN</td>" not in stuck
     short = report_html(_iid_chains(n_draws=60))  # R-hat passes; 240 draws cannot give an ESS of 400
     assert '<p class="verdict undecided">Too few effective draws to rely on R-hat' in short

@@ -1208,7 +1208,7 @@ def test_mixing_advice_does_not_ask_for_more_of_moves_that_were_never_accepted()
     samples["split_merge_accepted"][1, 7] = 1
     for fit in (SupervisedDPFit(result, model=3, n_split_merge=10), SupervisedDPFit(result, model=3, n_split_merge=0),
                 SupervisedDPFit(result, model=3)):
-        assert fit.mixing.attrs["advice"].startswith("Run longer, with more split-merge moves")
+        assert fit.mixing.attrs["advice"].startswith("Run longer, or again with more split-merge moves")
     samples["split_merge_accepted"][1, 7] = 0
     assert SupervisedDPFit(result, model=3, n_split_merge=0).mixing.attrs["advice"].startswith("Run longer")
     # No move accepted, but the chains agree on the log joint and K (as SCDP-3's on the digits since its
