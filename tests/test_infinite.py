@@ -347,7 +347,7 @@ def test_resume_continues_the_chains_as_one_longer_run():
     assert whole.mixing.attrs["advice"].startswith("Run more sweeps (result.resume(data, n_draws=...) continues these "
                                                    "chains), or again with split-merge moves")
     assert _result_from_draws([[1, 2], [2, 1]], [[0.0, 1.0], [1.0, 0.0]], np.ones((2, 2, 2))).mixing.attrs[
-        "advice"].startswith("Run more sweeps, with split-merge moves")
+        "advice"].startswith("Run more sweeps, or again with split-merge moves")
     elsewhere = replace(first, provenance={**first.provenance, "host_cpu": "other"})
     with pytest.warns(ProvenanceWarning, match="host_cpu 'other' then"), warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
