@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -126,3 +128,10 @@ def test_cdp_partition_takes_one_prior_variance_for_every_feature():
         cdp_partition(points, key=jax.random.key(0), prior_variance=[1.0, 2.0])
     with pytest.raises(ValueError, match=r"^prior_variance: must be in \(0\.0, inf\), got 0\.0$"):
         cdp_partition(points, key=jax.random.key(0), prior_variance=0)
+
+
+def test_cdp_partition_makes_dp_mixtures_default_split_merge_moves():
+    # The count is a parameter now (it was fixed at DPMixture's); its default must stay DPMixture's.
+    from zoo.dirichlet.mixture import DEFAULT_SPLIT_MERGE
+
+    assert inspect.signature(cdp_partition).parameters["n_split_merge"].default == DEFAULT_SPLIT_MERGE

@@ -1629,7 +1629,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "cdp_partition": (lambda kwargs: baselines.cdp_partition(**kwargs),
                       {"test_features": POINTS, "key": KEY, "n_chains": 1, "n_warmup": 1, "n_draws": 1}, {
         "test_features": BAD_POINTS, "key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT,
-        "prior_variance": BAD_POSITIVE_REAL}, {}),
+        "prior_variance": BAD_POSITIVE_REAL, "n_split_merge": BAD_COUNT}, {}),
     "get_model": (lambda kwargs: registry.get_model(**kwargs), {"name": "aspect"}, {
         "name": not_one_of(tuple(registry.MODEL_NAMES)).filter(lambda name: not _known_model(name))}, {}),
     "describe": (lambda kwargs: registry.describe(**kwargs), {"name": "aspect"}, {

@@ -180,8 +180,9 @@ def unit_variance_gaussian(n_features: int, *, prior_variance: float = 1.0):
 
 #: The advice of :func:`cdp_partition`'s :class:`~inference.diagnostics.MixingWarning` when its
 #: chains do not mix (the fit's own names ``fit.resume``, which the function does not return).
-CDP_ADVICE = ("Run longer (cdp_partition's n_warmup and n_draws) or with more chains (n_chains); to continue "
-              "the same chains (fit.resume) or change their moves, fit zoo.dirichlet.DPMixture directly.")
+CDP_ADVICE = ("Run longer (cdp_partition's n_warmup and n_draws), or again with more split-merge moves per sweep "
+              "(n_split_merge) or more chains (n_chains); to continue the same chains (fit.resume) or change "
+              "their moves, fit zoo.dirichlet.DPMixture directly.")
 
 
 def cdp_partition(
@@ -192,6 +193,7 @@ def cdp_partition(
     n_warmup: int = 200,
     n_draws: int = 200,
     prior_variance: float = 1.0,
+    n_split_merge: int = 10,
     progress: bool = False,
 ) -> np.ndarray:
     """DM05's CDP baseline: the DP mixture without training (α^p starts at 1, identity precision).
@@ -203,10 +205,11 @@ def cdp_partition(
     key : jax.Array
         PRNG key.
     n_chains, n_warmup, n_draws : int
-        Chains and sweeps (collapsed Gibbs, Neal's Algorithm 3, with DPMixture's default of ten
-        split–merge moves per sweep).
+        Chains and sweeps (collapsed Gibbs, Neal's Algorithm 3).
     prior_variance : float
         σ² of the Normal prior on the means.
+    n_split_merge : int
+        Split–merge moves per sweep (0: Gibbs alone); the default is :class:`DPMixture`'s.
     progress : bool
         Show a progress bar.
 
@@ -230,12 +233,14 @@ def cdp_partition(
     # σ²I, one variance for every feature (DM05 §7.1); normal_known_precision would also take a
     # vector, which this baseline does not offer.
     prior_variance = check_real("prior_variance", prior_variance, low=0.0, low_open=True)
+    n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
     model = DPMixture(
         unit_variance_gaussian(test.shape[1], prior_variance=prior_variance),
         alpha=1.0,
         alpha_prior=GammaPrior(1.0, 1.0),
         algorithm="collapsed",
         max_clusters=min(32, test.shape[0]),
+        n_split_merge=n_split_merge,
     )
     # Random starts, not DPMixture's dispersed default: only the point estimate is returned, and
     # the stored notebook runs used them. The fit's MixingWarning would advise its own resume(),
