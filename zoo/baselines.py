@@ -233,7 +233,6 @@ def cdp_partition(
     # σ²I, one variance for every feature (DM05 §7.1); normal_known_precision would also take a
     # vector, which this baseline does not offer.
     prior_variance = check_real("prior_variance", prior_variance, low=0.0, low_open=True)
-    n_split_merge = check_int("n_split_merge", n_split_merge, minimum=0)
     model = DPMixture(
         unit_variance_gaussian(test.shape[1], prior_variance=prior_variance),
         alpha=1.0,
