@@ -8,7 +8,12 @@ Compiling is most of the suite's time: a sub-cluster fit of 45 points in 2-D spe
 21 s compiling, and 8 s at level 0. The full suite went from 1,722 s to 1,117 s on 2 cores
 (2026-11-28). The programs compute the same values, but not always the same bits (the last bit
 of a float64 log joint can differ between levels), so the suite compares runs made at one level
-and its subprocesses inherit it.
+and its subprocesses inherit it. Turning XLA's newer CPU fusion emitters off as well
+(``--xla_cpu_use_fusion_emitters=false``) was measured and not kept (2026-12-03, 2 cores, the
+numba kernels already cached): the 69 tests among the 80 slowest of both runs took 1,313 s
+instead of 1,613 (less compiling), but the suite as a whole 1,153 s instead of 1,110 (programs
+that run long ran slower: the sub-cluster exactness tests 22 s instead of 13, 40 instead of 31),
+and a test of the same bits across call sizes failed (held-out predictions, tests/test_robustness.py).
 
 Under pytest-xdist the controller compiles every numba kernel once, before the workers start
 (``pytest_configure`` below), instead of each worker compiling the ones it needs at the same
