@@ -11,7 +11,7 @@ of a float64 log joint can differ between levels), so the suite compares runs ma
 and its subprocesses inherit it. Turning XLA's newer CPU fusion emitters off as well
 (``--xla_cpu_use_fusion_emitters=false``) was measured and not kept (2026-12-03, 2 cores, the
 numba kernels already cached): the 69 tests among the 80 slowest of both runs took 1,313 s
-instead of 1,613 (less compiling), but the suite as a whole 1,153 s instead of 1,110 (programs
+instead of 1,613 (less compiling), but all the tests 1,153 s instead of 1,110 (programs
 that run long ran slower: the sub-cluster exactness tests 22 s instead of 13, 40 instead of 31),
 and a test of the same bits across call sizes failed (held-out predictions, tests/test_robustness.py).
 
