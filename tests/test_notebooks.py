@@ -107,3 +107,11 @@ def test_the_stored_outputs_line_names_the_run_that_is_stored(path):
     assert re.findall(r"(?:run on|Run:) (\d{4}-\d\d-\d\d)", printed) == [line.group(1)], f"{path.name}: another date"
     seconds = re.findall(r"(?:notebook run time: |, )(\d+) s(?: since the first cell)?\n", printed)
     assert seconds and seconds[-1] == line.group(2), f"{path.name}: says {line.group(2)} s, printed {seconds[-1:]}"
+
+
+def test_the_readme_names_every_notebook():
+    """A newcomer finds the notebooks through the README's list: every one of them is named there."""
+    readme = (NOTEBOOKS[0].parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Notebooks\n", 1)[1].split("\n## ", 1)[0]
+    missing = [path.stem for path in NOTEBOOKS if f"`{path.stem}`" not in section]
+    assert not missing, f"README.md's Notebooks section does not name {missing}"
