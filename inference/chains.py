@@ -7,6 +7,8 @@ fixed number of sweeps each, so
 * a tqdm progress bar advances after every call;
 * Ctrl-C or an exhausted ``time_budget`` (seconds) stops after the call in flight and returns
   every draw finished so far, flagged ``completed=False``;
+* a ``stop_when`` rule (e.g. "every label-invariant quantity mixes") is asked, each time the draws
+  have grown by a tenth, whether the draws so far are enough; the run then ends there;
 * the key of sweep s of chain c is ``fold_in(split(rng_key, n_chains)[c], s)``, so the draws do
   not depend on how the run is cut into calls: the same key gives identical chains.
 
@@ -71,7 +73,8 @@ from inference._validation import (check_choice, check_int, check_key, check_rea
                                    user_stacklevel)
 from inference.jit import jit
 
-__all__ = ["ChainResult", "CapacityError", "sample_chains", "continue_chains", "record_gibbs", "stack_states"]
+__all__ = ["ChainResult", "CapacityError", "sample_chains", "continue_chains", "record_gibbs", "stack_states",
+           "StopRule"]
 
 
 class CapacityError(RuntimeError):
@@ -218,6 +221,7 @@ def sample_chains(
     devices: Any = None,
     process_local: bool = False,
     first_sweep: int = 0,
+    stop_when: Callable[[ChainResult], bool] | None = None,
 ) -> ChainResult:
     """Run a batch of chains of ``step`` with warm-up and thinning.
 
@@ -288,6 +292,10 @@ def sample_chains(
     first_sweep = check_int("first_sweep", first_sweep, minimum=0)
     if not callable(step):
         raise TypeError(f"step: expected a callable, got {type(step).__name__}")
+    if stop_when is not None and not callable(stop_when):
+        raise TypeError(f"stop_when: expected a callable or None, got {type(stop_when).__name__}")
+    if stop_when is not None and not isinstance(stop_when, StopRule):
+        stop_when = StopRule(stop_when)
     leaves = jax.tree_util.tree_leaves(init_states)
     leading = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
     if len(leading) != 1 or None in leading or 0 in leading:
@@ -327,6 +335,7 @@ def sample_chains(
     states = init_states
     chunks: list[dict[str, np.ndarray]] = []
     completed = True
+    enough = False  # stop_when said the draws so far are enough
     sweep = first_sweep
     made_by = provenance()
     start = time.perf_counter()
@@ -372,16 +381,25 @@ def sample_chains(
                 chunks.append(gather(records))
             bar.update(n_records * thin)
             stop = time_budget is not None and time.perf_counter() - start > time_budget
+            n_kept = sum(next(iter(chunk.values())).shape[1] for chunk in chunks) if chunks else 0
+            if stop_when is not None and keep and stop_when.due(n_kept) and sweep < first_sweep + total_sweeps:
+                so_far = ChainResult(samples=_joined(chunks), final_state=states,
+                                     n_warmup=warmup_calls * sweeps_per_call, thin=thin, completed=True,
+                                     seconds=time.perf_counter() - start, next_sweep=sweep, provenance=made_by)
+                enough = bool(stop_when(so_far))
+                if several:  # asked on every process at the same draw; one that is done ends them all
+                    enough = bool(process_max(int(enough)))
             if several:  # one process out of time or interrupted stops them all
                 stop = bool(process_max(int(stop or interrupt.requested)))
+            if enough:
+                break
             if stop and sweep < first_sweep + total_sweeps:
                 completed = False
                 break
         if several:
             states = jax.tree_util.tree_map(jnp.asarray, gather(states))
-    samples = {name: np.concatenate([chunk[name] for chunk in chunks], axis=1) for name in chunks[0]} if chunks else {}
     return ChainResult(
-        samples=samples,
+        samples=_joined(chunks),
         final_state=states,
         n_warmup=warmup_calls * sweeps_per_call,
         thin=thin,
@@ -390,6 +408,45 @@ def sample_chains(
         next_sweep=sweep,
         provenance=made_by,
     )
+
+
+#: :func:`sample_chains` asks its ``stop_when`` again once the draws have grown by this factor.
+STOP_CHECK_GROWTH = 1.1
+#: Draws per chain before :func:`sample_chains` first asks its ``stop_when``.
+STOP_CHECK_MIN_DRAWS = 20
+
+
+class StopRule:
+    """A ``stop_when`` rule asked each time the draws have grown by :data:`STOP_CHECK_GROWTH`.
+
+    :func:`sample_chains` wraps its ``stop_when`` in one; a driver of its own loop over calls (the
+    IRM's) asks ``due(n_draws)`` after each call (``n_draws``: the draws per chain of this run so
+    far) and, when it is, ``ask(so_far, n_draws)``, which passes ``so_far`` (the draws so far, in
+    whatever form the rule reads) to the rule. ``draws_before`` counts the draws of the runs these
+    chains continue, so that the draws of both runs set when it is due.
+    """
+
+    def __init__(self, rule: Callable[[Any], bool], draws_before: int = 0):
+        self.rule, self.draws_before = rule, draws_before
+        self.next_check = max(STOP_CHECK_MIN_DRAWS, math.ceil(draws_before * STOP_CHECK_GROWTH))
+
+    def due(self, n_draws: int) -> bool:
+        """Whether to ask, with ``n_draws`` draws per chain in this run."""
+        return self.draws_before + n_draws >= self.next_check
+
+    def ask(self, so_far: Any, n_draws: int) -> bool:
+        """The rule's answer about ``so_far``, which holds ``n_draws`` draws per chain of this run."""
+        total = self.draws_before + n_draws
+        self.next_check = max(total + 1, math.ceil(total * STOP_CHECK_GROWTH))
+        return bool(self.rule(so_far))
+
+    def __call__(self, so_far: ChainResult) -> bool:
+        return self.ask(so_far, so_far.n_draws)
+
+
+def _joined(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The draws of successive calls, one array per name (chain, draw, ...)."""
+    return {name: np.concatenate([chunk[name] for chunk in chunks], axis=1) for name in chunks[0]} if chunks else {}
 
 
 def continue_chains(
@@ -404,6 +461,7 @@ def continue_chains(
     progress: bool = True,
     record: Callable[[Any, Any], dict[str, jax.Array]] = record_gibbs,
     on_overflow: str = "grow",
+    stop_when: Callable[[ChainResult], bool] | None = None,
 ) -> ChainResult:
     """Run the chains of ``previous`` for ``n_draws`` more draws each; one result holding both runs.
 
@@ -415,20 +473,32 @@ def continue_chains(
     one longer run's when ``draws_per_call`` is the same in both (it sets how the warm-up is
     rounded); where ``previous.provenance`` says otherwise a
     :class:`~inference.provenance.ProvenanceWarning` is issued, and the draws are valid but not
-    those bits. Other arguments as :func:`sample_chains`.
+    those bits. ``stop_when`` is asked about ``previous``'s draws and the new ones together. Other
+    arguments as :func:`sample_chains`.
     """
     if not isinstance(previous, ChainResult):
         raise TypeError(f"previous: expected a ChainResult, got {type(previous).__name__}")
     n_draws = check_int("n_draws", n_draws, minimum=1)
     warn_if_made_elsewhere(previous.provenance, "previous: these chains", saved_word="then", current_word="now",
                            stacklevel=user_stacklevel())
+    if stop_when is not None and not callable(stop_when):
+        raise TypeError(f"stop_when: expected a callable or None, got {type(stop_when).__name__}")
     warmup_done = min(previous.n_warmup, previous.next_sweep)
     more = sample_chains(
         rng_key, step, previous.final_state, data,
         n_warmup=previous.n_warmup - warmup_done, n_draws=n_draws, thin=previous.thin,
         draws_per_call=draws_per_call, time_budget=time_budget, progress=progress, record=record,
         on_overflow=on_overflow, first_sweep=previous.next_sweep,
+        # asked about both runs' draws, as their total grows by a tenth (not the new draws alone)
+        stop_when=None if stop_when is None else StopRule(
+            lambda so_far: stop_when(_appended(previous, so_far, warmup_done)), draws_before=previous.n_draws),
     )
+    return _appended(previous, more, warmup_done)
+
+
+def _appended(previous: ChainResult, more: ChainResult, warmup_done: int) -> ChainResult:
+    """One result of ``previous`` and ``more``, the run that continued it (``warmup_done`` warm-up
+    sweeps of ``previous`` were run before it stopped)."""
     samples = more.samples or previous.samples
     if previous.samples and more.samples:
         samples = {name: np.concatenate([previous.samples[name], more.samples[name]], axis=1)

@@ -55,6 +55,7 @@ __all__ = [
     "MixingWarning",
     "MIXING_STATUSES",
     "PASSING_STATUSES",
+    "mixes",
     "NOT_MIXING_STATUSES",
     "RHAT_MAX",
     "RHAT_APART",
@@ -702,6 +703,21 @@ def mixing_verdict(table: pd.DataFrame) -> str:
     return f"Mixing cannot be judged: {problems}."
 
 
+def mixes(table: pd.DataFrame) -> bool:
+    """Whether every quantity of ``table`` mixes: each status is ``"ok"`` or ``"constant"``
+    (:data:`PASSING_STATUSES`), the test of :func:`warn_if_not_mixing` and of the fits'
+    ``until_mixed``.
+
+    >>> import numpy as np
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))
+    >>> mixes(mixing_table(az.from_dict(posterior={"x": draws})))
+    True
+    >>> mixes(mixing_table(az.from_dict(posterior={"x": draws + np.arange(4)[:, None]})))
+    False
+    """
+    return bool(_check_table(table)["status"].astype(str).isin(PASSING_STATUSES).all())
+
+
 def warn_if_not_mixing(table: pd.DataFrame, *, stacklevel: int = 2) -> bool:
     """Issue a :class:`MixingWarning` if some quantity of ``table`` does not mix.
 
@@ -726,7 +742,7 @@ def warn_if_not_mixing(table: pd.DataFrame, *, stacklevel: int = 2) -> bool:
     table = _check_table(table)
     if isinstance(stacklevel, bool) or not isinstance(stacklevel, int) or stacklevel < 1:
         raise ValueError(f"stacklevel: expected an integer >= 1, got {stacklevel!r}")
-    if table["status"].astype(str).isin(PASSING_STATUSES).all():
+    if mixes(table):
         return False
     warnings.warn(mixing_verdict(table), MixingWarning, stacklevel=stacklevel + 1)
     return True

@@ -111,9 +111,53 @@ def test_arguments_are_validated():
         run(n_warmup=-1)
     with pytest.raises(TypeError, match="^step"):
         sample_chains(jax.random.key(0), "step", initial_states(), DATA)
+    with pytest.raises(TypeError, match="^stop_when"):
+        run(stop_when=True)
+    with pytest.raises(TypeError, match="^stop_when"):
+        chains.continue_chains(jax.random.key(0), STEP, run(), DATA, n_draws=4, stop_when="mixed")
     single = neal.init(jax.random.key(0), DATA, FAMILY, algorithm="collapsed", max_clusters=6, alpha=1.0)
     with pytest.raises(ValueError, match="^init_states"):
         sample_chains(jax.random.key(0), STEP, single, DATA)
     flagged = initial_states()._replace(overflow=np.ones(N_CHAINS, bool))
     with pytest.raises(ValueError, match="^init_states: the overflow flag"):
         sample_chains(jax.random.key(0), STEP, flagged, DATA)
+
+
+def test_stop_when_is_asked_as_the_draws_grow_by_a_tenth_and_ends_the_run_where_it_says():
+    asked = []
+
+    def enough_after_30(so_far):
+        asked.append(so_far.n_draws)
+        assert so_far.samples["assignments"].shape[:2] == (N_CHAINS, so_far.n_draws)
+        return so_far.n_draws >= 30
+
+    stopped = run(n_draws=400, draws_per_call=2, stop_when=enough_after_30)
+    # Asked from STOP_CHECK_MIN_DRAWS on, each time the draws have grown by STOP_CHECK_GROWTH.
+    assert asked == [20, 22, 26, 30]
+    assert stopped.completed and stopped.n_draws == 30 and stopped.next_sweep == 30
+    # The draws do not depend on it, and the chains go on as one longer run.
+    whole = run(n_draws=40, draws_per_call=2)
+    for name in whole.samples:
+        np.testing.assert_array_equal(stopped.samples[name], whole.samples[name][:, :30])
+    more = chains.continue_chains(jax.random.key(0), STEP, stopped, DATA, n_draws=10, draws_per_call=2)
+    for name in whole.samples:
+        np.testing.assert_array_equal(more.samples[name], whole.samples[name])
+    # Never asked when it cannot end the run early, and a rule that never holds leaves it whole.
+    asked.clear()
+    assert run(n_draws=20, draws_per_call=4, stop_when=enough_after_30).n_draws == 20 and asked == []
+    assert run(n_draws=40, draws_per_call=4, stop_when=lambda so_far: False).n_draws == 40
+
+
+def test_continued_chains_ask_stop_when_about_both_runs():
+    first = run(n_draws=40, draws_per_call=4)
+    asked = []
+
+    def enough_at_52(so_far):
+        asked.append(so_far.n_draws)
+        return so_far.n_draws >= 52
+
+    more = chains.continue_chains(jax.random.key(0), STEP, first, DATA, n_draws=100, draws_per_call=4,
+                                  stop_when=enough_at_52)
+    # The total grows by a tenth between questions: 44, then 49 (asked at 52: calls of 4).
+    assert asked == [44, 52] and more.n_draws == 52 and more.completed
+    np.testing.assert_array_equal(more.samples["log_joint"][:, :40], first.samples["log_joint"])
