@@ -206,6 +206,33 @@ def test_same_key_same_fit(fitted):
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_until_mixed_stops_once_the_chains_mix_with_the_draws_of_a_run_without_it(fitted):
+    from inference.diagnostics import mixes
+
+    model, _ = fitted  # its compiled sampler serves every run here
+    key, run = jax.random.key(5), dict(n_chains=2, n_warmup=20, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)  # it ends mixing: no warning
+        fit = model.fit(SEPARATED, key, n_draws=100_000, until_mixed=True, **run)
+    n_draws = fit.result.n_draws
+    assert 200 <= n_draws < 100_000 and fit.result.completed  # 2 chains need 200 draws each for ESS 400
+    assert mixes(fit.mixing), fit.mixing
+    # Asked every tenth more draws: the run before the last question did not mix yet.
+    plain = model.fit(SEPARATED, key, n_draws=n_draws, **run)
+    for name, values in plain.result.samples.items():
+        np.testing.assert_array_equal(fit.result.samples[name], values)
+    with pytest.warns(MixingWarning):
+        short = model.fit(SEPARATED, key, n_draws=30, **run)
+    resumed = short.resume(SEPARATED, n_draws=100_000, until_mixed=True, progress=False)
+    assert resumed.result.n_draws < 100_030 and mixes(resumed.mixing)
+    np.testing.assert_array_equal(resumed.result.samples["log_joint"][:, :30], short.result.samples["log_joint"])
+    # A rule that cannot hold within n_draws leaves the run whole, with its warning.
+    with pytest.warns(MixingWarning):
+        assert model.fit(SEPARATED, key, n_draws=40, until_mixed=True, **run).result.n_draws == 40
+    with pytest.raises(TypeError, match="^until_mixed: expected a bool"):
+        model.fit(SEPARATED, key, n_draws=40, until_mixed="yes", **run)
+
+
 def test_resume_continues_the_chains_as_one_longer_run(fitted):
     import pickle
 

@@ -1496,11 +1496,12 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "key": BAD_KEYS, "n_sweeps": BAD_POSITIVE_INT,
         "n_chains": BAD_POSITIVE_INT, "n_warmup": st.one_of(BAD_COUNT.filter(lambda value: value is not None), st.integers(2, 100)),
         "sweeps_per_call": BAD_POSITIVE_INT, "keep_assignments": BAD_BOOL, "progress": BAD_BOOL,
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL}, {}),
     "IRMResult.resume": (lambda kwargs: _resumable_irm_result().resume(**kwargs), {"data": RELATIONAL, "n_draws": 2}, {
         "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "n_draws": BAD_POSITIVE_INT,
         "sweeps_per_call": BAD_POSITIVE_INT.filter(lambda value: value is not None),  # None: the fit's own
-        "progress": BAD_BOOL, "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+        "progress": BAD_BOOL, "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None),
+        "until_mixed": BAD_BOOL}, {}),
     "InfiniteRelational.predict_held_out": (
         lambda kwargs: InfiniteRelational().predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "n_sweeps": 2, "relation": 0}, {
@@ -1528,18 +1529,18 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "init": st.one_of(not_one_of(DP_INITS),
                           bad_index_vectors(4, 10**9).filter(
                               lambda labels: labels.dtype.kind != "i" or not (labels >= 10**9).any())),
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL}, {}),
     # Five features: NOT_NUMBERS' list of two values and BAD_HYPER's of three are the wrong length.
     "DPMixtureFit.resume": (lambda kwargs: _resumable_fit().resume(**kwargs),
                             {"data": POINTS, "n_draws": 2, "progress": False}, {
         "data": BAD_POINTS, "n_draws": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL}, {}),
     "SupervisedDPFit.resume": (lambda kwargs: _resumable_supervised_fit().resume(**kwargs),
                                {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
                                 "n_draws": 2, "progress": False}, {
         "train_features": BAD_POINTS, "test_features": BAD_POINTS, "train_labels": BAD_LABELS,
         "n_draws": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL}, {}),
     "normal_gamma": (lambda kwargs: normal_gamma(**kwargs), {"n_features": 5}, {
         "n_features": BAD_POSITIVE_INT, "kappa": BAD_HYPER, "shape": BAD_HYPER, "rate": BAD_HYPER,
         "mean": st.one_of(NON_FINITE, NOT_NUMBERS, st.sampled_from([1e30, -1e38, [0.0, 0.0, 0.0]]))}, {}),
@@ -1565,7 +1566,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
                           "key": KEY, "n_sweeps": 2, "n_chains": 1, "progress": False}, {
         "train_features": BAD_POINTS, "test_features": BAD_POINTS, "train_labels": BAD_LABELS, "key": BAD_KEYS,
         "n_sweeps": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT,
-        "draws_per_call": BAD_POSITIVE_INT}, {}),
+        "draws_per_call": BAD_POSITIVE_INT, "until_mixed": BAD_BOOL}, {}),
     "load_result": (lambda kwargs: load_result(**kwargs), {"path": SAVED["result"]},
                     {"path": _damaged_file("result")}, {}),
     "load_checkpoint": (lambda kwargs: load_checkpoint(**kwargs), {"path": SAVED["checkpoint"], "like": CHAIN_STATE},

@@ -1072,6 +1072,19 @@ def test_planted_test_publications_are_recovered(model, start):
     assert np.all(fit.result.samples["n_clusters"][:, -1] == 3), fit.result.samples["n_clusters"][:, -5:]
 
 
+def test_until_mixed_stops_once_the_test_partition_mixes():
+    from inference.diagnostics import MixingWarning, mixes
+
+    train, train_labels, test, _ = _planted(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)  # it ends mixing: no warning
+        fit = SupervisedDP(1, prior_variance=9.0).fit(
+            train, train_labels, test, key=jax.random.key(1), n_chains=2, n_sweeps=100_000, n_warmup=50,
+            init="single", until_mixed=True, progress=False)
+    assert 200 <= fit.result.n_draws < 100_000 - 50 and fit.result.completed
+    assert mixes(fit.mixing), fit.mixing
+
+
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 3 draws
 @pytest.mark.parametrize("model", [1, 2, 3])
 def test_a_start_partition_survives_the_first_sweeps_whatever_the_data_scale(model):

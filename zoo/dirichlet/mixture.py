@@ -40,8 +40,8 @@ from inference.concentration import GammaPrior
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from inference._validation import (arrays_digest, as_index_array, check_choice, check_int, check_key, check_memory,
-                                   check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
+from inference._validation import (arrays_digest, as_index_array, check_bool, check_choice, check_int, check_key,
+                                   check_memory, check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.dirichlet._starts import start_kinds, start_labels
 from zoo.metrics import clustering_scores
@@ -171,7 +171,7 @@ class DPMixtureFit:
         return RESUME_CALL if getattr(self, "_continuation", None) is not None else None
 
     def resume(self, data: Any, *, n_draws: int, draws_per_call: int = 10, time_budget: float | None = None,
-               progress: bool = True) -> DPMixtureFit:
+               progress: bool = True, until_mixed: bool = False) -> DPMixtureFit:
         """Continue these chains for ``n_draws`` more draws each, as one longer run would have.
 
         For chains that do not mix yet (the fit's :class:`~inference.diagnostics.MixingWarning`
@@ -188,9 +188,11 @@ class DPMixtureFit:
         data : array_like (N, D)
             The data of the fit (checked against a digest kept by the fit).
         n_draws : int
-            Draws to add per chain (thinned as the fit was).
+            Draws to add per chain (thinned as the fit was); with ``until_mixed``, the most to add.
         draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
+        until_mixed : bool
+            Stop as soon as the draws of both runs mix, as :meth:`DPMixture.fit`'s ``until_mixed``.
 
         Returns
         -------
@@ -201,7 +203,7 @@ class DPMixtureFit:
             raise ValueError("fit: only a fit returned by DPMixture.fit or resume() can be resumed (this one was "
                              "built from a ChainResult, or restored without what it needs)")
         return self._continuation.model._resume(self, data, n_draws=n_draws, draws_per_call=draws_per_call,
-                                                time_budget=time_budget, progress=progress)
+                                                time_budget=time_budget, progress=progress, until_mixed=until_mixed)
 
     @property
     def idata(self) -> az.InferenceData:
@@ -440,6 +442,7 @@ class DPMixture:
         draws_per_call: int = 10,
         time_budget: float | None = None,
         progress: bool = True,
+        until_mixed: bool = False,
     ) -> DPMixtureFit:
         """Sample the posterior partition with ``n_chains`` chains run in parallel (``vmap``).
 
@@ -461,6 +464,14 @@ class DPMixture:
             (n_chains, N). Labels with more clusters than
             ``max_clusters`` start the chains at twice their number of clusters (with
             ``on_overflow="raise"``, a ValueError naming ``init``).
+        until_mixed : bool
+            Stop as soon as every label-invariant quantity mixes (K, α, the log joint and the
+            partition entropy: R-hat ≤ 1.01 and bulk and tail ESS ≥ 400, the table of
+            :attr:`DPMixtureFit.mixing`), asked each time the draws have grown by a tenth
+            (``stop_when`` of :func:`inference.chains.sample_chains`). ``n_draws`` is then the
+            most to draw and ``time_budget`` still applies: give generous ones, e.g.
+            ``n_draws=100_000, time_budget=300``. Chains that do not mix by then end with the
+            usual :class:`~inference.diagnostics.MixingWarning`.
 
         Returns
         -------
@@ -475,6 +486,7 @@ class DPMixture:
             With Gaussian components, when features hold one value in half of the points or
             more (see :func:`zoo.dirichlet.ties.tied_features`).
         """
+        until_mixed = check_bool("until_mixed", until_mixed)
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         if self.family.warn_data is not None:
@@ -527,6 +539,7 @@ class DPMixture:
             time_budget=time_budget,
             progress=progress,
             on_overflow=self.on_overflow,
+            stop_when=_when_mixed if until_mixed else None,
         )
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape)
         return self._finish(result, continuation, "DPMixture.fit")
@@ -542,10 +555,11 @@ class DPMixture:
         return fitted
 
     def _resume(self, fit: DPMixtureFit, data: Any, *, n_draws: int, draws_per_call: int,
-                time_budget: float | None, progress: bool) -> DPMixtureFit:
+                time_budget: float | None, progress: bool, until_mixed: bool) -> DPMixtureFit:
         """:meth:`DPMixtureFit.resume`."""
         continuation, previous = fit._continuation, fit.result
         check_int("n_draws", n_draws, minimum=1)
+        until_mixed = check_bool("until_mixed", until_mixed)
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         array = array.astype(jnp.result_type(float))
@@ -555,6 +569,11 @@ class DPMixture:
         key_chains = key_from_data(continuation.key_data, continuation.key_impl)
         result = continue_chains(key_chains, self.step, previous, jnp.asarray(array), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
-                                 on_overflow=self.on_overflow)
+                                 on_overflow=self.on_overflow, stop_when=_when_mixed if until_mixed else None)
         return self._finish(result, continuation, "DPMixtureFit.resume")
+
+
+def _when_mixed(so_far: ChainResult) -> bool:
+    """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes."""
+    return diagnostics.mixes(DPMixtureFit(so_far).mixing)
 

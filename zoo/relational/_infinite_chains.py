@@ -91,7 +91,7 @@ def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, key
 
 def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
                          relation, keep_assignments, sweeps_per_call, states=None, first_sweep=0, deadline=None,
-                         progress=False):
+                         progress=False, stop_rule=None):
     """Every chain's sweeps in jitted calls of about ``sweeps_per_call`` sweeps, Ctrl-C acted on between calls.
 
     The sweeps are cut into equal calls (one compilation, two when they do not divide evenly);
@@ -101,9 +101,11 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     n_sweeps)[s]``, which with JAX's default ``jax_threefry_partitionable`` does not depend on
     ``n_sweeps``, so a continued run draws what one longer run draws. ``deadline`` (a
     ``time.perf_counter()`` value) stops the run after the call that passes it, as Ctrl-C does.
-    ``progress`` shows a tqdm bar of the sweeps, advanced after every call.
+    ``progress`` shows a tqdm bar of the sweeps, advanced after every call. ``stop_rule(first_sweep,
+    capacities)``, when given, makes the :class:`inference.chains.StopRule` asked (as it is due)
+    about the output of the sweeps so far; when it says so, the run ends there, completed.
     Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
-    ``first_sweep`` on) and whether all ``n_sweeps`` were (False after Ctrl-C or the deadline, or
+    ``first_sweep`` on) and whether the run ended as asked (False after Ctrl-C or the deadline, or
     on overflow: the caller re-runs then).
     """
     starts, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
@@ -115,6 +117,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
                   keep_assignments=keep_assignments)
     chunks = []
     completed = True
+    rule = stop_rule(first_sweep, capacities) if stop_rule is not None else None
     bar = tqdm(total=n_sweeps - first_sweep, disable=not progress, unit="sweep",
                desc=f"{keys.shape[0]} chains, capacity {max(capacities)}")
     with DeferredInterrupt() as interrupt, bar:
@@ -130,8 +133,17 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
             if stop_reason(interrupt, deadline) is not None and first + per_call < n_sweeps:
                 completed = False
                 break
-    infos, assignments = jax.tree_util.tree_map(lambda *parts: np.concatenate(parts, axis=1), *chunks)
+            n_kept = first + len(indices) - max(n_warmup, first_sweep)  # draws of this run so far
+            if rule is not None and first + per_call < n_sweeps and n_kept > 0 and rule.due(n_kept):
+                if rule.ask(_RunOutput(*_joined(chunks), None, states), n_kept):
+                    break
+    infos, assignments = _joined(chunks)
     return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), completed
+
+
+def _joined(chunks):
+    """The ``info`` and ``assignments`` of successive calls, joined along the sweeps."""
+    return jax.tree_util.tree_map(lambda *parts: np.concatenate(parts, axis=1), *chunks)
 
 
 @partial(jit, static_argnames=_STATIC)

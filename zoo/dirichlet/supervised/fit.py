@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import arviz as az
 import jax
@@ -20,8 +20,9 @@ from inference import diagnostics
 from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
 from inference.concentration import GammaPrior
 from inference.partitions import point_partition
-from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_choice, check_int, check_key,
-                                   check_memory, check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
+from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
+                                   check_key, check_memory, check_real, key_as_data, key_from_data, tree_nbytes,
+                                   user_stacklevel)
 from zoo.dirichlet._starts import start_kinds, start_labels
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
@@ -160,7 +161,8 @@ class SupervisedDPFit:
         return self._idata
 
     def resume(self, train_features: Any, train_labels: Any, test_features: Any, *, n_draws: int,
-               draws_per_call: int = 10, time_budget: float | None = None, progress: bool = True) -> SupervisedDPFit:
+               draws_per_call: int = 10, time_budget: float | None = None, progress: bool = True,
+               until_mixed: bool = False) -> SupervisedDPFit:
         """Continue these chains for ``n_draws`` more draws each, as one longer run would have.
 
         The chains go on from their last state with the fit's key (the rest of a warm-up that
@@ -174,9 +176,11 @@ class SupervisedDPFit:
         train_features, train_labels, test_features
             The data of the fit.
         n_draws : int
-            Draws to add per chain (``thin`` sweeps each).
+            Draws to add per chain (``thin`` sweeps each); with ``until_mixed``, the most to add.
         draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
+        until_mixed : bool
+            Stop as soon as the draws of both runs mix, as :meth:`SupervisedDP.fit`'s ``until_mixed``.
 
         Returns
         -------
@@ -187,6 +191,7 @@ class SupervisedDPFit:
             raise ValueError("fit: only a fit returned by SupervisedDP.fit or resume() can be resumed (this one was "
                              "built from a ChainResult)")
         check_int("n_draws", n_draws, minimum=1)
+        until_mixed = check_bool("until_mixed", until_mixed)
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         if arrays_digest(train, labels, test) != continuation.data_digest:
             raise ValueError("train_features, train_labels and test_features: not the data these chains were fitted "
@@ -196,7 +201,8 @@ class SupervisedDPFit:
         key_chains = key_from_data(continuation.key_data, continuation.key_impl)
         result = continue_chains(key_chains, step, self.result, _supervised_data(train, labels, test), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
-                                 record=record_supervised(train.shape[0]), on_overflow="grow")
+                                 record=record_supervised(train.shape[0]), on_overflow="grow",
+                                 stop_when=model._when_mixed(step) if until_mixed else None)
         return model._finish(result, continuation, step, "SupervisedDPFit.resume")
 
     @property
@@ -532,6 +538,7 @@ class SupervisedDP:
         time_budget: float | None = None,
         progress: bool = True,
         init: Any = "dispersed",
+        until_mixed: bool = False,
     ) -> SupervisedDPFit:
         """Sample the posterior of the test partition with ``n_chains`` vmapped chains.
 
@@ -562,6 +569,12 @@ class SupervisedDP:
             the references within its starting publications (see
             :func:`zoo.dirichlet.supervised.init`), so a start such as a chain's last partition or
             the truth survives the first sweeps on data of any scale.
+        until_mixed : bool
+            Stop as soon as every label-invariant quantity of :attr:`SupervisedDPFit.mixing`
+            mixes (R-hat ≤ 1.01, bulk and tail ESS ≥ 400), asked each time the draws have grown
+            by a tenth (``stop_when`` of :func:`inference.chains.sample_chains`). ``n_sweeps`` is
+            then the most to run and ``time_budget`` still applies: give generous ones. Chains
+            that do not mix by then end with the usual :class:`~inference.diagnostics.MixingWarning`.
 
         Returns
         -------
@@ -578,6 +591,7 @@ class SupervisedDP:
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         key = check_key("key", key)
+        until_mixed = check_bool("until_mixed", until_mixed)
         warn_tied_features("train_features and test_features", np.concatenate([train, test]),
                            stacklevel=user_stacklevel())
         n_chains = check_int("n_chains", n_chains, minimum=1)
@@ -601,15 +615,22 @@ class SupervisedDP:
             key_chains, step, states, data,
             n_warmup=n_warmup, n_draws=n_draws, thin=thin, draws_per_call=draws_per_call,
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
-            on_overflow="grow",
+            on_overflow="grow", stop_when=self._when_mixed(step) if until_mixed else None,
         )
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(train, labels, test),
                                      n_split_merge)
         return self._finish(result, continuation, step, "SupervisedDP.fit")
 
+    def _fit_object(self, result: ChainResult, step: Any) -> SupervisedDPFit:
+        return SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
+                               n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves)
+
+    def _when_mixed(self, step: Any) -> Callable[[ChainResult], bool]:
+        """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes."""
+        return lambda so_far: diagnostics.mixes(self._fit_object(so_far, step).mixing)
+
     def _finish(self, result: ChainResult, continuation: _Continuation, step: Any, caller: str) -> SupervisedDPFit:
-        fit = SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
-                              n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves)
+        fit = self._fit_object(result, step)
         fit._continuation = continuation
         if not result.samples:
             warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fit._continue_with)}", RuntimeWarning,
