@@ -14,6 +14,12 @@ numba kernels already cached): the 69 tests among the 80 slowest of both runs to
 instead of 1,613 (less compiling), but all the tests 1,153 s instead of 1,110 (programs
 that run long ran slower: the sub-cluster exactness tests 22 s instead of 13, 40 instead of 31),
 and a test of the same bits across call sizes failed (held-out predictions, tests/test_robustness.py).
+JAX's persistent compilation cache, shared by the workers, notebook kernels and subprocesses of one
+run (``JAX_COMPILATION_CACHE_DIR`` set to an empty directory, programs compiled in 0.2 s or more
+kept), was measured and not kept either (2026-12-03, 2 cores, numba kernels cached): 1,616 s
+against 1,588 s without it. Some tests gained (the digits DP notebook 31 → 21 s), as many lost to
+writing the cache (the supervised digits notebook 87 → 103 s), and the programs the suite compiles
+twice are few.
 
 Under pytest-xdist the controller compiles every numba kernel once, before the workers start
 (``pytest_configure`` below), instead of each worker compiling the ones it needs at the same
