@@ -1648,7 +1648,7 @@ for _estimator in ESTIMATORS:
             **{name: bad for name, bad in {
                 "n_classes": BAD_POSITIVE_INT, "depth": BAD_POSITIVE_INT.filter(lambda value: value is not None),
                 "max_iter": BAD_POSITIVE_INT, "tol": reals_below(0.0), "alpha": BAD_POSITIVE_REAL,
-                "n_draws": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT,
+                "n_draws": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT, "until_mixed": BAD_BOOL,
                 "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}.items()
                if name in _estimator.get_params()}},
         {})
@@ -1667,7 +1667,7 @@ ENTRY_POINTS["SupervisedDPEstimator.fit"] = (
         "pair_moves": BAD_BOOL.filter(lambda value: value is not None),  # None: by the model
         "n_precision_split_merge": BAD_COUNT.filter(lambda value: value is not None),  # None: by the model
         "prior_variance": BAD_POSITIVE_REAL, "precision_shape": BAD_POSITIVE_REAL, "precision_rate": BAD_POSITIVE_REAL,
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)},
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL},
     {})
 for _metric in METRICS:
     ENTRY_POINTS[f"metrics.{_metric.__name__}"] = (

@@ -483,6 +483,22 @@ def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
         stopped.predict(points)
 
 
+def test_dp_mixture_until_mixed_stops_once_the_chains_mix(fitted_dp):
+    import warnings
+
+    from inference.diagnostics import mixes
+
+    _, points, labels = fitted_dp
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)  # it ends mixing: no warning
+        estimator = DPMixtureEstimator(n_chains=2, n_warmup=40, n_draws=100_000, max_clusters=8, random_state=0,
+                                       until_mixed=True).fit(points)
+    assert 200 <= estimator.fit_.result.n_draws < 100_000 and mixes(estimator.fit_.mixing)
+    assert adjusted_rand_score(labels, estimator.labels_) == 1.0
+    with pytest.raises(TypeError, match="^until_mixed: expected True or False"):
+        DPMixtureEstimator(until_mixed="yes").fit(points)
+
+
 def test_dp_mixture_warm_start_continues_the_chains_as_one_longer_fit(fitted_dp):
     # Two warm-started fits of 20 draws are the fit of 40 (same key, same settings); a fit whose
     # budget ran out in the warm-up is finished by the next warm-started one.

@@ -189,6 +189,11 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         ``warm_start=True`` goes on). Spent before the first draw, ``fit`` raises a
         ``ValueError`` and the estimator stays unfitted.
     progress : bool, default False
+    until_mixed : bool, default False
+        Stop the sampling as soon as the chains mix (every label-invariant quantity with R-hat
+        ≤ 1.01 and bulk and tail ESS ≥ 400), asked each time the draws have grown by a tenth:
+        ``n_draws`` is then the most to draw (give a generous one, with a ``time_budget``). With
+        ``warm_start=True`` the draws of every fit so far are asked about.
     warm_start : bool, default False
         Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``)
         instead of starting new ones, and make the estimate from the draws of every fit so far:
@@ -209,7 +214,7 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
 
     def __init__(self, family="normal-gamma", *, alpha=1.0, alpha_prior=(1.0, 1.0), algorithm="collapsed", n_chains=4,
                  n_warmup=100, n_draws=250, max_clusters=32, init="dispersed", loss="vi", random_state=None,
-                 time_budget=None, progress=False, warm_start=False):
+                 time_budget=None, progress=False, warm_start=False, until_mixed=False):
         self.family = family
         self.alpha = alpha
         self.alpha_prior = alpha_prior
@@ -224,6 +229,7 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         self.time_budget = time_budget
         self.progress = progress
         self.warm_start = warm_start
+        self.until_mixed = until_mixed
 
     # The settings that make the chains: a warm start goes on only with the same ones.
     _CHAIN_SETTINGS = ("family", "alpha", "alpha_prior", "algorithm", "n_chains", "n_warmup", "max_clusters")
@@ -251,6 +257,7 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
             check_real("time_budget", self.time_budget, low=0.0, low_open=True)
         _check_bool("progress", self.progress)
         _check_bool("warm_start", self.warm_start)
+        _check_bool("until_mixed", self.until_mixed)
         return prior, jax_key(self.random_state)
 
     def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
@@ -268,11 +275,13 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
             model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
                               algorithm=self.algorithm, max_clusters=self.max_clusters)
             return model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                             time_budget=self.time_budget, progress=self.progress, init=self.init)
+                             time_budget=self.time_budget, progress=self.progress, init=self.init,
+                             until_mixed=bool(self.until_mixed))
 
         X = self._run_chains(partial(self._validate_X, X), start,
                              lambda previous, X: previous.resume(X, n_draws=self.n_draws, time_budget=self.time_budget,
-                                                                 progress=self.progress))
+                                                                 progress=self.progress,
+                                                                 until_mixed=bool(self.until_mixed)))
         labels = np.asarray(self.fit_.point_estimate(self.loss))
         _, labels = np.unique(labels, return_inverse=True)  # 0..K-1
         self.labels_ = labels.astype(np.int64)

@@ -81,6 +81,11 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         ``warm_start=True`` goes on). Spent before the first draw, ``fit`` raises a ``ValueError``
         and the estimator stays unfitted.
     progress : bool, default False
+    until_mixed : bool, default False
+        Stop the sampling as soon as the chains mix (every label-invariant quantity with R-hat
+        ≤ 1.01 and bulk and tail ESS ≥ 400), asked each time the draws have grown by a tenth:
+        ``n_draws`` is then the most to draw (give a generous one, with a ``time_budget``). With
+        ``warm_start=True`` the draws of every fit so far are asked about.
     warm_start : bool, default False
         Continue the previous fit's chains for ``n_draws`` more draws each (``fit_.resume``) instead
         of starting new ones, and make the estimate from the draws of every fit so far. X, y and the
@@ -121,7 +126,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     def __init__(self, model=1, *, share_clusters=False, alpha_prior=(1.0, 1.0), alpha_types_prior=(1.0, 1.0),
                  prior_variance=1.0, precision_shape=1.0, precision_rate=1.0, n_chains=4, n_warmup=100, n_draws=250,
                  n_split_merge=None, n_type_split_merge=0, pair_moves=None, n_precision_split_merge=None,
-                 init="dispersed", loss="vi", random_state=None, time_budget=None, progress=False, warm_start=False):
+                 init="dispersed", loss="vi", random_state=None, time_budget=None, progress=False, warm_start=False,
+                 until_mixed=False):
         self.model = model
         self.share_clusters = share_clusters
         self.alpha_prior = alpha_prior
@@ -142,6 +148,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         self.time_budget = time_budget
         self.progress = progress
         self.warm_start = warm_start
+        self.until_mixed = until_mixed
 
     def _estimator_calls(self) -> dict[str, str]:
         from zoo.dirichlet.supervised.fit import RESTART_CALL, RESUME_CALL
@@ -168,6 +175,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
             check_real("time_budget", self.time_budget, low=0.0, low_open=True)
         _check_bool("progress", self.progress)
         _check_bool("warm_start", self.warm_start)
+        _check_bool("until_mixed", self.until_mixed)
         return priors[0], priors[1], jax_key(self.random_state)
 
     def _validate(self, X: Any, y: Any, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -214,12 +222,13 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
                                  pair_moves=self.pair_moves, n_precision_split_merge=self.n_precision_split_merge)
             return model.fit(train, train_labels, test, key=key, n_chains=self.n_chains,
                              n_sweeps=self.n_warmup + self.n_draws, n_warmup=self.n_warmup,
-                             time_budget=self.time_budget, progress=self.progress, init=self.init)
+                             time_budget=self.time_budget, progress=self.progress, init=self.init,
+                             until_mixed=bool(self.until_mixed))
 
         def resume(previous, data):
             train, train_labels, test, _ = data
             return previous.resume(train, train_labels, test, n_draws=self.n_draws, time_budget=self.time_budget,
-                                   progress=self.progress)
+                                   progress=self.progress, until_mixed=bool(self.until_mixed))
 
         train, train_labels, _, labels = self._run_chains(split, start, resume)
         self.labels_ = self._labels(labels, np.unique(train_labels))
