@@ -317,18 +317,18 @@ def _assert_same_draws(result, expected):
 def test_until_mixed_ends_the_run_once_the_chains_mix_with_the_draws_of_a_run_without_it():
     from inference.diagnostics import mixes
 
-    data = load_florentine_families()
-    run = partial(InfiniteRelational().sample, data, key=jax.random.key(0), n_chains=2, n_warmup=200,
-                  sweeps_per_call=20, progress=False)
+    data = _one_domain_data()  # 4 people: chains that mix within a few hundred sweeps
+    run = partial(InfiniteRelational().sample, data, key=jax.random.key(0), n_chains=2, n_warmup=50,
+                  sweeps_per_call=10, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixingWarning)  # it ends mixing: no warning
         mixed = run(n_sweeps=100_000, until_mixed=True)
     n_draws = mixed.log_joint.shape[1]
-    assert 200 <= n_draws < 99_800 and mixed.completed and mixes(mixed.mixing), mixed.mixing
+    assert 200 <= n_draws < 99_900 and mixed.completed and mixes(mixed.mixing), mixed.mixing
     # Continued until mixed, the draws of both runs are asked about: it ends where the one run did,
     # with the draws of one run (resume's own tests: the draws of one run without until_mixed).
     with pytest.warns(MixingWarning):
-        short = run(n_sweeps=300)
+        short = run(n_sweeps=100)
     _assert_same_draws(short.resume(data, n_draws=100_000, until_mixed=True, progress=False), mixed)
 
 
