@@ -336,6 +336,7 @@ def sample_chains(
     chunks: list[dict[str, np.ndarray]] = []
     completed = True
     enough = False  # stop_when said the draws so far are enough
+    n_kept = 0  # draws per chain kept so far
     sweep = first_sweep
     made_by = provenance()
     start = time.perf_counter()
@@ -379,9 +380,9 @@ def sample_chains(
             sweep += n_records * thin
             if keep:
                 chunks.append(gather(records))
+                n_kept += n_records
             bar.update(n_records * thin)
             stop = time_budget is not None and time.perf_counter() - start > time_budget
-            n_kept = sum(next(iter(chunk.values())).shape[1] for chunk in chunks) if chunks else 0
             if stop_when is not None and keep and stop_when.due(n_kept) and sweep < first_sweep + total_sweeps:
                 so_far = ChainResult(samples=_joined(chunks), final_state=states,
                                      n_warmup=warmup_calls * sweeps_per_call, thin=thin, completed=True,
