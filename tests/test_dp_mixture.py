@@ -257,7 +257,8 @@ def test_resume_continues_the_chains_as_one_longer_run(fitted):
     assert first.result.samples["assignments"].shape[1] == 10  # the resumed fit is left as it was
     # 20 draws cannot reach a bulk ESS of 400: the advice names the call that continues the chains.
     # (Here the R-hats pass, so it says to draw more; chains that do not mix are told to run longer.)
-    assert "Draw more (fit.resume(data, n_draws=...) continues these chains), or again with more chains." \
+    assert "Draw more (fit.resume(data, n_draws=..., until_mixed=True) continues these chains), or again with more " \
+        "chains." \
         in mixing_verdict(whole.mixing)
     # A fit made from the draws alone cannot name the call.
     assert "Draw more, or again with more chains." in mixing_verdict(DPMixtureFit(whole.result).mixing)

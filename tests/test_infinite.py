@@ -362,8 +362,8 @@ def test_resume_continues_the_chains_as_one_longer_run():
     assert continued.to_inference_data().posterior.attrs["sampling_seconds"] == continued.seconds
     assert cut.to_inference_data().posterior.attrs["completed"] == 0
     # 16 draws cannot reach a bulk ESS of 400: the advice names the call that continues the chains.
-    assert whole.mixing.attrs["advice"].startswith("Run more sweeps (result.resume(data, n_draws=...) continues these "
-                                                   "chains), or again with split-merge moves")
+    assert whole.mixing.attrs["advice"].startswith("Run more sweeps (result.resume(data, n_draws=..., until_mixed=True) "
+                                                   "continues these chains), or again with split-merge moves")
     assert _result_from_draws([[1, 2], [2, 1]], [[0.0, 1.0], [1.0, 0.0]], np.ones((2, 2, 2))).mixing.attrs[
         "advice"].startswith("Run more sweeps, or again with split-merge moves")
     elsewhere = replace(first, provenance={**first.provenance, "host_cpu": "other"})

@@ -520,7 +520,7 @@ def test_dp_mixture_warm_start_continues_the_chains_as_one_longer_fit(fitted_dp)
                                       full.fit_.idata.posterior["assignments"])
         np.testing.assert_array_equal(estimator.labels_, full.labels_)
     # The fit's warnings give the estimator's way to continue, issued where the estimator was called.
-    advice = r"estimator\.set_params\(warm_start=True\)\.fit\(X\) continues these chains"
+    advice = r"estimator\.set_params\(warm_start=True, until_mixed=True\)\.fit\(X\) continues these chains"
     with pytest.warns(MixingWarning, match=advice) as caught:
         DPMixtureEstimator(n_draws=10, **options).fit(points)
     assert all(warning.filename == __file__ for warning in caught)
@@ -594,7 +594,8 @@ def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_
         warm.fit(X, y)
         stopped = SupervisedDPEstimator(n_draws=40, time_budget=1e-9, **options)
         with (pytest.raises(ValueError, match="warm_start=True to finish the warm-up"),
-              pytest.warns(RuntimeWarning, match=r"continue it with estimator\.set_params\(warm_start=True\)\.fit\(X, y\)")):
+              pytest.warns(RuntimeWarning, match=r"continue it with estimator\.set_params\(warm_start=True, "
+                                                 r"until_mixed=True\)\.fit\(X, y\)")):
             stopped.fit(X, y)
         assert not hasattr(stopped, "labels_")
         stopped.set_params(time_budget=None).fit(X, y)  # finishes the warm-up, then draws
@@ -602,7 +603,8 @@ def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_
         np.testing.assert_array_equal(estimator.fit_.assignments, full.fit_.assignments)
         np.testing.assert_array_equal(estimator.labels_, full.labels_)
     # The fit's warnings name the estimator's way to continue, at the caller's line.
-    with pytest.warns(MixingWarning, match=r"estimator\.set_params\(warm_start=True\)\.fit\(X, y\) continues") as caught:
+    with pytest.warns(MixingWarning, match=r"estimator\.set_params\(warm_start=True, until_mixed=True\)\.fit\(X, "
+                                           r"y\) continues") as caught:
         SupervisedDPEstimator(n_draws=10, **options).fit(X, y)
     assert all(warning.filename == __file__ for warning in caught)
     assert not any("fit.resume" in str(warning.message) or "init=fit." in str(warning.message) for warning in caught)

@@ -1281,8 +1281,8 @@ def test_resume_continues_the_chains_as_one_longer_run():
             np.testing.assert_array_equal(fit.result.samples[name], values)
         assert fit.result.next_sweep == 10 and fit.result.n_warmup == 4 and fit.idata.posterior.sizes["draw"] == 6
     # 6 draws cannot reach a bulk ESS of 400: the advice names the call that continues the chains.
-    assert ("Run longer (fit.resume(train_features, train_labels, test_features, n_draws=...) continues these "
-            "chains), or again with more split-merge moves") in whole.mixing.attrs["advice"]
+    assert ("Run longer (fit.resume(train_features, train_labels, test_features, n_draws=..., until_mixed=True) "
+            "continues these chains), or again with more split-merge moves") in whole.mixing.attrs["advice"]
     with pytest.raises(ValueError, match="^train_features, train_labels and test_features: not the data"):
         first.resume(train, labels, test + 1.0, n_draws=2)
     with pytest.raises(ValueError, match="^n_draws"):

@@ -54,8 +54,9 @@ INITS = ("dispersed", "random", "single", "kmeans")
 DEFAULT_SPLIT_MERGE = 10
 """Split–merge moves per sweep of :class:`DPMixture` by default (Algorithms 2, 3 and 8)."""
 
-#: The call that continues a fit's chains, as its messages name it (``zoo.sklearn`` names its own).
-RESUME_CALL = "fit.resume(data, n_draws=...)"
+#: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
+#: messages name it (``zoo.sklearn`` names its own).
+RESUME_CALL = "fit.resume(data, n_draws=..., until_mixed=True)"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -713,8 +713,9 @@ class IRMResult:
         Vehtari et al. 2021)."""
         table = diagnostics.mixing_table(self.scalar_quantities())
         moved = any(np.asarray(counts).any() for counts in (self.split_merge or {}).values())
-        more = diagnostics.run_longer("result.resume(data, n_draws=...)" if getattr(self, "_continuation", None)
-                                      is not None else None, start="Run more sweeps")
+        resume = "result.resume(data, n_draws=..., until_mixed=True)"
+        more = diagnostics.run_longer(resume if getattr(self, "_continuation", None) is not None else None,
+                                      start="Run more sweeps")
         table.attrs["advice"] = (f"{more} with more split-merge moves per sweep (n_split_merge), or more "
                                  "chains from dispersed starts." if moved else
                                  f"{more} with split-merge moves (InfiniteRelational(n_split_merge=10)), "

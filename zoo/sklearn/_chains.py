@@ -37,7 +37,7 @@ class ChainEstimatorMixin:
     """
 
     _CHAIN_SETTINGS: ClassVar[tuple[str, ...]] = ()
-    _WARM_START_CALL: ClassVar[str] = "estimator.set_params(warm_start=True).fit(X)"
+    _WARM_START_CALL: ClassVar[str] = "estimator.set_params(warm_start=True, until_mixed=True).fit(X)"
 
     def _estimator_calls(self) -> dict[str, str]:
         """The calls the fit's messages name, each with the estimator's own way to do the same

@@ -121,7 +121,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     _CHAIN_SETTINGS = ("model", "share_clusters", "alpha_prior", "alpha_types_prior", "prior_variance",
                        "precision_shape", "precision_rate", "n_chains", "n_warmup", "n_split_merge",
                        "n_type_split_merge", "pair_moves", "n_precision_split_merge")
-    _WARM_START_CALL = "estimator.set_params(warm_start=True).fit(X, y)"
+    _WARM_START_CALL = "estimator.set_params(warm_start=True, until_mixed=True).fit(X, y)"
 
     def __init__(self, model=1, *, share_clusters=False, alpha_prior=(1.0, 1.0), alpha_types_prior=(1.0, 1.0),
                  prior_variance=1.0, precision_shape=1.0, precision_rate=1.0, n_chains=4, n_warmup=100, n_draws=250,

@@ -64,8 +64,9 @@ def auto_split_merge(n_train: int, n_train_publications: int, n_test: int) -> in
     return int(min(max(DEFAULT_SPLIT_MERGE, math.ceil(expected / 2)), MAX_AUTO_SPLIT_MERGE))
 
 
-#: The call that continues a fit's chains, as its messages name it (``zoo.sklearn`` names its own).
-RESUME_CALL = "fit.resume(train_features, train_labels, test_features, n_draws=...)"
+#: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
+#: messages name it (``zoo.sklearn`` names its own).
+RESUME_CALL = "fit.resume(train_features, train_labels, test_features, n_draws=..., until_mixed=True)"
 #: How the messages say to restart each chain from its last partition.
 RESTART_CALL = "init=fit.assignments[:, -1]"
 
