@@ -5,6 +5,7 @@ import html
 import re
 import struct
 import sys
+import warnings
 
 import arviz as az
 import jax
@@ -161,6 +162,10 @@ def test_chains_report_says_whether_chains_mix():
            "9, 10, 11, 10), log_joint (not mixing: R-hat " in stuck
     assert "Run longer, or again with more split-merge moves per sweep, the sub-cluster sampler or more chains" in stuck
     assert "<td>chains disagree</td>" in stuck and "<td>inf</td>" in stuck and "<td>NaN</td>" not in stuck
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a chain stuck at one real value: plotted without ArviZ's warning
+        held = report_html(_iid_chains(log_joint=np.where(np.arange(4)[:, None] == 1, -521.1, drift)))
+    assert "log_joint (stuck: chain 1 at -521.1 never moves" in held
     short = report_html(_iid_chains(n_draws=60))  # R-hat passes; 240 draws cannot give an ESS of 400
     assert '<p class="verdict undecided">Too few effective draws to rely on R-hat' in short
     assert "the chains hold 240 draws in all, so no ESS can reach 400" in short and ".verdict.undecided" in short

@@ -634,8 +634,11 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
         )
         names = [name for name, status in table["status"].items() if status not in ("constant", "not finite")]
     if names:
-        with warnings.catch_warnings():  # ArviZ's own use of a deprecated matplotlib helper
+        with warnings.catch_warnings():
+            # ArviZ's own use of a deprecated matplotlib helper.
             warnings.simplefilter("ignore", category=DeprecationWarning)
+            # A chain stuck at one value has no density to draw; the table above names it ("stuck").
+            warnings.filterwarnings("ignore", message="Your data appears to have a single value", category=UserWarning)
             trace = _new_figure(_FULL_WIDTH, 2.0 * len(names))
             axes = trace.subplots(len(names), 2, squeeze=False)
             az.plot_trace(view, var_names=names, axes=axes, show=False)
