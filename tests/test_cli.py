@@ -7,9 +7,10 @@ import pytest
 
 from inference.schedules import FixedBeta, TemperedEM
 from zoo.__main__ import main
+from zoo.cli import CHAIN_MODELS
 from zoo.data import CoOccurrence
 from zoo.datasets import write_ldac, write_matrix_market
-from zoo.io import load_result, read_metadata
+from zoo.io import chains_settings, load_chains, load_result, read_metadata
 from zoo.registry import MODEL_NAMES
 from zoo.sklearn import ESTIMATORS
 
@@ -23,7 +24,7 @@ def test_list_prints_every_model(capsys):
     lines = capsys.readouterr().out.splitlines()
     for name in MODEL_NAMES:
         (line,) = [line for line in lines if line.split() and line.split()[0] == name]
-        assert (" fit " in line) == (name in ESTIMATORS)
+        assert (" fit " in line) == (name in ESTIMATORS or name in CHAIN_MODELS)
     printed = "\n".join(lines)
     assert "[counts]" in printed and "[features]" in printed and "[relational]" in printed
 
@@ -111,6 +112,73 @@ def test_bad_options_are_reported_without_a_traceback(tmp_path, capsys, options,
     assert main(["fit", "aspect", str(tmp_path / "counts.mtx"), *options, "--out", str(tmp_path / "out")]) == 1
     error = capsys.readouterr().err
     assert error.startswith("python -m zoo fit: error: ") and message in error
+
+
+def _blobs_table(path):
+    """Three blobs of 12 points in 6-D, with row names and the blobs' labels: far enough apart for
+    CDP's unit-precision clusters on the standardised features (the distance adds up over the
+    features) and spread enough that the partition moves (with a spread of 0.3 instead of 1.5 every
+    chain held one partition: nothing to assess)."""
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 12)
+    points = 5.0 * rng.normal(size=(3, 6))[truth] + 1.5 * rng.normal(size=(36, 6))
+    lines = ["point," + ",".join(f"x{column}" for column in range(6)) + ",blob"] + [
+        f"p{index}," + ",".join(f"{value:.4f}" for value in point) + f",b{label}"
+        for index, (point, label) in enumerate(zip(points, truth))]
+    path.write_text("\n".join(lines) + "\n")
+    return truth
+
+
+@pytest.mark.parametrize("model", CHAIN_MODELS)
+def test_dp_mixtures_fit_a_table_until_the_chains_mix(tmp_path, capsys, model):
+    truth = _blobs_table(tmp_path / "blobs.csv")
+    out = tmp_path / model
+    assert main(["fit", model, str(tmp_path / "blobs.csv"), "--id-column", "point", "--label-column", "blob",
+                 "--chains", "2", "--warmup", "20", "--seed", "1", "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{model}: 36 rows x 6 features from blobs.csv")
+    assert "point estimate: 3 clusters" in printed and "against blob: F 1.000" in printed
+    assert "Chains mix:" in printed  # by default the run goes on until they do
+    for name in ("chains.nc", "labels.csv", "report.html"):
+        assert f"wrote {out / name}" in printed
+    labels = (out / "labels.csv").read_text().splitlines()
+    assert labels[0] == "point,cluster" and len(labels) == 37 and labels[1].startswith("p0,")
+    clusters = np.array([int(line.split(",")[1]) for line in labels[1:]])
+    assert all(np.unique(clusters[truth == blob]).size == 1 for blob in range(3))
+    idata = load_chains(out / "chains.nc")
+    n_draws = idata.posterior.sizes["draw"]
+    assert 200 <= n_draws < 4000  # two chains need 200 draws each for a bulk ESS of 400
+    settings = chains_settings(idata)["settings"]
+    assert settings["command"].startswith(f"python -m zoo fit {model}") and settings["chains"] == 2
+    assert f"{model} on blobs.csv" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, capsys):
+    _blobs_table(tmp_path / "blobs.csv")
+    assert main(["fit", "dp-mixture", str(tmp_path / "blobs.csv"), "--id-column", "point", "--label-column", "blob",
+                 "--chains", "2", "--warmup", "20", "--draws", "30", "--no-standardize", "--quiet",
+                 "--out", str(tmp_path / "short")]) == 0
+    printed = capsys.readouterr().out
+    assert "2 chains x 30 draws" in printed and "(a larger --draws)" in printed and "fit.resume" not in printed
+    assert load_chains(tmp_path / "short" / "chains.nc").posterior.sizes["draw"] == 30
+
+
+@pytest.mark.parametrize("table, options, message", [
+    ("a,b,name\n1,2,x\n3,4,y\n", [], "DATAFILE: column(s) 'name' of t.csv are not numbers"),
+    ("a,b,name\n1,2,x\n3,,y\n", ["--id-column", "name"],
+     "DATAFILE: 1 row(s) of t.csv have missing or infinite values (the first: row 2, column 'b')"),
+    ("a,b\n1,2\n", ["--id-column", "nme"], "--id-column: no column 'nme' in t.csv (columns: a, b)"),
+    ("a,b\n1,2\n", ["--label-column", "a", "--id-column", "a"], "--label-column: 'a' is also the --id-column"),
+    ("name\nx\n", ["--id-column", "name"], "DATAFILE: t.csv has no feature column or no row"),
+    ("a,b\n1,2\n3,4\n", ["--chains", "0"], "--chains: must be >= 1, got 0"),
+    ("a,b\n1,2\n3,4\n", ["--draws", "0"], "--draws: must be >= 1, got 0"),
+    ("a,b\n1,2\n3,4\n", ["--processes", "2"], "--processes: dp-mixture is fitted in one process"),
+])
+def test_bad_tables_and_chain_options_are_reported_without_a_traceback(tmp_path, capsys, table, options, message):
+    (tmp_path / "t.csv").write_text(table)
+    assert main(["fit", "dp-mixture", str(tmp_path / "t.csv"), *options, "--out", str(tmp_path / "out")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("python -m zoo fit: error: ") and message in error, error
 
 
 def test_missing_files_and_unknown_models(tmp_path, capsys):

@@ -6,6 +6,7 @@ import inspect
 import pandas as pd
 import pytest
 
+from zoo.cli import CHAIN_MODELS
 from zoo.dirichlet.families import beta_bernoulli
 from zoo.registry import MODEL_NAMES, ModelCard, describe, get_model, list_models
 from zoo.sklearn import ESTIMATORS
@@ -67,7 +68,7 @@ def test_list_models_is_a_table_indexed_by_name():
     assert {"class", "data", "summary", "equations", "latent_structure", "engines", "cli_fit"} <= set(table.columns)
     assert table.loc["scdp-3", "equations"].startswith("DM05 §5.2")
     # The names marked for the command line are exactly what `python -m zoo fit` accepts.
-    assert set(table.index[table["cli_fit"]]) == set(ESTIMATORS)
+    assert set(table.index[table["cli_fit"]]) == set(ESTIMATORS) | set(CHAIN_MODELS)
 
 
 def test_settings_pass_through():

@@ -8,12 +8,24 @@
                       [--valid-fraction 0.1] [--restarts N] [--max-iter N] [--seed S]
                       [--out DIR] [--format mtx|ldac|csv]
                       [--processes N [--process-id I --coordinator HOST:PORT]]
+    python -m zoo fit dp-mixture|cdp TABLE.csv [--chains 4] [--warmup 200] [--draws N]
+                      [--id-column NAME] [--label-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo demo [--classes K] [--seed S]
 
 ``fit`` reads MatrixMarket (``.mtx``), LDA-C (``.ldac``, ``.lda-c``, ``.dat``) or CSV edge lists
 (``.csv``: columns ``source,target[,weight]``), fits the model with the estimator of
 :data:`zoo.sklearn.ESTIMATORS` (progress bar on stderr) and writes ``result.npz``
 (:func:`zoo.io.save_result`) and ``report.html`` (:func:`zoo.report.write_report`) to ``--out``.
+The Dirichlet-process mixtures (``dp-mixture``: Normal–Gamma Gaussians; ``cdp``: DM05's
+identity-precision Gaussians) read a CSV table instead, one row per point and one numeric column
+per feature (:func:`read_table`), standardise the features unless ``--no-standardize``, and run
+:meth:`zoo.dirichlet.mixture.DPMixture.fit` with the model's registry settings
+(:func:`zoo.registry.get_model`): by default until the chains mix, 4,000 draws per chain at most
+(``--draws N`` for exactly N). They write ``chains.nc`` (:func:`zoo.io.save_chains`: ArviZ
+netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each row, by
+``--id-column`` when given) and ``report.html``, and print the chains' mixing verdict; a
+``--label-column`` of known classes is left out of the fit and the point estimate is scored
+against it (DM05 §6).
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -46,10 +58,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "read_data", "FORMATS"]
+__all__ = ["main", "build_parser", "read_data", "read_table", "FORMATS", "CHAIN_MODELS"]
 
 #: File formats by name, with the extensions that select them.
 FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (".csv",)}
+
+#: The models ``fit`` samples with Gibbs chains from a table of features (registry names).
+CHAIN_MODELS = ("dp-mixture", "cdp")
 
 
 def _format_of(path: Path, requested: str | None) -> str:
@@ -63,17 +78,76 @@ def _format_of(path: Path, requested: str | None) -> str:
                      f"pass --format ({', '.join(FORMATS)})")
 
 
-def read_data(path: str | os.PathLike, fmt: str | None = None, *, source: str = "source",
-              target: str = "target", weight: str | None = None) -> Any:
-    """Read a count file as a :class:`zoo.data.CoOccurrence` (format from the extension or ``fmt``)."""
-    from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
-
+def _data_file(path: Any) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"DATAFILE: expected a path (str or os.PathLike), got {type(path).__name__} {path!r:.40}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"DATAFILE: {str(path)!r} " + ("is a directory, not a data file" if path.is_dir()
                                                                else "does not exist"))
+    return path
+
+
+def read_table(path: str | os.PathLike, *, id_column: str | None = None,
+               label_column: str | None = None) -> tuple[np.ndarray, list[str], Any, Any]:
+    """Read a CSV table of points: one row per point, a header, one numeric column per feature.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    id_column, label_column : str, optional
+        Columns that are not features: the rows' names, and known classes (to score against).
+
+    Returns
+    -------
+    (features, feature_names, ids, labels)
+        ``features`` a float array (N, D); ``ids`` and ``labels`` pandas Series or None.
+
+    Raises
+    ------
+    ValueError
+        A named column that the table lacks, a column that is not numeric, no feature column, no
+        row, or a missing value (naming its row and column).
+    """
+    import pandas as pd
+
+    path = _data_file(path)
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise ValueError(f"DATAFILE: {path.name!r} is not a CSV table ({type(error).__name__}: {error})") from None
+    named = {"--id-column": id_column, "--label-column": label_column}
+    for option, column in named.items():
+        if column is not None and column not in frame.columns:
+            raise ValueError(f"{option}: no column {column!r} in {path.name} (columns: "
+                             f"{', '.join(map(str, frame.columns[:10]))}{', ...' if frame.shape[1] > 10 else ''})")
+    if id_column is not None and id_column == label_column:
+        raise ValueError(f"--label-column: {label_column!r} is also the --id-column")
+    ids = frame.pop(id_column) if id_column is not None else None
+    labels = frame.pop(label_column) if label_column is not None else None
+    text = [str(column) for column in frame.columns if not pd.api.types.is_numeric_dtype(frame[column])]
+    if text:
+        raise ValueError(f"DATAFILE: column(s) {', '.join(map(repr, text[:5]))} of {path.name} are not numbers; "
+                         "name a column of row names with --id-column and one of known classes with --label-column, "
+                         "or remove the others")
+    if frame.shape[1] == 0 or frame.shape[0] == 0:
+        raise ValueError(f"DATAFILE: {path.name} has no feature column or no row")
+    features = frame.to_numpy(dtype=float)
+    missing = ~np.isfinite(features)
+    if missing.any():
+        row, column = np.argwhere(missing)[0]
+        raise ValueError(f"DATAFILE: {int(missing.any(axis=1).sum())} row(s) of {path.name} have missing or "
+                         f"infinite values (the first: row {row + 1}, column {frame.columns[column]!r}); "
+                         "fill or drop them")
+    return features, [str(column) for column in frame.columns], ids, labels
+
+
+def read_data(path: str | os.PathLike, fmt: str | None = None, *, source: str = "source",
+              target: str = "target", weight: str | None = None) -> Any:
+    """Read a count file as a :class:`zoo.data.CoOccurrence` (format from the extension or ``fmt``)."""
+    from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
+
+    path = _data_file(path)
     fmt = _format_of(path, fmt)
     if fmt == "mtx":
         return read_matrix_market(path)
@@ -96,9 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="print the zoo's models (those marked 'fit' work with the fit command)")
     describe = commands.add_parser("describe", help="print a model's card: paper, equations, latent structure, engines")
     describe.add_argument("model", metavar="MODEL", help="a name printed by `list` (or an alias such as acm)")
-    fit = commands.add_parser("fit", help="fit a model to a data file; write result.npz and report.html")
-    fit.add_argument("model", choices=sorted(ESTIMATORS), metavar="MODEL", help="one of: " + ", ".join(ESTIMATORS))
-    fit.add_argument("datafile", metavar="DATAFILE", help="MatrixMarket, LDA-C or CSV edge list")
+    fit = commands.add_parser("fit", help="fit a model to a data file; write the fit and report.html")
+    fit.add_argument("model", choices=sorted(ESTIMATORS) + list(CHAIN_MODELS), metavar="MODEL",
+                     help="one of: " + ", ".join([*ESTIMATORS, *CHAIN_MODELS]))
+    fit.add_argument("datafile", metavar="DATAFILE",
+                     help="MatrixMarket, LDA-C or CSV edge list; for dp-mixture and cdp a CSV table of features")
     fit.add_argument("--classes", type=int, default=8, help="number of classes K (default 8)")
     fit.add_argument("--schedule", choices=SCHEDULES, default="tempered",
                      help="β schedule: tempered EM with a validation split (default), plain EM, or annealing")
@@ -121,6 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--process-id", type=int, default=None,
                      help="with --processes and --coordinator: this process's id, 0 to N-1 (one per machine)")
     fit.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 (jax.distributed's coordinator)")
+    chains = fit.add_argument_group("dp-mixture and cdp (Gibbs chains; --classes, --schedule and the EM options "
+                                    "do not apply)")
+    chains.add_argument("--chains", type=int, default=4, help="chains from dispersed starts (default 4)")
+    chains.add_argument("--warmup", type=int, default=200, help="warm-up sweeps per chain (default 200)")
+    chains.add_argument("--draws", type=int, default=None,
+                        help="draws per chain (default: until the chains mix, 4,000 at most)")
+    chains.add_argument("--id-column", default=None, help="column of row names (not a feature)")
+    chains.add_argument("--label-column", default=None,
+                        help="column of known classes: not a feature; the point estimate is scored against it")
+    chains.add_argument("--no-standardize", action="store_true",
+                        help="fit the features as they are (default: centred and scaled to unit variance)")
     return parser
 
 
@@ -235,6 +322,84 @@ def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[An
     return data, result
 
 
+def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
+    """``fit dp-mixture|cdp``: Gibbs chains on a table of features; write chains.nc, labels.csv, report.html."""
+    import warnings
+
+    import jax
+    import pandas as pd
+
+    from inference.diagnostics import mixing_verdict
+    from zoo.io import save_chains
+    from zoo.metrics import clustering_scores
+    from zoo.registry import get_model
+    from zoo.report import write_report
+
+    from zoo.dirichlet.mixture import RESUME_CALL
+
+    start = time.perf_counter()
+    for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
+                                   ("--draws", arguments.draws, 1)):
+        if value is not None and value < minimum:
+            raise ValueError(f"{option}: must be >= {minimum}, got {value}")
+    features, names, ids, labels = read_table(arguments.datafile, id_column=arguments.id_column,
+                                              label_column=arguments.label_column)
+    if not arguments.no_standardize:
+        scale = features.std(axis=0)
+        features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constant columns stay 0
+    model = get_model(arguments.model, n_features=features.shape[1])
+    with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
+        warnings.simplefilter("always")
+        fit = model.fit(features, jax.random.key(arguments.seed), n_chains=arguments.chains,
+                        n_warmup=arguments.warmup, n_draws=arguments.draws, time_budget=arguments.time_budget,
+                        progress=not arguments.quiet)
+    settings = {
+        "command": "python -m zoo " + " ".join(argv),
+        "model name": arguments.model,
+        "data file": str(Path(arguments.datafile).resolve()),
+        "features": f"{features.shape[0]} rows x {features.shape[1]} columns"
+                    + ("" if arguments.no_standardize else ", standardised"),
+        "chains": arguments.chains,
+        "warm-up sweeps": arguments.warmup,
+        "draws": arguments.draws if arguments.draws is not None else "until the chains mix (4,000 at most)",
+        "seed": arguments.seed,
+        "time budget": arguments.time_budget,
+    }
+    out = Path(arguments.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stream.write(f"{arguments.model}: {features.shape[0]} rows x {features.shape[1]} features from "
+                 f"{Path(arguments.datafile).name}\n")
+    if not fit.result.samples:  # a time budget spent in the warm-up: nothing to estimate from
+        for warning in caught:
+            stream.write(f"{warning.category.__name__}: {warning.message}\n")
+        raise ValueError(f"--time-budget: {arguments.time_budget} s ran out in the warm-up, before the first draw; "
+                         "give more time or fewer --warmup sweeps")
+    chains_path = save_chains(out / "chains.nc", fit.idata, model=model, settings=settings)
+    estimate = np.unique(np.asarray(fit.point_estimate()), return_inverse=True)[1]
+    table = pd.DataFrame({"cluster": estimate})
+    if ids is not None:
+        table.insert(0, arguments.id_column, ids.to_numpy())
+    labels_path = out / "labels.csv"
+    table.to_csv(labels_path, index=False)
+    report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {Path(arguments.datafile).name}",
+                               settings=settings)
+    seconds = time.perf_counter() - start
+    how = "" if fit.result.completed else ", stopped by the time budget"
+    stream.write(f"{fit.result.n_chains} chains x {fit.result.n_draws} draws{how}; point estimate: "
+                 f"{int(estimate.max()) + 1} clusters; {seconds:.1f} s\n")
+    if labels is not None:
+        scores = clustering_scores(labels.to_numpy(), estimate)
+        stream.write(f"against {arguments.label_column}: F {scores['F']:.3f}, VI {scores['VI']:.3f}, "
+                     f"NVI {scores['NVI']:.3f} (DM05 §6)\n")
+    # The fit's advice names Python's way to run longer; here it is the command's.
+    stream.write(mixing_verdict(fit.mixing).replace(f"({RESUME_CALL} continues these chains)",
+                                                    "(a larger --draws)") + "\n")
+    for warning in caught:
+        if warning.category.__name__ != "MixingWarning":  # its text is the verdict above
+            stream.write(f"{warning.category.__name__}: {warning.message}\n")
+    stream.write(f"wrote {chains_path}\nwrote {labels_path}\nwrote {report_path}\n")
+
+
 def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     from zoo.io import save_result
     from zoo.report import write_report
@@ -315,13 +480,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.processes < 1:
         sys.stderr.write(f"python -m zoo fit: error: --processes: expected at least 1, got {arguments.processes}\n")
         return 1
+    if arguments.processes > 1 and arguments.model in CHAIN_MODELS:
+        sys.stderr.write(f"python -m zoo fit: error: --processes: {arguments.model} is fitted in one process\n")
+        return 1
     if arguments.processes > 1 and arguments.process_id is None:
         if arguments.coordinator is not None:
             sys.stderr.write("python -m zoo fit: error: --coordinator: needs --process-id (one process per machine)\n")
             return 1
         return _launch_processes(arguments, argv)
     try:
-        _fit(arguments, argv, sys.stdout)
+        (_fit_chains if arguments.model in CHAIN_MODELS else _fit)(arguments, argv, sys.stdout)
     except (ValueError, TypeError, FileNotFoundError) as error:
         sys.stderr.write(f"python -m zoo fit: error: {error}\n")
         return 1

@@ -87,7 +87,8 @@ class ModelCard:
     aliases : tuple of str
         Other names :func:`get_model` and :func:`describe` accept (e.g. ``"acm"``).
     cli_fit : bool
-        Whether ``python -m zoo fit NAME`` fits it (:data:`zoo.sklearn.ESTIMATORS`).
+        Whether ``python -m zoo fit NAME`` fits it (:data:`zoo.sklearn.ESTIMATORS`, and the
+        Dirichlet-process mixtures of :data:`zoo.cli.CHAIN_MODELS`).
     """
 
     name: str
@@ -257,6 +258,7 @@ _CARDS = (
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
         settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "auxiliary")),
+        cli_fit=True,
     ),
     ModelCard(
         name="cdp",
@@ -273,6 +275,7 @@ _CARDS = (
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
         settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "collapsed")),
+        cli_fit=True,
     ),
     ModelCard(
         name="scdp-1",
