@@ -329,13 +329,12 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     import jax
     import pandas as pd
 
-    from inference.diagnostics import mixing_verdict
+    from inference.diagnostics import MixingWarning, mixing_verdict
+    from zoo.dirichlet.mixture import RESUME_CALL
     from zoo.io import save_chains
     from zoo.metrics import clustering_scores
     from zoo.registry import get_model
     from zoo.report import write_report
-
-    from zoo.dirichlet.mixture import RESUME_CALL
 
     start = time.perf_counter()
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
@@ -358,7 +357,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         "model name": arguments.model,
         "data file": str(Path(arguments.datafile).resolve()),
         "features": f"{features.shape[0]} rows x {features.shape[1]} columns"
-                    + ("" if arguments.no_standardize else ", standardised"),
+                    + ("" if arguments.no_standardize else ", standardised") + ": " + ", ".join(names[:20])
+                    + (", ..." if len(names) > 20 else ""),
         "chains": arguments.chains,
         "warm-up sweeps": arguments.warmup,
         "draws": arguments.draws if arguments.draws is not None else "until the chains mix (4,000 at most)",
@@ -395,7 +395,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     stream.write(mixing_verdict(fit.mixing).replace(f"({RESUME_CALL} continues these chains)",
                                                     "(a larger --draws)") + "\n")
     for warning in caught:
-        if warning.category.__name__ != "MixingWarning":  # its text is the verdict above
+        if not issubclass(warning.category, MixingWarning):  # its text is the verdict above
             stream.write(f"{warning.category.__name__}: {warning.message}\n")
     stream.write(f"wrote {chains_path}\nwrote {labels_path}\nwrote {report_path}\n")
 
