@@ -10,6 +10,8 @@
                       [--processes N [--process-id I --coordinator HOST:PORT]]
     python -m zoo fit dp-mixture|cdp TABLE.csv [--chains 4] [--warmup 200] [--draws N]
                       [--id-column NAME] [--label-column NAME] [--no-standardize] [--seed S] [--out DIR]
+    python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
+                      [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
     python -m zoo demo [--classes K] [--seed S]
 
 ``fit`` reads MatrixMarket (``.mtx``), LDA-C (``.ldac``, ``.lda-c``, ``.dat``) or CSV edge lists
@@ -25,7 +27,12 @@ per feature (:func:`read_table`), standardise the features unless ``--no-standar
 netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each row, by
 ``--id-column`` when given) and ``report.html``, and print the chains' mixing verdict; a
 ``--label-column`` of known classes is left out of the fit and the point estimate is scored
-against it (DM05 §6).
+against it (DM05 §6). The infinite relational model (``irm``) reads a CSV edge list (columns
+``--source`` and ``--target``; :func:`read_network`) as a network in which every pair of nodes is
+observed, linked or not, runs :meth:`zoo.relational.infinite.InfiniteRelational.sample` with ten
+split–merge moves per sweep until its chains mix (at most :data:`IRM_UNTIL_MIXED_DRAWS` draws per
+chain after 1,000 warm-up sweeps), and writes the same three files, ``labels.csv`` holding each
+node's cluster in the kept draw of highest log joint.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -58,13 +65,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "read_data", "read_table", "FORMATS", "CHAIN_MODELS"]
+__all__ = ["main", "build_parser", "read_data", "read_table", "read_network", "FORMATS", "CHAIN_MODELS"]
 
 #: File formats by name, with the extensions that select them.
 FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (".csv",)}
 
-#: The models ``fit`` samples with Gibbs chains from a table of features (registry names).
-CHAIN_MODELS = ("dp-mixture", "cdp")
+#: The models ``fit`` samples with Gibbs chains (registry names): the Dirichlet-process mixtures
+#: from a CSV table of features, the IRM from a CSV edge list.
+CHAIN_MODELS = ("dp-mixture", "cdp", "irm")
+#: Warm-up sweeps of the DP mixtures and of the IRM without ``--warmup`` (their Python defaults).
+DP_WARMUP, IRM_WARMUP = 200, 1000
+#: The most kept draws per chain of the IRM without ``--draws`` (run until the chains mix): the
+#: karate club needed 4,800-7,850 with Gibbs sweeps alone, 1,900 with ten split-merge moves per
+#: sweep (the command's default), the Florentine families 950 (2026-12-03).
+IRM_UNTIL_MIXED_DRAWS = 10_000
 
 
 def _format_of(path: Path, requested: str | None) -> str:
@@ -197,12 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--process-id", type=int, default=None,
                      help="with --processes and --coordinator: this process's id, 0 to N-1 (one per machine)")
     fit.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 (jax.distributed's coordinator)")
-    chains = fit.add_argument_group("dp-mixture and cdp (Gibbs chains; --classes, --schedule and the EM options "
-                                    "do not apply)")
+    chains = fit.add_argument_group("dp-mixture, cdp and irm (Gibbs chains; --classes, --schedule and the EM "
+                                    "options do not apply)")
     chains.add_argument("--chains", type=int, default=4, help="chains from dispersed starts (default 4)")
-    chains.add_argument("--warmup", type=int, default=200, help="warm-up sweeps per chain (default 200)")
+    chains.add_argument("--warmup", type=int, default=None,
+                        help="warm-up sweeps per chain (default 200 for the DP mixtures, 1000 for the IRM)")
     chains.add_argument("--draws", type=int, default=None,
-                        help="draws per chain (default: until the chains mix, 4,000 at most)")
+                        help="draws per chain (default: until the chains mix, at most 4,000; 10,000 for the IRM)")
+    chains.add_argument("--directed", action="store_true", help="irm: the edge list's links have a direction")
+    chains.add_argument("--split-merge", type=int, default=10,
+                        help="irm: split-merge moves of the nodes' partition per sweep (default 10)")
     chains.add_argument("--id-column", default=None, help="column of row names (not a feature)")
     chains.add_argument("--label-column", default=None,
                         help="column of known classes: not a feature; the point estimate is scored against it")
@@ -322,8 +340,49 @@ def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[An
     return data, result
 
 
+def read_network(path: str | os.PathLike, *, source: str = "source", target: str = "target",
+                 directed: bool = False) -> Any:
+    """Read a CSV edge list (columns ``source`` and ``target``) as a network over its nodes: a
+    :class:`zoo.relational.data.RelationalData` with one binary relation in which every pair of
+    nodes is observed, linked or not (:meth:`~zoo.relational.data.RelationalData.from_networkx`).
+
+    Repeated lines count once, self-links are dropped (the diagonal is not observed) and the nodes
+    are sorted by their labels.
+
+    Raises
+    ------
+    ValueError
+        A missing column, a line without both nodes, or fewer than two nodes.
+    """
+    import networkx as nx
+    import pandas as pd
+
+    from zoo.relational.data import RelationalData
+
+    path = _data_file(path)
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise ValueError(f"DATAFILE: {path.name!r} is not a CSV table ({type(error).__name__}: {error})") from None
+    for option, column in (("--source", source), ("--target", target)):
+        if column not in frame.columns:
+            raise ValueError(f"{option}: no column {column!r} in {path.name} (columns: "
+                             f"{', '.join(map(str, frame.columns[:10]))}{', ...' if frame.shape[1] > 10 else ''})")
+    pairs = frame[[source, target]]
+    if pairs.isna().any().any():
+        row = int(np.flatnonzero(pairs.isna().any(axis=1).to_numpy())[0])
+        raise ValueError(f"DATAFILE: line {row + 2} of {path.name} lacks a {source} or a {target}")
+    graph = nx.DiGraph() if directed else nx.Graph()
+    graph.add_nodes_from(sorted(set(pairs[source]) | set(pairs[target]), key=str))
+    graph.add_edges_from((a, b) for a, b in pairs.itertuples(index=False) if a != b)
+    if graph.number_of_nodes() < 2:
+        raise ValueError(f"DATAFILE: {path.name} names fewer than two nodes")
+    return RelationalData.from_networkx(graph)
+
+
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
-    """``fit dp-mixture|cdp``: Gibbs chains on a table of features; write chains.nc, labels.csv, report.html."""
+    """``fit dp-mixture|cdp|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
+    network (the IRM); write chains.nc, labels.csv and report.html."""
     import warnings
 
     import jax
@@ -338,62 +397,75 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
 
     start = time.perf_counter()
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
-                                   ("--draws", arguments.draws, 1)):
+                                   ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0)):
         if value is not None and value < minimum:
             raise ValueError(f"{option}: must be >= {minimum}, got {value}")
-    features, names, ids, labels = read_table(arguments.datafile, id_column=arguments.id_column,
-                                              label_column=arguments.label_column)
-    if not arguments.no_standardize:
-        scale = features.std(axis=0)
-        features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constant columns stay 0
-    model = get_model(arguments.model, n_features=features.shape[1])
+    name = Path(arguments.datafile).name
+    key = jax.random.key(arguments.seed)
+    until_mixed = arguments.draws is None
+    settings = {"command": "python -m zoo " + " ".join(argv), "model name": arguments.model,
+                "data file": str(Path(arguments.datafile).resolve())}
     with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
         warnings.simplefilter("always")
-        fit = model.fit(features, jax.random.key(arguments.seed), n_chains=arguments.chains,
-                        n_warmup=arguments.warmup, n_draws=arguments.draws, time_budget=arguments.time_budget,
-                        progress=not arguments.quiet)
-    settings = {
-        "command": "python -m zoo " + " ".join(argv),
-        "model name": arguments.model,
-        "data file": str(Path(arguments.datafile).resolve()),
-        "features": f"{features.shape[0]} rows x {features.shape[1]} columns"
-                    + ("" if arguments.no_standardize else ", standardised") + ": " + ", ".join(names[:20])
-                    + (", ..." if len(names) > 20 else ""),
-        "chains": arguments.chains,
-        "warm-up sweeps": arguments.warmup,
-        "draws": arguments.draws if arguments.draws is not None else "until the chains mix (4,000 at most)",
-        "seed": arguments.seed,
-        "time budget": arguments.time_budget,
-    }
-    out = Path(arguments.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stream.write(f"{arguments.model}: {features.shape[0]} rows x {features.shape[1]} features from "
-                 f"{Path(arguments.datafile).name}\n")
-    if not fit.result.samples:  # a time budget spent in the warm-up: nothing to estimate from
-        for warning in caught:
-            stream.write(f"{warning.category.__name__}: {warning.message}\n")
+        if arguments.model == "irm":
+            data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
+                                directed=arguments.directed)
+            warmup = IRM_WARMUP if arguments.warmup is None else arguments.warmup
+            draws = IRM_UNTIL_MIXED_DRAWS if until_mixed else arguments.draws
+            model = get_model("irm", n_split_merge=arguments.split_merge)
+            nodes = data.domain("nodes")
+            links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
+            what = f"{nodes.size} nodes, {links} links"
+            settings["network"] = ("directed" if arguments.directed else "undirected") + f", {what}"
+            fit = model.sample(data, key=key, n_chains=arguments.chains, n_sweeps=warmup + draws, n_warmup=warmup,
+                               time_budget=arguments.time_budget, progress=not arguments.quiet,
+                               until_mixed=until_mixed)
+            n_draws = fit.log_joint.shape[1]
+            idata = fit.to_inference_data() if n_draws else None
+            row_names, labels, id_column, kind = pd.Series(nodes.labels), None, "node", "the most probable draw"
+            resume = "result.resume(data, n_draws=..., until_mixed=True)"
+        else:
+            features, names, row_names, labels = read_table(arguments.datafile, id_column=arguments.id_column,
+                                                            label_column=arguments.label_column)
+            if not arguments.no_standardize:
+                scale = features.std(axis=0)
+                features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constants stay 0
+            warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
+            model = get_model(arguments.model, n_features=features.shape[1])
+            what = f"{features.shape[0]} rows x {features.shape[1]} features"
+            settings["features"] = (f"{what}{'' if arguments.no_standardize else ', standardised'}: "
+                                    + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
+            fit = model.fit(features, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
+                            time_budget=arguments.time_budget, progress=not arguments.quiet)
+            idata, n_draws = (fit.idata if fit.result.samples else None), fit.result.n_draws
+            id_column, kind, resume = arguments.id_column, "point estimate", RESUME_CALL
+    settings |= {"chains": arguments.chains, "warm-up sweeps": warmup,
+                 "draws": arguments.draws if not until_mixed else "until the chains mix",
+                 "seed": arguments.seed, "time budget": arguments.time_budget}
+    stream.write(f"{arguments.model}: {what} from {name}\n")
+    if not n_draws:  # a time budget spent in the warm-up: nothing to estimate from
         raise ValueError(f"--time-budget: {arguments.time_budget} s ran out in the warm-up, before the first draw; "
                          "give more time or fewer --warmup sweeps")
-    chains_path = save_chains(out / "chains.nc", fit.idata, model=model, settings=settings)
-    estimate = np.unique(np.asarray(fit.point_estimate()), return_inverse=True)[1]
-    table = pd.DataFrame({"cluster": estimate})
-    if ids is not None:
-        table.insert(0, arguments.id_column, ids.to_numpy())
+    out = Path(arguments.out)
+    out.mkdir(parents=True, exist_ok=True)
+    chains_path = save_chains(out / "chains.nc", idata, model=model, settings=settings)
+    partition = fit.map_partition()["nodes"] if arguments.model == "irm" else fit.point_estimate()
+    partition = np.unique(np.asarray(partition), return_inverse=True)[1]
+    table = pd.DataFrame({"cluster": partition})
+    if row_names is not None:
+        table.insert(0, id_column, row_names.to_numpy())
     labels_path = out / "labels.csv"
     table.to_csv(labels_path, index=False)
-    report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {Path(arguments.datafile).name}",
-                               settings=settings)
-    seconds = time.perf_counter() - start
-    how = "" if fit.result.completed else ", stopped by the time budget"
-    stream.write(f"{fit.result.n_chains} chains x {fit.result.n_draws} draws{how}; point estimate: "
-                 f"{int(estimate.max()) + 1} clusters; {seconds:.1f} s\n")
+    report_path = write_report(out / "report.html", idata, title=f"{arguments.model} on {name}", settings=settings)
+    completed = fit.completed if arguments.model == "irm" else fit.result.completed
+    stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
+                 f"{kind}: {int(partition.max()) + 1} clusters; {time.perf_counter() - start:.1f} s\n")
     if labels is not None:
-        scores = clustering_scores(labels.to_numpy(), estimate)
+        scores = clustering_scores(labels.to_numpy(), partition)
         stream.write(f"against {arguments.label_column}: F {scores['F']:.3f}, VI {scores['VI']:.3f}, "
                      f"NVI {scores['NVI']:.3f} (DM05 §6)\n")
     # The fit's advice names Python's way to run longer; here it is the command's.
-    stream.write(mixing_verdict(fit.mixing).replace(f"({RESUME_CALL} continues these chains)",
-                                                    "(a larger --draws)") + "\n")
+    stream.write(mixing_verdict(fit.mixing).replace(f"({resume} continues these chains)", "(a larger --draws)") + "\n")
     for warning in caught:
         if not issubclass(warning.category, MixingWarning):  # its text is the verdict above
             stream.write(f"{warning.category.__name__}: {warning.message}\n")

@@ -349,6 +349,7 @@ _CARDS = (
         data="relational",
         program_path="zoo.relational.infinite.infinite_relational_program",
         aliases=("infinite-relational",),
+        cli_fit=True,
     ),
 )
 
