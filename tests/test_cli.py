@@ -205,6 +205,12 @@ def test_irm_fits_an_edge_list_until_the_chains_mix(tmp_path, capsys):
     idata = load_chains(out / "chains.nc")
     assert 200 <= idata.posterior.sizes["draw"] < 10_000
     assert chains_settings(idata)["settings"]["network"] == "undirected, 12 nodes, 31 links"
+    # Too short to mix: the command's advice names --draws, the report the IRM's own moves.
+    assert main(["fit", "irm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--chains", "2",
+                 "--warmup", "10", "--draws", "20", "--quiet", "--out", str(tmp_path / "short")]) == 0
+    assert "Run more sweeps (a larger --draws), or again" in capsys.readouterr().out
+    report = (tmp_path / "short" / "report.html").read_text(encoding="utf-8")
+    assert "split-merge moves per sweep (n_split_merge)" in report and "sub-cluster" not in report
 
 
 @pytest.mark.parametrize("table, options, message", [

@@ -456,7 +456,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         table.insert(0, id_column, row_names.to_numpy())
     labels_path = out / "labels.csv"
     table.to_csv(labels_path, index=False)
-    report_path = write_report(out / "report.html", idata, title=f"{arguments.model} on {name}", settings=settings)
+    report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {name}", settings=settings)
     completed = fit.completed if arguments.model == "irm" else fit.result.completed
     stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
                  f"{kind}: {int(partition.max()) + 1} clusters; {time.perf_counter() - start:.1f} s\n")

@@ -705,6 +705,10 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         for call, estimator_call in estimator_calls.items() if advice else ():
             advice = advice.replace(call, estimator_call)
         fitted = fitted.idata
+    elif callable(getattr(fitted, "to_inference_data", None)) and hasattr(fitted, "scalar_quantities"):
+        # zoo.relational.IRMResult: its own advice (split-merge moves of the IRM, its resume)
+        advice = fitted.mixing.attrs.get("advice")
+        fitted = fitted.to_inference_data()
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if isinstance(fitted, EMResult):
@@ -718,8 +722,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         default_title = "Gibbs chains"
     else:
         raise TypeError(
-            f"fitted: expected an inference.em.EMResult, a fitted zoo.sklearn estimator, a DPMixtureFit "
-            f"or an arviz.InferenceData, got {type(fitted).__name__}"
+            f"fitted: expected an inference.em.EMResult, a fitted zoo.sklearn estimator, a DPMixtureFit, an "
+            f"IRMResult or an arviz.InferenceData, got {type(fitted).__name__}"
         )
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title: expected a string, got {type(title).__name__}")
@@ -744,7 +748,7 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     ----------
     path : str or PathLike
         Destination file (conventionally ``.html``).
-    fitted : EMResult, fitted zoo.sklearn estimator, or arviz.InferenceData
+    fitted : EMResult, fitted zoo.sklearn estimator, DPMixtureFit, SupervisedDPFit, IRMResult or arviz.InferenceData
     title : str, optional
     settings : dict, optional
         Extra name/value rows for the summary table (e.g. the command line's options).
