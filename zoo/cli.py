@@ -102,6 +102,23 @@ def _data_file(path: Any) -> Path:
     return path
 
 
+def _read_csv(path: Any, columns: dict[str, str | None]) -> tuple[Path, Any]:
+    """The CSV file at ``path`` as a pandas table, having the ``columns`` that options name
+    (``{"--id-column": name or None, ...}``)."""
+    import pandas as pd
+
+    path = _data_file(path)
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise ValueError(f"DATAFILE: {path.name!r} is not a CSV table ({type(error).__name__}: {error})") from None
+    for option, column in columns.items():
+        if column is not None and column not in frame.columns:
+            raise ValueError(f"{option}: no column {column!r} in {path.name} (columns: "
+                             f"{', '.join(map(str, frame.columns[:10]))}{', ...' if frame.shape[1] > 10 else ''})")
+    return path, frame
+
+
 def read_table(path: str | os.PathLike, *, id_column: str | None = None,
                label_column: str | None = None) -> tuple[np.ndarray, list[str], Any, Any]:
     """Read a CSV table of points: one row per point, a header, one numeric column per feature.
@@ -125,16 +142,7 @@ def read_table(path: str | os.PathLike, *, id_column: str | None = None,
     """
     import pandas as pd
 
-    path = _data_file(path)
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise ValueError(f"DATAFILE: {path.name!r} is not a CSV table ({type(error).__name__}: {error})") from None
-    named = {"--id-column": id_column, "--label-column": label_column}
-    for option, column in named.items():
-        if column is not None and column not in frame.columns:
-            raise ValueError(f"{option}: no column {column!r} in {path.name} (columns: "
-                             f"{', '.join(map(str, frame.columns[:10]))}{', ...' if frame.shape[1] > 10 else ''})")
+    path, frame = _read_csv(path, {"--id-column": id_column, "--label-column": label_column})
     if id_column is not None and id_column == label_column:
         raise ValueError(f"--label-column: {label_column!r} is also the --id-column")
     ids = frame.pop(id_column) if id_column is not None else None
@@ -355,19 +363,10 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
         A missing column, a line without both nodes, or fewer than two nodes.
     """
     import networkx as nx
-    import pandas as pd
 
     from zoo.relational.data import RelationalData
 
-    path = _data_file(path)
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise ValueError(f"DATAFILE: {path.name!r} is not a CSV table ({type(error).__name__}: {error})") from None
-    for option, column in (("--source", source), ("--target", target)):
-        if column not in frame.columns:
-            raise ValueError(f"{option}: no column {column!r} in {path.name} (columns: "
-                             f"{', '.join(map(str, frame.columns[:10]))}{', ...' if frame.shape[1] > 10 else ''})")
+    path, frame = _read_csv(path, {"--source": source, "--target": target})
     pairs = frame[[source, target]]
     if pairs.isna().any().any():
         row = int(np.flatnonzero(pairs.isna().any(axis=1).to_numpy())[0])
