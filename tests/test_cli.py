@@ -163,20 +163,26 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
     assert load_chains(tmp_path / "short" / "chains.nc").posterior.sizes["draw"] == 30
 
 
-@pytest.mark.parametrize("table, options, message", [
-    ("a,b,name\n1,2,x\n3,4,y\n", [], "DATAFILE: column(s) 'name' of t.csv are not numbers"),
-    ("a,b,name\n1,2,x\n3,,y\n", ["--id-column", "name"],
+@pytest.mark.parametrize("model, table, options, message", [
+    ("dp-mixture", "a,b,name\n1,2,x\n3,4,y\n", [], "DATAFILE: column(s) 'name' of t.csv are not numbers"),
+    ("dp-mixture", "a,b,name\n1,2,x\n3,,y\n", ["--id-column", "name"],
      "DATAFILE: 1 row(s) of t.csv have missing or infinite values (the first: row 2, column 'b')"),
-    ("a,b\n1,2\n", ["--id-column", "nme"], "--id-column: no column 'nme' in t.csv (columns: a, b)"),
-    ("a,b\n1,2\n", ["--label-column", "a", "--id-column", "a"], "--label-column: 'a' is also the --id-column"),
-    ("name\nx\n", ["--id-column", "name"], "DATAFILE: t.csv has no feature column or no row"),
-    ("a,b\n1,2\n3,4\n", ["--chains", "0"], "--chains: must be >= 1, got 0"),
-    ("a,b\n1,2\n3,4\n", ["--draws", "0"], "--draws: must be >= 1, got 0"),
-    ("a,b\n1,2\n3,4\n", ["--processes", "2"], "--processes: dp-mixture is fitted in one process"),
+    ("dp-mixture", "a,b\n1,2\n", ["--id-column", "nme"], "--id-column: no column 'nme' in t.csv (columns: a, b)"),
+    ("dp-mixture", "a,b\n1,2\n", ["--label-column", "a", "--id-column", "a"],
+     "--label-column: 'a' is also the --id-column"),
+    ("dp-mixture", "name\nx\n", ["--id-column", "name"], "DATAFILE: t.csv has no feature column or no row"),
+    ("dp-mixture", "a,b\n1,2\n3,4\n", ["--chains", "0"], "--chains: must be >= 1, got 0"),
+    ("dp-mixture", "a,b\n1,2\n3,4\n", ["--draws", "0"], "--draws: must be >= 1, got 0"),
+    ("dp-mixture", "a,b\n1,2\n3,4\n", ["--processes", "2"], "--processes: dp-mixture is fitted in one process"),
+    ("irm", "a,b\nx,y\n", [], "--source: no column 'source' in t.csv (columns: a, b)"),
+    ("irm", "source,target\nx,y\nz,\n", [], "DATAFILE: line 3 of t.csv lacks a source or a target"),
+    ("irm", "source,target\nx,x\n", [], "DATAFILE: t.csv names fewer than two nodes"),
+    ("irm", "source,target\nx,y\n", ["--split-merge", "-1"], "--split-merge: must be >= 0, got -1"),
 ])
-def test_bad_tables_and_chain_options_are_reported_without_a_traceback(tmp_path, capsys, table, options, message):
+def test_bad_data_files_and_chain_options_are_reported_without_a_traceback(tmp_path, capsys, model, table, options,
+                                                                         message):
     (tmp_path / "t.csv").write_text(table)
-    assert main(["fit", "dp-mixture", str(tmp_path / "t.csv"), *options, "--out", str(tmp_path / "out")]) == 1
+    assert main(["fit", model, str(tmp_path / "t.csv"), *options, "--out", str(tmp_path / "out")]) == 1
     error = capsys.readouterr().err
     assert error.startswith("python -m zoo fit: error: ") and message in error, error
 
@@ -211,19 +217,6 @@ def test_irm_fits_an_edge_list_until_the_chains_mix(tmp_path, capsys):
     assert "Run more sweeps (a larger --draws), or again" in capsys.readouterr().out
     report = (tmp_path / "short" / "report.html").read_text(encoding="utf-8")
     assert "split-merge moves per sweep (n_split_merge)" in report and "sub-cluster" not in report
-
-
-@pytest.mark.parametrize("table, options, message", [
-    ("a,b\nx,y\n", [], "--source: no column 'source' in t.csv (columns: a, b)"),
-    ("source,target\nx,y\nz,\n", [], "DATAFILE: line 3 of t.csv lacks a source or a target"),
-    ("source,target\nx,x\n", [], "DATAFILE: t.csv names fewer than two nodes"),
-    ("source,target\nx,y\n", ["--split-merge", "-1"], "--split-merge: must be >= 0, got -1"),
-])
-def test_bad_edge_lists_are_reported_without_a_traceback(tmp_path, capsys, table, options, message):
-    (tmp_path / "t.csv").write_text(table)
-    assert main(["fit", "irm", str(tmp_path / "t.csv"), *options, "--out", str(tmp_path / "out")]) == 1
-    error = capsys.readouterr().err
-    assert error.startswith("python -m zoo fit: error: ") and message in error, error
 
 
 def test_missing_files_and_unknown_models(tmp_path, capsys):
