@@ -389,6 +389,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
 
     from inference.diagnostics import MixingWarning, mixing_verdict
     from zoo.dirichlet.mixture import RESUME_CALL
+    from zoo.relational.infinite import RESUME_CALL as IRM_RESUME_CALL
     from zoo.io import save_chains
     from zoo.metrics import clustering_scores
     from zoo.registry import get_model
@@ -422,7 +423,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             n_draws = fit.log_joint.shape[1]
             idata = fit.to_inference_data() if n_draws else None
             row_names, labels, id_column, kind = pd.Series(nodes.labels), None, "node", "the most probable draw"
-            resume = "result.resume(data, n_draws=..., until_mixed=True)"
+            resume = IRM_RESUME_CALL
         else:
             features, names, row_names, labels = read_table(arguments.datafile, id_column=arguments.id_column,
                                                             label_column=arguments.label_column)

@@ -87,6 +87,10 @@ from zoo.relational.latent_class import flat_cells
 #: Support of every γ_{r,u}: a log-spaced grid (griddy Gibbs, exact for this discretised prior).
 HYPER_GRID = _infinite_kernel.HYPER_GRID
 
+#: The call that continues a result's chains until they mix (``n_draws`` the most to add), as its
+#: messages name it (the command line names its own).
+RESUME_CALL = "result.resume(data, n_draws=..., until_mixed=True)"
+
 #: Pieces of the files above that tests import from here, as before the split.
 _IMPORTED_FROM_HERE = (_resample_hyper,)
 
@@ -713,8 +717,7 @@ class IRMResult:
         Vehtari et al. 2021)."""
         table = diagnostics.mixing_table(self.scalar_quantities())
         moved = any(np.asarray(counts).any() for counts in (self.split_merge or {}).values())
-        resume = "result.resume(data, n_draws=..., until_mixed=True)"
-        more = diagnostics.run_longer(resume if getattr(self, "_continuation", None) is not None else None,
+        more = diagnostics.run_longer(RESUME_CALL if getattr(self, "_continuation", None) is not None else None,
                                       start="Run more sweeps")
         table.attrs["advice"] = (f"{more} with more split-merge moves per sweep (n_split_merge), or more "
                                  "chains from dispersed starts." if moved else
