@@ -34,9 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def problem(depth: int, beta: float, seed: int = 0, rows: int | None = None):
-    """Reuters' cells and CAM parameters for a complete binary tree of ``depth`` levels: Dirichlet
-    level weights on each path, random column-normalised aspects and their β-th power."""
+def problem(depth: int, beta: float, seed: int = 0, rows: int | None = None, backend: str = "numba"):
+    """Reuters' cells (laid out for ``backend``) and CAM parameters for a complete binary tree of ``depth``
+    levels: Dirichlet level weights on each path, random column-normalised aspects and their β-th power."""
     import jax.numpy as jnp
 
     from zoo.datasets import load_reuters
@@ -45,7 +45,7 @@ def problem(depth: int, beta: float, seed: int = 0, rows: int | None = None):
     data = load_reuters()
     if rows is not None:
         data = type(data).from_sparse(data.to_sparse()[:rows])
-    model = ClusterAbstraction(depth=depth, backend="numba")
+    model = ClusterAbstraction(depth=depth, backend=backend)
     arrays = model.prepare(data)
     tree = model.tree
     rng = np.random.default_rng(seed)
