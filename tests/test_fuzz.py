@@ -1568,8 +1568,10 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
                          {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
                           "key": KEY, "n_sweeps": 2, "n_chains": 1, "progress": False}, {
         "train_features": BAD_POINTS, "test_features": BAD_POINTS, "train_labels": BAD_LABELS, "key": BAD_KEYS,
-        "n_sweeps": BAD_POSITIVE_INT, "n_chains": BAD_POSITIVE_INT, "thin": BAD_POSITIVE_INT,
-        "draws_per_call": BAD_POSITIVE_INT, "until_mixed": BAD_BOOL}, {}),
+        # n_sweeps=None and until_mixed=None are the defaults (until the chains mix, 4,000 draws at most).
+        "n_sweeps": BAD_POSITIVE_INT.filter(lambda value: value is not None), "n_chains": BAD_POSITIVE_INT,
+        "thin": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
+        "until_mixed": BAD_BOOL.filter(lambda value: value is not None)}, {}),
     "load_result": (lambda kwargs: load_result(**kwargs), {"path": SAVED["result"]},
                     {"path": _damaged_file("result")}, {}),
     "load_checkpoint": (lambda kwargs: load_checkpoint(**kwargs), {"path": SAVED["checkpoint"], "like": CHAIN_STATE},

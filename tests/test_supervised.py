@@ -1072,17 +1072,26 @@ def test_planted_test_publications_are_recovered(model, start):
     assert np.all(fit.result.samples["n_clusters"][:, -1] == 3), fit.result.samples["n_clusters"][:, -5:]
 
 
-def test_until_mixed_stops_once_the_test_partition_mixes():
+def test_the_default_fit_runs_until_the_test_partition_mixes_and_stops_there():
+    # Given neither n_sweeps nor until_mixed (since 2026-12-04, as DPMixture.fit): 500 warm-up
+    # sweeps, then draws until every label-invariant quantity mixes, 4,000 at most; given
+    # until_mixed=False alone, the fixed 1,000 sweeps of before.
     from inference.diagnostics import MixingWarning, mixes
+    from zoo.dirichlet.mixture import UNTIL_MIXED_DRAWS
+    from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS
 
     train, train_labels, test, _ = _planted(0)
+    model = SupervisedDP(1, prior_variance=9.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixingWarning)  # it ends mixing: no warning
-        fit = SupervisedDP(1, prior_variance=9.0).fit(
-            train, train_labels, test, key=jax.random.key(1), n_chains=2, n_sweeps=100_000, n_warmup=50,
-            init="single", until_mixed=True, progress=False)
-    assert 200 <= fit.result.n_draws < 100_000 - 50 and fit.result.completed
-    assert mixes(fit.mixing), fit.mixing
+        fit = model.fit(train, train_labels, test, key=jax.random.key(1), n_chains=2, init="single", progress=False)
+    assert fit.result.n_warmup == DEFAULT_SWEEPS // 2 and fit.result.completed
+    assert fit.result.n_draws < UNTIL_MIXED_DRAWS and mixes(fit.mixing), fit.mixing
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        fixed = model.fit(train, train_labels, test, key=jax.random.key(1), n_chains=2, until_mixed=False,
+                          progress=False)
+    assert (fixed.result.n_warmup, fixed.result.n_draws) == (DEFAULT_SWEEPS // 2, DEFAULT_SWEEPS // 2)
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 3 draws

@@ -24,6 +24,7 @@ from inference._validation import (arrays_digest, as_index_array, as_label_codes
                                    check_key, check_memory, check_real, key_as_data, key_from_data, tree_nbytes,
                                    user_stacklevel)
 from zoo.dirichlet._starts import start_kinds, start_labels
+from zoo.dirichlet.mixture import UNTIL_MIXED_DRAWS
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
@@ -63,6 +64,10 @@ def auto_split_merge(n_train: int, n_train_publications: int, n_test: int) -> in
     expected = n_test * n_train_publications / max(n_train, 1)
     return int(min(max(DEFAULT_SPLIT_MERGE, math.ceil(expected / 2)), MAX_AUTO_SPLIT_MERGE))
 
+
+DEFAULT_SWEEPS = 1_000
+"""Sweeps per chain of :meth:`SupervisedDP.fit` with ``until_mixed=False`` and no ``n_sweeps``, half
+of them warm-up."""
 
 #: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (``zoo.sklearn`` names its own).
@@ -532,14 +537,14 @@ class SupervisedDP:
         *,
         key: jax.Array,
         n_chains: int = 4,
-        n_sweeps: int = 1000,
+        n_sweeps: int | None = None,
         n_warmup: int | None = None,
         thin: int = 1,
         draws_per_call: int = 10,
         time_budget: float | None = None,
         progress: bool = True,
         init: Any = "dispersed",
-        until_mixed: bool = False,
+        until_mixed: bool | None = None,
     ) -> SupervisedDPFit:
         """Sample the posterior of the test partition with ``n_chains`` vmapped chains.
 
@@ -555,10 +560,13 @@ class SupervisedDP:
             PRNG key; the same key gives identical chains.
         n_chains : int
             Chains run in parallel.
-        n_sweeps : int
-            Sweeps per chain, warm-up included.
+        n_sweeps : int, optional
+            Sweeps per chain, warm-up included; with ``until_mixed``, the most to run. Not given:
+            the warm-up and :data:`~zoo.dirichlet.mixture.UNTIL_MIXED_DRAWS` (4,000) draws when the
+            run is until the chains mix, as by default, else :data:`DEFAULT_SWEEPS` (1,000).
         n_warmup : int, optional
-            Warm-up sweeps (default half of ``n_sweeps``).
+            Warm-up sweeps (default half of ``n_sweeps``, or of :data:`DEFAULT_SWEEPS` when
+            ``n_sweeps`` is not given).
         thin, draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
         init : str or array_like of int
@@ -570,12 +578,15 @@ class SupervisedDP:
             the references within its starting publications (see
             :func:`zoo.dirichlet.supervised.init`), so a start such as a chain's last partition or
             the truth survives the first sweeps on data of any scale.
-        until_mixed : bool
+        until_mixed : bool, optional
             Stop as soon as every label-invariant quantity of :attr:`SupervisedDPFit.mixing`
             mixes (R-hat ≤ 1.01, bulk and tail ESS ≥ 400), asked each time the draws have grown
             by a tenth (``stop_when`` of :func:`inference.chains.sample_chains`). ``n_sweeps`` is
             then the most to run and ``time_budget`` still applies: give generous ones. Chains
             that do not mix by then end with the usual :class:`~inference.diagnostics.MixingWarning`.
+            Not given: True when ``n_sweeps`` is not given either (since 2026-12-04, as
+            :meth:`zoo.dirichlet.DPMixture.fit`), and False when it is, for exactly ``n_sweeps``
+            sweeps. Where the run ends then depends on the draws: the same key gives the same end.
 
         Returns
         -------
@@ -592,15 +603,22 @@ class SupervisedDP:
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         key = check_key("key", key)
+        if until_mixed is None:
+            until_mixed = n_sweeps is None
         until_mixed = check_bool("until_mixed", until_mixed)
         warn_tied_features("train_features and test_features", np.concatenate([train, test]),
                            stacklevel=user_stacklevel())
         n_chains = check_int("n_chains", n_chains, minimum=1)
+        thin = check_int("thin", thin, minimum=1)
+        if n_sweeps is None:
+            if n_warmup is None:
+                n_warmup = DEFAULT_SWEEPS // 2
+            n_warmup = check_int("n_warmup", n_warmup, minimum=0)
+            n_sweeps = n_warmup + UNTIL_MIXED_DRAWS * thin if until_mixed else DEFAULT_SWEEPS
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
         if n_warmup is None:
             n_warmup = n_sweeps // 2
         n_warmup = check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
-        thin = check_int("thin", thin, minimum=1)
         n_draws = max((n_sweeps - n_warmup) // thin, 1)
         data = _supervised_data(train, labels, test)
         key_init, key_chains = jax.random.split(key)
