@@ -163,6 +163,30 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
     assert load_chains(tmp_path / "short" / "chains.nc").posterior.sizes["draw"] == 30
 
 
+def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_path, capsys):
+    truth = _blobs_table(tmp_path / "blobs.csv")
+    # Training rows: the first half of blobs 0 and 1, labelled; the other rows are the test rows.
+    lines = (tmp_path / "blobs.csv").read_text().splitlines()
+    is_train = np.isin(truth, [0, 1]) & (np.arange(36) % 12 < 6)
+    (tmp_path / "table.csv").write_text("\n".join(
+        [lines[0]] + [line if train else line.rsplit(",", 1)[0] + "," for line, train in zip(lines[1:], is_train)]) + "\n")
+    out = tmp_path / "scdp"
+    assert main(["fit", "scdp-1", str(tmp_path / "table.csv"), "--id-column", "point", "--label-column", "blob",
+                 "--chains", "2", "--warmup", "20", "--seed", "1", "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("scdp-1: 36 rows x 6 features (12 training, 24 test) from table.csv")
+    assert "point estimate: 3 clusters" in printed and "Chains mix:" in printed, printed
+    labels = (out / "labels.csv").read_text().splitlines()
+    assert labels[0] == "point,cluster" and len(labels) == 25  # the test rows alone
+    names = [line.split(",")[0] for line in labels[1:]]
+    assert names == [f"p{index}" for index in np.flatnonzero(~is_train)]
+    clusters = np.array([int(line.split(",")[1]) for line in labels[1:]])
+    test_truth = truth[~is_train]
+    assert all(np.unique(clusters[test_truth == blob]).size == 1 for blob in range(3))
+    settings = chains_settings(load_chains(out / "chains.nc"))["settings"]
+    assert settings["warm-up sweeps"] == 20 and settings["draws"] == "until the chains mix"
+
+
 @pytest.mark.parametrize("model, table, options, message", [
     ("dp-mixture", "a,b,name\n1,2,x\n3,4,y\n", [], "DATAFILE: column(s) 'name' of t.csv are not numbers"),
     ("dp-mixture", "a,b,name\n1,2,x\n3,,y\n", ["--id-column", "name"],
@@ -174,6 +198,10 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
     ("dp-mixture", "a,b\n1,2\n3,4\n", ["--chains", "0"], "--chains: must be >= 1, got 0"),
     ("dp-mixture", "a,b\n1,2\n3,4\n", ["--draws", "0"], "--draws: must be >= 1, got 0"),
     ("dp-mixture", "a,b\n1,2\n3,4\n", ["--processes", "2"], "--processes: dp-mixture is fitted in one process"),
+    ("scdp-1", "a,b\n1,2\n3,4\n", [], "--label-column: the supervised models need a column"),
+    ("scdp-2", "a,b,pub\n1,2,x\n3,4,y\n", ["--label-column", "pub"],
+     "--label-column: 'pub' of t.csv has every row labelled; label the training rows"),
+    ("scdp-3", "a,b,pub\n1,2,\n3,4,\n", ["--label-column", "pub"], "--label-column: 'pub' of t.csv has no row"),
     ("irm", "a,b\nx,y\n", [], "--source: no column 'source' in t.csv (columns: a, b)"),
     ("irm", "source,target\nx,y\nz,\n", [], "DATAFILE: line 3 of t.csv lacks a source or a target"),
     ("irm", "source,target\nx,x\n", [], "DATAFILE: t.csv names fewer than two nodes"),

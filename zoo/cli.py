@@ -32,7 +32,12 @@ against it (DM05 §6). The infinite relational model (``irm``) reads a CSV edge 
 observed, linked or not, runs :meth:`zoo.relational.infinite.InfiniteRelational.sample` with ten
 split–merge moves per sweep until its chains mix (at most :data:`IRM_UNTIL_MIXED_DRAWS` draws per
 chain after 1,000 warm-up sweeps), and writes the same three files, ``labels.csv`` holding each
-node's cluster in the kept draw of highest log joint.
+node's cluster in the kept draw of highest log joint. The supervised models (``scdp-1``,
+``scdp-2``, ``scdp-3``; DM05) read the same tables: the rows whose ``--label-column`` holds a value
+are the training references and that value their publication, the rows whose label is empty are
+the test references to cluster; :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its
+chains mix (500 warm-up sweeps, at most 4,000 draws per chain), and ``labels.csv`` holds each test
+row's publication in the point estimate.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -70,11 +75,13 @@ __all__ = ["main", "build_parser", "read_data", "read_table", "read_network", "F
 #: File formats by name, with the extensions that select them.
 FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (".csv",)}
 
-#: The models ``fit`` samples with Gibbs chains (registry names): the Dirichlet-process mixtures
-#: from a CSV table of features, the IRM from a CSV edge list.
-CHAIN_MODELS = ("dp-mixture", "cdp", "irm")
-#: Warm-up sweeps of the DP mixtures and of the IRM without ``--warmup`` (their Python defaults).
-DP_WARMUP, IRM_WARMUP = 200, 1000
+#: The models ``fit`` samples with Gibbs chains (registry names): the Dirichlet-process mixtures,
+#: unsupervised and supervised, from a CSV table of features, the IRM from a CSV edge list.
+SUPERVISED_MODELS = ("scdp-1", "scdp-2", "scdp-3")
+CHAIN_MODELS = ("dp-mixture", "cdp", *SUPERVISED_MODELS, "irm")
+#: Warm-up sweeps of the DP mixtures, the supervised ones and the IRM without ``--warmup`` (their
+#: Python defaults).
+DP_WARMUP, SCDP_WARMUP, IRM_WARMUP = 200, 500, 1000
 #: The most kept draws per chain of the IRM without ``--draws`` (run until the chains mix): the
 #: karate club needed 4,800-7,850 with Gibbs sweeps alone, 1,900 with ten split-merge moves per
 #: sweep (the command's default), the Florentine families 950 (2026-12-03).
@@ -180,6 +187,18 @@ def read_data(path: str | os.PathLike, fmt: str | None = None, *, source: str = 
     raise ValueError(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
 
 
+def _training_rows(labels: Any, label_column: str | None, name: str) -> np.ndarray:
+    """The rows of a supervised table that hold a label (training); the others are the test rows."""
+    if labels is None:
+        raise ValueError("--label-column: the supervised models need a column of the training rows' publications "
+                         "(empty in the test rows to cluster)")
+    is_train = labels.notna().to_numpy() & (labels.astype(str).str.strip() != "").to_numpy()
+    if not is_train.any() or is_train.all():
+        raise ValueError(f"--label-column: {label_column!r} of {name} has {'no' if not is_train.any() else 'every'} "
+                         "row labelled; label the training rows and leave the test rows to cluster empty")
+    return is_train
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m zoo`` argument parser (subcommands ``demo``, ``list`` and ``fit``)."""
     from zoo.sklearn import ESTIMATORS, SCHEDULES
@@ -196,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("model", choices=sorted(ESTIMATORS) + list(CHAIN_MODELS), metavar="MODEL",
                      help="one of: " + ", ".join([*ESTIMATORS, *CHAIN_MODELS]))
     fit.add_argument("datafile", metavar="DATAFILE",
-                     help="MatrixMarket, LDA-C or CSV edge list; for dp-mixture and cdp a CSV table of features")
+                     help="MatrixMarket, LDA-C or CSV edge list; for dp-mixture, cdp and scdp-* a CSV table of "
+                          "features")
     fit.add_argument("--classes", type=int, default=8, help="number of classes K (default 8)")
     fit.add_argument("--schedule", choices=SCHEDULES, default="tempered",
                      help="β schedule: tempered EM with a validation split (default), plain EM, or annealing")
@@ -219,11 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--process-id", type=int, default=None,
                      help="with --processes and --coordinator: this process's id, 0 to N-1 (one per machine)")
     fit.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 (jax.distributed's coordinator)")
-    chains = fit.add_argument_group("dp-mixture, cdp and irm (Gibbs chains; --classes, --schedule and the EM "
-                                    "options do not apply)")
+    chains = fit.add_argument_group("dp-mixture, cdp, scdp-1, scdp-2, scdp-3 and irm (Gibbs chains; --classes, "
+                                    "--schedule and the EM options do not apply)")
     chains.add_argument("--chains", type=int, default=4, help="chains from dispersed starts (default 4)")
     chains.add_argument("--warmup", type=int, default=None,
-                        help="warm-up sweeps per chain (default 200 for the DP mixtures, 1000 for the IRM)")
+                        help="warm-up sweeps per chain (default 200 for the DP mixtures, 500 for scdp-*, 1000 "
+                             "for the IRM)")
     chains.add_argument("--draws", type=int, default=None,
                         help="draws per chain (default: until the chains mix, at most 4,000; 10,000 for the IRM)")
     chains.add_argument("--directed", action="store_true", help="irm: the edge list's links have a direction")
@@ -231,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="irm: split-merge moves of the nodes' partition per sweep (default 10)")
     chains.add_argument("--id-column", default=None, help="column of row names (not a feature)")
     chains.add_argument("--label-column", default=None,
-                        help="column of known classes: not a feature; the point estimate is scored against it")
+                        help="column of known classes: not a feature; the point estimate is scored against it "
+                             "(scdp-*: the training rows' publications, empty in the test rows to cluster)")
     chains.add_argument("--no-standardize", action="store_true",
                         help="fit the features as they are (default: centred and scaled to unit variance)")
     return parser
@@ -389,6 +411,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
 
     from inference.diagnostics import MixingWarning, mixing_verdict
     from zoo.dirichlet.mixture import RESUME_CALL
+    from zoo.dirichlet.supervised.fit import RESUME_CALL as SCDP_RESUME_CALL
     from zoo.relational.infinite import RESUME_CALL as IRM_RESUME_CALL
     from zoo.io import save_chains
     from zoo.metrics import clustering_scores
@@ -427,18 +450,35 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         else:
             features, names, row_names, labels = read_table(arguments.datafile, id_column=arguments.id_column,
                                                             label_column=arguments.label_column)
-            if not arguments.no_standardize:
+            supervised = arguments.model in SUPERVISED_MODELS
+            if supervised:
+                is_train = _training_rows(labels, arguments.label_column, Path(arguments.datafile).name)
+            if not arguments.no_standardize:  # over all rows, training and test alike (DM05 §5)
                 scale = features.std(axis=0)
                 features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constants stay 0
-            warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
-            model = get_model(arguments.model, n_features=features.shape[1])
             what = f"{features.shape[0]} rows x {features.shape[1]} features"
             settings["features"] = (f"{what}{'' if arguments.no_standardize else ', standardised'}: "
                                     + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
-            fit = model.fit(features, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
-                            time_budget=arguments.time_budget, progress=not arguments.quiet)
+            id_column, kind = arguments.id_column, "point estimate"
+            if supervised:
+                warmup = SCDP_WARMUP if arguments.warmup is None else arguments.warmup
+                model = get_model(arguments.model)
+                what += f" ({int(is_train.sum())} training, {int((~is_train).sum())} test)"
+                fit = model.fit(features[is_train], labels[is_train].to_numpy(), features[~is_train], key=key,
+                                n_chains=arguments.chains, n_warmup=warmup,
+                                n_sweeps=None if until_mixed else warmup + arguments.draws,
+                                time_budget=arguments.time_budget, progress=not arguments.quiet,
+                                until_mixed=until_mixed)
+                # The partition is of the test rows; the labels were the training rows' (nothing to score).
+                row_names = None if row_names is None else row_names[~is_train]
+                labels, resume = None, SCDP_RESUME_CALL
+            else:
+                warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
+                model = get_model(arguments.model, n_features=features.shape[1])
+                fit = model.fit(features, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
+                                time_budget=arguments.time_budget, progress=not arguments.quiet)
+                resume = RESUME_CALL
             idata, n_draws = (fit.idata if fit.result.samples else None), fit.result.n_draws
-            id_column, kind, resume = arguments.id_column, "point estimate", RESUME_CALL
     settings |= {"chains": arguments.chains, "warm-up sweeps": warmup,
                  "draws": arguments.draws if not until_mixed else "until the chains mix",
                  "seed": arguments.seed, "time budget": arguments.time_budget}

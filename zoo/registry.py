@@ -292,6 +292,7 @@ _CARDS = (
         program_path="zoo.dirichlet.supervised.supervised_program",
         fixed=(("model", 1),),
         aliases=("scdp1",),
+        cli_fit=True,
     ),
     ModelCard(
         name="scdp-2",
@@ -307,6 +308,7 @@ _CARDS = (
         program_path="zoo.dirichlet.supervised.supervised_program",
         fixed=(("model", 2),),
         aliases=("scdp2",),
+        cli_fit=True,
     ),
     ModelCard(
         name="scdp-3",
@@ -322,6 +324,7 @@ _CARDS = (
         program_path="zoo.dirichlet.supervised.supervised_program",
         fixed=(("model", 3),),
         aliases=("scdp3",),
+        cli_fit=True,
     ),
     ModelCard(
         name="latent-class-relational",
