@@ -79,9 +79,9 @@ FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (
 #: unsupervised and supervised, from a CSV table of features, the IRM from a CSV edge list.
 SUPERVISED_MODELS = ("scdp-1", "scdp-2", "scdp-3")
 CHAIN_MODELS = ("dp-mixture", "cdp", *SUPERVISED_MODELS, "irm")
-#: Warm-up sweeps of the DP mixtures, the supervised ones and the IRM without ``--warmup`` (their
-#: Python defaults).
-DP_WARMUP, SCDP_WARMUP, IRM_WARMUP = 200, 500, 1000
+#: Warm-up sweeps of the DP mixtures and of the IRM without ``--warmup`` (their Python defaults;
+#: the supervised models take theirs, half of ``zoo.dirichlet.supervised.fit.DEFAULT_SWEEPS``).
+DP_WARMUP, IRM_WARMUP = 200, 1000
 #: The most kept draws per chain of the IRM without ``--draws`` (run until the chains mix): the
 #: karate club needed 4,800-7,850 with Gibbs sweeps alone, 1,900 with ten split-merge moves per
 #: sweep (the command's default), the Florentine families 950 (2026-12-03).
@@ -411,7 +411,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
 
     from inference.diagnostics import MixingWarning, mixing_verdict
     from zoo.dirichlet.mixture import RESUME_CALL
-    from zoo.dirichlet.supervised.fit import RESUME_CALL as SCDP_RESUME_CALL
+    from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS, RESUME_CALL as SCDP_RESUME_CALL
     from zoo.relational.infinite import RESUME_CALL as IRM_RESUME_CALL
     from zoo.io import save_chains
     from zoo.metrics import clustering_scores
@@ -461,7 +461,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                                     + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
             id_column, kind = arguments.id_column, "point estimate"
             if supervised:
-                warmup = SCDP_WARMUP if arguments.warmup is None else arguments.warmup
+                warmup = DEFAULT_SWEEPS // 2 if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model)
                 what += f" ({int(is_train.sum())} training, {int((~is_train).sum())} test)"
                 fit = model.fit(features[is_train], labels[is_train].to_numpy(), features[~is_train], key=key,
