@@ -114,10 +114,15 @@ def sorted_segment_sum(values: Any, segment_ids: Any, num_segments: int, *, bloc
     from_before = (ids == previous_tail_id[:, None])[expand]
     totals = sums + jnp.where(from_before, previous_carry[:, None], 0.0)
 
-    # 3. A segment's total sits at its last element: write it there, once per segment.
+    # 3. A segment's total sits at its last element: write it there, once per segment. Every other
+    #    element gets an index of its own past the end, dropped, so that the indices are unique as
+    #    the scatter is told (with repeated ones its result would be the backend's to define).
     flat_ids = ids.reshape(-1)
     last = jnp.concatenate([flat_ids[:-1] != flat_ids[1:], jnp.ones((1,), bool)])
-    targets = jnp.where(last & (flat_ids >= 0) & (flat_ids < num_segments), flat_ids, num_segments)
+    past_end = num_segments + jnp.arange(flat_ids.shape[0], dtype=flat_ids.dtype)
+    if num_segments + flat_ids.shape[0] > jnp.iinfo(flat_ids.dtype).max:  # would wrap to negative (from the end)
+        past_end = jnp.full_like(flat_ids, num_segments)
+    targets = jnp.where(last & (flat_ids >= 0) & (flat_ids < num_segments), flat_ids, past_end)
     return out.at[targets].add(totals.reshape((n_blocks * block,) + trailing), mode="drop",
                                unique_indices=True)
 
