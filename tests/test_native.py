@@ -2,6 +2,7 @@
 test that keeps them equal (the equality tests themselves sit with each family's tests)."""
 
 import importlib
+import importlib.util
 import pkgutil
 import re
 from pathlib import Path
@@ -83,6 +84,28 @@ def test_numba_off_the_cpu_and_unknown_names_are_refused(monkeypatch):
     for bad in ("gpu", "", None, 3, ["numba"]):
         with pytest.raises(ValueError, match="^backend: must be 'auto', 'xla' or 'numba'"):
             resolve_backend(bad)
+
+
+def test_a_jaxlib_too_old_for_the_numba_kernels_turns_them_off_with_the_reason(monkeypatch):
+    # jaxlib 0.5.0-0.8.0 crashed the interpreter when a numba kernel registered (2026-12-04): auto
+    # must choose XLA there, and an explicit "numba" must say why it is refused, before anything runs.
+    from inference.native import backend
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    monkeypatch.delenv("LATENTZOO_DISABLE_NUMBA", raising=False)
+    monkeypatch.setattr(backend, "_jaxlib_version", lambda: (0, 8, 0))
+    backend.numba_available.cache_clear()
+    try:
+        assert not numba_available()
+        assert resolve_backend("auto") == "xla"
+        if importlib.util.find_spec("numba") is not None:
+            with pytest.raises(ValueError, match=r"^backend: 'numba' requested but numba is unusable with jaxlib "
+                                                 r"0\.8\.0: its kernels need jaxlib 0\.8\.1 or later"):
+                resolve_backend("numba")
+    finally:
+        monkeypatch.undo()
+        backend.numba_available.cache_clear()
+    assert backend._jaxlib_version() >= backend.MIN_JAXLIB_FOR_NUMBA  # pyproject.toml's floor holds here
 
 
 @pytest.mark.numba

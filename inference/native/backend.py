@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -22,20 +23,46 @@ __all__ = ["BACKENDS", "resolve_backend", "available_backends", "numba_available
 BACKENDS = ("auto", "xla", "numba")
 
 
-@lru_cache(maxsize=1)
-def numba_available() -> bool:
-    """Whether numba imports and is not switched off by ``LATENTZOO_DISABLE_NUMBA`` (any non-empty value)."""
+#: The oldest jaxlib whose FFI registration the numba kernels survive: with jaxlib 0.5.0 to 0.8.0
+#: registering one crashed the interpreter (a segmentation fault, measured 2026-12-04; 0.8.1, 0.8.2,
+#: 0.8.3, 0.9.0, 0.10.0 and 0.10.2 run them). pyproject.toml asks for jax 0.8.1 or later; this guards
+#: environments that were not installed from it.
+MIN_JAXLIB_FOR_NUMBA = (0, 8, 1)
+
+
+def _jaxlib_version() -> tuple[int, ...]:
+    from jaxlib import version
+
+    return tuple(int(part) for part in re.findall(r"\d+", version.__version__)[:3])
+
+
+def _numba_unavailable_reason() -> str | None:
+    """Why the numba kernels cannot run here, or None where they can."""
+    if os.environ.get("LATENTZOO_DISABLE_NUMBA", ""):
+        return "switched off by LATENTZOO_DISABLE_NUMBA"
     try:
         import numba  # noqa: F401
     except ImportError:
-        return False
-    return os.environ.get("LATENTZOO_DISABLE_NUMBA", "") == ""
+        return "not installed"
+    if _jaxlib_version() < MIN_JAXLIB_FOR_NUMBA:
+        oldest = ".".join(map(str, MIN_JAXLIB_FOR_NUMBA))
+        return (f"unusable with jaxlib {'.'.join(map(str, _jaxlib_version()))}: its kernels need jaxlib {oldest} "
+                f"or later (older ones crash when a kernel is registered); pip install 'jax>={oldest}'")
+    return None
+
+
+@lru_cache(maxsize=1)
+def numba_available() -> bool:
+    """Whether numba imports, is not switched off by ``LATENTZOO_DISABLE_NUMBA`` (any non-empty
+    value), and JAX's jaxlib is recent enough to call its kernels (``MIN_JAXLIB_FOR_NUMBA``)."""
+    return _numba_unavailable_reason() is None
 
 
 def resolve_backend(backend: str) -> str:
     """The backend a kernel runs: ``"xla"`` or ``"numba"``.
 
-    ``"auto"`` is ``"numba"`` when JAX runs on the CPU and numba is available, else ``"xla"``.
+    ``"auto"`` is ``"numba"`` when JAX runs on the CPU and numba is available (:func:`numba_available`:
+    installed, not switched off, and a jaxlib that can call its kernels), else ``"xla"``.
     ``"numba"`` off the CPU (the kernels are CPU custom calls) or without numba, and any name
     other than ``"auto"``, ``"xla"`` or ``"numba"``, raise ``ValueError`` starting with
     ``backend:``.
@@ -48,9 +75,7 @@ def resolve_backend(backend: str) -> str:
         raise ValueError(f"backend: the numba kernels are CPU custom calls, but JAX runs on "
                          f"{jax.default_backend()!r}; use backend='auto' or 'xla'")
     if backend == "numba" and not numba_available():
-        switched_off = os.environ.get("LATENTZOO_DISABLE_NUMBA")
-        why = "switched off by LATENTZOO_DISABLE_NUMBA" if switched_off else "not installed"
-        raise ValueError(f"backend: 'numba' requested but numba is {why}")
+        raise ValueError(f"backend: 'numba' requested but numba is {_numba_unavailable_reason()}")
     return backend
 
 
