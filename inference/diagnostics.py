@@ -46,6 +46,7 @@ from inference.provenance import provenance
 
 __all__ = [
     "to_inference_data",
+    "from_dict_in_order",
     "provenance",
     "label_invariant",
     "summary",
@@ -196,7 +197,7 @@ def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None 
         point_names = np.arange(n_points)
     elif len(point_names) != n_points:
         raise ValueError(f"point_names: expected {n_points} names, got {len(point_names)}")
-    idata = az.from_dict(
+    idata = from_dict_in_order(
         posterior={"assignments": assignments, "alpha": np.asarray(result.samples["alpha"])},
         sample_stats={
             "n_clusters": np.asarray(result.samples["n_clusters"]),
@@ -294,6 +295,17 @@ def summary(
     if warn:
         warn_if_not_mixing(table, stacklevel=2)
     return table
+
+
+def from_dict_in_order(**groups: Any) -> az.InferenceData:
+    """``az.from_dict(**groups)`` with each group's variables in the order of its dict.
+
+    ArviZ before 0.23 sorted them by name (its dm-tree flattening), so the mixing tables and the
+    report's verdicts listed ``log_joint`` before ``n_clusters`` there and after it here. Keyword
+    arguments that are not groups (``coords``, ``dims``, ...) pass through.
+    """
+    idata = az.from_dict(**groups)
+    return az.InferenceData(**{group: idata[group][list(groups[group])] for group in idata.groups()})
 
 
 def _scalar_dataset(posterior: Any, var_names: Sequence[str] | None) -> xr.Dataset:

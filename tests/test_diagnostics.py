@@ -360,3 +360,18 @@ def test_chains_at_one_height_in_different_partitions_are_told_to_report_the_spr
     # A sampler's own advice comes first.
     table.attrs["advice"] = "Do this."
     assert mixing_verdict(table).endswith("Do this.")
+
+
+def test_from_dict_in_order_keeps_each_groups_order_and_passes_the_rest_through():
+    # ArviZ before 0.23 sorted from_dict's variables by name; the fits' tables follow this order.
+    draws = np.arange(20.0).reshape(2, 10)
+    idata = diagnostics.from_dict_in_order(
+        posterior={"z": draws, "assignments": np.zeros((2, 10, 3)), "a": draws + 1},
+        sample_stats={"n_clusters": draws, "log_joint": -draws},
+        coords={"points": ["p", "q", "r"]},
+        dims={"assignments": ["points"]},
+    )
+    assert list(idata.posterior.data_vars) == ["z", "assignments", "a"]
+    assert list(idata.sample_stats.data_vars) == ["n_clusters", "log_joint"]
+    assert list(idata.posterior["points"].values) == ["p", "q", "r"]
+    np.testing.assert_array_equal(idata.sample_stats["log_joint"].values, -draws)

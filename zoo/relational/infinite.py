@@ -680,14 +680,12 @@ class IRMResult:
 
     def to_inference_data(self):
         """ArviZ ``InferenceData`` of the label-invariant quantities (R-hat, ESS apply)."""
-        import arviz as az
-
         posterior = {f"n_clusters_{name}": values for name, values in self.n_clusters.items()}
         posterior.update({f"concentration_{name}": values for name, values in self.concentrations.items()})
         posterior.update({f"hyper_{name}": values for name, values in self.hyper.items()})
         posterior["log_joint"] = self.log_joint
         dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
-        idata = az.from_dict(posterior=posterior, dims=dims)
+        idata = diagnostics.from_dict_in_order(posterior=posterior, dims=dims)
         idata.posterior.attrs.update(completed=int(self.completed), sampling_seconds=float(self.seconds))
         idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
         return idata

@@ -137,7 +137,7 @@ class SupervisedDPFit:
             self._idata = None
             return
         n_test = samples["assignments"].shape[-1]
-        self._idata = az.from_dict(
+        self._idata = diagnostics.from_dict_in_order(
             posterior={
                 "assignments": samples["assignments"],
                 "alpha": samples["alpha"],
