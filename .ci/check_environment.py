@@ -3,9 +3,10 @@
     python .ci/check_environment.py [DISTRIBUTION ...]
 
 Every distribution of ``[project] dependencies`` in pyproject.toml, and those named on the command
-line (e.g. ``pytest-xdist hypothesis`` for the suite), must be installed and its modules must import;
-then every module of ``zoo`` and ``inference`` must import. Prints what is missing or broken and
-exits 1, else prints one line and exits 0.
+line (e.g. ``pytest-xdist hypothesis`` for the suite), must be installed, in a version that
+pyproject.toml's specifier admits, and its modules must import; then every module of ``zoo`` and
+``inference`` must import. Prints what is missing, too old or broken and exits 1, else prints one
+line and exits 0.
 
 Written for machines whose image was not made from pyproject.toml (a lent GPU's, say). On
 2026-12-04 one H200 image lacked arviz's own dependency platformdirs: ``import arviz`` failed inside
@@ -28,12 +29,27 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _outside(specs: list[str], name: str) -> str | None:
+    """A line saying that the installed ``name`` is not a version its specifier in ``specs`` admits
+    (pyproject's floors were measured: jax 0.8.0 crashes the numba kernels), else None."""
+    from packaging.requirements import Requirement  # installed with matplotlib, a dependency
+
+    for spec in specs:
+        requirement = Requirement(spec)
+        if _normal(requirement.name) == _normal(name) and requirement.specifier:
+            installed = metadata.version(name)
+            if not requirement.specifier.contains(installed, prereleases=True):
+                return f"{name}: {installed} installed, pyproject.toml asks for {requirement.specifier}"
+    return None
+
+
 def problems(extra: list[str]) -> list[str]:
     """One line per distribution or module that is missing or does not import."""
     import tomllib  # Python 3.11 or later
 
     with open(ROOT / "pyproject.toml", "rb") as file:
-        required = [re.match(r"[A-Za-z0-9_.-]+", spec).group(0) for spec in tomllib.load(file)["project"]["dependencies"]]
+        specs = tomllib.load(file)["project"]["dependencies"]
+    required = [re.match(r"[A-Za-z0-9_.-]+", spec).group(0) for spec in specs]
     modules: dict[str, list[str]] = {}
     for module, distributions in metadata.packages_distributions().items():
         for distribution in distributions:
@@ -44,6 +60,10 @@ def problems(extra: list[str]) -> list[str]:
             metadata.distribution(name)
         except metadata.PackageNotFoundError:
             found.append(f"{name}: not installed")
+            continue
+        outside = _outside(specs, name)
+        if outside:
+            found.append(outside)
             continue
         for module in sorted(m for m in modules.get(_normal(name), []) if not m.startswith("_")):
             try:
