@@ -6,7 +6,7 @@ Every distribution of ``[project] dependencies`` in pyproject.toml, and those na
 line (e.g. ``pytest-xdist hypothesis`` for the suite), must be installed, in a version that
 pyproject.toml's specifier admits, and its modules must import; then every module of ``zoo`` and
 ``inference`` must import. Prints what is missing, too old or broken and exits 1, else prints one
-line and exits 0.
+line (with the version of every dependency) and exits 0.
 
 Written for machines whose image was not made from pyproject.toml (a lent GPU's, say). On
 2026-12-04 one H200 image lacked arviz's own dependency platformdirs: ``import arviz`` failed inside
@@ -43,13 +43,18 @@ def _outside(specs: list[str], name: str) -> str | None:
     return None
 
 
-def problems(extra: list[str]) -> list[str]:
-    """One line per distribution or module that is missing or does not import."""
+def _dependencies() -> tuple[list[str], list[str]]:
+    """pyproject.toml's ``[project] dependencies``: their specifiers and their distribution names."""
     import tomllib  # Python 3.11 or later
 
     with open(ROOT / "pyproject.toml", "rb") as file:
         specs = tomllib.load(file)["project"]["dependencies"]
-    required = [re.match(r"[A-Za-z0-9_.-]+", spec).group(0) for spec in specs]
+    return specs, [re.match(r"[A-Za-z0-9_.-]+", spec).group(0) for spec in specs]
+
+
+def problems(extra: list[str]) -> list[str]:
+    """One line per distribution or module that is missing or does not import."""
+    specs, required = _dependencies()
     modules: dict[str, list[str]] = {}
     for module, distributions in metadata.packages_distributions().items():
         for distribution in distributions:
@@ -88,7 +93,8 @@ def main(argv: list[str]) -> int:
     if found:
         print("This environment cannot run the library:", *found, sep="\n  ", file=sys.stderr)
         return 1
-    print(f"environment: every package imports (Python {sys.version.split()[0]}, {sys.executable})")
+    print(f"environment: every package imports (Python {sys.version.split()[0]}, {sys.executable}): "
+          + ", ".join(f"{name} {metadata.version(name)}" for name in _dependencies()[1]))
     return 0
 
 
