@@ -267,6 +267,72 @@ class DPMixtureFit:
         """Partition minimising the posterior expected ``loss`` ("vi" or "binder")."""
         return diagnostics.point_estimate(self.idata, loss=loss)
 
+    def log_predictive_density(self, data: Any, new_points: Any, *, by_chain: bool = False) -> np.ndarray:
+        """Posterior predictive log density log p(x | data) of each new point.
+
+        Averages the Chinese-restaurant predictive of every kept draw of every chain,
+        p(x | z, α, data) = [Σ_k n_k p(x | points of k) + α p(x)] / (N + α)
+        (:mod:`zoo.dirichlet.predictive`), so the uncertainty in the partition and in α is
+        integrated, not plugged in. Its sum over held-out points compares models (families,
+        priors of α) on data they were not fitted to; so does its mean against that of
+        scikit-learn's ``GaussianMixture.score_samples``. Needs a family with a marginal
+        likelihood (every built-in one).
+
+        Parameters
+        ----------
+        data : array_like (N, D)
+            The data of the fit (checked against a digest kept by the fit, as :meth:`resume`).
+        new_points : array_like (M, D)
+            Points to score, validated as the data are.
+        by_chain : bool
+            Return each chain's own estimate, shape (n_chains, M), instead of the average of all
+            chains (chains with equal draws, so the mean of their densities): chains that sit in
+            different modes give different predictions, and this shows by how much.
+
+        Returns
+        -------
+        numpy.ndarray (M,) or (n_chains, M), float64
+            Natural logarithms (densities for continuous families, probabilities for discrete ones).
+
+        Examples
+        --------
+        >>> import jax, numpy as np
+        >>> from zoo.dirichlet import DPMixture
+        >>> from zoo.dirichlet.families import normal_gamma
+        >>> rng = np.random.default_rng(0)
+        >>> points = np.concatenate([rng.normal(-3, 1, (40, 1)), rng.normal(3, 1, (40, 1))])
+        >>> fit = DPMixture(normal_gamma(1)).fit(points, jax.random.key(0), n_draws=200, progress=False)
+        >>> density = np.exp(fit.log_predictive_density(points, [[-3.0], [0.0], [3.0]]))
+        >>> bool(density[0] > 5 * density[1] and density[2] > 5 * density[1])  # two modes, a trough between
+        True
+        """
+        from zoo.dirichlet.predictive import posterior_predictive_log_density
+
+        by_chain = check_bool("by_chain", by_chain)
+        if getattr(self, "_continuation", None) is None:
+            raise ValueError("fit: only a fit returned by DPMixture.fit or resume() knows its model and data (this one "
+                             "was built from a ChainResult, or restored without what it needs)")
+        model = self._continuation.model
+        family = model.family
+        if not family.has_marginal:
+            raise ValueError(f"fit: the family {family.name!r} has no marginal likelihood (point_stats, log_marginal "
+                             "and log_predictive), which the predictive density needs")
+        array = model._fitted_data(data, self._continuation)
+        checker = family.check_data
+        points = checker("new_points", new_points) if checker is not None else np.asarray(new_points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != array.shape[1]:
+            raise ValueError(f"new_points: expected shape (M, {array.shape[1]}) like the data, got {points.shape}")
+        if points.shape[0] == 0:
+            raise ValueError("new_points: is empty")
+        samples = self.result.samples
+        if not samples:
+            raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
+        by_chains = posterior_predictive_log_density(family, array, samples["assignments"], samples["alpha"], points)
+        if by_chain:
+            return by_chains
+        peak = by_chains.max(axis=0)
+        return peak + np.log(np.mean(np.exp(by_chains - peak), axis=0))
+
     def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
         """DM05 §6 metrics (RI, P, R, F, CED, NES, VI, NVI, ...) of the point estimate.
 
@@ -575,18 +641,23 @@ class DPMixture:
             fitted._warned = diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=user_stacklevel())
         return fitted
 
-    def _resume(self, fit: DPMixtureFit, data: Any, *, n_draws: int, draws_per_call: int,
-                time_budget: float | None, progress: bool, until_mixed: bool) -> DPMixtureFit:
-        """:meth:`DPMixtureFit.resume`."""
-        continuation, previous = fit._continuation, fit.result
-        check_int("n_draws", n_draws, minimum=1)
-        until_mixed = check_bool("until_mixed", until_mixed)
+    def _fitted_data(self, data: Any, continuation: _Continuation) -> np.ndarray:
+        """``data`` validated, in the chains' working precision, and checked to be the fit's own."""
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         array = array.astype(jnp.result_type(float))
         if array.shape != continuation.data_shape or arrays_digest(array) != continuation.data_digest:
             raise ValueError(f"data: not the data these chains were fitted to (shape {array.shape}, fitted "
                              f"{continuation.data_shape}{', same shape, other values' if array.shape == continuation.data_shape else ''})")
+        return array
+
+    def _resume(self, fit: DPMixtureFit, data: Any, *, n_draws: int, draws_per_call: int,
+                time_budget: float | None, progress: bool, until_mixed: bool) -> DPMixtureFit:
+        """:meth:`DPMixtureFit.resume`."""
+        continuation, previous = fit._continuation, fit.result
+        check_int("n_draws", n_draws, minimum=1)
+        until_mixed = check_bool("until_mixed", until_mixed)
+        array = self._fitted_data(data, continuation)
         key_chains = key_from_data(continuation.key_data, continuation.key_impl)
         result = continue_chains(key_chains, self.step, previous, jnp.asarray(array), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,

@@ -13,9 +13,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from inference.segments import segment_sum
 from inference._validation import check_choice, check_int, check_real
-from inference.jit import jit
+from zoo.dirichlet.predictive import crp_log_weights
 from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn._chains import ChainEstimatorMixin, check_gamma_prior
 from zoo.sklearn._base import EMEstimator, _check_bool, _document, _validate_features, jax_key
@@ -127,23 +126,6 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
 DP_FAMILIES = ("normal-gamma", "beta-bernoulli")
 
 
-@partial(jit, static_argnames=("family", "n_clusters"))
-def _predictive_log_weights(family: Any, train: Any, labels: Any, points: Any, log_alpha: Any, n_clusters: int) -> Any:
-    """log n_k + log p(x | cluster k) for the K clusters of a partition, and log α + log p(x) for a
-    new cluster (the Chinese-restaurant predictive, DM05 §3), shape (n_points, K + 1)."""
-    point_stats = jax.vmap(family.point_stats)(train)
-    # Segment K receives no point: its statistics are those of an empty (new) cluster.
-    cluster_stats = jax.tree_util.tree_map(
-        lambda leaf: segment_sum(leaf, labels, num_segments=n_clusters + 1), point_stats)
-    sizes = jnp.bincount(labels, length=n_clusters + 1).astype(train.dtype)
-    log_prior = jnp.where(jnp.arange(n_clusters + 1) < n_clusters, jnp.log(jnp.maximum(sizes, 1.0)), log_alpha)
-
-    def per_point(x):
-        return jax.vmap(lambda stats: family.log_predictive(stats, x))(cluster_stats)
-
-    return log_prior[None, :] + jax.vmap(per_point)(points)
-
-
 class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                          BaseEstimator):
     """Dirichlet-process mixture (the CDP of DM05) fitted by Gibbs sampling, as a scikit-learn clusterer.
@@ -153,9 +135,11 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     are scored with the Chinese-restaurant predictive given that partition (DM05 §3): cluster k
     with weight n_k p(x | points of k), a new cluster with weight α p(x). ``transform`` gives
     these probabilities, shape (n_samples, ``n_clusters_`` + 1), the last column being a new
-    cluster; ``score`` the mean log predictive density. The number of classes is not fixed: it is
-    inferred. Features should be standardised for the default Normal–Gamma prior (mean 0, unit
-    scales), e.g. with ``StandardScaler`` in a pipeline.
+    cluster; ``score`` the mean log predictive density of that partition
+    (``fit_.log_predictive_density(X_train, X)`` averages the predictive over every draw instead:
+    the posterior predictive). The number of classes is not fixed: it is inferred. Features should
+    be standardised for the default Normal–Gamma prior (mean 0, unit scales), e.g. with
+    ``StandardScaler`` in a pipeline.
 
     Parameters
     ----------
@@ -294,9 +278,9 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     def _log_weights(self, X: np.ndarray) -> np.ndarray:
         family = self._component_family(self._train.shape[1])
         dtype = jnp.result_type(float)
-        weights = _predictive_log_weights(family, jnp.asarray(self._train, dtype), jnp.asarray(self.labels_),
-                                          jnp.asarray(X, dtype), jnp.log(jnp.asarray(self.alpha_, dtype)),
-                                          self.n_clusters_)
+        weights = crp_log_weights(family, jnp.asarray(self._train, dtype), jnp.asarray(self.labels_),
+                                  jnp.asarray(X, dtype), jnp.log(jnp.asarray(self.alpha_, dtype)),
+                                  self.n_clusters_)
         # A copy: np.asarray of a float64 JAX array (under x64) is a read-only view, and the
         # callers normalise the weights in place.
         return np.array(weights, np.float64)
