@@ -1416,6 +1416,10 @@ BAD_POINTS = st.one_of(bad_counts((4, 2)).filter(lambda values: values.dtype.kin
                                                  or not np.isfinite(values).all()),
                        st.sampled_from([np.ones(4), np.ones((0, 2)), "points", None, [[1.0], [2.0, 3.0]],
                                         np.array(["2020-01-01"] * 8, "datetime64[D]").reshape(4, 2)]))
+# New points to score: any number of rows of the data's width, finite numbers.
+BAD_NEW_POINTS = st.sampled_from([np.ones(2), np.ones((0, 2)), np.ones((3, 3)), "points", None, [[1.0], [2.0, 3.0]],
+                                  [[np.nan, 1.0]], [[np.inf, 0.0]], np.array([[1 + 1j, 0.0]]),
+                                  np.array(["2020-01-01"] * 2, "datetime64[D]").reshape(1, 2)])
 BAD_HYPER = st.one_of(BAD_POSITIVE_REAL, st.sampled_from([1e-45, 1e-40, 1e-30, 1e30, 1e38, 1e300, [1.0, 1.0, 1.0]]))
 BAD_PATHS = st.sampled_from([None, 3, "", "/no/such/file.npz", str(READER_DIR), READER_DIR / "missing.npz"])
 HIDDEN = np.array([[0]])
@@ -1538,6 +1542,9 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
                             {"data": POINTS, "n_draws": 2, "progress": False}, {
         "data": BAD_POINTS, "n_draws": BAD_POSITIVE_INT, "draws_per_call": BAD_POSITIVE_INT,
         "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL}, {}),
+    "DPMixtureFit.log_predictive_density": (lambda kwargs: _resumable_fit().log_predictive_density(**kwargs),
+                                            {"data": POINTS, "new_points": POINTS[:2]}, {
+        "data": BAD_POINTS, "new_points": BAD_NEW_POINTS, "by_chain": BAD_BOOL}, {}),
     "SupervisedDPFit.resume": (lambda kwargs: _resumable_supervised_fit().resume(**kwargs),
                                {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
                                 "n_draws": 2, "progress": False}, {
@@ -1635,7 +1642,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "cdp_partition": (lambda kwargs: baselines.cdp_partition(**kwargs),
                       {"test_features": POINTS, "key": KEY, "n_chains": 1, "n_warmup": 1, "n_draws": 1}, {
         "test_features": BAD_POINTS, "key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT,
-        "prior_variance": BAD_POSITIVE_REAL, "n_split_merge": BAD_COUNT}, {}),
+        "prior_variance": BAD_POSITIVE_REAL,
+        "n_split_merge": BAD_COUNT.filter(lambda value: value is not None)}, {}),  # None: DPMixture's default
     "get_model": (lambda kwargs: registry.get_model(**kwargs), {"name": "aspect"}, {
         "name": not_one_of(tuple(registry.MODEL_NAMES)).filter(lambda name: not _known_model(name))}, {}),
     "describe": (lambda kwargs: registry.describe(**kwargs), {"name": "aspect"}, {

@@ -193,7 +193,7 @@ def cdp_partition(
     n_warmup: int = 200,
     n_draws: int = 200,
     prior_variance: float = 1.0,
-    n_split_merge: int = 10,
+    n_split_merge: int | None = 10,
     progress: bool = False,
 ) -> np.ndarray:
     """DM05's CDP baseline: the DP mixture without training (α^p starts at 1, identity precision).
@@ -208,8 +208,9 @@ def cdp_partition(
         Chains and sweeps (collapsed Gibbs, Neal's Algorithm 3).
     prior_variance : float
         σ² of the Normal prior on the means.
-    n_split_merge : int
-        Split–merge moves per sweep (0: Gibbs alone); the default is :class:`DPMixture`'s.
+    n_split_merge : int, optional
+        Split–merge moves per sweep (0: Gibbs alone); the default is :class:`DPMixture`'s, which
+        ``None`` also gives.
     progress : bool
         Show a progress bar.
 
