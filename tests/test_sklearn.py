@@ -416,33 +416,47 @@ def test_dp_mixture_finds_the_blobs(fitted_dp):
     assert estimator.fit_.idata.posterior["assignments"].shape == (2, 40, points.shape[0])
 
 
-def test_dp_mixture_predictive_is_the_student_t_of_each_cluster(fitted_dp):
-    # Normal–Gamma(0, 1, 1, 1) per feature: the posterior predictive of a cluster is a Student-t
-    # with 2 a_n degrees of freedom, location m_n and scale² b_n (κ_n + 1) / (a_n κ_n).
+def _normal_gamma_log_predictive(members, new_points):
+    """Normal–Gamma(0, 1, 1, 1) per feature: the posterior predictive of a cluster is a Student-t
+    with 2 a_n degrees of freedom, location m_n and scale² b_n (κ_n + 1) / (a_n κ_n)."""
     from scipy.stats import t as student_t
 
+    count = members.shape[0]
+    kappa, shape = 1.0 + count, 1.0 + 0.5 * count
+    mean = members.sum(axis=0) / kappa
+    centred = ((members - members.mean(axis=0)) ** 2).sum(axis=0) if count else 0.0
+    sample_mean = members.mean(axis=0) if count else 0.0
+    rate = 1.0 + 0.5 * (centred + count * sample_mean**2 / kappa)
+    scale = np.sqrt(rate * (kappa + 1.0) / (shape * kappa))
+    return student_t.logpdf(new_points, df=2.0 * shape, loc=mean, scale=scale).sum(axis=1)
+
+
+def test_dp_mixture_predictive_is_the_student_t_of_each_cluster(fitted_dp):
     estimator, points, _ = fitted_dp
     new_points = np.array([[0.1, -0.2], [3.0, 3.0], [-1.0, 0.5]])
     log_weights = []
     for members in [points[estimator.labels_ == k] for k in range(estimator.n_clusters_)] + [points[:0]]:
-        count = members.shape[0]
-        kappa, shape = 1.0 + count, 1.0 + 0.5 * count
-        mean = members.sum(axis=0) / kappa
-        centred = ((members - members.mean(axis=0)) ** 2).sum(axis=0) if count else 0.0
-        sample_mean = members.mean(axis=0) if count else 0.0
-        rate = 1.0 + 0.5 * (centred + count * sample_mean**2 / kappa)
-        scale = np.sqrt(rate * (kappa + 1.0) / (shape * kappa))
-        log_density = student_t.logpdf(new_points, df=2.0 * shape, loc=mean, scale=scale).sum(axis=1)
-        log_weights.append(np.log(count if count else estimator.alpha_) + log_density)
+        log_weights.append(np.log(members.shape[0] or estimator.alpha_)
+                           + _normal_gamma_log_predictive(members, new_points))
     log_weights = np.stack(log_weights, axis=1)
     expected = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
     expected /= expected.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(estimator.transform(new_points), expected, rtol=1e-4, atol=1e-6)
-    peak = log_weights.max(axis=1)
-    mean_log_density = np.mean(peak + np.log(np.exp(log_weights - peak[:, None]).sum(axis=1))
-                               - np.log(points.shape[0] + estimator.alpha_))
-    assert estimator.score(new_points) == pytest.approx(mean_log_density, rel=1e-5)
     assert estimator.predict(new_points)[1] == estimator.n_clusters_  # far away: a new cluster
+    # score averages the same predictive over every draw's partition and α (the posterior
+    # predictive), not over the point estimate's alone.
+    posterior = estimator.fit_.log_predictive_density(points, new_points)
+    assert estimator.score(new_points) == pytest.approx(np.mean(posterior), rel=1e-12)
+    draws = estimator.fit_.result.samples
+    by_draw = []
+    for labels, alpha in zip(draws["assignments"].reshape(-1, len(points)), draws["alpha"].ravel()):
+        sizes = np.bincount(labels)
+        weights = [np.log(sizes[k]) + _normal_gamma_log_predictive(points[labels == k], new_points)
+                   for k in np.flatnonzero(sizes)]
+        weights.append(np.log(alpha) + _normal_gamma_log_predictive(points[:0], new_points))  # a new cluster
+        by_draw.append(np.logaddexp.reduce(np.stack(weights), axis=0) - np.log(len(points) + alpha))
+    by_draw = np.stack(by_draw)
+    np.testing.assert_allclose(posterior, np.log(np.mean(np.exp(by_draw), axis=0)), rtol=1e-4)
 
 
 def test_dp_mixture_with_the_sub_cluster_sampler_finds_the_blobs(fitted_dp):

@@ -135,9 +135,9 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     are scored with the Chinese-restaurant predictive given that partition (DM05 §3): cluster k
     with weight n_k p(x | points of k), a new cluster with weight α p(x). ``transform`` gives
     these probabilities, shape (n_samples, ``n_clusters_`` + 1), the last column being a new
-    cluster; ``score`` the mean log predictive density of that partition
-    (``fit_.log_predictive_density(X_train, X)`` averages the predictive over every draw instead:
-    the posterior predictive). The number of classes is not fixed: it is inferred. Features should
+    cluster. ``score`` is the mean log predictive density averaged over every draw instead, the
+    posterior predictive (``fit_.log_predictive_density``; until 2026-12-04 that of the point
+    estimate alone). The number of classes is not fixed: it is inferred. Features should
     be standardised for the default Normal–Gamma prior (mean 0, unit scales), e.g. with
     ``StandardScaler`` in a pipeline.
 
@@ -298,12 +298,12 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         return np.argmax(self.transform(X), axis=1).astype(np.int64)
 
     def score(self, X: Any, y: Any = None) -> float:
-        """Mean log predictive density log Σ_k w_k p(x | k) / (N + α) of the rows of X."""
+        """Mean posterior predictive log density of the rows of X: for each row, the predictive
+        [Σ_k n_k p(x | k) + α p(x)] / (N + α) averaged over every draw of the chains
+        (:meth:`zoo.dirichlet.mixture.DPMixtureFit.log_predictive_density`), not only the point
+        estimate's partition that ``transform`` scores against."""
         check_is_fitted(self)
-        weights = self._log_weights(self._validate_X(X, reset=False))
-        peak = weights.max(axis=1, keepdims=True)
-        log_density = peak[:, 0] + np.log(np.exp(weights - peak).sum(axis=1))
-        return float(np.mean(log_density - np.log(self._train.shape[0] + self.alpha_)))
+        return float(np.mean(self.fit_.log_predictive_density(self._train, self._validate_X(X, reset=False))))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
