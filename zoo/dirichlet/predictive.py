@@ -113,7 +113,11 @@ def posterior_predictive_log_density(family: Any, data: Any, assignments: Any, a
     points = jnp.asarray(points, dtype)
     n_slots = int(assignments.max()) + 1
     point_stats = jax.vmap(family.point_stats)(data)
-    per_draw = max(1, points.shape[0] * (n_slots + 1) * jnp.dtype(dtype).itemsize)
+    # What one draw holds: its (new point, slot) log weights, and its statistics, gathered per
+    # fitted point and summed (and cached) per slot.
+    stat_width = sum(leaf.size // max(data.shape[0], 1) for leaf in jax.tree_util.tree_leaves(point_stats))
+    per_draw = jnp.dtype(dtype).itemsize * (points.shape[0] * (n_slots + 1)
+                                            + (data.shape[0] + 2 * (n_slots + 1)) * stat_width)
     block = int(max(1, min(n_draws, _BLOCK_BYTES // per_draw)))
     # One block size for every call (the last padded with repeats of its first draw, dropped after),
     # so that the program compiles once.
