@@ -49,19 +49,26 @@ def _log_predictive(family: Any, terms: Any, x: jax.Array) -> jax.Array:
     return jax.vmap(lambda cache: score(cache, x))(terms)
 
 
+def _log_weights(family: Any, point_stats: Any, labels: jax.Array, log_alpha: jax.Array, n_slots: int,
+                 points: jax.Array) -> jax.Array:
+    """log n_k + log p(x | points of slot k) for the slots below ``n_slots`` (-inf for an empty
+    one) and log α + log p(x) for a new cluster, shape (n_points, n_slots + 1)."""
+    terms = _cluster_terms(family, point_stats, labels, n_slots)
+    sizes = jnp.bincount(labels, length=n_slots + 1)
+    log_sizes = jnp.where(sizes > 0, jnp.log(jnp.maximum(sizes, 1).astype(points.dtype)), -jnp.inf)
+    log_prior = jnp.where(jnp.arange(n_slots + 1) < n_slots, log_sizes, log_alpha)
+    return log_prior[None, :] + jax.vmap(lambda x: _log_predictive(family, terms, x))(points)
+
+
 @partial(jit, static_argnames=("family", "n_clusters"))
 def crp_log_weights(family: Any, train: Any, labels: Any, points: Any, log_alpha: Any, n_clusters: int) -> Any:
     """log n_k + log p(x | points of cluster k) for the K clusters of a partition, and
     log α + log p(x) for a new cluster, shape (n_points, K + 1).
 
-    ``labels`` are 0..K-1 (every one used); normalised over the last axis these are the
-    probabilities that each point joins each cluster or a new one.
+    ``labels`` are 0..K-1; normalised over the last axis these are the probabilities that each
+    point joins each cluster or a new one.
     """
-    point_stats = jax.vmap(family.point_stats)(train)
-    terms = _cluster_terms(family, point_stats, labels, n_clusters)
-    sizes = jnp.bincount(labels, length=n_clusters + 1).astype(train.dtype)
-    log_prior = jnp.where(jnp.arange(n_clusters + 1) < n_clusters, jnp.log(jnp.maximum(sizes, 1.0)), log_alpha)
-    return log_prior[None, :] + jax.vmap(lambda x: _log_predictive(family, terms, x))(points)
+    return _log_weights(family, jax.vmap(family.point_stats)(train), labels, log_alpha, n_clusters, points)
 
 
 @partial(jit, static_argnums=(0, 5))
@@ -69,17 +76,13 @@ def _draws_log_density(family: Any, point_stats: Any, labels: jax.Array, alphas:
                        n_slots: int) -> jax.Array:
     """log p(x | z_s, α_s, data) for a block of draws, shape (n_draws, n_points).
 
-    ``labels`` (n_draws, N) are slots below ``n_slots``, not necessarily all used: an empty slot
-    has weight 0 (log weight -inf), and slot ``n_slots`` stands for the new cluster.
+    ``labels`` (n_draws, N) are slots below ``n_slots``, not necessarily all used; slot
+    ``n_slots`` stands for the new cluster.
     """
     n_fitted = labels.shape[-1]
 
     def one_draw(draw_labels, alpha):
-        terms = _cluster_terms(family, point_stats, draw_labels, n_slots)
-        sizes = jnp.bincount(draw_labels, length=n_slots + 1).astype(points.dtype)
-        log_prior = jnp.where(jnp.arange(n_slots + 1) < n_slots,
-                              jnp.where(sizes > 0, jnp.log(jnp.maximum(sizes, 1.0)), -jnp.inf), jnp.log(alpha))
-        weights = log_prior[None, :] + jax.vmap(lambda x: _log_predictive(family, terms, x))(points)
+        weights = _log_weights(family, point_stats, draw_labels, jnp.log(alpha), n_slots, points)
         return logsumexp(weights, axis=-1) - jnp.log(n_fitted + alpha)
 
     return jax.vmap(one_draw)(labels, alphas)
