@@ -22,8 +22,8 @@ from scipy import integrate, special, stats
 
 from inference.concentration import GammaPrior
 from inference.diagnostics import MixingWarning
-from test_neal import DATA_4, FAMILY_1D, set_partitions
-from zoo.dirichlet.families import add_stats, beta_bernoulli, dirichlet_multinomial, normal_gamma
+from test_neal import DATA_4, FAMILY_1D, log_partition_weights
+from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
 from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture, DPMixtureFit, dp_mixture_program, stick_breaking_weights
 
@@ -344,31 +344,8 @@ def log_evidence(family, data, *, alpha: float, alpha_prior=None) -> float:
     """log p(data) of the DP mixture, every partition enumerated (α fixed, or integrated against a
     Gamma(shape, rate) prior by quadrature): the predictive p(x | data) is then
     p(data, x) / p(data), with no Chinese-restaurant weights of new points in the computation."""
-    n_points = len(data)
-
-    def crp_term(value, n_clusters):
-        return n_clusters * np.log(value) + special.gammaln(value) - special.gammaln(value + n_points)
-
-    if alpha_prior is None:
-        log_alpha_term = {k: crp_term(alpha, k) for k in range(1, n_points + 1)}
-    else:
-        shape, rate = alpha_prior
-        log_alpha_term = {
-            k: np.log(integrate.quad(lambda v: np.exp(stats.gamma.logpdf(v, shape, scale=1 / rate) + crp_term(v, k)),
-                                     0.0, np.inf, epsabs=0, epsrel=1e-11, limit=200)[0])
-            for k in range(1, n_points + 1)}
-    points = [jnp.asarray(point) for point in data]
-    terms = []
-    for labels in set_partitions(n_points):
-        blocks = [[i for i in range(n_points) if labels[i] == block] for block in range(max(labels) + 1)]
-        term = log_alpha_term[len(blocks)] + sum(special.gammaln(len(block)) for block in blocks)
-        for block in blocks:
-            block_stats = family.point_stats(points[block[0]])
-            for i in block[1:]:
-                block_stats = add_stats(block_stats, family.point_stats(points[i]))
-            term += float(family.log_marginal(block_stats))
-        terms.append(term)
-    return float(special.logsumexp(terms))
+    log_weights = log_partition_weights(family, data, alpha=alpha, alpha_prior=alpha_prior)
+    return float(special.logsumexp(list(log_weights.values())))
 
 
 @pytest.mark.parametrize("algorithm, alpha_prior", [("collapsed", None), ("subcluster", (2.0, 1.5))])

@@ -78,8 +78,9 @@ def log_crp_weight(sizes, n_clusters, log_alpha_term) -> float:
     return log_alpha_term[n_clusters] + sum(special.gammaln(size) for size in sizes)
 
 
-def exact_posterior(family, data, *, alpha=None, alpha_prior=None) -> dict[tuple[int, ...], float]:
-    """p(z | x) over all partitions, α fixed or integrated against a Gamma(shape, rate) prior."""
+def log_partition_weights(family, data, *, alpha=None, alpha_prior=None) -> dict[tuple[int, ...], float]:
+    """log p(x, z | α) of every partition z, α fixed or integrated against a Gamma(shape, rate) prior
+    (their log-sum-exp is log p(x), the evidence)."""
     n_points = len(data)
     if alpha_prior is None:
         log_alpha_term = {
@@ -112,6 +113,12 @@ def exact_posterior(family, data, *, alpha=None, alpha_prior=None) -> dict[tuple
                 stats = add_stats(stats, family.point_stats(points[i]))
             log_weight += float(family.log_marginal(stats))
         log_weights[labels] = log_weight
+    return log_weights
+
+
+def exact_posterior(family, data, *, alpha=None, alpha_prior=None) -> dict[tuple[int, ...], float]:
+    """p(z | x) over all partitions, α fixed or integrated against a Gamma(shape, rate) prior."""
+    log_weights = log_partition_weights(family, data, alpha=alpha, alpha_prior=alpha_prior)
     top = max(log_weights.values())
     total = sum(np.exp(value - top) for value in log_weights.values())
     return {labels: float(np.exp(value - top) / total) for labels, value in log_weights.items()}

@@ -33,6 +33,7 @@ import numpyro
 import numpyro.distributions as dist
 import pandas as pd
 import xarray as xr
+from scipy import special
 
 from inference import diagnostics, subcluster
 from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
@@ -330,8 +331,7 @@ class DPMixtureFit:
         by_chains = posterior_predictive_log_density(family, array, samples["assignments"], samples["alpha"], points)
         if by_chain:
             return by_chains
-        peak = by_chains.max(axis=0)
-        return peak + np.log(np.mean(np.exp(by_chains - peak), axis=0))
+        return special.logsumexp(by_chains, axis=0) - np.log(by_chains.shape[0])
 
     def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
         """DM05 §6 metrics (RI, P, R, F, CED, NES, VI, NVI, ...) of the point estimate.

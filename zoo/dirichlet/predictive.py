@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
+from scipy import special
 
 from inference.jit import jit
 from inference.segments import segment_sum
@@ -138,6 +139,5 @@ def posterior_predictive_log_density(family: Any, data: Any, assignments: Any, a
                                         jnp.asarray(chain_alphas, dtype), points, n_slots)
             pieces.append(np.asarray(values, np.float64)[:used])
         draws = np.concatenate(pieces)  # (n_draws, M)
-        peak = draws.max(axis=0)
-        totals[chain] = peak + np.log(np.mean(np.exp(draws - peak), axis=0))
+        totals[chain] = special.logsumexp(draws, axis=0) - np.log(n_draws)
     return totals
