@@ -64,6 +64,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
+from inference.display import Card, Described, chains_text, made_with
 from inference.em import device_mesh
 from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
@@ -128,6 +129,26 @@ class ChainResult(NamedTuple):
     def n_draws(self) -> int:
         """Draws recorded per chain (0 when stopped before the first draw)."""
         return next(iter(self.samples.values())).shape[1] if self.samples else 0
+
+    def _card(self) -> Card:
+        card = Card("ChainResult")
+        card.add("chains", chains_text(n_chains=self.n_chains, n_draws=self.n_draws, n_warmup=self.n_warmup,
+                                       thin=self.thin, seconds=self.seconds, completed=self.completed))
+        card.add("samples", [f"{name} {tuple(np.shape(values))}" for name, values in self.samples.items()] or None)
+        card.add("next sweep", f"{self.next_sweep:,}")
+        card.add("made with", made_with(self.provenance))
+        return card
+
+    # A NamedTuple cannot mix in inference.display.Described: the same two methods, written out.
+    # The default repr printed every draw and the whole final state.
+    def __repr__(self) -> str:
+        return Described.__repr__(self)
+
+    def _repr_html_(self) -> str:
+        return Described._repr_html_(self)
+
+    def _safe_card(self):
+        return Described._safe_card(self)
 
 
 def record_gibbs(state: GibbsState, info: GibbsInfo) -> dict[str, jax.Array]:

@@ -213,6 +213,9 @@ class ComponentFamily(NamedTuple):
         ``n_components -> params``; NumPyro sample sites of G0 for the mixture program.
     program_observe : callable or None
         ``(params, assignment, data, n_points) -> None``; NumPyro observation sites.
+    description : str or None
+        How the family was made, e.g. ``"normal_gamma(64, rate=0.5)"``: its ``repr`` (the
+        constructors set it; None: the name and dimension).
     """
 
     name: str
@@ -233,6 +236,11 @@ class ComponentFamily(NamedTuple):
     warn_data: Callable[..., None] | None = None
     program_params: Callable[[int], Any] | None = None
     program_observe: Callable[..., None] | None = None
+    description: str | None = None
+
+    def __repr__(self) -> str:
+        # The fields are functions bound to the prior's arrays: their repr ran to 3,000 characters.
+        return self.description or f"ComponentFamily(name={self.name!r}, n_features={self.n_features})"
 
     @property
     def has_marginal(self) -> bool:

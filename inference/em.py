@@ -89,6 +89,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from inference.display import Card, Described, made_with, params_text, scores_text, stopped_text
 from inference.interrupts import DeferredInterrupt, deadline_after, stop_reason
 from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named,
                                  process_max, process_sum, replicate)
@@ -360,8 +361,8 @@ def _sharded_advance(model, schedule, tol, mesh, has_valid, floor=None):
     return jit(sharded)
 
 
-@dataclass
-class EMResult:
+@dataclass(repr=False)
+class EMResult(Described):
     """A fitted EM model.
 
     Attributes
@@ -401,6 +402,33 @@ class EMResult:
     stopped_by: str = "converged"
     _shape: Any = field(default=None, repr=False)
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
+
+    def _card(self) -> Card:
+        card = Card(f"EMResult of {self.model!r}")
+        card.add("fit", f"{self.n_iter:,} iterations of the kept restart, "
+                        f"{stopped_text(self.stopped_by)}")
+        history = self.history or {}
+        validated = "valid_perplexity" in history and bool(np.isfinite(history["valid_perplexity"]).any()
+                                                             or np.isinf(history["valid_perplexity"]).any())
+        n_restarts = np.size(self.restart_scores)
+        if n_restarts > 1:
+            kind = "validation perplexity" if validated else "training log-likelihood"
+            card.add("restarts", f"best {self.best_restart} of {n_restarts} by {kind} "
+                                 f"({scores_text(self.restart_scores, '.6g')})")
+        card.add("β", f"{self.beta:.4g}")
+        at = self.best_iteration
+        for name, label, spec in (("log_lik", "training log-lik", ",.1f"), ("valid_perplexity", "valid perplexity", ".6g"),
+                                  ("valid_zero_tokens", "valid tokens of p = 0", ",.0f")):
+            values = history.get(name)
+            if values is not None and 0 <= at < len(values) and not np.isnan(values[at]):
+                if name == "valid_zero_tokens" and values[at] == 0:
+                    continue
+                card.add(label, f"{values[at]:{spec}} (iteration {at} of the kept restart)")
+        card.add("parameters", params_text(self.params))
+        card.add("made with", made_with(self.provenance))
+        card.add("see", ["result.perplexity(test)", "result.heldout_log_likelihood(test)",
+                         "result.history_dataset()", "result.params"])
+        return card
 
     def log_likelihood(self, data: Any) -> float:
         """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters."""

@@ -15,6 +15,7 @@ from numpyro import handlers
 from scipy.special import gammaln
 
 from inference.concentration import GammaPrior
+from inference import diagnostics
 from inference.diagnostics import MixingWarning
 from inference.provenance import ProvenanceWarning
 from zoo.metrics import adjusted_rand_index
@@ -459,6 +460,12 @@ def test_split_merge_moves_change_the_chain_and_report_their_acceptance():
     assert not np.array_equal(runs[0].assignments["people"], runs[3].assignments["people"])
     assert "InfiniteRelational(n_split_merge=10)" in runs[0].mixing.attrs["advice"]
     assert "more split-merge moves per sweep" in runs[3].mixing.attrs["advice"]
+    # Its repr says the same: the moves' acceptance and the verdict of its mixing table (tests/test_display.py).
+    text = " ".join(repr(runs[3]).split())
+    rate = table.loc["people", "splits_rate"]
+    assert text.startswith("IRMResult of InfiniteRelational(") and f"people: splits {rate:.2g}," in text
+    assert " ".join(diagnostics.mixing_verdict(runs[3].mixing).split()) in text
+    assert "split-merge accepted" not in repr(runs[0]) and "2 chains × 20 draws after 10 warm-up sweeps" in repr(runs[0])
 
 
 @pytest.mark.numba

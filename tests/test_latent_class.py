@@ -145,6 +145,10 @@ def test_restarts_are_independent_and_the_best_is_kept():
     again = model.fit(data, key=jax.random.key(5), n_restarts=6, max_passes=40)
     np.testing.assert_array_equal(again.restart_scores, scores)
     assert again.provenance["host_cpu"] and again.provenance["jax_backend"] == jax.default_backend()  # what made it
+    text = repr(result)  # a few lines, not the parameters (tests/test_display.py)
+    assert text.startswith("LRMResult of LatentClassRelational(n_classes=2") and len(text) < 1500
+    assert f"best {result.best_restart} of 6 by their objective" in text
+    assert f"{result.history['objective'][-1]:,.1f} after the last pass" in text
     arrays = data.to_arrays()
     from zoo.relational.latent_class import _init_params
 

@@ -57,7 +57,7 @@ def test_cards_are_frozen_and_print_readably():
     for fragment in ("H99 eqs. 5-7", "EnumeratedEM", "zoo.dyadic.one_sided.OneSided", "acm"):
         assert fragment in text
     page = describe("two-sided")._repr_html_()
-    assert page.startswith("<table>") and "c_νμ" in page and "<th" in page
+    assert page.startswith("<div><table>") and "c_νμ" in page and "<th" in page
     assert "&lt;" not in page  # nothing needed escaping here, and nothing was double-escaped
 
 

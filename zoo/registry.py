@@ -30,11 +30,12 @@ The registry imports no model module until a class or a model is asked for, so i
 from __future__ import annotations
 
 import difflib
-import html
 import inspect
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable
+
+from inference.display import Card
 
 __all__ = ["ModelCard", "MODEL_NAMES", "list_models", "get_model", "describe"]
 
@@ -138,18 +139,14 @@ class ModelCard:
         rows.append(("python -m zoo fit", "yes" if self.cli_fit else "no"))
         return rows
 
+    def _card(self) -> Card:
+        return Card(self.name, self._rows())
+
     def __str__(self) -> str:
-        rows = self._rows()
-        width = max(len(label) for label, _ in rows)
-        return "\n".join([self.name] + [f"  {label:<{width}}  {value}" for label, value in rows])
+        return self._card().text()
 
     def _repr_html_(self) -> str:
-        cells = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(label)}</th>"
-            f"<td style='text-align:left'>{html.escape(value)}</td></tr>"
-            for label, value in self._rows()
-        )
-        return f"<table><caption><b>{html.escape(self.name)}</b></caption>{cells}</table>"
+        return self._card().html()
 
 
 _DYADIC_ENGINES = ("tempered_em (closed-form E- and M-steps; schedules, restarts)",)

@@ -46,6 +46,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from inference._validation import as_float_array, check_int, check_real
+from inference.display import call_text, init_defaults
 from inference.components import (ComponentFamily, NativePredictive, _as_float, _default_dtype, _log_dirichlet, add_stats,
                                   sample_log_gamma, subtract_stats)
 from zoo.dirichlet.ties import warn_tied_features
@@ -245,6 +246,13 @@ def _ng_program_observe(prior: _NormalGammaPrior, params: GaussianParams, assign
         numpyro.sample("x", dist.Normal(mean, 1.0 / jnp.sqrt(precision)), obs=data)
 
 
+def _describe(constructor: Callable[..., ComponentFamily], prior: NamedTuple) -> str:
+    """The family's :attr:`~inference.components.ComponentFamily.description`: the constructor's call
+    with the prior's values that differ from its defaults (``normal_gamma(64, rate=0.5)``)."""
+    values = {name: value for name, value in prior._asdict().items() if name != "n_features"}
+    return call_text(constructor.__name__, [prior.n_features], values, init_defaults(constructor))
+
+
 def _per_feature(name: str, value: Any, n_features: int, *, positive: bool) -> np.ndarray:
     """A hyperparameter as a scalar or one value per feature, within the working dtype's safe range.
 
@@ -355,7 +363,9 @@ def normal_gamma(
         rate=_per_feature("rate", rate, n_features, positive=True),
         n_features=n_features,
     )
+    description = _describe(normal_gamma, prior)
     return _shared_family(prior, lambda: ComponentFamily(
+        description=description,
         name="normal_gamma",
         n_features=n_features,
         log_likelihood=_ng_log_likelihood,
@@ -536,7 +546,9 @@ def dirichlet_multinomial(n_features: int, *, concentration: Any = 1.0, total_co
         n_features=n_features,
         total_count=check_int("total_count", total_count, minimum=0),
     )
+    description = _describe(dirichlet_multinomial, prior)
     return _shared_family(prior, lambda: ComponentFamily(
+        description=description,
         name="dirichlet_multinomial",
         n_features=n_features,
         log_likelihood=_dm_log_likelihood,
@@ -708,7 +720,9 @@ def beta_bernoulli(n_features: int, *, a: Any = 1.0, b: Any = 1.0) -> ComponentF
         b=_per_feature("b", b, n_features, positive=True),
         n_features=n_features,
     )
+    description = _describe(beta_bernoulli, prior)
     return _shared_family(prior, lambda: ComponentFamily(
+        description=description,
         name="beta_bernoulli",
         n_features=n_features,
         log_likelihood=_bb_log_likelihood,
@@ -839,6 +853,8 @@ def custom_family(
     if not isinstance(name, str):
         raise TypeError(f"name: expected a string, got {type(name).__name__}")
     return ComponentFamily(
+        description=call_text("custom_family", [], {"name": name, "n_features": n_features},
+                              init_defaults(custom_family)),
         name=name,
         n_features=n_features,
         log_likelihood=log_likelihood,

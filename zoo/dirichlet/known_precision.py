@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference._validation import check_int
+from inference.display import call_text, init_defaults
 from inference.components import ComponentFamily, NativePredictive, _as_float, _default_dtype
 from zoo.dirichlet.families import (_LOG_2PI, GaussianParams, GaussianStats, _check_finite_matrix, _ng_cache,
                                     _ng_features, _ng_log_likelihood, _ng_point_stats, _per_feature,
@@ -188,7 +189,11 @@ def normal_known_precision(
         prior_precision=1.0 / _per_feature("prior_variance", prior_variance, n_features, positive=True),
         n_features=n_features,
     )
+    description = call_text("normal_known_precision", [n_features],
+                            {"precision": prior.precision, "mean": prior.mean, "prior_variance": 1.0 / prior.prior_precision},
+                            init_defaults(normal_known_precision))
     return _shared_family(prior, lambda: ComponentFamily(
+        description=description,
         name="normal_known_precision",
         n_features=n_features,
         log_likelihood=_ng_log_likelihood,

@@ -38,6 +38,7 @@ from scipy import special
 from inference import diagnostics, subcluster
 from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
 from inference.concentration import GammaPrior
+from inference.display import Card, Described, call_text, chains_card, init_defaults
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
@@ -66,6 +67,9 @@ the chains mixed after 400–750 and 750–2,250 draws; 500, the fixed number be
 #: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (``zoo.sklearn`` names its own).
 RESUME_CALL = "fit.resume(data, n_draws=..., until_mixed=True)"
+#: What a fit's card shows of its draws: (label, sample name, format).
+DP_QUANTITIES = (("clusters (K)", "n_clusters", ".3g"), ("alpha", "alpha", ".3g"), ("log joint", "log_joint", ",.1f"),
+                 ("split-merges accepted", "split_merge_accepted", ".3g"))  # per sweep; last: with moves only
 
 
 # ----------------------------------------------------------------------------------------------
@@ -155,7 +159,7 @@ def dp_mixture_program(
 # ----------------------------------------------------------------------------------------------
 # The fitted model
 # ----------------------------------------------------------------------------------------------
-class DPMixtureFit:
+class DPMixtureFit(Described):
     """Draws of a fitted :class:`DPMixture`, with ArviZ diagnostics and clustering scores.
 
     Attributes
@@ -166,7 +170,8 @@ class DPMixtureFit:
         ``posterior`` (assignments, alpha) and ``sample_stats`` (n_clusters, log_joint,
         partition_entropy).
 
-    A fit returned by :meth:`DPMixture.fit` can be continued with :meth:`resume`.
+    A fit returned by :meth:`DPMixture.fit` can be continued with :meth:`resume`. Its ``repr`` (and
+    its HTML in Jupyter) says what the chains hold and whether they mix.
     """
 
     def __init__(self, result: ChainResult):
@@ -222,6 +227,19 @@ class DPMixtureFit:
         if self._idata is None:
             raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
         return self._idata
+
+    def _card(self) -> Card:
+        continuation = getattr(self, "_continuation", None)
+        card = Card(f"DPMixtureFit of {continuation.model!r}" if continuation is not None else "DPMixtureFit")
+        if self.result.samples:
+            card.add("points", f"{self.result.samples['assignments'].shape[-1]:,}")
+        model = None if continuation is None else continuation.model
+        moves = model is None or model.n_split_merge > 0 or model.algorithm == "subcluster"
+        chains_card(card, self.result, self, quantities=DP_QUANTITIES if moves else DP_QUANTITIES[:-1])
+        card.add("see", ["fit.summary()", "fit.point_estimate()", "fit.co_clustering()",
+                         "fit.log_predictive_density(data, new_points)", "fit.idata"]
+                 + ([RESUME_CALL] if continuation is not None else []))
+        return card
 
     @property
     def n_points(self) -> int:
@@ -437,8 +455,11 @@ class DPMixture:
         on_overflow: str = "grow",
         backend: str = "auto",
     ):
+        # The arguments as given, for repr (every parameter but self and family, before any is resolved).
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "family")}
         if not isinstance(family, ComponentFamily):
             raise TypeError(f"family: expected a ComponentFamily, got {type(family).__name__}")
+        self._arguments = arguments
         self.family = family
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
         if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):
@@ -472,6 +493,11 @@ class DPMixture:
                 split_merge_scans=self.split_merge_scans,
                 backend=self.backend,
             )
+
+    def __repr__(self) -> str:
+        """The constructor call with the arguments that differ from the defaults."""
+        return call_text(type(self).__name__, [repr(self.family)], getattr(self, "_arguments", {}),
+                         init_defaults(DPMixture))
 
     def program(self, data: Any = None, *, n_points: int | None = None) -> None:
         """The NumPyro program of this model (truncated at ``max_clusters``)."""

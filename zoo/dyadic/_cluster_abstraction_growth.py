@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference._validation import check_bool, check_choice, check_int, check_key, check_real
+from inference.display import Card, Described, params_text, stopped_text
 from inference.interrupts import DeferredInterrupt, deadline_after, stop_reason
 from inference.native.backend import resolve_backend
 from inference.jit import jit
@@ -114,8 +115,8 @@ def _sibling_separation(params: CAMParams, pair: tuple[int, int]) -> float:
     return float(weights @ np.abs(first - second)) / total if total > 0 else 0.0
 
 
-@dataclass
-class GrownTree:
+@dataclass(repr=False)
+class GrownTree(Described):
     """Result of :func:`anneal_tree`.
 
     Attributes
@@ -139,6 +140,22 @@ class GrownTree:
     @property
     def tree(self) -> Tree:
         return self.model.tree
+
+    def _card(self) -> Card:
+        card = Card(f"GrownTree: a cluster-abstraction tree of {self.tree.n_leaves} leaves (anneal_tree)")
+        card.add("tree", f"depth {self.tree.depth}, kept at β = {self.beta:.4g}; {stopped_text(self.stopped_by)}")
+        history = self.history
+        if history is not None and len(history):
+            card.add("levels", f"{len(history)} β levels, {int(history['n_iter'].sum()):,} EM iterations, "
+                               f"{int(history['n_split'].sum())} splits kept of {int(history['n_tried'].sum())} tried")
+            perplexity = np.asarray(history["valid_perplexity"], np.float64)
+            if not np.isnan(perplexity).all():
+                best = int(np.nanargmin(perplexity))
+                card.add("valid perplexity", f"{perplexity[best]:.6g} (lowest; β = {history['beta'].iloc[best]:.4g}, "
+                                             f"{int(history['n_leaves'].iloc[best])} leaves)")
+        card.add("parameters", params_text(self.params))
+        card.add("see", ["grown.tree", "grown.history", "grown.params", "grown.model"])
+        return card
 
 
 def anneal_tree(

@@ -69,6 +69,7 @@ import numpyro.distributions as dist
 from inference import diagnostics
 from inference.chains import StopRule
 from inference.concentration import GammaPrior
+from inference.display import Card, Described, chains_text, made_with, quantity_text
 from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
 from inference.provenance import provenance, warn_if_made_elsewhere
@@ -553,8 +554,8 @@ class _IRMContinuation:
     scale: int = 1
 
 
-@dataclass
-class IRMResult:
+@dataclass(repr=False)
+class IRMResult(Described):
     """Draws of an IRM run (after warm-up), as (chain, draw, ...) arrays.
 
     Attributes
@@ -658,6 +659,35 @@ class IRMResult:
         n_sweeps = max(continuation.next_sweep, continuation.n_warmup) + n_draws
         return model._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline, progress=progress,
                            previous=self, sweeps_per_call=sweeps_per_call, until_mixed=until_mixed)
+
+    def _card(self) -> Card:
+        continuation = getattr(self, "_continuation", None)
+        card = Card(f"IRMResult of {continuation.model!r}" if continuation is not None else "IRMResult")
+        card.add("domains", [f"{name} ({size:,})" for name, size in
+                             zip(self.schema.domain_names, self.schema.domain_sizes)])
+        card.add("relations", list(self.schema.relation_names))
+        n_chains, n_draws = np.shape(self.log_joint)[:2] if np.ndim(self.log_joint) == 2 else (0, 0)
+        n_warmup = np.shape(self.warmup_log_joint)[1] if np.ndim(self.warmup_log_joint) == 2 else 0
+        card.add("chains", chains_text(n_chains=n_chains, n_draws=n_draws, n_warmup=n_warmup, thin=1,
+                                       seconds=self.seconds, completed=self.completed))
+        if n_draws == 0:
+            card.add("draws", "none: the run stopped during its warm-up"
+                     + (f"; {RESUME_CALL} continues it" if continuation is not None else ""))
+        else:
+            for name, values in self.n_clusters.items():
+                card.add(f"clusters of {name}", quantity_text(values))
+            card.add("log joint", quantity_text(self.log_joint, spec=",.1f"))
+            acceptance = self.split_merge_acceptance
+            if len(acceptance):
+                card.add("split-merge accepted", [f"{name}: splits {row.splits_rate:.2g}, merges {row.merges_rate:.2g}"
+                                                  for name, row in acceptance.iterrows()])
+            table = self.mixing
+            card.add("mixing", diagnostics.mixing_verdict(table))
+            card.tables.append(("mixing table (summary())", table))
+        card.add("made with", made_with(getattr(self, "provenance", None)))
+        card.add("see", ["result.summary()", "result.map_partition()", "result.predict_proba(cells, relation)",
+                         "result.to_inference_data()"] + ([RESUME_CALL] if continuation is not None else []))
+        return card
 
     @property
     def split_merge_acceptance(self):

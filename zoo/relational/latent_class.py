@@ -69,6 +69,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from inference.display import Card, Described, made_with, scores_text, stopped_text
 from inference.interrupts import deadline_after
 from inference.processes import process_max
 from inference.provenance import provenance
@@ -489,8 +490,8 @@ class BoundLatentClassRelational(LatentClassRelational):
         return _reduce(reduce, _heldout_log_lik(params, arrays[0], self.schema))
 
 
-@dataclass
-class LRMResult:
+@dataclass(repr=False)
+class LRMResult(Described):
     """A fitted LRM.
 
     Attributes
@@ -518,6 +519,26 @@ class LRMResult:
     converged: bool
     stopped_by: str = "converged"
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
+
+    def _card(self) -> Card:
+        card = Card(f"LRMResult of {self.model!r}")
+        classes = [np.shape(resp)[1] for resp in self.params.responsibilities]
+        card.add("domains", [f"{name} ({size:,} individuals, {k} classes)" for name, size, k
+                             in zip(self.schema.domain_names, self.schema.domain_sizes, classes)])
+        card.add("relations", list(self.schema.relation_names))
+        card.add("fit", f"{self.n_passes:,} passes of the kept restart, "
+                        f"{stopped_text(self.stopped_by)}")
+        if np.size(self.restart_scores) > 1:
+            card.add("restarts", f"best {self.best_restart} of {np.size(self.restart_scores)} by their objective "
+                                 f"({scores_text(self.restart_scores, ',.2f')})")
+        for name in ("objective", "bound"):
+            values = (self.history or {}).get(name)
+            if values is not None and len(values):
+                card.add(name, f"{float(values[-1]):,.1f} after the last pass")
+        card.add("made with", made_with(self.provenance))
+        card.add("see", ["result.classes()", "result.predict_proba(cells, relation)", "result.history_dataset()",
+                         "result.params"])
+        return card
 
     def classes(self) -> dict[str, np.ndarray]:
         """The most probable class of every individual, by domain name."""

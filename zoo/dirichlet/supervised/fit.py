@@ -19,6 +19,7 @@ import xarray as xr
 from inference import diagnostics
 from inference.chains import ChainResult, continue_chains, sample_chains, stack_states
 from inference.concentration import GammaPrior
+from inference.display import Card, Described, call_text, chains_card, init_defaults
 from inference.partitions import point_partition
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
                                    check_key, check_memory, check_real, key_as_data, key_from_data, tree_nbytes,
@@ -72,6 +73,11 @@ of them warm-up."""
 #: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (``zoo.sklearn`` names its own).
 RESUME_CALL = "fit.resume(train_features, train_labels, test_features, n_draws=..., until_mixed=True)"
+#: What a fit's card shows of its draws: (label, sample name, format).
+SCDP_QUANTITIES = (("test publications (K)", "n_clusters", ".3g"), ("reference types", "n_types", ".3g"),
+                   ("alpha (publications)", "alpha", ".3g"), ("alpha (types)", "alpha_types", ".3g"),
+                   ("log joint", "log_joint", ",.1f"), ("split-merges accepted", "split_merge_accepted", ".3g"),
+                   ("type split-merges accepted", "type_split_merge_accepted", ".3g"))
 #: How the messages say to restart each chain from its last partition.
 RESTART_CALL = "init=fit.assignments[:, -1]"
 
@@ -94,7 +100,7 @@ def _supervised_data(train: np.ndarray, labels: np.ndarray, test: np.ndarray) ->
                           jnp.asarray(nearest_partners(features, train.shape[0])))
 
 
-class SupervisedDPFit:
+class SupervisedDPFit(Described):
     """Draws of the test partition from a fitted :class:`SupervisedDP`.
 
     Parameters
@@ -121,7 +127,8 @@ class SupervisedDPFit:
         ``partition_entropy`` (of the test publications' sizes,
         :func:`inference.diagnostics.partition_entropy`).
 
-    A fit returned by :meth:`SupervisedDP.fit` can be continued with :meth:`resume`.
+    A fit returned by :meth:`SupervisedDP.fit` can be continued with :meth:`resume`. Its ``repr``
+    (and its HTML in Jupyter) says what the chains hold and whether they mix.
     """
 
     def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None,
@@ -165,6 +172,21 @@ class SupervisedDPFit:
         if self._idata is None:
             raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
         return self._idata
+
+    def _card(self) -> Card:
+        continuation = getattr(self, "_continuation", None)
+        card = Card(f"SupervisedDPFit of {continuation.model!r}" if continuation is not None else
+                    f"SupervisedDPFit of SCDP-{self._model}" if getattr(self, "_model", None) else "SupervisedDPFit")
+        if self.result.samples:
+            card.add("test points", f"{self.result.samples['assignments'].shape[-1]:,}")
+        unused = {name for name, count in (("split_merge_accepted", getattr(self, "_n_split_merge", None)),
+                                           ("type_split_merge_accepted", getattr(self, "_n_type_split_merge", None)))
+                  if count == 0}  # moves the chains did not make (None: unknown)
+        chains_card(card, self.result, self,
+                    quantities=[quantity for quantity in SCDP_QUANTITIES if quantity[1] not in unused])
+        card.add("see", ["fit.summary()", "fit.point_estimate()", "fit.scores(labels)", "fit.co_clustering()",
+                         "fit.assignments", "fit.idata"] + ([RESUME_CALL] if continuation is not None else []))
+        return card
 
     def resume(self, train_features: Any, train_labels: Any, test_features: Any, *, n_draws: int,
                draws_per_call: int = 10, time_budget: float | None = None, progress: bool = True,
@@ -455,6 +477,8 @@ class SupervisedDP:
         n_precision_split_merge: int | None = None,
         pair_moves: bool | None = None,
     ):
+        # The arguments as given, for repr (every parameter but self and model, before any is resolved).
+        self._arguments = {name: value for name, value in locals().items() if name not in ("self", "model")}
         self._kernel_options = dict(
             model=model,
             share_clusters=share_clusters,
@@ -488,6 +512,11 @@ class SupervisedDP:
         self.precision_rate = float(precision_rate)
         self.max_test_clusters = check_int("max_test_clusters", max_test_clusters, minimum=1)
         self.max_types = check_int("max_types", max_types, minimum=1)
+
+    def __repr__(self) -> str:
+        """The constructor call with the arguments that differ from the defaults."""
+        return call_text(type(self).__name__, [self.model], getattr(self, "_arguments", {}),
+                         init_defaults(SupervisedDP))
 
     def _step(self, n_split_merge: int):
         """The kernel with ``n_split_merge`` moves of the test partition per sweep."""
