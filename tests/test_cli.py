@@ -117,11 +117,13 @@ def test_bad_options_are_reported_without_a_traceback(tmp_path, capsys, options,
 def _blobs_table(path):
     """Three blobs of 12 points in 6-D, with row names and the blobs' labels: far enough apart for
     CDP's unit-precision clusters on the standardised features (the distance adds up over the
-    features) and spread enough that the partition moves (with a spread of 0.3 instead of 1.5 every
-    chain held one partition: nothing to assess)."""
+    features) and spread enough that the partition moves (with a spread of 0.3 every chain held one
+    partition: nothing to assess; with 1.5, the spread until 2026-12-05, so did the Normal-Gamma
+    mixture's chains once Algorithm 3 became its default sampler, whose collapsed log joint is
+    constant while the partition is)."""
     rng = np.random.default_rng(0)
     truth = np.repeat([0, 1, 2], 12)
-    points = 5.0 * rng.normal(size=(3, 6))[truth] + 1.5 * rng.normal(size=(36, 6))
+    points = 5.0 * rng.normal(size=(3, 6))[truth] + 2.0 * rng.normal(size=(36, 6))
     lines = ["point," + ",".join(f"x{column}" for column in range(6)) + ",blob"] + [
         f"p{index}," + ",".join(f"{value:.4f}" for value in point) + f",b{label}"
         for index, (point, label) in enumerate(zip(points, truth))]

@@ -237,15 +237,22 @@ def test_until_mixed_stops_once_the_chains_mix_with_the_draws_of_a_run_without_i
 def test_the_default_fit_runs_until_the_chains_mix():
     # Four chains of 500 draws, the fixed default until 2026-12-03, warned on the standardised iris
     # data (key 0: R-hat of K 1.016, bulk ESS 382); by default the run now goes on until the chains
-    # mix, 4,000 draws at most (key 1: 500 draws; keys 0 to 3 took 400 to 750).
+    # mix, 4,000 draws at most (Algorithm 8, the default sampler until 2026-12-05: key 1 500 draws,
+    # keys 0 to 3 400 to 750; Algorithm 3, the default since: key 1 230 draws, keys 0 to 3 230 to 500).
     from sklearn.datasets import load_iris
     from sklearn.preprocessing import StandardScaler
 
     from inference.diagnostics import mixes
-    from zoo.dirichlet.mixture import DEFAULT_DRAWS, UNTIL_MIXED_DRAWS
+    from zoo.dirichlet import custom_family
+    from zoo.dirichlet.mixture import DEFAULT_DRAWS, DEFAULT_SPLIT_MERGE, UNTIL_MIXED_DRAWS
 
     data = StandardScaler().fit_transform(load_iris().data)
     model = DPMixture(normal_gamma(4))
+    # Algorithm 3 with split-merge moves where the family has a marginal likelihood (Algorithm 8
+    # until 2026-12-05), Algorithm 8 where it has not.
+    assert model.algorithm == "collapsed" and model.n_split_merge == DEFAULT_SPLIT_MERGE
+    likelihood_only = custom_family(normal_gamma(4).log_likelihood, normal_gamma(4).sample_base)
+    assert DPMixture(likelihood_only).algorithm == "auxiliary"
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixingWarning)  # it ends mixing: no warning
         fit = model.fit(data, jax.random.key(1), progress=False)

@@ -1521,7 +1521,9 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "model": NOT_MODELS, "key": BAD_KEYS, "n_folds": ints_below(2), "relation": BAD_RELATIONS}, {}),
     "DPMixture": (lambda kwargs: DPMixture(**kwargs), {"family": normal_gamma(2)}, {
         "family": st.sampled_from([None, "normal_gamma", normal_gamma, 3]), "alpha": BAD_POSITIVE_REAL,
-        "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed", "subcluster")),
+        # None is the default (Algorithm 3 where the family has a marginal likelihood, else 8).
+        "algorithm": not_one_of(("auxiliary", "conjugate", "collapsed", "subcluster")).filter(
+            lambda value: value is not None),
         "n_auxiliary": BAD_POSITIVE_INT, "max_clusters": st.one_of(BAD_POSITIVE_INT, st.just(2**40)),
         "on_overflow": not_one_of(("grow", "raise")),
         "n_split_merge": BAD_COUNT.filter(lambda value: value is not None), "split_merge_scans": BAD_COUNT}, {}),

@@ -248,13 +248,13 @@ _CARDS = (
         equations="DM05 §3.2 (one reference type), App. A and B; Neal 2000 Algorithms 2, 3, 8",
         latent_structure="one cluster per point under DP(α, G0) (Chinese restaurant process); "
                          "parameters φ_k ~ G0 per cluster; α fixed or Gamma-distributed",
-        engines=("neal Algorithm 8 (any family with a G0 sampler)", "neal Algorithm 2 (conjugate)",
-                 "neal Algorithm 3 (collapsed)", "split-merge moves (Dahl 2003; Jain & Neal 2004; informed merges)",
+        engines=("neal Algorithm 3 (collapsed; the default)", "neal Algorithm 8 (any family with a G0 sampler)",
+                 "neal Algorithm 2 (conjugate)", "split-merge moves (Dahl 2003; Jain & Neal 2004; informed merges)",
                  "sub-cluster split/merge sampler, all points in parallel (Chang & Fisher 2013, exact form)",
                  "sample_chains (many chains, ArviZ)", "Escobar-West update of α"),
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
-        settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "auxiliary")),
+        settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "collapsed")),
         cli_fit=True,
     ),
     ModelCard(
