@@ -31,15 +31,16 @@ _UNBROKEN = "\u00a0"
 
 
 def short_value(value: Any) -> str:
-    """A value as it reads in a call: arrays by shape and dtype, floats in ``%g``, others by repr.
+    """A value as it reads in a call: arrays by shape and dtype, floats as the shortest text that
+    reads back as the same float, others by repr.
 
-    >>> short_value(np.zeros((64,), np.float32)), short_value(0.5), short_value("auto")
+    >>> short_value(np.zeros((64,), np.float32)), short_value(np.float64(0.5)), short_value("auto")
     ('array(shape=(64,), float32)', '0.5', "'auto'")
     """
     if isinstance(value, (bool, np.bool_)):
         return repr(bool(value))
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):g}"
+        return repr(float(value))
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     shape = getattr(value, "shape", None)

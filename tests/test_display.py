@@ -44,7 +44,8 @@ def test_families_and_models_read_as_the_call_that_made_them():
         "normal_gamma(3, kappa=array(shape=(3,), float64), rate=0.5)")
     assert repr(normal_known_precision(64, prior_variance=0.25)) == "normal_known_precision(64, prior_variance=0.25)"
     assert repr(dirichlet_multinomial(5, concentration=0.5)) == "dirichlet_multinomial(5, concentration=0.5)"
-    for family in (normal_gamma(3, shape=2.0), beta_bernoulli(4, a=0.5), normal_known_precision(2, precision=4.0)):
+    for family in (normal_gamma(3, shape=2.0, rate=1 / 3), beta_bernoulli(4, a=0.5),
+                   normal_known_precision(2, precision=4.0, prior_variance=0.3)):
         namespace = {"normal_gamma": normal_gamma, "beta_bernoulli": beta_bernoulli,
                      "normal_known_precision": normal_known_precision}
         assert eval(repr(family), namespace) is family  # the same prior gives the same family object
