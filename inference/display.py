@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import inspect
 import textwrap
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -240,8 +241,9 @@ class Described:
     that mix this in must be declared with ``repr=False``, or their generated repr replaces it.
     """
 
-    def _card(self) -> Card:  # pragma: no cover - every user overrides it
-        raise NotImplementedError
+    @abstractmethod
+    def _card(self) -> Card:
+        """The object's card (each class that mixes this in defines it)."""
 
     def _safe_card(self) -> Card | str:
         try:

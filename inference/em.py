@@ -408,8 +408,7 @@ class EMResult(Described):
         card.add("fit", f"{self.n_iter:,} iterations of the kept restart, "
                         f"{stopped_text(self.stopped_by)}")
         history = self.history or {}
-        validated = "valid_perplexity" in history and bool(np.isfinite(history["valid_perplexity"]).any()
-                                                             or np.isinf(history["valid_perplexity"]).any())
+        validated = "valid_perplexity" in history and not np.isnan(history["valid_perplexity"]).all()
         n_restarts = np.size(self.restart_scores)
         if n_restarts > 1:
             kind = "validation perplexity" if validated else "training log-likelihood"

@@ -62,7 +62,9 @@ DEFAULT_DRAWS = 500
 UNTIL_MIXED_DRAWS = 4_000
 """The most draws per chain of :meth:`DPMixture.fit` when it runs until its chains mix (its default)
 and is given no ``n_draws``. On the standardised iris and wine data (four keys each, 2026-12-03)
-the chains mixed after 400–750 and 750–2,250 draws; 500, the fixed number before, warned on both."""
+the chains mixed after 400–750 and 750–2,250 draws with Algorithm 8, the default sampler then;
+500, the fixed number before, warned on both. With Algorithm 3, the default since 2026-12-05, they
+mixed after 230–500 and 260–500."""
 
 #: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (``zoo.sklearn`` names its own).
@@ -229,16 +231,15 @@ class DPMixtureFit(Described):
         return self._idata
 
     def _card(self) -> Card:
-        continuation = getattr(self, "_continuation", None)
-        card = Card(f"DPMixtureFit of {continuation.model!r}" if continuation is not None else "DPMixtureFit")
+        model = getattr(getattr(self, "_continuation", None), "model", None)  # None: no resume() either
+        card = Card(f"DPMixtureFit of {model!r}" if model is not None else "DPMixtureFit")
         if self.result.samples:
             card.add("points", f"{self.result.samples['assignments'].shape[-1]:,}")
-        model = None if continuation is None else continuation.model
         moves = model is None or model.n_split_merge > 0 or model.algorithm == "subcluster"
         chains_card(card, self.result, self, quantities=DP_QUANTITIES if moves else DP_QUANTITIES[:-1])
         card.add("see", ["fit.summary()", "fit.point_estimate()", "fit.co_clustering()",
                          "fit.log_predictive_density(data, new_points)", "fit.idata"]
-                 + ([RESUME_CALL] if continuation is not None else []))
+                 + ([RESUME_CALL] if model is not None else []))
         return card
 
     @property
