@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import inspect
 import textwrap
+import warnings
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -128,7 +129,8 @@ def quantity_text(draws: Any, *, spec: str = ".3g") -> str:
     else:
         text = f"{finite.mean():{spec}} ± {finite.std():.2g} ({low:{spec}} to {high:{spec}}"
         if values.ndim == 2 and values.shape[0] > 1:
-            with np.errstate(invalid="ignore"):
+            with warnings.catch_warnings():  # a chain without a finite draw: its mean is nan, silently
+                warnings.simplefilter("ignore", RuntimeWarning)
                 means = np.nanmean(np.where(np.isfinite(values), values, np.nan), axis=1)
             text += f"; by chain {', '.join(f'{mean:{spec}}' for mean in means)}"
         text += ")"

@@ -99,6 +99,10 @@ def test_quantity_text_reports_constant_and_non_finite_draws():
     assert quantity_text([[1.0, np.nan], [1.0, 3.0]]) == (
         "1.67 ± 0.94 (1 to 3; by chain 1, 2); 1 of 4 draws not finite")
     assert quantity_text([[np.inf]]) == "no finite draws (1 draws)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a chain without a finite draw does not warn
+        assert quantity_text([[np.nan, np.nan], [1.0, 2.0]]) == (
+            "1.5 ± 0.5 (1 to 2; by chain nan, 1.5); 2 of 4 draws not finite")
 
 
 def test_an_em_fit_shows_its_figures_not_its_arrays():
