@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Card", "Described", "call_text", "chains_card", "chains_text", "init_defaults", "made_with", "params_text",
+__all__ = ["Card", "Described", "add_mixing", "call_text", "chains_card", "chains_text", "init_defaults", "made_with", "params_text",
            "quantity_text", "scores_text", "short_value", "stopped_text"]
 
 #: Characters per line of a card's text (values are wrapped under their label beyond it).
@@ -282,8 +282,15 @@ def chains_card(card: Card, result: Any, fit: Any, *, quantities: Sequence[tuple
         for label, name, spec in quantities:
             if name in result.samples:
                 card.add(label, quantity_text(result.samples[name], spec=spec))
-        table = fit.mixing
-        card.add("mixing", diagnostics.mixing_verdict(table))
-        card.tables.append(("mixing table (summary())", table))
+        add_mixing(card, fit.mixing)
     card.add("made with", made_with(result.provenance))
     return card
+
+
+def add_mixing(card: Card, table: Any) -> None:
+    """Add the ``mixing`` row, the sentence of :func:`inference.diagnostics.mixing_verdict` on
+    ``table`` (a :func:`~inference.diagnostics.mixing_table`), and the table itself for the HTML."""
+    from inference import diagnostics  # ArviZ: only when a fit is shown
+
+    card.add("mixing", diagnostics.mixing_verdict(table))
+    card.tables.append(("mixing table (summary())", table))

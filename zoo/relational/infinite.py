@@ -69,7 +69,7 @@ import numpyro.distributions as dist
 from inference import diagnostics
 from inference.chains import StopRule
 from inference.concentration import GammaPrior
-from inference.display import Card, Described, chains_text, made_with, quantity_text
+from inference.display import Card, Described, add_mixing, chains_text, made_with, quantity_text
 from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
 from inference.provenance import provenance, warn_if_made_elsewhere
@@ -681,9 +681,7 @@ class IRMResult(Described):
             if len(acceptance):
                 card.add("split-merge accepted", [f"{name}: splits {row.splits_rate:.2g}, merges {row.merges_rate:.2g}"
                                                   for name, row in acceptance.iterrows()])
-            table = self.mixing
-            card.add("mixing", diagnostics.mixing_verdict(table))
-            card.tables.append(("mixing table (summary())", table))
+            add_mixing(card, self.mixing)
         card.add("made with", made_with(getattr(self, "provenance", None)))
         card.add("see", ["result.summary()", "result.map_partition()", "result.predict_proba(cells, relation)",
                          "result.to_inference_data()"] + ([RESUME_CALL] if continuation is not None else []))
