@@ -1497,10 +1497,13 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         {}),
     "InfiniteRelational.sample": (lambda kwargs: InfiniteRelational().sample(**kwargs),
                                   {"data": RELATIONAL, "key": KEY, "n_sweeps": 2, "n_chains": 1}, {
-        "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "key": BAD_KEYS, "n_sweeps": BAD_POSITIVE_INT,
+        # n_sweeps=None and until_mixed=None are the defaults (until the chains mix, 10,000 draws at most).
+        "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "key": BAD_KEYS,
+        "n_sweeps": BAD_POSITIVE_INT.filter(lambda value: value is not None),
         "n_chains": BAD_POSITIVE_INT, "n_warmup": st.one_of(BAD_COUNT.filter(lambda value: value is not None), st.integers(2, 100)),
         "sweeps_per_call": BAD_POSITIVE_INT, "keep_assignments": BAD_BOOL, "progress": BAD_BOOL,
-        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None), "until_mixed": BAD_BOOL}, {}),
+        "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None),
+        "until_mixed": BAD_BOOL.filter(lambda value: value is not None)}, {}),
     "IRMResult.resume": (lambda kwargs: _resumable_irm_result().resume(**kwargs), {"data": RELATIONAL, "n_draws": 2}, {
         "data": st.sampled_from([DATA, None, np.ones((4, 4))]), "n_draws": BAD_POSITIVE_INT,
         "sweeps_per_call": BAD_POSITIVE_INT.filter(lambda value: value is not None),  # None: the fit's own

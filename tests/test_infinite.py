@@ -25,9 +25,11 @@ from zoo.relational._infinite_moves import split_merge_moves
 from zoo.relational._infinite_state import init
 from zoo.relational.evaluation import leave_one_out_log_loss
 from zoo.relational.infinite import (
+    DEFAULT_WARMUP,
     HYPER_GRID,
     InfiniteRelational,
     IRMResult,
+    UNTIL_MIXED_DRAWS,
     _resample_hyper,
     infinite_relational_program,
 )
@@ -286,13 +288,16 @@ def test_sample_warns_when_its_chains_do_not_mix():
         assert result.summary().loc["log_joint", "status"] != "ok"
 
 
-def test_the_default_run_is_long_enough_to_pass_where_the_chains_mix():
-    # The Florentine marriages mix under plain Gibbs; the default 4 chains x 2,000 sweeps keep
-    # 4,000 draws, enough for a bulk ESS of 400 (200 sweeps kept 400 draws and always warned).
+def test_the_default_run_goes_on_until_the_chains_mix():
+    # The Florentine marriages mix under plain Gibbs. By default the run keeps drawing after its 1,000
+    # warm-up sweeps until every quantity passes (a fixed 200 sweeps always warned, mixing or not), and
+    # stops there, far below the limit (the draws of a run without until_mixed, cut there: tested below).
+    data = load_florentine_families()
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixingWarning)
-        result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), progress=False)
-    assert result.log_joint.shape == (4, 1000)
+        result = InfiniteRelational().sample(data, key=jax.random.key(0), progress=False)
+    n_draws = result.log_joint.shape[1]
+    assert result.warmup_log_joint.shape[1] == DEFAULT_WARMUP and n_draws < UNTIL_MIXED_DRAWS
     table = result.mixing
     assert (table["status"] == "ok").all() and table["ess_bulk"].min() >= 400 and table["r_hat"].max() <= 1.01
 

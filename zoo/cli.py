@@ -30,10 +30,10 @@ netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each ro
 against it (DM05 §6). The infinite relational model (``irm``) reads a CSV edge list (columns
 ``--source`` and ``--target``; :func:`read_network`) as a network in which every pair of nodes is
 observed, linked or not, runs :meth:`zoo.relational.infinite.InfiniteRelational.sample` with ten
-split–merge moves per sweep until its chains mix (at most :data:`IRM_UNTIL_MIXED_DRAWS` draws per
-chain after 1,000 warm-up sweeps), and writes the same three files, ``labels.csv`` holding each
-node's cluster in the kept draw of highest log joint. The supervised models (``scdp-1``,
-``scdp-2``, ``scdp-3``; DM05) read the same tables: the rows whose ``--label-column`` holds a value
+split–merge moves per sweep until its chains mix (that method's default: at most
+:data:`zoo.relational.infinite.UNTIL_MIXED_DRAWS` draws per chain after 1,000 warm-up sweeps),
+and writes the same three files, ``labels.csv`` holding each node's cluster in the kept draw of
+highest log joint. The supervised models (``scdp-1``, ``scdp-2``, ``scdp-3``; DM05) read the same tables: the rows whose ``--label-column`` holds a value
 are the training references and that value their publication, the rows whose label is empty are
 the test references to cluster; :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its
 chains mix (500 warm-up sweeps, at most 4,000 draws per chain), and ``labels.csv`` holds each test
@@ -79,13 +79,10 @@ FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (
 #: unsupervised and supervised, from a CSV table of features, the IRM from a CSV edge list.
 SUPERVISED_MODELS = ("scdp-1", "scdp-2", "scdp-3")
 CHAIN_MODELS = ("dp-mixture", "cdp", *SUPERVISED_MODELS, "irm")
-#: Warm-up sweeps of the DP mixtures and of the IRM without ``--warmup`` (their Python defaults;
-#: the supervised models take theirs, half of ``zoo.dirichlet.supervised.fit.DEFAULT_SWEEPS``).
-DP_WARMUP, IRM_WARMUP = 200, 1000
-#: The most kept draws per chain of the IRM without ``--draws`` (run until the chains mix): the
-#: karate club needed 4,800-7,850 with Gibbs sweeps alone, 1,900 with ten split-merge moves per
-#: sweep (the command's default), the Florentine families 950 (2026-12-03).
-IRM_UNTIL_MIXED_DRAWS = 10_000
+#: Warm-up sweeps of the DP mixtures without ``--warmup`` (their Python default; the IRM and the
+#: supervised models take theirs, ``zoo.relational.infinite.DEFAULT_WARMUP`` and half of
+#: ``zoo.dirichlet.supervised.fit.DEFAULT_SWEEPS``).
+DP_WARMUP = 200
 
 
 def _format_of(path: Path, requested: str | None) -> str:
@@ -412,7 +409,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     from inference.diagnostics import MixingWarning, mixing_verdict
     from zoo.dirichlet.mixture import RESUME_CALL
     from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS, RESUME_CALL as SCDP_RESUME_CALL
-    from zoo.relational.infinite import RESUME_CALL as IRM_RESUME_CALL
+    from zoo.relational.infinite import DEFAULT_WARMUP as DEFAULT_IRM_WARMUP, RESUME_CALL as IRM_RESUME_CALL
     from zoo.io import save_chains
     from zoo.metrics import clustering_scores
     from zoo.registry import get_model
@@ -433,14 +430,14 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         if arguments.model == "irm":
             data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
                                 directed=arguments.directed)
-            warmup = IRM_WARMUP if arguments.warmup is None else arguments.warmup
-            draws = IRM_UNTIL_MIXED_DRAWS if until_mixed else arguments.draws
+            warmup = DEFAULT_IRM_WARMUP if arguments.warmup is None else arguments.warmup
             model = get_model("irm", n_split_merge=arguments.split_merge)
             nodes = data.domain("nodes")
             links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
             what = f"{nodes.size} nodes, {links} links"
             settings["network"] = ("directed" if arguments.directed else "undirected") + f", {what}"
-            fit = model.sample(data, key=key, n_chains=arguments.chains, n_sweeps=warmup + draws, n_warmup=warmup,
+            fit = model.sample(data, key=key, n_chains=arguments.chains, n_warmup=warmup,
+                               n_sweeps=None if until_mixed else warmup + arguments.draws,
                                time_budget=arguments.time_budget, progress=not arguments.quiet,
                                until_mixed=until_mixed)
             n_draws = fit.log_joint.shape[1]

@@ -92,6 +92,13 @@ HYPER_GRID = _infinite_kernel.HYPER_GRID
 #: messages name it (the command line names its own).
 RESUME_CALL = "result.resume(data, n_draws=..., until_mixed=True)"
 
+#: What :meth:`InfiniteRelational.sample` runs given neither ``n_sweeps`` nor ``until_mixed``: 1,000
+#: warm-up sweeps, then draws until every label-invariant quantity mixes, at most
+#: :data:`UNTIL_MIXED_DRAWS` per chain. The karate club needed 4,800-7,850 draws with Gibbs sweeps
+#: alone, 1,900 with ten split-merge moves per sweep, the Florentine families 950 (2026-12-03).
+#: Given ``until_mixed=False`` alone: :data:`DEFAULT_DRAWS` draws after the warm-up.
+DEFAULT_WARMUP, DEFAULT_DRAWS, UNTIL_MIXED_DRAWS = 1000, 1000, 10_000
+
 #: Pieces of the files above that tests import from here, as before the split.
 _IMPORTED_FROM_HERE = (_resample_hyper,)
 
@@ -107,6 +114,9 @@ __all__ = [
     "init",
     "build_kernel",
     "HYPER_GRID",
+    "DEFAULT_WARMUP",
+    "DEFAULT_DRAWS",
+    "UNTIL_MIXED_DRAWS",
     "log_gamma_tables",
     "log_crp_prior",
 ]
@@ -324,27 +334,34 @@ class InfiniteRelational:
                 raise RuntimeError("overflow reported with every capacity at its domain size")
             scale, resume_from = 2 * scale, None
 
-    def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int = 2000,
+    def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int | None = None,
                n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50,
-               time_budget: float | None = None, progress: bool = True, until_mixed: bool = False) -> "IRMResult":
+               time_budget: float | None = None, progress: bool = True,
+               until_mixed: bool | None = None) -> "IRMResult":
         """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``-ped, in jitted calls of sweeps).
 
         Parameters
         ----------
         data : RelationalData
         key : jax PRNG key — chain c uses ``jax.random.split(key, n_chains)[c]``
-        n_chains, n_sweeps : int
-            4 chains × 2,000 sweeps by default, half of them warm-up: 4,000 kept draws, so that
-            chains that mix can show the bulk ESS of 400 that the mixing table asks for. Measured
-            (2026-12-02, 2 CPU cores, keys 0 and 1): on the Florentine families (5–9 s) every
-            quantity passed, R-hat at most 1.009 and bulk ESS at least 489; on Davis's women ×
-            events one of two runs warned (R-hat of K 1.010); with the 200 sweeps of the default
-            before, every run warned, mixing or not (at most 400 draws). On MovieLens 100k a sweep
-            of 4 chains takes about 0.3 s, so the defaults run about 10 minutes there (Ctrl-C or
-            ``time_budget`` keeps the finished sweeps); the karate club needs split–merge moves and
-            more sweeps (see ``n_split_merge``), or ``until_mixed`` (below): 4,800–7,850 draws per
-            chain with Gibbs alone, 1,900 with ten moves per sweep (2026-12-03).
-        n_warmup : int, optional — sweeps discarded as warm-up (default half)
+        n_chains : int
+            Chains run side by side (4 by default).
+        n_sweeps : int, optional
+            Sweeps per chain, the warm-up included. Not given: the run goes on until the chains mix
+            (``until_mixed``), :data:`DEFAULT_WARMUP` (1,000) warm-up sweeps and at most
+            :data:`UNTIL_MIXED_DRAWS` (10,000) draws per chain, as the command line does (since
+            2026-12-05; before, a fixed 2,000 sweeps). Given: exactly that many (unless
+            ``until_mixed=True`` ends the run sooner). The defaults measured (2026-12-05, 2 CPU
+            cores, 4 chains, keys 0 and 1, compiling included): every quantity passed on the
+            Florentine families after 950 and 850 draws (7.1 and 4.2 s), on Davis's women × events
+            after 850 and 1,050 (7.3 and 4.9 s), and on the karate club after 7,850 and 4,800 (28.8
+            and 16.4 s; ten split–merge moves per sweep, ``n_split_merge``, need about 1,900). The
+            fixed 4 × 2,000 sweeps of before warned on the karate club and in one of two runs on
+            Davis's data (R-hat of K 1.010). On MovieLens 100k a sweep of 4 chains takes about
+            0.3 s, so a run to the limit takes about an hour: give ``time_budget`` (Ctrl-C too keeps
+            the finished sweeps).
+        n_warmup : int, optional — sweeps discarded as warm-up (default: half of ``n_sweeps`` when
+            it is given, else :data:`DEFAULT_WARMUP`)
         keep_assignments : bool — keep every kept draw's partitions (for co-clustering and ARI)
         sweeps_per_call : int — at most this many sweeps per jitted call (the draws do not depend
             on it). Between calls Ctrl-C is acted on: the first one returns the sweeps finished by
@@ -354,11 +371,11 @@ class InfiniteRelational:
             out, as after Ctrl-C.
         progress : bool — show a tqdm progress bar of the sweeps (a new one when a chain outgrew
             the capacity and the run starts again with twice it).
-        until_mixed : bool — end the run as soon as every label-invariant quantity of
+        until_mixed : bool, optional — end the run as soon as every label-invariant quantity of
             :attr:`IRMResult.mixing` mixes (R-hat ≤ 1.01, bulk and tail ESS ≥ 400), asked after a
             call each time the kept draws have grown by a tenth; ``n_sweeps`` and ``time_budget``
             are then the limits (give generous ones). The draws are those of a run without it, cut
-            where it ended.
+            where it ended. Not given: True when ``n_sweeps`` is not given either, else False.
 
         Returns
         -------
@@ -373,13 +390,17 @@ class InfiniteRelational:
             :meth:`IRMResult.summary`).
         """
         n_chains = check_int("n_chains", n_chains, minimum=1)
-        n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
-        n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
-                                                                      maximum=n_sweeps - 1)
+        until_mixed = check_bool("until_mixed", n_sweeps is None if until_mixed is None else until_mixed)
+        if n_sweeps is None:
+            n_warmup = DEFAULT_WARMUP if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0)
+            n_sweeps = n_warmup + (UNTIL_MIXED_DRAWS if until_mixed else DEFAULT_DRAWS)
+        else:
+            n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
+            n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,
+                                                                          maximum=n_sweeps - 1)
         sweeps_per_call = check_int("sweeps_per_call", sweeps_per_call, minimum=1)
         check_bool("keep_assignments", keep_assignments)
         check_bool("progress", progress)
-        until_mixed = check_bool("until_mixed", until_mixed)
         deadline = deadline_after(time_budget)
         key = check_key("key", key)
         self.check_data(data)
