@@ -362,7 +362,9 @@ def sample_chains(
     made_by = provenance()
     start = time.perf_counter()
     several = n_processes > 1  # the processes gather the draws and agree on stopping after every call
-    bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains")
+    # Until mixed, the bar's total is the most the run may take, and the description says so.
+    until = ", until they mix, at most" if stop_when is not None else ""
+    bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains{until}")
     with ExitStack() as contexts:
         interrupt = contexts.enter_context(DeferredInterrupt()) if several else None
         contexts.enter_context(lost_peers_named(n_processes))

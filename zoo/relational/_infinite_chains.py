@@ -118,8 +118,9 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     chunks = []
     completed = True
     rule = stop_rule(first_sweep, capacities) if stop_rule is not None else None
+    until = ", until they mix, at most" if rule is not None else ""  # the total is then the most
     bar = tqdm(total=n_sweeps - first_sweep, disable=not progress, unit="sweep",
-               desc=f"{keys.shape[0]} chains, capacity {max(capacities)}")
+               desc=f"{keys.shape[0]} chains, capacity {max(capacities)}{until}")
     with DeferredInterrupt() as interrupt, bar:
         for first in range(first_sweep, n_sweeps, per_call):
             indices = jnp.arange(first, min(first + per_call, n_sweeps))
