@@ -1533,7 +1533,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "DPMixture.fit": (lambda kwargs: DPMixture(normal_gamma(2), max_clusters=4).fit(**kwargs),
                       {"data": POINTS, "key": KEY, "n_chains": 1, "n_warmup": 0, "n_draws": 2, "progress": False}, {
         "data": BAD_POINTS, "key": BAD_KEYS, "n_chains": BAD_POSITIVE_INT, "n_warmup": BAD_COUNT,
-        # n_draws=None and until_mixed=None are the defaults (until the chains mix, 4,000 draws at most).
+        # n_draws=None and until_mixed=None are the defaults (until the chains mix, 10,000 draws at most).
         "n_draws": BAD_POSITIVE_INT.filter(lambda value: value is not None), "thin": BAD_POSITIVE_INT,
         "draws_per_call": BAD_POSITIVE_INT,
         # Labels are any whole numbers >= 0 (only their equalities count): negative or fractional ones are not.

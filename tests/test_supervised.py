@@ -1077,8 +1077,7 @@ def test_the_default_fit_runs_until_the_test_partition_mixes_and_stops_there():
     # sweeps, then draws until every label-invariant quantity mixes, 4,000 at most; given
     # until_mixed=False alone, the fixed 1,000 sweeps of before.
     from inference.diagnostics import MixingWarning, mixes
-    from zoo.dirichlet.mixture import UNTIL_MIXED_DRAWS
-    from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS
+    from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS, UNTIL_MIXED_DRAWS
 
     train, train_labels, test, _ = _planted(0)
     model = SupervisedDP(1, prior_variance=9.0)

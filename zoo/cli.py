@@ -22,7 +22,7 @@ The Dirichlet-process mixtures (``dp-mixture``: Normal–Gamma Gaussians; ``cdp`
 identity-precision Gaussians) read a CSV table instead, one row per point and one numeric column
 per feature (:func:`read_table`), standardise the features unless ``--no-standardize``, and run
 :meth:`zoo.dirichlet.mixture.DPMixture.fit` with the model's registry settings
-(:func:`zoo.registry.get_model`): by default until the chains mix, 4,000 draws per chain at most
+(:func:`zoo.registry.get_model`): by default until the chains mix, 10,000 draws per chain at most
 (``--draws N`` for exactly N). They write ``chains.nc`` (:func:`zoo.io.save_chains`: ArviZ
 netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each row, by
 ``--id-column`` when given) and ``report.html``, and print the chains' mixing verdict; a
@@ -33,11 +33,12 @@ observed, linked or not, runs :meth:`zoo.relational.infinite.InfiniteRelational.
 split–merge moves per sweep until its chains mix (that method's default: at most
 :data:`zoo.relational.infinite.UNTIL_MIXED_DRAWS` draws per chain after 1,000 warm-up sweeps),
 and writes the same three files, ``labels.csv`` holding each node's cluster in the kept draw of
-highest log joint. The supervised models (``scdp-1``, ``scdp-2``, ``scdp-3``; DM05) read the same tables: the rows whose ``--label-column`` holds a value
-are the training references and that value their publication, the rows whose label is empty are
-the test references to cluster; :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its
-chains mix (500 warm-up sweeps, at most 4,000 draws per chain), and ``labels.csv`` holds each test
-row's publication in the point estimate.
+highest log joint. The supervised models (``scdp-1``, ``scdp-2``, ``scdp-3``; DM05) read the same
+tables: the rows whose ``--label-column`` holds a value are the training references and that value
+their publication, the rows whose label is empty are the test references to cluster;
+:meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its chains mix (500 warm-up sweeps, at
+most 4,000 draws per chain), and ``labels.csv`` holds each test row's publication in the point
+estimate.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -243,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="warm-up sweeps per chain (default 200 for the DP mixtures, 500 for scdp-*, 1000 "
                              "for the IRM)")
     chains.add_argument("--draws", type=int, default=None,
-                        help="draws per chain (default: until the chains mix, at most 4,000; 10,000 for the IRM)")
+                        help="draws per chain (default: until the chains mix, at most 10,000; 4,000 for scdp-*)")
     chains.add_argument("--directed", action="store_true", help="irm: the edge list's links have a direction")
     chains.add_argument("--split-merge", type=int, default=10,
                         help="irm: split-merge moves of the nodes' partition per sweep (default 10)")
