@@ -237,8 +237,9 @@ def test_until_mixed_stops_once_the_chains_mix_with_the_draws_of_a_run_without_i
 def test_the_default_fit_runs_until_the_chains_mix():
     # Four chains of 500 draws, the fixed default until 2026-12-03, warned on the standardised iris
     # data (key 0: R-hat of K 1.016, bulk ESS 382); by default the run now goes on until the chains
-    # mix, 10,000 draws at most (4,000 until 2026-12-05; Algorithm 8, the default sampler until 2026-12-05: key 1 500 draws,
-    # keys 0 to 3 400 to 750; Algorithm 3, the default since: key 1 230 draws, keys 0 to 3 230 to 500).
+    # mix, 10,000 draws at most (4,000 until 2026-12-05). Algorithm 8, the default sampler until
+    # 2026-12-05: key 1 500 draws, keys 0 to 3 400 to 750; Algorithm 3, the default since: key 1 230
+    # draws, keys 0 to 3 230 to 500.
     from sklearn.datasets import load_iris
     from sklearn.preprocessing import StandardScaler
 

@@ -61,7 +61,7 @@ DEFAULT_DRAWS = 500
 
 UNTIL_MIXED_DRAWS = 10_000
 """The most draws per chain of :meth:`DPMixture.fit` when it runs until its chains mix (its default)
-and is given no ``n_draws``; 4,000 until 2026-12-05, as the IRM's (10,000) since. On the standardised
+and is given no ``n_draws`` (4,000 until 2026-12-05; the IRM's limit too since). On the standardised
 iris and wine data (four keys each, 2026-12-03) the chains mixed after 400–750 and 750–2,250 draws
 with Algorithm 8, the default sampler then; 500, the fixed number before, warned on both. With
 Algorithm 3, the default since 2026-12-05, they mixed after 230–500 and 260–500. The 138 wines of

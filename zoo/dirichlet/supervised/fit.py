@@ -596,8 +596,8 @@ class SupervisedDP:
             Chains run in parallel.
         n_sweeps : int, optional
             Sweeps per chain, warm-up included; with ``until_mixed``, the most to run. Not given:
-            the warm-up and :data:`UNTIL_MIXED_DRAWS` (4,000) draws when the
-            run is until the chains mix, as by default, else :data:`DEFAULT_SWEEPS` (1,000).
+            the warm-up and :data:`UNTIL_MIXED_DRAWS` (4,000) draws when the run is until the
+            chains mix, as by default, else :data:`DEFAULT_SWEEPS` (1,000).
         n_warmup : int, optional
             Warm-up sweeps (default half of ``n_sweeps``, or of :data:`DEFAULT_SWEEPS` when
             ``n_sweeps`` is not given).
