@@ -167,17 +167,21 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
 
 def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_path, capsys):
     truth = _blobs_table(tmp_path / "blobs.csv")
-    # Training rows: the first half of blobs 0 and 1, labelled; the other rows are the test rows.
+    # Training rows: the first half of blobs 0 and 1, labelled; the other rows are the test rows. Every
+    # row's blob is also in a column of true classes, which is not a feature and scores the test rows.
     lines = (tmp_path / "blobs.csv").read_text().splitlines()
     is_train = np.isin(truth, [0, 1]) & (np.arange(36) % 12 < 6)
     (tmp_path / "table.csv").write_text("\n".join(
-        [lines[0]] + [line if train else line.rsplit(",", 1)[0] + "," for line, train in zip(lines[1:], is_train)]) + "\n")
+        [lines[0] + ",true_blob"] + [(line if train else line.rsplit(",", 1)[0] + ",") + f",{blob}"
+                                     for line, train, blob in zip(lines[1:], is_train, truth)]) + "\n")
     out = tmp_path / "scdp"
     assert main(["fit", "scdp-1", str(tmp_path / "table.csv"), "--id-column", "point", "--label-column", "blob",
-                 "--chains", "2", "--warmup", "20", "--seed", "1", "--quiet", "--out", str(out)]) == 0
+                 "--truth-column", "true_blob", "--chains", "2", "--warmup", "20", "--seed", "1", "--quiet",
+                 "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("scdp-1: 36 rows x 6 features (12 training, 24 test) from table.csv")
     assert "point estimate: 3 clusters" in printed and "Chains mix:" in printed, printed
+    assert "against true_blob (24 test rows): F 1.000, VI 0.000" in printed, printed
     labels = (out / "labels.csv").read_text().splitlines()
     assert labels[0] == "point,cluster" and len(labels) == 25  # the test rows alone
     names = [line.split(",")[0] for line in labels[1:]]
@@ -204,6 +208,14 @@ def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_
     ("scdp-2", "a,b,pub\n1,2,x\n3,4,y\n", ["--label-column", "pub"],
      "--label-column: 'pub' of t.csv has every row labelled; label the training rows"),
     ("scdp-3", "a,b,pub\n1,2,\n3,4,\n", ["--label-column", "pub"], "--label-column: 'pub' of t.csv has no row"),
+    ("dp-mixture", "a,b,c\n1,2,x\n", ["--truth-column", "c"],
+     "--truth-column: only for scdp-1, scdp-2, scdp-3; dp-mixture scores its point estimate against --label-column"),
+    ("scdp-1", "a,b,pub\n1,2,x\n3,4,\n", ["--label-column", "pub", "--truth-column", "tt"],
+     "--truth-column: no column 'tt' in t.csv"),
+    ("scdp-1", "a,b,pub\n1,2,x\n3,4,\n", ["--label-column", "pub", "--truth-column", "pub"],
+     "--truth-column: 'pub' is also the --label-column"),
+    ("scdp-1", "a,b,pub,t\n1,2,x,x\n3,4,,\n", ["--label-column", "pub", "--truth-column", "t"],
+     "--truth-column: 1 test row(s) have no class in 't' (the first: row 2)"),
     ("irm", "a,b\nx,y\n", [], "--source: no column 'source' in t.csv (columns: a, b)"),
     ("irm", "source,target\nx,y\nz,\n", [], "DATAFILE: line 3 of t.csv lacks a source or a target"),
     ("irm", "source,target\nx,x\n", [], "DATAFILE: t.csv names fewer than two nodes"),

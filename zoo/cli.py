@@ -38,7 +38,7 @@ tables: the rows whose ``--label-column`` holds a value are the training referen
 their publication, the rows whose label is empty are the test references to cluster;
 :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its chains mix (500 warm-up sweeps, at
 most 4,000 draws per chain), and ``labels.csv`` holds each test row's publication in the point
-estimate.
+estimate; a ``--truth-column`` of the test rows' true classes (not a feature) scores it (DM05 §6).
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -124,8 +124,8 @@ def _read_csv(path: Any, columns: dict[str, str | None]) -> tuple[Path, Any]:
     return path, frame
 
 
-def read_table(path: str | os.PathLike, *, id_column: str | None = None,
-               label_column: str | None = None) -> tuple[np.ndarray, list[str], Any, Any]:
+def read_table(path: str | os.PathLike, *, id_column: str | None = None, label_column: str | None = None,
+               truth_column: str | None = None) -> tuple[np.ndarray, list[str], Any, Any]:
     """Read a CSV table of points: one row per point, a header, one numeric column per feature.
 
     Parameters
@@ -133,6 +133,9 @@ def read_table(path: str | os.PathLike, *, id_column: str | None = None,
     path : str or PathLike
     id_column, label_column : str, optional
         Columns that are not features: the rows' names, and known classes (to score against).
+    truth_column : str, optional
+        A column of true classes that is not a feature either (``--truth-column``): checked to
+        exist and left out of the features (read it with pandas).
 
     Returns
     -------
@@ -147,11 +150,17 @@ def read_table(path: str | os.PathLike, *, id_column: str | None = None,
     """
     import pandas as pd
 
-    path, frame = _read_csv(path, {"--id-column": id_column, "--label-column": label_column})
+    path, frame = _read_csv(path, {"--id-column": id_column, "--label-column": label_column,
+                                   "--truth-column": truth_column})
     if id_column is not None and id_column == label_column:
         raise ValueError(f"--label-column: {label_column!r} is also the --id-column")
+    if truth_column is not None and truth_column in (id_column, label_column):
+        raise ValueError(f"--truth-column: {truth_column!r} is also the "
+                         + ("--id-column" if truth_column == id_column else "--label-column"))
     ids = frame.pop(id_column) if id_column is not None else None
     labels = frame.pop(label_column) if label_column is not None else None
+    if truth_column is not None:
+        frame.pop(truth_column)
     text = [str(column) for column in frame.columns if not pd.api.types.is_numeric_dtype(frame[column])]
     if text:
         raise ValueError(f"DATAFILE: column(s) {', '.join(map(repr, text[:5]))} of {path.name} are not numbers; "
@@ -195,6 +204,20 @@ def _training_rows(labels: Any, label_column: str | None, name: str) -> np.ndarr
         raise ValueError(f"--label-column: {label_column!r} of {name} has {'no' if not is_train.any() else 'every'} "
                          "row labelled; label the training rows and leave the test rows to cluster empty")
     return is_train
+
+
+def _test_truth(path: Any, truth_column: str | None, is_train: np.ndarray) -> Any:
+    """The ``--truth-column`` classes of the test rows of a supervised table (None without it)."""
+    if truth_column is None:
+        return None
+    import pandas as pd
+
+    truth = pd.read_csv(path)[truth_column][~is_train].reset_index(drop=True)
+    missing = truth.isna().to_numpy() | (truth.astype(str).str.strip() == "").to_numpy()
+    if missing.any():
+        raise ValueError(f"--truth-column: {int(missing.sum())} test row(s) have no class in {truth_column!r} "
+                         f"(the first: row {int(np.flatnonzero(~is_train)[np.argmax(missing)]) + 1})")
+    return truth
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     chains.add_argument("--label-column", default=None,
                         help="column of known classes: not a feature; the point estimate is scored against it "
                              "(scdp-*: the training rows' publications, empty in the test rows to cluster)")
+    chains.add_argument("--truth-column", default=None,
+                        help="scdp-*: column of the true classes of the test rows (not a feature): their point "
+                             "estimate is scored against it")
     chains.add_argument("--no-standardize", action="store_true",
                         help="fit the features as they are (default: centred and scaled to unit variance)")
     return parser
@@ -446,11 +472,16 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             row_names, labels, id_column, kind = pd.Series(nodes.labels), None, "node", "the most probable draw"
             resume = IRM_RESUME_CALL
         else:
-            features, names, row_names, labels = read_table(arguments.datafile, id_column=arguments.id_column,
-                                                            label_column=arguments.label_column)
             supervised = arguments.model in SUPERVISED_MODELS
+            if arguments.truth_column is not None and not supervised:
+                raise ValueError(f"--truth-column: only for {', '.join(SUPERVISED_MODELS)}; {arguments.model} "
+                                 "scores its point estimate against --label-column")
+            features, names, row_names, labels = read_table(arguments.datafile, id_column=arguments.id_column,
+                                                            label_column=arguments.label_column,
+                                                            truth_column=arguments.truth_column)
             if supervised:
                 is_train = _training_rows(labels, arguments.label_column, Path(arguments.datafile).name)
+                truth = _test_truth(arguments.datafile, arguments.truth_column, is_train)
             if not arguments.no_standardize:  # over all rows, training and test alike (DM05 §5)
                 scale = features.std(axis=0)
                 features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constants stay 0
@@ -467,9 +498,10 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                                 n_sweeps=None if until_mixed else warmup + arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet,
                                 until_mixed=until_mixed)
-                # The partition is of the test rows; the labels were the training rows' (nothing to score).
+                # The partition is of the test rows, scored against --truth-column if given (the labels
+                # were the training rows').
                 row_names = None if row_names is None else row_names[~is_train]
-                labels, resume = None, SCDP_RESUME_CALL
+                labels, resume = truth, SCDP_RESUME_CALL
             else:
                 warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model, n_features=features.shape[1])
@@ -500,7 +532,9 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                  f"{kind}: {int(partition.max()) + 1} clusters; {time.perf_counter() - start:.1f} s\n")
     if labels is not None:
         scores = clustering_scores(labels.to_numpy(), partition)
-        stream.write(f"against {arguments.label_column}: F {scores['F']:.3f}, VI {scores['VI']:.3f}, "
+        against = (f"{arguments.truth_column} ({partition.size} test rows)" if arguments.truth_column is not None
+                   else arguments.label_column)
+        stream.write(f"against {against}: F {scores['F']:.3f}, VI {scores['VI']:.3f}, "
                      f"NVI {scores['NVI']:.3f} (DM05 §6)\n")
     # The fit's advice names Python's way to run longer; here it is the command's.
     stream.write(mixing_verdict(fit.mixing).replace(f"({resume} continues these chains)", "(a larger --draws)") + "\n")
