@@ -74,6 +74,10 @@ from inference._validation import (check_choice, check_int, check_key, check_rea
                                    user_stacklevel)
 from inference.jit import jit
 
+#: What a progress bar of a run until the chains mix adds to its description: its total is then the
+#: most the run may take (the IRM's bar says the same).
+UNTIL_MIXED_BAR = ", until they mix, at most"
+
 __all__ = ["ChainResult", "CapacityError", "sample_chains", "continue_chains", "record_gibbs", "stack_states",
            "StopRule"]
 
@@ -362,8 +366,7 @@ def sample_chains(
     made_by = provenance()
     start = time.perf_counter()
     several = n_processes > 1  # the processes gather the draws and agree on stopping after every call
-    # Until mixed, the bar's total is the most the run may take, and the description says so.
-    until = ", until they mix, at most" if stop_when is not None else ""
+    until = UNTIL_MIXED_BAR if stop_when is not None else ""
     bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains{until}")
     with ExitStack() as contexts:
         interrupt = contexts.enter_context(DeferredInterrupt()) if several else None

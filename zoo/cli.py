@@ -212,7 +212,7 @@ def _test_truth(path: Any, truth_column: str | None, is_train: np.ndarray) -> An
         return None
     import pandas as pd
 
-    truth = pd.read_csv(path)[truth_column][~is_train].reset_index(drop=True)
+    truth = pd.read_csv(path, usecols=[truth_column])[truth_column][~is_train].reset_index(drop=True)
     missing = truth.isna().to_numpy() | (truth.astype(str).str.strip() == "").to_numpy()
     if missing.any():
         raise ValueError(f"--truth-column: {int(missing.sum())} test row(s) have no class in {truth_column!r} "

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from inference.chains import UNTIL_MIXED_BAR
 from inference.interrupts import DeferredInterrupt, stop_reason
 from inference.jit import jit
 from zoo.relational._infinite_kernel import build_kernel
@@ -118,7 +119,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     chunks = []
     completed = True
     rule = stop_rule(first_sweep, capacities) if stop_rule is not None else None
-    until = ", until they mix, at most" if rule is not None else ""  # the total is then the most
+    until = UNTIL_MIXED_BAR if rule is not None else ""
     bar = tqdm(total=n_sweeps - first_sweep, disable=not progress, unit="sweep",
                desc=f"{keys.shape[0]} chains, capacity {max(capacities)}{until}")
     with DeferredInterrupt() as interrupt, bar:
