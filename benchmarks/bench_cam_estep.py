@@ -3,7 +3,7 @@
 One call of :func:`inference.sparse.path_mixture_stats` with statistics (the E-step of
 ``ClusterAbstraction.em_step``: untempered scores, tempered posteriors, level and node statistics)
 on Reuters (``lda``'s 395 stories × 4,258 words, 60,114 non-zeros) for a complete binary tree of
-``--depth`` levels below the root (default 3: 8 clusters, 15 nodes, the README's "depth-4 tree"
+``--depth`` levels below the root (default 3: 8 clusters, 15 nodes, docs/backends.md's "depth-4 tree"
 counting the root), at a tempered β (P^β for the posterior and statistics), in
 float32. Timed, in one process: the numba kernel (the CPU's default), the XLA kernel, and a
 straightforward NumPy + ``scipy.sparse`` implementation of the same formulas (the peer; its

@@ -3,7 +3,7 @@
 The same key gives the same draws (and the same EM iterates) only with the same versions, the
 same JAX backend, the same float width and, on the CPU, a CPU of the same kind: XLA and numba
 compile for the CPU they find, so float sums can round differently on another one and a chain
-that meets a near-tie take another path (README, "What holds where"). Every fit records
+that meets a near-tie take another path (docs/backends.md, "What holds where"). Every fit records
 :func:`provenance` when it runs — :class:`inference.chains.ChainResult` and
 :class:`inference.em.EMResult` carry it, ``InferenceData`` holds it in ``posterior.attrs``, and
 :mod:`zoo.io` writes it into saved results and checkpoints — so that a stored fit can be told apart
@@ -94,5 +94,5 @@ def warn_if_made_elsewhere(made_by: Mapping[str, str] | None, subject: str, *, s
                            for key, (saved, current) in differences.items())
         warnings.warn(f"{subject} were drawn elsewhere ({listed}). Continued here they are valid draws, but not bit "
                       "for bit those of one uninterrupted run: XLA and numba round differently with other versions, "
-                      "backends, float widths or CPUs (README, \"What holds where\").", ProvenanceWarning,
+                      "backends, float widths or CPUs (docs/backends.md, \"What holds where\").", ProvenanceWarning,
                       stacklevel=stacklevel + 1)

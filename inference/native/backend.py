@@ -99,8 +99,8 @@ def host_cpu_name() -> str:
     """The CPU that XLA's and numba's compilers target on this machine, in LLVM's name for it
     (``"skylake-avx512"``, ``"znver3"``, ...), or ``platform.machine()`` where llvmlite (numba's
     compiler) is missing. Both compilers vectorise for it, so float sums can round differently on
-    another CPU and a chain then take another path from the same key (README, "What holds
-    where")."""
+    another CPU and a chain then take another path from the same key (docs/backends.md, "What
+    holds where")."""
     try:
         from llvmlite import binding
     except ImportError:
