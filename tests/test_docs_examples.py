@@ -1,7 +1,9 @@
 """The code of the README and of the documentation's how-to pages runs and gives what its comments say.
 
-Every ```python block of a page is run in a fresh namespace, in a temporary folder, one block
-after the other, statement by statement. A line ``print(...)  # TEXT`` must print ``TEXT``; an
+Every ```python block of a page is run in a temporary folder, one block after the other, statement
+by statement: the README's blocks each in a fresh namespace, as a newcomer copies one of them (a block
+that forgot an import it shares with the one before failed there, not here), a how-to page's in one
+namespace, as a reader goes through it. A line ``print(...)  # TEXT`` must print ``TEXT``; an
 expression whose comment starts with numbers, ``result.beta, result.perplexity(test)  # (0.656,
 1203.9); ...``, must give those numbers when rounded to the decimals shown.
 """
@@ -19,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["docs/long_runs.md", "README.md"]
+#: Pages whose blocks each stand alone.
+SELF_CONTAINED = {"README.md"}
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 EXPECTED = re.compile(r"^\s*print\(.*\)\s+# (.+)$")
 #: A comment that starts with a number or a parenthesised tuple of numbers: what the expression gives.
@@ -51,6 +55,8 @@ def test_the_page_runs_and_gives_what_it_says(page, tmp_path, monkeypatch):
     with contextlib.redirect_stdout(printed), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: the mixing warnings are expected
         for block in blocks:
+            if page in SELF_CONTAINED:
+                namespace = {"__name__": "__docs__"}
             for statement in ast.parse(block).body:
                 source = ast.get_source_segment(block, statement)
                 written = _claims(block, statement)

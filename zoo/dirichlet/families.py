@@ -71,10 +71,19 @@ __all__ = [
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+def _check_width(name: str, array: np.ndarray, n_features: int) -> None:
+    """A ``ValueError`` naming ``name`` and the cure when the data's columns are not the family's features."""
+    if array.shape[1] != n_features:
+        raise ValueError(
+            f"{name}: expected {n_features} features (columns), got {array.shape[1]}: the component family was "
+            f"built for {n_features}; build it for {array.shape[1]} (its first argument, n_features, e.g. "
+            f"normal_gamma({array.shape[1]}); zoo.get_model(name, n_features={array.shape[1]}) for a registry model)")
+
+
 def _check_finite_matrix(name: str, data: Any, n_features: int | None) -> np.ndarray:
     array = as_float_array(name, data, ndim=2)
-    if n_features is not None and array.shape[1] != n_features:
-        raise ValueError(f"{name}: expected {n_features} features (columns), got {array.shape[1]}")
+    if n_features is not None:
+        _check_width(name, array, n_features)
     return array
 
 
@@ -485,8 +494,7 @@ def _dm_cache(params: MultinomialParams) -> jax.Array:
 
 def _dm_check_data(prior: _DirichletPrior, name: str, data: Any) -> np.ndarray:
     array = as_float_array(name, data, ndim=2, nonnegative=True)
-    if array.shape[1] != prior.n_features:
-        raise ValueError(f"{name}: expected {prior.n_features} features (columns), got {array.shape[1]}")
+    _check_width(name, array, prior.n_features)
     if (array != np.round(array)).any():
         raise ValueError(f"{name}: counts must be whole numbers")
     return array
@@ -668,8 +676,7 @@ def _bb_cache(params: BernoulliParams) -> jax.Array:
 
 def _bb_check_data(prior: _BetaPrior, name: str, data: Any) -> np.ndarray:
     array = as_float_array(name, data, ndim=2)
-    if array.shape[1] != prior.n_features:
-        raise ValueError(f"{name}: expected {prior.n_features} features (columns), got {array.shape[1]}")
+    _check_width(name, array, prior.n_features)
     if not np.isin(array, (0.0, 1.0)).all():
         raise ValueError(f"{name}: binary features must be 0 or 1")
     return array
