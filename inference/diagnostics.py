@@ -516,8 +516,20 @@ def _log_joint_gap(table: pd.DataFrame) -> tuple[np.ndarray, float, float] | Non
     return by_chain, float(by_chain.max() - by_chain.min()), spread
 
 
+def _chain_list(chains: list[int]) -> str:
+    """'chain 1', 'chains 0 and 2', 'chains 0, 2 and 3'."""
+    if len(chains) == 1:
+        return f"chain {chains[0]}"
+    return f"chains {', '.join(str(chain) for chain in chains[:-1])} and {chains[-1]}"
+
+
 def _separate_modes(table: pd.DataFrame) -> str:
-    """A sentence on chains whose mean log joint differ by more than their own spread, or ''."""
+    """A sentence on chains whose mean log joint differ by more than their own spread, or ''.
+
+    The chains within that distance (at least 10 nats) of the best form its mode; when two or more
+    do, within 10 nats of each other, the sentence says that they agree and which chains sit below
+    them (one chain lagging in a lower mode reads otherwise as if no chain had found the best one).
+    """
     gap = _log_joint_gap(table)
     if gap is None or table.loc["log_joint", "status"] in PASSING_STATUSES:
         return ""
@@ -525,9 +537,16 @@ def _separate_modes(table: pd.DataFrame) -> str:
     if gap < 10.0 or gap < spread:
         return ""
     best = int(np.argmax(by_chain))
-    return (f" The chains sit in separate modes: mean log joint by chain "
-            f"{', '.join(f'{value:.0f}' for value in by_chain)}; chain {best} is {gap:.0f} nats above the lowest, "
-            "so the others have not found its mode.")
+    sentence = f" The chains sit in separate modes: mean log joint by chain {', '.join(f'{v:.0f}' for v in by_chain)}; "
+    top = [chain for chain, value in enumerate(by_chain) if by_chain[best] - value < max(10.0, spread)]
+    within = max(float(by_chain[top].max() - by_chain[top].min()), 1.0)
+    if len(top) == 1 or within >= 10.0:
+        return sentence + f"chain {best} is {gap:.0f} nats above the lowest, so the others have not found its mode."
+    below = [chain for chain in range(len(by_chain)) if chain not in top]
+    depths = [f"{by_chain[top].mean() - by_chain[chain]:.0f}" for chain in below]
+    return sentence + (f"{_chain_list(top)} agree within {within:.0f} nat{'s' if within >= 1.5 else ''}, and "
+                       f"{_chain_list(below)} {'sits' if len(below) == 1 else 'sit'} {' and '.join(depths)} nats "
+                       f"below them, so {'it has' if len(below) == 1 else 'they have'} not found their mode.")
 
 
 #: What :func:`equal_height_advice` says was measured, unless a sampler gives its own.

@@ -340,6 +340,19 @@ def test_chains_in_separate_modes_are_named_with_the_best_chain():
     assert "separate modes" not in mixing_verdict(mixing_table(_dataset(log_joint=IID - 2000.0)))
 
 
+def test_chains_that_agree_are_told_apart_from_the_one_below_them():
+    # Breast cancer's pattern (the default DPMixture fit, 2026-12-05): three chains in one mode, one
+    # 12 nats below. "Chain 0 is 12 nats above the lowest" read as if chains 2 and 3 had not found it.
+    offsets = np.array([-14979.0, -14991.0, -14979.7, -14979.2])[:, None]
+    verdict = mixing_verdict(mixing_table(_dataset(log_joint=offsets + RNG.normal(size=(4, 400)))))
+    assert "mean log joint by chain -14979, -14991, -14980, -14979; chains 0, 2 and 3 agree within 1 nat, " \
+           "and chain 1 sits 12 nats below them, so it has not found their mode." in verdict
+    offsets = np.array([-2000.2, -1500.0, -1980.2, -1501.0])[:, None]
+    verdict = mixing_verdict(mixing_table(_dataset(log_joint=offsets + RNG.normal(size=(4, 400)))))
+    assert "chains 1 and 3 agree within 1 nat, and chains 0 and 2 sit 500 and 480 nats below them, so they " \
+           "have not found their mode." in verdict
+
+
 def test_chains_at_one_height_in_different_partitions_are_told_to_report_the_spread():
     # The digits' and breast cancer's pattern: every chain at the same log joint, each holding its
     # own number of clusters. Running longer is not the advice then; the spread is to be reported.
