@@ -251,6 +251,16 @@ def test_recovers_planted_blocks_simulated_from_the_program():
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
 
 
+def test_a_run_stopped_in_its_warm_up_says_it_has_no_draws_to_predict_from():
+    with pytest.warns(RuntimeWarning, match="^InfiniteRelational.sample: the run kept no draws"):
+        stopped = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_sweeps=400,
+                                              time_budget=1e-3, progress=False)
+    assert stopped.log_joint.shape[1] == 0
+    for call in (stopped.map_partition, lambda: stopped.predict_proba([[0, 1]])):
+        with pytest.raises(ValueError, match=r"^the run kept no draws: it stopped during its warm-up; result.resume"):
+            call()
+
+
 def _result_from_draws(n_clusters, log_joint, hyper):
     draws = np.shape(log_joint)
     return IRMResult(schema=None, capacities=(8,), n_clusters={"people": np.asarray(n_clusters)},

@@ -11,6 +11,7 @@ from zoo.relational.data import (
     Domain,
     Relation,
     RelationalData,
+    check_cells,
     load_davis_southern_women,
     load_florentine_families,
     load_karate_club,
@@ -186,6 +187,17 @@ def _relation(**overrides):
                                              rating="r"), "rating"),
         (lambda: RelationalData.from_ratings(pd.DataFrame({"u": [1], "i": [1], "r": [1]}), user="u", item="i",
                                              rating="r", threshold="median"), "threshold"),
+        (lambda: RelationalData.from_ratings(pd.DataFrame({"u": [1], "i": [1], "r": [1]}), user="usr", item="i",
+                                             rating="r"), "user: column 'usr' not in frame (columns: ['u', 'i', 'r'])"),
+        (lambda: RelationalData.from_ratings(pd.DataFrame({"u": [1], "i": [1], "r": [1]}), user="u", item="it",
+                                             rating="r"), "item"),
+        (lambda: check_cells([[0, 3]], 0, _karate_schema()), "cells: column 1 out of range for domain 'members'"),
+        (lambda: check_cells([[-1, 0]], 0, _karate_schema()), "cells: column 0 out of range"),
+        (lambda: check_cells([[0, 1], [2, 2]], 0, _karate_schema()), "cells: row 1 is a self-pair"),
+        (lambda: check_cells([[0.5, 1]], 0, _karate_schema()), "cells: indices must be whole numbers"),
+        (lambda: check_cells([[0, 1, 2]], 0, _karate_schema()), "cells: expected shape (n_cells, 2)"),
+        (lambda: check_cells([[0, 1]], "likes", _karate_schema()), "relation: 'likes' is not a relation"),
+        (lambda: check_cells([[0, 1]], 1, _karate_schema()), "relation"),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):
@@ -193,7 +205,16 @@ def test_bad_input_names_the_argument(call, argument):
         call()
 
 
+def _karate_schema():
+    """Three members and one relation over them (friends)."""
+    return RelationalData.from_adjacency([[0, 1, 0], [1, 0, 1], [0, 1, 0]], domains="members", relation="friends").schema
+
+
 def test_wrong_kinds_raise_type_errors():
+    with pytest.raises(TypeError, match="^cells: expected integer indices"):
+        check_cells([["Mr Hi", "Officer"]], 0, _karate_schema())
+    with pytest.raises(TypeError, match="^cells: expected integer indices"):
+        check_cells([[True, False]], 0, _karate_schema())
     with pytest.raises(TypeError, match="^graph"):
         RelationalData.from_networkx(np.eye(2))
     with pytest.raises(TypeError, match="^frame"):

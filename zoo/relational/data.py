@@ -726,8 +726,9 @@ class RelationalData:
 
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
-        if rating not in frame.columns:
-            raise ValueError(f"rating: column {rating!r} not in frame (columns: {list(frame.columns)})")
+        for argument, column in (("user", user), ("item", item), ("rating", rating)):
+            if column not in frame.columns:
+                raise ValueError(f"{argument}: column {column!r} not in frame (columns: {list(frame.columns)})")
         ratings = as_float_array("rating", frame[rating].dropna().to_numpy(), ndim=1)
         if isinstance(threshold, str):
             check_choice("threshold", threshold, ("mean",))
@@ -738,6 +739,42 @@ class RelationalData:
         table["__likes__"] = (table[rating].to_numpy(dtype=float) > cut).astype(int)
         return cls.from_table(table, subject=user, object=item, value="__likes__", domains=domains,
                               relation=relation, values=(0, 1))
+
+
+def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np.ndarray, int]:
+    """``cells`` as an (n_cells, arity) int64 array of a relation's individuals, and the relation's index.
+
+    ``ValueError``/``TypeError`` naming ``relation`` or ``cells``: a relation that does not exist, cells
+    that are not integer indices (labels are mapped to indices with the domain's ``labels``), of
+    another arity, out of their domain's range, or self-pairs r(a, a), which the models do not model.
+    """
+    names = schema.relation_names
+    if isinstance(relation, str):
+        if relation not in names:
+            raise ValueError(f"relation: {relation!r} is not a relation of the data (relations: {list(names)})")
+        index = names.index(relation)
+    else:
+        index = check_int("relation", relation, minimum=0, maximum=len(names) - 1)
+    domains = schema.relation_domains[index]
+    array = np.asarray(cells)
+    if array.dtype == bool or array.dtype.kind not in "iuf":
+        raise TypeError(f"cells: expected integer indices of individuals, got dtype {array.dtype} (a domain's "
+                        "labels give the indices: list(data.domains[d].labels).index(label))")
+    if array.ndim != 2 or array.shape[1] != len(domains):
+        raise ValueError(f"cells: expected shape (n_cells, {len(domains)}), got {array.shape}")
+    if array.dtype.kind == "f":
+        if not np.isfinite(array).all() or (array != np.round(array)).any():
+            raise ValueError("cells: indices must be whole numbers")
+    array = array.astype(np.int64)
+    for position, domain in enumerate(domains):
+        column = array[:, position]
+        if column.size and (column.min() < 0 or column.max() >= schema.domain_sizes[domain]):
+            raise ValueError(f"cells: column {position} out of range for domain {schema.domain_names[domain]!r} "
+                             f"(0 to {schema.domain_sizes[domain] - 1})")
+    if len(domains) == 2 and domains[0] == domains[1] and (array[:, 0] == array[:, 1]).any():
+        row = int(np.flatnonzero(array[:, 0] == array[:, 1])[0])
+        raise ValueError(f"cells: row {row} is a self-pair r(a, a), which the models do not model")
+    return array, index
 
 
 def _declared_values(name: str, values: Sequence[Any] | None, observed: np.ndarray) -> list:

@@ -57,6 +57,7 @@ and its result. The rest, one idea a file, everything importable from here:
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,7 +83,7 @@ from zoo.relational._infinite_kernel import _resample_hyper, build_kernel, log_g
 from zoo.relational._infinite_moves import MOVE_STATISTICS
 from zoo.relational._infinite_state import (IRMInfo, IRMState, block_counts, collapsed_log_likelihood, init,
                                             log_crp_prior, log_joint)
-from zoo.relational.data import RelationalData, RelationalSchema
+from zoo.relational.data import RelationalData, RelationalSchema, check_cells
 from zoo.relational.latent_class import flat_cells
 
 #: Support of every γ_{r,u}: a log-spaced grid (griddy Gibbs, exact for this discretised prior).
@@ -91,6 +92,8 @@ HYPER_GRID = _infinite_kernel.HYPER_GRID
 #: The call that continues a result's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (the command line names its own).
 RESUME_CALL = "result.resume(data, n_draws=..., until_mixed=True)"
+#: What a run stopped during its warm-up says, when it returns and when it is asked for draws.
+NO_DRAWS = f"the run kept no draws: it stopped during its warm-up; {RESUME_CALL} finishes the warm-up and draws"
 
 #: What :meth:`InfiniteRelational.sample` runs given neither ``n_sweeps`` nor ``until_mixed``: 1,000
 #: warm-up sweeps, then draws until every label-invariant quantity mixes, at most
@@ -449,7 +452,9 @@ class InfiniteRelational:
             previous = None
         result = _assemble(c, schema, arrays, output, capacities=capacities, scale=scale, completed=completed,
                            seconds=seconds, first_sweep=first_sweep, previous=previous)
-        if c.n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
+        if result.log_joint.shape[1] == 0:  # stopped during warm-up, as DPMixture.fit says
+            warnings.warn(f"InfiniteRelational.sample: {NO_DRAWS}", RuntimeWarning, stacklevel=user_stacklevel())
+        elif c.n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
             result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=user_stacklevel())
         return result
 
@@ -786,10 +791,16 @@ class IRMResult(Described):
             diagnostics.warn_if_not_mixing(table, stacklevel=user_stacklevel())
         return table
 
-    def map_partition(self) -> dict[str, np.ndarray]:
-        """The kept draw with the highest log joint, relabelled 0..K-1 in order of first appearance."""
+    def _check_draws(self) -> None:
+        """A ``ValueError`` for a result without the kept draws that its partitions and predictions use."""
         if self.assignments is None:
             raise ValueError("keep_assignments: the run did not keep the assignments")
+        if np.asarray(self.log_joint).shape[-1] == 0:
+            raise ValueError(NO_DRAWS)
+
+    def map_partition(self) -> dict[str, np.ndarray]:
+        """The kept draw with the highest log joint, relabelled 0..K-1 in order of first appearance."""
+        self._check_draws()
         chain, draw = np.unravel_index(np.argmax(self.log_joint), self.log_joint.shape)
         result = {}
         for name, draws in self.assignments.items():
@@ -803,13 +814,8 @@ class IRMResult(Described):
 
     def predict_proba(self, cells: Any, relation: int | str = 0) -> np.ndarray:
         """Predictive probabilities (n_cells, |r|) of cells of a relation, averaged over all kept draws."""
-        if self.assignments is None:
-            raise ValueError("keep_assignments: the run did not keep the assignments")
-        index = self.schema.relation_names.index(relation) if isinstance(relation, str) else relation
-        cells = np.asarray(cells)
-        arity = len(self.schema.relation_domains[index])
-        if cells.ndim != 2 or cells.shape[1] != arity:
-            raise ValueError(f"cells: expected shape (n_cells, {arity}), got {cells.shape}")
+        self._check_draws()
+        cells, index = check_cells(cells, relation, self.schema)
         names = self.schema.domain_names
         assignments = tuple(jnp.asarray(self.assignments[name].reshape(-1, self.assignments[name].shape[-1]))
                             for name in names)

@@ -85,7 +85,7 @@ from zoo.relational._latent_class_passes import (_blanket_message, _domain_score
                                                  batch_pass, iem_pass)
 from zoo.relational._latent_class_state import (LRMInfo, LRMParams, LRMStats, _free_energy_from_stats, _reduce,
                                                 _safe_log, _statistics, free_energy, m_step, sufficient_statistics)
-from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema
+from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema, check_cells
 
 #: Pieces of the files above that other modules and tests import from here, as before the split.
 _IMPORTED_FROM_HERE = (_blanket_message, _domain_scores, _message_score, _safe_log)
@@ -591,14 +591,7 @@ class LRMResult(Described):
 
     def predict_proba(self, cells: Any, relation: int | str = 0) -> np.ndarray:
         """Predictive probabilities (n_cells, |r|) of the cells (n_cells, arity) of a relation."""
-        index = self.schema.relation_names.index(relation) if isinstance(relation, str) else relation
-        cells = np.asarray(cells)
-        arity = len(self.schema.relation_domains[index])
-        if cells.ndim != 2 or cells.shape[1] != arity:
-            raise ValueError(f"cells: expected shape (n_cells, {arity}), got {cells.shape}")
-        for position, domain in enumerate(self.schema.relation_domains[index]):
-            if cells.size and (cells[:, position].min() < 0 or cells[:, position].max() >= self.schema.domain_sizes[domain]):
-                raise ValueError(f"cells: column {position} out of range for domain {self.schema.domain_names[domain]!r}")
+        cells, index = check_cells(cells, relation, self.schema)
         return np.asarray(predict_proba(self.params, index, jnp.asarray(cells, jnp.int32), self.schema))
 
     def history_dataset(self):
