@@ -183,21 +183,36 @@ def test_recovers_planted_blocks_simulated_from_the_program():
     assert adjusted_rand_index(np.asarray(trace["class_cols"]["value"]), classes["cols"]) > 0.9
 
 
-def test_classes_left_alike_by_every_start_are_named():
-    # Two plain blocks (0.8 within, 0.1 across): incremental EM from random starts ends at its
-    # symmetric fixed point in every restart, and the fit says so rather than return one class in silence.
+def test_starts_seeded_from_the_data_find_the_blocks_that_random_starts_miss():
+    # Two plain blocks (0.8 within, 0.1 across): every random start of incremental EM ends at its
+    # symmetric fixed point (one class in effect, -689.3), so the fit runs as many starts seeded from
+    # k-means of the individuals' cells, which find the blocks (-475.4), and keeps the best.
     rng = np.random.default_rng(1)
     users, items = np.repeat([0, 1], 20), np.repeat([0, 1], [12, 13])
     links = (rng.random((40, 25)) < np.where(users[:, None] == items[None, :], 0.8, 0.1)).astype(float)
     data = RelationalData.from_adjacency(links, domains=("u", "i"))
-    with pytest.warns(ClassesAlikeWarning, match=r"alike in domains 'u' \(in 10 of 10 restarts\), 'i'") as caught:
-        result = LatentClassRelational(2).fit(data, key=jax.random.key(1))
-    assert caught[0].filename == __file__
-    assert adjusted_rand_index(users, result.classes()["u"]) < 0.1
-    # Classes that tell individuals apart: no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error", ClassesAlikeWarning)
-        LatentClassRelational(2).fit(load_florentine_families(), key=jax.random.key(0), n_restarts=3)
+        result = LatentClassRelational(2).fit(data, key=jax.random.key(1))
+    assert result.restart_scores.shape == (20,) and result.best_restart >= 10
+    assert result.restart_scores[10:].max() > result.restart_scores[:10].max() + 100.0
+    assert adjusted_rand_index(users, result.classes()["u"]) == 1.0
+    assert adjusted_rand_index(items, result.classes()["i"]) == 1.0
+    # Classes that tell individuals apart from random starts: no seeded starts, no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClassesAlikeWarning)
+        result = LatentClassRelational(2).fit(load_florentine_families(), key=jax.random.key(0), n_restarts=3)
+    assert result.restart_scores.shape == (3,)
+
+
+def test_classes_that_no_start_tells_apart_are_named():
+    # Links without groups: random and seeded starts alike end with the items' classes alike, and the
+    # fit says so rather than return them in silence.
+    links = (np.random.default_rng(2).random((40, 25)) < 0.3).astype(float)
+    data = RelationalData.from_adjacency(links, domains=("u", "i"))
+    with pytest.warns(ClassesAlikeWarning, match=r"alike in domain 'i' \(in 1\d of 20 restarts\)") as caught:
+        LatentClassRelational(2).fit(data, key=jax.random.key(0))
+    assert caught[0].filename == __file__
 
 
 def test_tempered_em_driver_runs_passes_at_beta():

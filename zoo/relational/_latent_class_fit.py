@@ -28,13 +28,84 @@ from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, suf
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
 
+#: Columns of the random sketch of an individual's cells with the individuals of another domain
+#: (seeded starts, :func:`_profiles`).
+SKETCH_COLUMNS = 32
+#: Lloyd iterations after the k-means++ seeding of a seeded start.
+SEED_LLOYD_ITERATIONS = 10
+#: Probability spread evenly over the classes of a seeded start (the rest on its k-means cluster).
+SEED_SMOOTHING = 0.1
+
+
+def _profiles(key: Any, arrays: RelationalArrays, schema: RelationalSchema, domain: int) -> Any:
+    """(size, features): each individual's mean centred cell value, sketched by the partners' random rows.
+
+    For every argument position at which ``domain`` appears, the one-hot values of an individual's
+    cells, less the relation's mean, times a Gaussian row per partner (SKETCH_COLUMNS of them),
+    averaged over its cells: individuals with alike cells with alike partners get nearby profiles,
+    without a dense relation matrix. Unary relations contribute the centred values themselves.
+    """
+    size = schema.domain_sizes[domain]
+    dtype = arrays.weights[0].dtype
+    parts = []
+    for key_part, (relation, position) in zip(jax.random.split(key, 64), schema.incidences(domain)):
+        cells, weights = arrays.entries[relation], arrays.weights[relation]
+        onehot = jax.nn.one_hot(arrays.values[relation], schema.n_values[relation], dtype=dtype) * weights[:, None]
+        centred = (onehot - onehot.sum(axis=0) / jnp.maximum(weights.sum(), 1.0)) * weights[:, None]
+        domains = schema.relation_domains[relation]
+        if len(domains) == 2:
+            partner = schema.domain_sizes[domains[1 - position]]
+            rows = jax.random.normal(key_part, (partner, SKETCH_COLUMNS), dtype) / np.sqrt(SKETCH_COLUMNS)
+            centred = (centred[:, :, None] * rows[cells[:, 1 - position]][:, None, :]).reshape(len(weights), -1)
+        total = jax.ops.segment_sum(centred, cells[:, position], num_segments=size)
+        count = jax.ops.segment_sum(weights, cells[:, position], num_segments=size)
+        parts.append(total / jnp.maximum(count, 1.0)[:, None])
+    return jnp.concatenate(parts, axis=1)
+
+
+def _seeded_responsibilities(key: Any, profiles: Any, n_classes: int) -> Any:
+    """k-means++ seeding (Arthur & Vassilvitskii 2007) and Lloyd iterations on the profiles, smoothed."""
+    key_first, key_rest = jax.random.split(key)
+    size = profiles.shape[0]
+    centres = profiles[jax.random.randint(key_first, (), 0, size)][None, :]
+    distance = jnp.sum((profiles - centres[0]) ** 2, axis=1)
+    for key_centre in jax.random.split(key_rest, n_classes - 1):
+        weights = jnp.where(distance.sum() > 0, distance, 1.0)  # all alike: uniformly
+        chosen = jax.random.categorical(key_centre, jnp.log(weights / weights.sum()))
+        centres = jnp.concatenate([centres, profiles[chosen][None, :]])
+        distance = jnp.minimum(distance, jnp.sum((profiles - profiles[chosen]) ** 2, axis=1))
+
+    def lloyd(_, centres):
+        labels = jnp.argmin(jnp.sum((profiles[:, None, :] - centres[None]) ** 2, axis=2), axis=1)
+        onehot = jax.nn.one_hot(labels, n_classes, dtype=profiles.dtype)
+        sizes = onehot.sum(axis=0)
+        means = onehot.T @ profiles / jnp.maximum(sizes, 1.0)[:, None]
+        return jnp.where(sizes[:, None] > 0, means, centres)  # an emptied cluster keeps its centre
+
+    centres = jax.lax.fori_loop(0, SEED_LLOYD_ITERATIONS, lloyd, centres)
+    labels = jnp.argmin(jnp.sum((profiles[:, None, :] - centres[None]) ** 2, axis=2), axis=1)
+    onehot = jax.nn.one_hot(labels, n_classes, dtype=profiles.dtype)
+    return (1.0 - SEED_SMOOTHING) * onehot + SEED_SMOOTHING / n_classes
+
+
 def _init_params(rng_key: Any, arrays: RelationalArrays, *, schema: RelationalSchema,
-                 n_classes: tuple[int, ...], prior_count: float) -> LRMParams:
-    """Random start: every q_a ~ Dirichlet(1, ..., 1), then an M-step."""
+                 n_classes: tuple[int, ...], prior_count: float, seeded: bool = False) -> LRMParams:
+    """A start: every q_a ~ Dirichlet(1, ..., 1), or seeded from the data, then an M-step.
+
+    ``seeded``: each domain's individuals clustered by k-means (k-means++ seeds and a few Lloyd
+    iterations) on sketches of their cells (:func:`_profiles`), their class probabilities put mostly
+    on their cluster. Random starts, soft or hard, fall into incremental EM's symmetric fixed point on
+    data with plain groups (:class:`zoo.relational.latent_class.ClassesAlikeWarning`); these do not.
+    """
     dtype = arrays.weights[0].dtype
     keys = jax.random.split(rng_key, len(schema.domain_sizes))
     responsibilities = []
-    for key_domain, size, n_domain_classes in zip(keys, schema.domain_sizes, n_classes):
+    for domain, (key_domain, size, n_domain_classes) in enumerate(zip(keys, schema.domain_sizes, n_classes)):
+        if seeded and n_domain_classes > 1 and schema.incidences(domain):
+            key_profiles, key_seeds = jax.random.split(key_domain)
+            profiles = _profiles(key_profiles, arrays, schema, domain)
+            responsibilities.append(_seeded_responsibilities(key_seeds, profiles, n_domain_classes))
+            continue
         draws = jax.random.exponential(key_domain, (size, n_domain_classes), dtype)
         responsibilities.append(draws / draws.sum(axis=1, keepdims=True))
     responsibilities = tuple(responsibilities)
@@ -52,9 +123,10 @@ class _FitState(NamedTuple):
     done: Any
 
 
-def _start_one(rng_key, arrays, prior_count, *, schema, n_classes, max_passes):
-    """A random start and empty (max_passes,) histories."""
-    params = _init_params(rng_key, arrays, schema=schema, n_classes=n_classes, prior_count=prior_count)
+def _start_one(rng_key, arrays, prior_count, *, schema, n_classes, max_passes, seeded=False):
+    """A random (or seeded) start and empty (max_passes,) histories."""
+    params = _init_params(rng_key, arrays, schema=schema, n_classes=n_classes, prior_count=prior_count,
+                          seeded=seeded)
     dtype = arrays.weights[0].dtype
     history = jnp.full((max_passes,), jnp.nan, dtype)
     return _FitState(params, jnp.asarray(0, jnp.int32), jnp.asarray(-jnp.inf, dtype), history, history,
@@ -91,9 +163,9 @@ _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blanket
 _STATIC = ("schema", "n_classes", "max_passes", "backend")
 
 
-@partial(jit, static_argnames=("schema", "n_classes", "max_passes"))
-def _start_restarts(keys, arrays, prior_count, *, schema, n_classes, max_passes):
-    start = partial(_start_one, schema=schema, n_classes=n_classes, max_passes=max_passes)
+@partial(jit, static_argnames=("schema", "n_classes", "max_passes", "seeded"))
+def _start_restarts(keys, arrays, prior_count, *, schema, n_classes, max_passes, seeded=False):
+    start = partial(_start_one, schema=schema, n_classes=n_classes, max_passes=max_passes, seeded=seeded)
     return jax.vmap(start, in_axes=(0, _ARRAYS_SHARED, None))(keys, arrays, prior_count)
 
 

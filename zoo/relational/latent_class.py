@@ -286,7 +286,12 @@ class LatentClassRelational:
         key : jax PRNG key
             Restart r starts from ``jax.random.split(key, n_restarts)[r]``.
         n_restarts : int
-            Independent random starts, run in parallel with ``vmap``.
+            Independent random starts, run in parallel with ``vmap``. When every one of them ends
+            with some domain's classes alike (incremental EM's symmetric fixed point, which random
+            starts reach even on data with plain groups), as many more run from starts seeded by
+            k-means of sketches of each individual's cells (restarts ``n_restarts`` to
+            ``2 n_restarts - 1``, keys from ``jax.random.fold_in(key, 1)``), and the best objective
+            of all is kept; a :class:`ClassesAlikeWarning` says when even that one tells no one apart.
         max_passes : int
             Cap on passes over all individuals.
         tol : float
@@ -334,9 +339,19 @@ class LatentClassRelational:
         states, stopped_by = _run_passes(advance, states, max_passes=max_passes, passes_per_call=passes_per_call,
                                          deadline=deadline, progress=progress)
         states = jax.device_get(states)
+        final, best = _best_restart(states)
+        if stopped_by in ("converged", "max_passes") and _alike_domains(states.params.responsibilities, best,
+                                                                        n_classes):
+            # Every random start fell into the symmetric fixed point: as many again from the data's own
+            # clusters (k-means on sketches of each individual's cells), the best objective of all kept.
+            seeded = _start_restarts(jax.random.split(jax.random.fold_in(key, 1), n_restarts), arrays, prior_count,
+                                     schema=schema, n_classes=n_classes, max_passes=max_passes, seeded=True)
+            seeded, stopped_by = _run_passes(advance, seeded, max_passes=max_passes, passes_per_call=passes_per_call,
+                                             deadline=deadline, progress=progress)
+            states = jax.tree_util.tree_map(lambda first, second: np.concatenate([first, np.asarray(second)]),
+                                            states, jax.device_get(seeded))
+            final, best = _best_restart(states)
         n_passes = np.asarray(states.n_passes)
-        final = np.asarray(states.objective)[np.arange(n_restarts), np.maximum(n_passes - 1, 0)]
-        best = int(np.nanargmax(np.where(np.isfinite(final), final, -np.inf)))
         params = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[best]), states.params)
         _warn_if_classes_alike(states.params.responsibilities, best, schema, n_classes)
         return LRMResult(
@@ -503,6 +518,19 @@ class ClassesAlikeWarning(UserWarning):
     """The best restart's latent classes of some domain tell no individual apart."""
 
 
+def _best_restart(states: Any) -> tuple[np.ndarray, int]:
+    """The restarts' final objectives and the index of the best finite one."""
+    n_passes = np.asarray(states.n_passes)
+    final = np.asarray(states.objective)[np.arange(len(n_passes)), np.maximum(n_passes - 1, 0)]
+    return final, int(np.nanargmax(np.where(np.isfinite(final), final, -np.inf)))
+
+
+def _alike_domains(responsibilities: tuple, best: int, n_classes: tuple[int, ...]) -> list[int]:
+    """The domains (of more than one class) whose classes the restart ``best`` does not tell apart."""
+    return [domain for domain, (q, g) in enumerate(zip(responsibilities, n_classes))
+            if g > 1 and _alike(np.asarray(q))[best]]
+
+
 def _alike(responsibilities: np.ndarray) -> np.ndarray:
     """(restarts,) whether every individual's class probabilities lie within ALIKE_TOLERANCE of their mean."""
     spread = np.abs(responsibilities - responsibilities.mean(axis=-2, keepdims=True)).max(axis=(-2, -1))
@@ -517,10 +545,13 @@ def _warn_if_classes_alike(responsibilities: tuple, best: int, schema: Relationa
     probabilities, so that the classes' relation probabilities are alike too; starts drawn at random,
     soft (Dirichlet) or hard (random partitions), fall into it on data whose groups are plain: 40 × 25
     cells planted in two blocks (link probability 0.8 within, 0.1 across) ended there in all 10
-    restarts of 3 keys either way (2026-12-05), where InfiniteRelational recovered the blocks.
+    restarts of 3 keys either way (2026-12-05), where InfiniteRelational recovered the blocks. When
+    every random start ends there, :meth:`LatentClassRelational.fit` runs as many seeded from the
+    data (k-means of sketches of each individual's cells), which found those blocks; this warning is
+    for fits whose best restart, of either kind, still tells no one apart.
     """
-    alike = [(name, int(_alike(np.asarray(q)).sum())) for name, q, g in
-             zip(schema.domain_names, responsibilities, n_classes) if g > 1 and _alike(np.asarray(q))[best]]
+    alike = [(schema.domain_names[domain], int(_alike(np.asarray(responsibilities[domain])).sum()))
+             for domain in _alike_domains(responsibilities, best, n_classes)]
     if not alike:
         return
     n_restarts = np.asarray(responsibilities[0]).shape[0]
@@ -528,10 +559,10 @@ def _warn_if_classes_alike(responsibilities: tuple, best: int, schema: Relationa
     warnings.warn(
         f"The best restart's classes are alike in {'domain' if len(alike) == 1 else 'domains'} {names}: every "
         f"individual's class probabilities lie within {ALIKE_TOLERANCE} of their domain's mean, so those classes "
-        "tell no one apart. Either the data hold no "
-        "such groups, or every start fell into incremental EM's symmetric fixed point, which random starts reach "
-        "even on data with plain groups; InfiniteRelational's Gibbs chains, which do not have it, can tell which "
-        "(compare the two by held-out log-loss).", ClassesAlikeWarning, stacklevel=3)
+        "tell no one apart. Either the data hold no such groups, or every start, random or seeded from the "
+        "data's own clusters, fell into incremental EM's symmetric fixed point; InfiniteRelational's Gibbs "
+        "chains, which do not have it, can tell which (compare the two by held-out log-loss).",
+        ClassesAlikeWarning, stacklevel=3)
 
 
 @dataclass(repr=False)
@@ -544,7 +575,8 @@ class LRMResult(Described):
     schema : RelationalSchema
     params : LRMParams — the best restart's parameters and class posteriors
     history : dict — ``bound`` and ``objective`` per pass of the best restart
-    restart_scores : (n_restarts,) — final objective of every restart
+    restart_scores : (n_restarts,), or (2 n_restarts,) when seeded starts ran (see
+        :meth:`LatentClassRelational.fit`) — final objective of every restart
     best_restart, n_passes : int
     converged : bool
     stopped_by : str — "converged" (every restart), "max_passes", "interrupted" (Ctrl-C) or
