@@ -151,8 +151,9 @@ def _advance_one(state, arrays, flat, beta, tol, prior_count, stop_at, *, schema
     return jax.lax.while_loop(keep_going, one_pass, state)
 
 
-def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
-    state = _start_one(rng_key, arrays, prior_count, schema=schema, n_classes=n_classes, max_passes=max_passes)
+def _fit_one(rng_key, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend, seeded):
+    state = _start_one(rng_key, arrays, prior_count, schema=schema, n_classes=n_classes, max_passes=max_passes,
+                       seeded=seeded)
     return _advance_one(state, arrays, flat, beta, tol, prior_count, max_passes, schema=schema, backend=backend)
 
 
@@ -160,7 +161,7 @@ _ARRAYS_SHARED = RelationalArrays(entries=None, values=None, weights=None, blank
 _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blankets=None)
 
 
-_STATIC = ("schema", "n_classes", "max_passes", "backend")
+_STATIC = ("schema", "n_classes", "max_passes", "backend", "seeded")
 
 
 @partial(jit, static_argnames=("schema", "n_classes", "max_passes", "seeded"))
@@ -207,9 +208,10 @@ def _run_passes(advance, states, *, max_passes, passes_per_call, deadline=None, 
 
 
 @partial(jit, static_argnames=_STATIC)
-def _fit_cases(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend):
+def _fit_cases(keys, arrays, flat, beta, tol, prior_count, *, schema, n_classes, max_passes, backend, seeded):
     """Fits for many weightings of the same cells (held-out cases) × restarts; keeps the best restart."""
-    fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend)
+    fit = partial(_fit_one, schema=schema, n_classes=n_classes, max_passes=max_passes, backend=backend,
+                  seeded=seeded)
     restarts = jax.vmap(fit, in_axes=(0, _ARRAYS_SHARED, None, None, None, None))
 
     def best_of(case_keys, case_arrays):

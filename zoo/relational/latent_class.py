@@ -169,6 +169,14 @@ class LatentClassRelational:
     backend : {"auto", "xla", "numba"}
         Implementation of the pass over individuals (:func:`iem_pass`); "auto" is numba on the
         CPU backend when numba is installed, else XLA.
+    starts : {"seeded", "random"}
+        How each restart starts. "seeded" (the default since 2026-12-05): each domain's individuals
+        clustered by k-means (k-means++ seeds, Lloyd iterations) on random sketches of their cells,
+        their class probabilities put mostly on their cluster, then an M-step; "random" (CP §3, and
+        the library until then): class probabilities drawn from Dirichlet(1, ..., 1). Random starts
+        can all end at incremental EM's symmetric fixed point, where the classes tell no one apart,
+        even on data with plain groups; :meth:`fit` then runs as many seeded ones
+        (``docs/engines/incremental_em.md`` has the figures).
 
     Examples
     --------
@@ -182,6 +190,7 @@ class LatentClassRelational:
     n_classes: int | dict = 2
     prior_count: float = 1.0
     backend: str = "auto"
+    starts: str = "seeded"
 
     #: The fields of :class:`LRMParams` that are distributions, and the axis each sums to 1 along
     #: (``init=`` of :func:`inference.em.tempered_em` is checked against it).
@@ -201,6 +210,7 @@ class LatentClassRelational:
         else:
             check_int("n_classes", self.n_classes, minimum=1)
         check_real("prior_count", self.prior_count, low=0.0)
+        check_choice("starts", self.starts, ("seeded", "random"))
 
     program = staticmethod(latent_class_program)
 
@@ -245,7 +255,8 @@ class LatentClassRelational:
         devices=n)``).
         """
         self.check_data(data)
-        return BoundLatentClassRelational(self.n_classes, self.prior_count, self.backend, data.schema, update)
+        return BoundLatentClassRelational(self.n_classes, self.prior_count, self.backend, self.starts, data.schema,
+                                          update)
 
     def _check_memory(self, key: Any, arrays: RelationalArrays, schema: RelationalSchema, n_fits: int) -> None:
         """Refuse class counts whose fits cannot fit in memory (from the start's shapes, traced).
@@ -278,7 +289,7 @@ class LatentClassRelational:
         time_budget: float | None = None,
         progress: bool = False,
     ) -> "LRMResult":
-        """Fit by incremental EM with random restarts (CP §3 uses 10), keeping the best.
+        """Fit by incremental EM with restarts (CP §3 uses 10, random), keeping the best.
 
         Parameters
         ----------
@@ -286,12 +297,12 @@ class LatentClassRelational:
         key : jax PRNG key
             Restart r starts from ``jax.random.split(key, n_restarts)[r]``.
         n_restarts : int
-            Independent random starts, run in parallel with ``vmap``. When every one of them ends
-            with some domain's classes alike (incremental EM's symmetric fixed point, which random
-            starts reach even on data with plain groups), as many more run from starts seeded by
-            k-means of sketches of each individual's cells (restarts ``n_restarts`` to
+            Independent starts (the model's ``starts``), run in parallel with ``vmap``. With
+            ``starts="random"``, when every one of them ends with some domain's classes alike
+            (incremental EM's symmetric fixed point, which random starts reach even on data with
+            plain groups), as many more run from seeded starts (restarts ``n_restarts`` to
             ``2 n_restarts - 1``, keys from ``jax.random.fold_in(key, 1)``), and the best objective
-            of all is kept; a :class:`ClassesAlikeWarning` says when even that one tells no one apart.
+            of all is kept. A :class:`ClassesAlikeWarning` says when the kept fit tells no one apart.
         max_passes : int
             Cap on passes over all individuals.
         tol : float
@@ -328,8 +339,9 @@ class LatentClassRelational:
         dtype = arrays.weights[0].dtype
         keys = jax.random.split(key, n_restarts)
         beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (beta, tol, self.prior_count))
+        seeded = self.starts == "seeded"
         states = _start_restarts(keys, arrays, prior_count, schema=schema, n_classes=n_classes,
-                                 max_passes=max_passes)
+                                 max_passes=max_passes, seeded=seeded)
         backend = resolve_backend(self.backend)
 
         def advance(states, stop_at):
@@ -340,8 +352,8 @@ class LatentClassRelational:
                                          deadline=deadline, progress=progress)
         states = jax.device_get(states)
         final, best = _best_restart(states)
-        if stopped_by in ("converged", "max_passes") and _alike_domains(states.params.responsibilities, best,
-                                                                        n_classes):
+        if not seeded and stopped_by in ("converged", "max_passes") and _alike_domains(
+                states.params.responsibilities, best, n_classes):
             # Every random start fell into the symmetric fixed point: as many again from the data's own
             # clusters (k-means on sketches of each individual's cells), the best objective of all kept.
             seeded = _start_restarts(jax.random.split(jax.random.fold_in(key, 1), n_restarts), arrays, prior_count,
@@ -420,7 +432,7 @@ class LatentClassRelational:
         dtype = arrays.weights[0].dtype
         beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (1.0, tol, self.prior_count))
         fit_options = dict(schema=schema, n_classes=self.classes_for(schema), max_passes=max_passes,
-                           backend=resolve_backend(self.backend))
+                           backend=resolve_backend(self.backend), seeded=self.starts == "seeded")
 
         def run_call(positions):
             case_hidden = hidden[positions]
@@ -485,7 +497,7 @@ class BoundLatentClassRelational(LatentClassRelational):
 
     def init_params(self, rng_key: Any, arrays: tuple) -> LRMParams:
         return _init_params(rng_key, arrays[0], schema=self.schema, n_classes=self.classes_for(self.schema),
-                            prior_count=float(self.prior_count))
+                            prior_count=float(self.prior_count), seeded=self.starts == "seeded")
 
     def em_step(self, params: LRMParams, arrays: tuple, beta: Any, reduce: Any = None) -> tuple[LRMParams, Any]:
         """One pass; returns (new params, objective F + c Σ log θ of ``params``)."""
