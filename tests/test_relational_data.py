@@ -196,7 +196,7 @@ def _relation(**overrides):
         (lambda: check_cells([[0, 1], [2, 2]], 0, _karate_schema()), "cells: row 1 is a self-pair"),
         (lambda: check_cells([[0.5, 1]], 0, _karate_schema()), "cells: indices must be whole numbers"),
         (lambda: check_cells([[0, 1, 2]], 0, _karate_schema()), "cells: expected shape (n_cells, 2)"),
-        (lambda: check_cells([[0, 1]], "likes", _karate_schema()), "relation: 'likes' is not a relation"),
+        (lambda: check_cells([[0, 1]], "likes", _karate_schema()), "relation: no relation 'likes'"),
         (lambda: check_cells([[0, 1]], 1, _karate_schema()), "relation"),
     ],
 )

@@ -31,7 +31,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from inference._validation import as_float_array, as_index_array, check_choice, check_int, check_real
+from inference._validation import (as_float_array, as_index_array, check_choice, check_int, check_real,
+                                 check_relation)
 
 __all__ = [
     "Domain",
@@ -748,13 +749,7 @@ def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np
     that are not integer indices (labels are mapped to indices with the domain's ``labels``), of
     another arity, out of their domain's range, or self-pairs r(a, a), which the models do not model.
     """
-    names = schema.relation_names
-    if isinstance(relation, str):
-        if relation not in names:
-            raise ValueError(f"relation: {relation!r} is not a relation of the data (relations: {list(names)})")
-        index = names.index(relation)
-    else:
-        index = check_int("relation", relation, minimum=0, maximum=len(names) - 1)
+    index = check_relation("relation", relation, tuple(schema.relation_names))
     domains = schema.relation_domains[index]
     array = np.asarray(cells)
     if array.dtype == bool or array.dtype.kind not in "iuf":
