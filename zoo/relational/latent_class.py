@@ -356,12 +356,12 @@ class LatentClassRelational:
                 states.params.responsibilities, best, n_classes):
             # Every random start fell into the symmetric fixed point: as many again from the data's own
             # clusters (k-means on sketches of each individual's cells), the best objective of all kept.
-            seeded = _start_restarts(jax.random.split(jax.random.fold_in(key, 1), n_restarts), arrays, prior_count,
-                                     schema=schema, n_classes=n_classes, max_passes=max_passes, seeded=True)
-            seeded, stopped_by = _run_passes(advance, seeded, max_passes=max_passes, passes_per_call=passes_per_call,
-                                             deadline=deadline, progress=progress)
+            more = _start_restarts(jax.random.split(jax.random.fold_in(key, 1), n_restarts), arrays, prior_count,
+                                   schema=schema, n_classes=n_classes, max_passes=max_passes, seeded=True)
+            more, stopped_by = _run_passes(advance, more, max_passes=max_passes, passes_per_call=passes_per_call,
+                                           deadline=deadline, progress=progress)
             states = jax.tree_util.tree_map(lambda first, second: np.concatenate([first, np.asarray(second)]),
-                                            states, jax.device_get(seeded))
+                                            states, jax.device_get(more))
             final, best = _best_restart(states)
         n_passes = np.asarray(states.n_passes)
         params = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[best]), states.params)
