@@ -85,6 +85,25 @@ def test_table_and_ratings_thresholded_at_the_global_mean():
     assert shared.domains[0].size == 3 and shared.relation().shape == (3, 3)
 
 
+def test_table_rows_missing_repeated_or_of_one_value():
+    frame = pd.DataFrame({"a": ["x", "x", "y", "z"], "b": ["p", "q", "p", "q"], "v": [1, 0, None, 1]})
+    data = RelationalData.from_table(frame, subject="a", object="b", value="v")
+    assert data.relation().n_observed == 3  # the row without a value is an unobserved cell
+    assert np.isnan(data.relation().to_dense()[1, 0])
+    repeated = pd.concat([frame, frame.iloc[[1]]])  # ("x", "q") again, with index label 1
+    with pytest.raises(ValueError, match=re.escape("frame: the cell ('x', 'q') is listed in rows 1 and 1 ")):
+        RelationalData.from_table(repeated, subject="a", object="b", value="v")
+    positives = pd.DataFrame({"a": ["x", "y"], "b": ["p", "q"], "v": [1, 1]})  # an edge list of links present
+    with pytest.warns(UserWarning, match="^frame: every observed cell of relation 'v' holds 1"):
+        RelationalData.from_table(positives, subject="a", object="b", value="v")
+    with pytest.warns(UserWarning, match="^matrix: every observed cell"):
+        RelationalData.from_adjacency(np.ones((3, 3)), domains="people")
+    ratings = pd.DataFrame({"user": [1, 2], "item": [1, 2], "rating": [3, 4]})
+    with pytest.warns(UserWarning, match=r"^threshold: every rating is at or below 5 \(ratings 3 to 4\)") as caught:
+        RelationalData.from_ratings(ratings, user="user", item="item", rating="rating", threshold=5)
+    assert len(caught) == 1  # from_table's own warning is not said again
+
+
 def test_ucinet_full_matrix_with_labels_missing_cells_and_two_matrices(tmp_path):
     path = tmp_path / "friends.dat"
     path.write_text(

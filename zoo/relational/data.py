@@ -26,13 +26,14 @@ asked otherwise, and the models refuse observed self-pairs.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from inference._validation import (as_float_array, as_index_array, check_choice, check_int, check_real,
-                                 check_relation)
+                                 check_relation, user_stacklevel)
 
 __all__ = [
     "Domain",
@@ -553,6 +554,7 @@ class RelationalData:
             symmetric = False
         built = Relation(relation, relation_domains, dense.shape, np.stack([rows, cols], axis=1), codes,
                          tuple(declared), bool(symmetric))
+        _warn_if_one_value(built, "matrix")
         return cls(tuple(domain_list), (built,))
 
     @classmethod
@@ -647,8 +649,14 @@ class RelationalData:
         """One binary-argument relation from a pandas table of (subject, object, value) rows.
 
         Subjects and objects become the individuals of two domains (sorted labels); each row is
-        one observed cell. With ``domains`` naming one domain twice, subjects and objects share
-        one domain.
+        one observed cell, and a row whose value is missing (NaN, None) is an unobserved cell, left
+        out as the cells no row lists. A cell listed in two rows is an error naming both. With
+        ``domains`` naming one domain twice, subjects and objects share one domain.
+
+        Warns (``UserWarning``) when every observed cell holds one value: an edge list of the
+        links present only, whose absent links are no row, leaves the models nothing to learn;
+        give the absent links a row with value 0 (or read the list with ``read_network``, which
+        observes every pair).
 
         Parameters
         ----------
@@ -692,11 +700,21 @@ class RelationalData:
                 Domain(domain_names[1], len(object_labels), list(object_labels)),
             )
             shape = (len(subject_labels), len(object_labels))
+        cells = np.stack([subject_codes, object_codes], axis=1)
+        repeated = pd.DataFrame(cells).duplicated(keep=False).to_numpy()
+        if repeated.any():
+            first = cells[repeated][0]
+            positions = np.flatnonzero(repeated & (cells == first).all(axis=1))
+            rows = table.index[positions].tolist()  # the frame's index labels
+            where = table.iloc[positions[0]][[subject, object]].tolist()
+            raise ValueError(f"frame: the cell ({where[0]!r}, {where[1]!r}) is listed in rows {rows[0]!r} and "
+                             f"{rows[1]!r} (one row per cell; aggregate repeated ones first, e.g. "
+                             f"frame.groupby([{subject!r}, {object!r}], as_index=False)[{value!r}].max())")
         raw = table[value].to_numpy()
         declared = _declared_values("values", values, raw)
         codes = _encode("value", raw, declared)
-        built = Relation(relation or value, domain_names, shape,
-                         np.stack([subject_codes, object_codes], axis=1), codes, tuple(declared))
+        built = Relation(relation or value, domain_names, shape, cells, codes, tuple(declared))
+        _warn_if_one_value(built, "frame")
         return cls(domain_list, (built,))
 
     @classmethod
@@ -721,7 +739,10 @@ class RelationalData:
             Column names.
         threshold : float or "mean"
             ``"mean"``: the global mean rating, as CP §3 ("thresholded to be binary values by
-            the global mean").
+            the global mean"). Warns (``UserWarning``) when every rating falls on one side of it.
+
+        Rows whose rating is missing are unobserved cells; a (user, item) pair rated twice is an
+        error naming both rows (:meth:`from_table`).
         """
         import pandas as pd
 
@@ -738,8 +759,15 @@ class RelationalData:
             cut = check_real("threshold", threshold)
         table = frame[frame[rating].notna()].copy()
         table["__likes__"] = (table[rating].to_numpy(dtype=float) > cut).astype(int)
-        return cls.from_table(table, subject=user, object=item, value="__likes__", domains=domains,
-                              relation=relation, values=(0, 1))
+        if table["__likes__"].nunique() == 1:
+            side = "above" if table["__likes__"].iloc[0] else "at or below"
+            warnings.warn(f"threshold: every rating is {side} {cut:g} (ratings {ratings.min():g} to {ratings.max():g}), "
+                          f"so every observed cell of {relation!r} holds one value and the models have nothing to tell "
+                          "individuals apart by", UserWarning, stacklevel=user_stacklevel())
+        with warnings.catch_warnings():  # said above, naming the threshold
+            warnings.filterwarnings("ignore", message="frame: every observed cell", category=UserWarning)
+            return cls.from_table(table, subject=user, object=item, value="__likes__", domains=domains,
+                                  relation=relation, values=(0, 1))
 
 
 def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np.ndarray, int]:
@@ -770,6 +798,17 @@ def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np
         row = int(np.flatnonzero(array[:, 0] == array[:, 1])[0])
         raise ValueError(f"cells: row {row} is a self-pair r(a, a), which the models do not model")
     return array, index
+
+
+def _warn_if_one_value(relation: Relation, argument: str) -> None:
+    """Warn, naming ``argument``, when every observed cell of ``relation`` holds the same value."""
+    held = np.unique(relation.values)
+    if held.size == 1:
+        label = relation.value_labels[int(held[0])]
+        warnings.warn(f"{argument}: every observed cell of relation {relation.name!r} holds {label!r}, so the models "
+                      f"have nothing to tell individuals apart by; if the absent links (or other values) are not "
+                      f"listed, give them as observed cells (an edge list: read_network or from_networkx observe "
+                      f"every pair)", UserWarning, stacklevel=user_stacklevel())
 
 
 def _declared_values(name: str, values: Sequence[Any] | None, observed: np.ndarray) -> list:
