@@ -75,7 +75,7 @@ def worker(process_id: int, n_processes: int, port: int, draws: int, n_classes: 
     short, _ = timed(10)
     long, fit = timed(50)
     report = dict(process=process_id, nnz=data.nnz, local_nnz=part.nnz, per_iteration_s=(long - short) / 40,
-                  log_lik=float(fit.history["log_lik"][-1]))
+                  log_lik=fit.log_lik)
     if n_processes > 1:
         mesh = Mesh(np.array(jax.devices()), ("blocks",))
         shape = (n_processes, N_ROWS + N_COLS, n_classes)

@@ -361,6 +361,26 @@ def _sharded_advance(model, schedule, tol, mesh, has_valid, floor=None):
     return jit(sharded)
 
 
+def _kept_log_liks_of(params, train, beta_one, *, model, reduce=None):
+    """The β = 1 training log-likelihood of each restart's kept parameters: ``em_step``'s second
+    value, which is the log-likelihood of the parameters it is given (so a model needs nothing more)."""
+    extra = {} if reduce is None else {"reduce": reduce}
+    return jax.vmap(lambda one: model.em_step(one, train, beta_one, **extra)[1])(params)
+
+
+_kept_log_liks = jit(_kept_log_liks_of, static_argnames=("model",))
+
+
+@lru_cache(maxsize=32)
+def _sharded_kept_log_liks(model, mesh):
+    """:func:`_kept_log_liks_of` on cells split over devices, as :func:`_sharded_advance` runs the fit."""
+    reduce = partial(jax.lax.psum, axis_name=SHARD_AXIS)
+    block = lambda tree: jax.tree_util.tree_map(lambda leaf: leaf[0], tree)  # noqa: E731
+    run = lambda params, train, beta_one: _kept_log_liks_of(  # noqa: E731
+        params, block(train), beta_one, model=model, reduce=reduce)
+    return jit(jax.shard_map(run, mesh=mesh, in_specs=(P(), P(SHARD_AXIS), P()), out_specs=P(), check_vma=False))
+
+
 @dataclass(repr=False)
 class EMResult(Described):
     """A fitted EM model.
@@ -371,15 +391,18 @@ class EMResult(Described):
     params : NamedTuple of arrays — the kept parameters (best restart; with validation data, the
         iterate with the lowest validation perplexity)
     beta : float — inverse temperature at which the kept parameters were produced
+    log_lik : float — training log-likelihood at β = 1 of the kept parameters (computed once
+        after the fit; NaN for a result saved before 2026-12-05)
     history : dict of numpy arrays over iterations of the kept restart: ``log_lik`` (training
-        log-likelihood at β = 1 at each E-step), ``valid_perplexity`` (of the parameters each
+        log-likelihood at β = 1 of the parameters each iteration starts from, its E-step's, so
+        iteration i + 1's is that of the parameters iteration i produced), ``valid_perplexity`` (of the parameters each
         iteration produced; inf when validation tokens have probability 0 and no ``floor=`` was
         set; NaN without validation data), ``valid_zero_tokens`` (validation tokens of
         probability 0; NaN without validation data) and ``beta``
     restart_scores : (n_restarts,) array — validation perplexity (lower is better; inf for a
         restart whose kept iterate gives validation tokens probability 0, the restarts then being
-        ranked by their count and the perplexity of the other tokens) or final training
-        log-likelihood (higher is better) of every restart
+        ranked by their count and the perplexity of the other tokens) or training log-likelihood
+        of the kept parameters (higher is better) of every restart
     best_restart : int
     n_iter : int — iterations run by the kept restart
     converged : bool — whether the kept restart stopped before ``max_iter``
@@ -400,6 +423,7 @@ class EMResult(Described):
     converged: bool
     best_iteration: int
     stopped_by: str = "converged"
+    log_lik: float = float("nan")
     _shape: Any = field(default=None, repr=False)
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
 
@@ -416,7 +440,10 @@ class EMResult(Described):
                                  f"({scores_text(self.restart_scores, '.6g')})")
         card.add("β", f"{self.beta:.4g}")
         at = self.best_iteration
-        for name, label, spec in (("log_lik", "training log-lik", ",.1f"), ("valid_perplexity", "valid perplexity", ".6g"),
+        if np.isfinite(self.log_lik):
+            card.add("training log-lik", f"{self.log_lik:,.1f} (the kept parameters, made by iteration {at} of "
+                                         "the kept restart)")
+        for name, label, spec in (("valid_perplexity", "valid perplexity", ".6g"),
                                   ("valid_zero_tokens", "valid tokens of p = 0", ",.0f")):
             values = history.get(name)
             if values is not None and 0 <= at < len(values) and not np.isnan(values[at]):
@@ -724,6 +751,15 @@ def tempered_em(
     with lost_peers_named(n_processes):  # a process that dies breaks the others' next psum: say so
         states, stopped_by = _run_segments(run, states, max_iter=max_iter, segment=segment, time_budget=time_budget,
                                            progress=progress, record=recorder, several=n_processes > 1)
+    # The history's log-likelihoods are those of the parameters each iteration starts from, so the
+    # kept parameters' own (the last iterate's, or the best by validation) takes one E-step more.
+    beta_one = jnp.ones((), states.log_lik.dtype)
+    if mesh is None:
+        kept_log_liks = _kept_log_liks(states.best_params, train_arrays, beta_one, model=model)
+    else:
+        kept_log_liks = _sharded_kept_log_liks(model, mesh)(states.best_params, train_arrays,  # replicated
+                                                            replicate(beta_one, mesh))
+    kept_log_liks = np.asarray(jax.device_get(kept_log_liks), np.float64)
     states = jax.device_get(states)
     iterations = np.asarray(states.iteration)
     if valid is not None:
@@ -731,9 +767,8 @@ def tempered_em(
         best = int(np.lexsort((scores, zeros))[0])  # fewest tokens of probability 0, then lowest perplexity
         restart_scores = np.where(zeros > 0, np.inf, scores)
     else:
-        restart_scores = np.array([history[-1] if history.size else np.nan
-                                   for history in (recorder.history(r)["log_lik"] for r in range(n_restarts))])
-        best = int(np.nanargmax(restart_scores))
+        restart_scores = kept_log_liks
+        best = int(np.nanargmax(restart_scores)) if np.isfinite(restart_scores).any() else 0
     n_iter = int(iterations[best])
     pick = lambda leaf: jnp.asarray(leaf[best])  # noqa: E731
     return EMResult(
@@ -747,5 +782,6 @@ def tempered_em(
         converged=bool(states.done[best]),
         stopped_by=stopped_by,
         best_iteration=int(states.best_iteration[best]),
+        log_lik=float(kept_log_liks[best]),
         _shape=getattr(data, "shape", None),
     )

@@ -44,7 +44,7 @@ def assert_results_equal(loaded: EMResult, original: EMResult) -> None:
     for name in original.history:
         np.testing.assert_array_equal(loaded.history[name], original.history[name])
     np.testing.assert_array_equal(loaded.restart_scores, original.restart_scores)
-    for field in ("beta", "best_restart", "n_iter", "converged", "best_iteration", "stopped_by", "_shape"):
+    for field in ("beta", "best_restart", "n_iter", "converged", "best_iteration", "stopped_by", "log_lik", "_shape"):
         assert getattr(loaded, field) == getattr(original, field), field
 
 

@@ -218,3 +218,19 @@ def test_tempered_em_first_level_is_plain_em_stopped_early_from_the_same_start()
     for name in ("log_lik", "valid_perplexity"):
         np.testing.assert_array_equal(tempered.history[name][:shared], plain.history[name])
     assert tempered.restart_scores[0] <= plain.restart_scores[0]
+
+
+@pytest.mark.parametrize("model", [Aspect(3, backend="xla"), OneSided(3, backend="xla")])
+def test_the_training_log_likelihood_shown_is_that_of_the_kept_parameters(model):
+    # The history holds each iteration's E-step, the log-likelihood of the parameters it starts from;
+    # the kept parameters are those an iteration produced, so their own is one E-step later.
+    counts = CoOccurrence.from_dense(np.random.default_rng(3).poisson(1.0, size=(30, 12)))
+    train, valid = counts.split_tokens([0.8, 0.2], rng=0)
+    validated = tempered_em(model, train, valid=valid, key=jax.random.key(0), max_iter=60)
+    plain = tempered_em(model, train, key=jax.random.key(0), n_restarts=3, max_iter=40, tol=0.0)
+    for result in (validated, plain):
+        np.testing.assert_allclose(result.log_lik, result.log_likelihood(train), rtol=1e-5)
+        assert f"{result.log_lik:,.1f} (the kept parameters" in repr(result)
+    np.testing.assert_allclose(plain.log_lik, plain.history["log_lik"][-1], rtol=1e-3)  # one iteration later
+    assert plain.best_restart == int(np.argmax(plain.restart_scores))  # restarts ranked by their kept parameters
+    np.testing.assert_array_equal(plain.restart_scores[plain.best_restart], plain.log_lik)

@@ -57,6 +57,7 @@ SCRIPT = textwrap.dedent(
         return {
             "n_iter": [fit.n_iter for fit in fits],
             "log_lik": max(abs(a - b) / abs(a) for a, b in zip(*(f.history["log_lik"] for f in fits))),
+            "kept": abs(fits[0].log_lik - fits[1].log_lik) / abs(fits[0].log_lik),  # of the kept parameters
             "valid": max(abs(a - b) if a == a else float(b == b) for a, b in
                          zip(*(f.history["valid_perplexity"] for f in fits))),  # NaN (no validation) on both
             "params": max(float(np.abs(np.asarray(a) - np.asarray(b)).max())
@@ -160,6 +161,7 @@ def _check(report: dict, n_fits: int, *, grew: bool) -> None:
         assert numbers["n_iter"][0] == numbers["n_iter"][1], name
         assert numbers["n_iter"][0] > 1, name
         assert numbers["log_lik"] < 1e-10, name
+        assert numbers["kept"] < 1e-10, name
         assert numbers["valid"] < 1e-9, name
         assert numbers["params"] < 1e-9, name
 

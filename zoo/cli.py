@@ -592,7 +592,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     stream.write(f"{arguments.model}: {data!r}{held}\n")
     perplexities = result.history["valid_perplexity"]
     quality = (f"best validation perplexity {float(np.nanmin(perplexities)):.4g}" if np.isfinite(perplexities).any()
-               else f"final training log-likelihood {float(result.history['log_lik'][-1]):.6g}")
+               else f"training log-likelihood {result.log_lik:.6g}")
     stream.write(f"{result.n_iter} iterations ({result.stopped_by}), β = {result.beta:.3g}, {quality}, "
                  f"{seconds:.1f} s\n")
     stream.write(f"wrote {result_path}\nwrote {report_path}\n")

@@ -265,6 +265,7 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
         "converged": bool(result.converged),
         "best_iteration": int(result.best_iteration),
         "stopped_by": str(result.stopped_by),
+        "log_lik": float(result.log_lik) if np.isfinite(result.log_lik) else None,
         "history": sorted(result.history),
         "shape": encode_settings(shape, "result._shape"),
         "schedule": encode_settings(schedule, "schedule"),
@@ -428,6 +429,9 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
         value, bool) and 0.0 < value <= 1.0, "an inverse temperature in (0, 1]")
     converged = _entry(path, metadata, "converged", lambda value: isinstance(value, bool), "true or false")
     stopped_by = _entry(path, metadata, "stopped_by", lambda value: value in STOPPED_BY, f"one of {STOPPED_BY}")
+    log_lik = metadata.get("log_lik")  # absent from files saved before 2026-12-05
+    if log_lik is not None and (isinstance(log_lik, bool) or not isinstance(log_lik, (int, float))):
+        raise ValueError(f"path: {str(path)!r}: metadata entry 'log_lik' is {log_lik!r:.60}, expected a number or null")
     shape = _decoded(path, metadata.get("shape"), "shape", ())
     if shape is not None and not isinstance(shape, tuple):
         raise ValueError(f"path: {str(path)!r}: metadata entry 'shape' is {shape!r:.60}, expected the data's shape")
@@ -444,6 +448,7 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
         converged=converged,
         best_iteration=best_iteration,
         stopped_by=stopped_by,
+        log_lik=float("nan") if log_lik is None else float(log_lik),
         _shape=shape,
         provenance=made_by or {},
     )

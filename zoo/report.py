@@ -507,8 +507,11 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: A
         ("converged", result.converged),
         ("restarts", f"{np.size(result.restart_scores)} (best: {result.best_restart})"),
     ]
-    if log_lik.size and np.isfinite(log_lik).any():
-        rows.append(("final training log-likelihood", f"{log_lik[np.isfinite(log_lik)][-1]:.6g}"))
+    kept_log_lik = getattr(result, "log_lik", np.nan)
+    if np.isfinite(kept_log_lik):
+        rows.append(("training log-likelihood of the kept parameters", f"{kept_log_lik:.6g}"))
+    elif log_lik.size and np.isfinite(log_lik).any():  # a result saved before it was kept
+        rows.append(("training log-likelihood at the last E-step", f"{log_lik[np.isfinite(log_lik)][-1]:.6g}"))
     if perplexity.size and np.isfinite(perplexity).any():
         rows.append(("best validation perplexity", f"{np.nanmin(perplexity):.6g}"))
     rows.extend((str(name), value) for name, value in (settings or {}).items())
@@ -518,7 +521,7 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: A
     summary = ("<div><h2>Fit</h2>" + _table(rows)
                + "<h2>Restarts</h2><table><tr><th>restart</th><th>score</th></tr>" + restart_rows + "</table>"
                '<p class="note">Validation perplexity (lower is better) with validation data, '
-               "else the final training log-likelihood (higher is better).</p></div>")
+               "else the training log-likelihood of each restart's kept parameters (higher is better).</p></div>")
     history_cell = ("<div><h2>History</h2>"
                     + _figure(history_figure(result), "EM history", "Dashed line: the iteration whose parameters "
                               "were kept.") + "</div>")
