@@ -457,7 +457,10 @@ class EMResult(Described):
         return card
 
     def log_likelihood(self, data: Any) -> float:
-        """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters."""
+        """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters.
+
+        ``data`` must have the fitted shape (the same rows and columns; a ``ValueError`` naming
+        ``data`` otherwise)."""
         return float(self.model.log_likelihood(self.params, self._arrays(data)))
 
     def heldout_log_likelihood(self, data: Any, *, floor: float | None = None) -> float:
@@ -475,6 +478,11 @@ class EMResult(Described):
         return float(self.model.heldout_log_lik(self.params, self._arrays(data)))
 
     def _arrays(self, data: Any) -> Any:
+        # Co-occurrence containers (to_arrays and a shape, as tempered_em's valid=): the rows and
+        # columns fitted; points of a mixture may be any number.
+        shape = getattr(data, "shape", None) if hasattr(data, "to_arrays") else None
+        if self._shape is not None and shape is not None and tuple(shape) != tuple(self._shape):
+            raise ValueError(f"data: shape {tuple(shape)} differs from the fitted shape {tuple(self._shape)}")
         # Evaluated in the precision of the fit, the parameters' dtype, as in tempered_em.
         return _in_dtype(self.model.prepare(data), _init_dtype(self.params), data)
 

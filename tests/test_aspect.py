@@ -155,6 +155,9 @@ def test_empty_rows_and_columns_stay_finite():
     for leaf in result.params:
         assert np.all(np.isfinite(np.asarray(leaf)))
     assert np.isfinite(result.log_likelihood(data))
+    for shape in ((6, 9), (5, 7)):  # other columns or rows: refused, not scored as the fitted ones
+        with pytest.raises(ValueError, match=rf"^data: shape \({shape[0]}, {shape[1]}\) differs from the fitted"):
+            result.log_likelihood(CoOccurrence.from_dense(np.ones(shape)))
     given_row = np.asarray(result.params.class_given_row())
     np.testing.assert_allclose(given_row[0], np.asarray(result.params.class_prior), rtol=1e-6)
 
