@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from inference.schedules import FixedBeta, TemperedEM
@@ -71,6 +72,33 @@ def test_tempered_fit_of_a_csv_edge_list_with_a_progress_bar(tmp_path, capsys):
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     # The classes' top columns and rows under their names in the file.
     assert re.search(r"word\d+", report) and re.search(r"doc\d+", report)
+    labels = pd.read_csv(tmp_path / "out" / "labels.csv")  # each document's likeliest aspect, by name
+    assert list(labels.columns) == ["row", "aspect"] and labels["row"].str.startswith("doc").all()
+    np.testing.assert_array_equal(labels["aspect"], np.argmax(np.asarray(result.params.class_given_row()), axis=1))
+
+
+@pytest.mark.parametrize("model", ["one-sided", "two-sided"])
+def test_default_schedule_is_the_models_own_and_the_clusters_are_written(tmp_path, capsys, model):
+    # The one-sided model anneals up from a low beta (its default_schedule): plain TemperedEM kept
+    # its first iterate on Reuters, worse than predicting by word frequency.
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)
+    out = tmp_path / model
+    assert main(["fit", model, str(tmp_path / "counts.mtx"), *FIT_OPTIONS, "--prior-count", "0.5",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    result = load_result(out / "result.npz")
+    metadata = read_metadata(out / "result.npz")
+    assert metadata["schedule"] == (result.model.default_schedule() if model == "one-sided" else TemperedEM())
+    assert metadata["settings"]["schedule"] == "auto" and metadata["settings"]["prior count"] == 0.5
+    assert result.model.prior_count == 0.5 and np.isfinite(result.history["valid_perplexity"]).any()
+    labels = pd.read_csv(out / "labels.csv")
+    assigned = result.params.assignments() if model == "one-sided" else result.params.row_assignments()
+    np.testing.assert_array_equal(labels["cluster"], np.asarray(assigned))
+    np.testing.assert_array_equal(labels["row"], np.arange(COUNTS.shape[0]))
+    assert f"wrote {out / 'labels.csv'}" in printed
+    if model == "two-sided":
+        columns = pd.read_csv(out / "column_labels.csv")
+        np.testing.assert_array_equal(columns["cluster"], np.asarray(result.params.col_assignments()))
 
 
 def test_a_time_budget_keeps_the_fit_so_far(tmp_path, capsys):
@@ -89,6 +117,8 @@ def test_gaussian_mixture_fits_the_rows_as_feature_vectors(tmp_path):
                  "--out", str(tmp_path / "gmm")]) == 0
     result = load_result(tmp_path / "gmm" / "result.npz")
     assert result.params.locs.shape == (3, COUNTS.n_cols)
+    assert len(pd.read_csv(tmp_path / "gmm" / "labels.csv")) == COUNTS.n_rows  # each row's component
+    assert main(["fit", "gaussian-mixture", str(tmp_path / "points.mtx"), "--prior-count", "1"]) == 1
 
 
 def test_format_option_and_unknown_extensions(tmp_path, capsys):
@@ -106,6 +136,8 @@ def test_format_option_and_unknown_extensions(tmp_path, capsys):
     (["--max-iter", "0"], "max_iter: must be >= 1"),
     (["--restarts", "0"], "n_restarts: must be >= 1"),
     (["--time-budget", "-1"], "time_budget: must be in (0.0, inf), got -1.0"),
+    (["--prior-count", "-1"], "prior_count: must be in [0.0, inf), got -1.0"),
+    (["--floor", "2"], "floor: must be in (0.0, 1.0), got 2.0"),
 ])
 def test_bad_options_are_reported_without_a_traceback(tmp_path, capsys, options, message):
     write_matrix_market(tmp_path / "counts.mtx", COUNTS)

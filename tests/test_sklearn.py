@@ -22,7 +22,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from inference.diagnostics import MixingWarning
 from inference.em import tempered_em
-from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, anneal_up
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.one_sided import OneSided
@@ -227,6 +227,14 @@ def test_tempered_schedule_holds_out_tokens_and_chooses_beta():
 ])
 def test_make_schedule(schedule, expected):
     assert make_schedule(schedule) == expected
+
+
+def test_auto_schedule_is_the_models_own_on_a_validation_split():
+    assert make_schedule("auto", OneSided(3)) == anneal_up() and make_schedule("auto", Aspect(3)) == TemperedEM()
+    estimator = OneSidedEstimator(3, schedule="auto", max_iter=300, random_state=0, backend="xla").fit(COUNTS)
+    history = estimator.result_.history
+    assert np.isfinite(history["valid_perplexity"]).all()  # tokens held out, though annealing does not need them
+    assert history["beta"][0] == pytest.approx(0.01) and history["beta"].max() == 1.0
 
 
 def test_warm_start_continues_from_the_previous_parameters(fitted_aspect):

@@ -4,8 +4,9 @@
 
     python -m zoo list
     python -m zoo describe MODEL
-    python -m zoo fit MODEL DATAFILE [--classes K] [--schedule tempered|em|annealing]
-                      [--valid-fraction 0.1] [--restarts N] [--max-iter N] [--seed S]
+    python -m zoo fit MODEL DATAFILE [--classes K] [--schedule auto|tempered|em|annealing]
+                      [--valid-fraction 0.1] [--prior-count C] [--floor P] [--restarts N]
+                      [--max-iter N] [--seed S]
                       [--out DIR] [--format mtx|ldac|csv]
                       [--processes N [--process-id I --coordinator HOST:PORT]]
     python -m zoo fit dp-mixture|cdp TABLE.csv [--chains 4] [--warmup 200] [--draws N]
@@ -16,8 +17,11 @@
 
 ``fit`` reads MatrixMarket (``.mtx``), LDA-C (``.ldac``, ``.lda-c``, ``.dat``) or CSV edge lists
 (``.csv``: columns ``source,target[,weight]``), fits the model with the estimator of
-:data:`zoo.sklearn.ESTIMATORS` (progress bar on stderr) and writes ``result.npz``
-(:func:`zoo.io.save_result`) and ``report.html`` (:func:`zoo.report.write_report`) to ``--out``.
+:data:`zoo.sklearn.ESTIMATORS` (progress bar on stderr; by default with the model's own β
+schedule on a validation split, ``--schedule auto``) and writes ``result.npz``
+(:func:`zoo.io.save_result`), ``labels.csv`` (each row's cluster, the CAM's leaf or the aspect
+model's likeliest aspect; ``column_labels.csv`` too for the two-sided model's columns) and
+``report.html`` (:func:`zoo.report.write_report`) to ``--out``.
 The Dirichlet-process mixtures (``dp-mixture``: Normal–Gamma Gaussians; ``cdp``: DM05's
 identity-precision Gaussians) read a CSV table instead, one row per point and one numeric column
 per feature (:func:`read_table`), standardise the features unless ``--no-standardize``, and run
@@ -239,10 +243,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="MatrixMarket, LDA-C or CSV edge list; for dp-mixture, cdp and scdp-* a CSV table of "
                           "features")
     fit.add_argument("--classes", type=int, default=8, help="number of classes K (default 8)")
-    fit.add_argument("--schedule", choices=SCHEDULES, default="tempered",
-                     help="β schedule: tempered EM with a validation split (default), plain EM, or annealing")
+    fit.add_argument("--schedule", choices=SCHEDULES, default="auto",
+                     help="β schedule: the model's own with a validation split (auto, the default: annealing up "
+                          "from β = 0.01 for one-sided and cam, tempered EM for the others), tempered EM, plain EM, "
+                          "or annealing")
     fit.add_argument("--valid-fraction", type=float, default=0.1,
-                     help="share of tokens held out to choose β (tempered; default 0.1)")
+                     help="share of tokens held out to choose β (auto and tempered; default 0.1)")
+    fit.add_argument("--prior-count", type=float, default=0.0, metavar="C",
+                     help="count models: MAP-EM, C pseudo-counts added to every expected count, so that no held-out "
+                          "token has probability 0 (default 0: maximum likelihood)")
+    fit.add_argument("--floor", type=float, default=None, metavar="P",
+                     help="count models: score held-out tokens of probability 0 at P in the validation perplexity "
+                          "(default: count them, preferring iterates with fewer)")
     fit.add_argument("--restarts", type=int, default=1, help="random restarts, run in parallel (default 1)")
     fit.add_argument("--max-iter", type=int, default=500, help="iteration cap (default 500)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -382,15 +394,16 @@ def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[An
     schedule, key = estimator._check_params()
     key_split, key_fit = jax.random.split(key)
     train, valid = data, None
-    if schedule.needs_validation:
+    if estimator._validated(schedule):
         rng = as_numpy_rng(arguments.seed + arguments.process_id)
         train, valid = data.split_tokens([1.0 - arguments.valid_fraction, arguments.valid_fraction], rng=rng)
         if train is None or valid is None:
             raise ValueError(f"--valid-fraction: process {arguments.process_id}'s tokens left an empty part")
+    floor = {"floor": estimator.floor} if valid is not None and estimator.floor is not None else {}
     result = tempered_em(estimator._build_model(), train, key=key_fit, valid=valid, schedule=schedule,
                          n_restarts=arguments.restarts, max_iter=arguments.max_iter, tol=estimator.tol,
                          progress=estimator.progress and arguments.process_id == 0, devices=jax.devices(),
-                         process_local=True, time_budget=estimator.time_budget)
+                         process_local=True, time_budget=estimator.time_budget, **floor)
     return data, result
 
 
@@ -551,8 +564,12 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
 
     start = time.perf_counter()
     estimator_type = ESTIMATORS[arguments.model]
+    counts = ({"prior_count": arguments.prior_count, "floor": arguments.floor}
+              if "prior_count" in estimator_type._get_param_names() else {})
+    if not counts and (arguments.prior_count != 0.0 or arguments.floor is not None):
+        raise ValueError(f"--prior-count, --floor: {arguments.model} is not fitted to counts")
     estimator = estimator_type(
-        **estimator_type._classes_argument(arguments.classes),
+        **estimator_type._classes_argument(arguments.classes), **counts,
         schedule=arguments.schedule, valid_fraction=arguments.valid_fraction, n_restarts=arguments.restarts,
         max_iter=arguments.max_iter, random_state=arguments.seed, progress=not arguments.quiet,
         time_budget=arguments.time_budget,
@@ -574,6 +591,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         "data": repr(data),
         "schedule": arguments.schedule,
         "valid fraction": arguments.valid_fraction,
+        **({"prior count": arguments.prior_count, "floor": arguments.floor} if counts else {}),
         "restarts": arguments.restarts,
         "max iter": arguments.max_iter,
         "seed": arguments.seed,
@@ -582,9 +600,15 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     }
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
-    result_path = save_result(out / "result.npz", result, schedule=make_schedule(arguments.schedule), settings=settings)
-    # The report labels the classes' top rows and columns with the data's names (one process read
-    # all of them; with --processes each read only its rows).
+    result_path = save_result(out / "result.npz", result, schedule=make_schedule(arguments.schedule, result.model),
+                              settings=settings)
+    # The report and the labels name the rows and columns as the data does (one process read all
+    # of them; with --processes each read only its rows).
+    whole = data if arguments.processes == 1 else None
+    label_paths = []
+    for file_name, table in _em_labels(result.params, whole, estimator if arguments.processes == 1 else None).items():
+        label_paths.append(out / file_name)
+        table.to_csv(label_paths[-1], index=False)
     report_path = write_report(out / "report.html", result, title=f"{arguments.model} on {Path(arguments.datafile).name}",
                                settings=settings, data=data if arguments.processes == 1 else None)
     seconds = time.perf_counter() - start
@@ -595,7 +619,32 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
                else f"training log-likelihood {result.log_lik:.6g}")
     stream.write(f"{result.n_iter} iterations ({result.stopped_by}), β = {result.beta:.3g}, {quality}, "
                  f"{seconds:.1f} s\n")
-    stream.write(f"wrote {result_path}\nwrote {report_path}\n")
+    stream.write("".join(f"wrote {path}\n" for path in (result_path, *label_paths, report_path)))
+
+
+def _em_labels(params: Any, data: Any, estimator: Any) -> dict[str, Any]:
+    """The hard labels of an EM fit, by file name: each row's cluster (the one-sided model, the CAM's
+    leaf, the two-sided model's rows, with ``column_labels.csv`` for its columns), its most probable
+    aspect (the aspect model) or its mixture component; rows and columns named as ``data`` names
+    them, else numbered from 0."""
+    import pandas as pd
+
+    def table(side: str, column: str, values: Any, names: Any) -> Any:
+        values = np.asarray(values)
+        return pd.DataFrame({side: list(names) if names is not None else np.arange(values.size), column: values})
+
+    rows = getattr(data, "row_names", None)
+    if hasattr(params, "row_assignments"):  # two-sided: a cluster for every row and every column
+        return {"labels.csv": table("row", "cluster", params.row_assignments(), rows),
+                "column_labels.csv": table("column", "cluster", params.col_assignments(),
+                                           getattr(data, "col_names", None))}
+    if hasattr(params, "assignments"):
+        return {"labels.csv": table("row", "cluster", params.assignments(), rows)}
+    if hasattr(params, "class_given_row"):  # the aspect model: no hard clusters, the likeliest aspect
+        return {"labels.csv": table("row", "aspect", np.argmax(np.asarray(params.class_given_row()), axis=1), rows)}
+    if estimator is not None and hasattr(estimator, "labels_"):
+        return {"labels.csv": table("row", "cluster", estimator.labels_, None)}
+    return {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

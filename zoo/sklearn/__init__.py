@@ -24,7 +24,9 @@ as ``tempered_em(..., floor=)``) or ``prior_count > 0`` fits by MAP-EM so that n
 
 Hyperparameters common to all estimators: ``schedule`` ("em" for β = 1, "tempered" for
 Hofmann's tempered EM with β chosen on an internal validation split of ``valid_fraction`` of the
-tokens (or rows), "annealing" for deterministic annealing, or a schedule object from
+tokens (or rows), "auto" for the model's own schedule on such a split (annealing up for the
+one-sided and cluster-abstraction models, tempered EM for the others), "annealing" for
+deterministic annealing, or a schedule object from
 :mod:`inference.schedules`), ``n_restarts``, ``max_iter``, ``tol``, ``random_state`` (an int
 seed becomes ``jax.random.key(seed)``), ``warm_start`` (continue from the previous fit's
 parameters through ``tempered_em(..., init=...)``), ``time_budget`` and ``progress``. After ``fit``

@@ -22,7 +22,7 @@ __all__ = ["EMEstimator", "SCHEDULES", "jax_key", "make_schedule"]
 
 
 #: Schedule names accepted by the ``schedule`` hyperparameter (and ``python -m zoo fit``).
-SCHEDULES = ("em", "tempered", "annealing")
+SCHEDULES = ("auto", "em", "tempered", "annealing")
 
 
 def jax_key(random_state: Any) -> Any:
@@ -55,14 +55,21 @@ def jax_key(random_state: Any) -> Any:
     return jax.random.key(seed)
 
 
-def make_schedule(schedule: Any) -> Any:
+def make_schedule(schedule: Any, model: Any = None) -> Any:
     """The schedule object for a ``schedule`` hyperparameter.
 
-    ``"em"`` is :class:`FixedBeta` (β = 1), ``"tempered"`` is :class:`TemperedEM` (H99 §4) and
-    ``"annealing"`` is :class:`DeterministicAnnealing`; schedule objects pass through.
+    ``"auto"`` is what :func:`inference.em.tempered_em` runs with validation data by default: the
+    ``model``'s own ``default_schedule()`` where it has one (the one-sided and cluster-abstraction
+    models anneal up from β = 0.01, :func:`inference.schedules.anneal_up`), else
+    :class:`TemperedEM`; it always holds out validation data. ``"em"`` is :class:`FixedBeta`
+    (β = 1), ``"tempered"`` is :class:`TemperedEM` (H99 §4) and ``"annealing"`` is
+    :class:`DeterministicAnnealing`; schedule objects pass through.
     """
     if isinstance(schedule, (FixedBeta, TemperedEM, DeterministicAnnealing)):
         return schedule
+    if schedule == "auto" and isinstance(schedule, str):
+        default = getattr(model, "default_schedule", None)
+        return default() if callable(default) else TemperedEM()
     if schedule == "em" and isinstance(schedule, str):
         return FixedBeta(1.0)
     if schedule == "tempered" and isinstance(schedule, str):
@@ -144,7 +151,7 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             check_real("prior_count", self.prior_count, low=0.0)
             if self.floor is not None:
                 check_real("floor", self.floor, low=0.0, high=1.0, low_open=True, high_open=True)
-        schedule = make_schedule(self.schedule)
+        schedule = make_schedule(self.schedule, self._build_model())
         check_real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
         check_int("n_restarts", self.n_restarts, minimum=1)
         check_int("max_iter", self.max_iter, minimum=1)
@@ -179,9 +186,13 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             raise ValueError("X: contains no positive counts")
         return CoOccurrence.from_sparse(X)
 
+    def _validated(self, schedule: Any) -> bool:
+        """Whether the fit holds out validation data: the schedule needs it, or it is ``"auto"``'s."""
+        return schedule.needs_validation or (isinstance(self.schedule, str) and self.schedule == "auto")
+
     def _train_valid(self, data: Any, schedule: Any, key: Any) -> tuple[Any, Any]:
         """Split off ``valid_fraction`` of the tokens (counts) or rows (features) when needed."""
-        if not schedule.needs_validation:
+        if not self._validated(schedule):
             return data, None
         rng = as_numpy_rng(key)
         fraction = float(self.valid_fraction)
@@ -322,9 +333,11 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         return tags
 
 
-_COMMON_DOC = """schedule : {"em", "tempered", "annealing"} or schedule object, default "em"
+_COMMON_DOC = """schedule : {"auto", "em", "tempered", "annealing"} or schedule object, default "em"
         β schedule (see :func:`make_schedule`). "tempered" holds out ``valid_fraction`` of the
-        training data to choose β (H99 §4).
+        training data to choose β (H99 §4); "auto" holds it out too and runs the model's own
+        schedule (annealing up for the one-sided and cluster-abstraction models, tempered EM for
+        the others), as ``python -m zoo fit`` does by default.
     valid_fraction : float in (0, 1), default 0.1
         Share of the tokens (counts) or rows (features) held out when the schedule needs
         validation data.
