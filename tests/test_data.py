@@ -62,6 +62,20 @@ def test_bad_input_names_the_argument(build, argument):
         build()
 
 
+def test_counts_beyond_the_working_float_are_refused_before_any_fit(x64):
+    import jax.numpy as jnp
+
+    tiny = CoOccurrence.from_dense(DENSE * 1e-40)  # lost in float32 sums: NaN parameters, or numpy's All-NaN error
+    with pytest.raises(ValueError, match=r"^counts: the smallest count 1e-40 is too near the smallest float32 number"):
+        tiny.to_arrays(jnp.float32)
+    with pytest.raises(ValueError, match="^counts: the smallest count"):
+        tiny.to_sharded_arrays(2, jnp.float32)
+    tiny.to_arrays(jnp.float64)  # float64 holds them
+    huge = CoOccurrence.from_dense(DENSE * 1e305)
+    with pytest.raises(ValueError, match=r"^counts: total .* overflows float64 arithmetic .*; rescale the counts$"):
+        huge.to_arrays(jnp.float64)  # no advice to enable the float64 it already has
+
+
 def test_wrong_types_are_type_errors():
     with pytest.raises(TypeError, match="^matrix"):
         CoOccurrence.from_sparse(DENSE)

@@ -68,12 +68,29 @@ def _bucket(size: int) -> int:
     return -(-size // step) * step
 
 
-def _check_total(total: float, float_dtype: Any) -> None:
-    """Refuse a total count that (times the few hundred a log-likelihood adds) would overflow ``float_dtype``."""
-    limit = float(np.finfo(float_dtype).max) / 1e4
+def _check_total(total: float, float_dtype: Any, smallest: float | None = None) -> None:
+    """Refuse a total count that (times the few hundred a log-likelihood adds) would overflow
+    ``float_dtype``, or a positive count (``smallest``) so near its smallest normal number that
+    the sums of the E-step would lose it (they then give NaN or probabilities of 0)."""
+    info = np.finfo(float_dtype)
+    wider = "" if info.bits >= 64 else " or enable float64 (jax_enable_x64)"
+    limit = float(info.max) / 1e4
     if total > limit:
         raise ValueError(f"counts: total {total:.3g} overflows {np.dtype(float_dtype).name} arithmetic "
-                         f"(limit {limit:.3g}); rescale the counts or enable float64 (jax_enable_x64)")
+                         f"(limit {limit:.3g}); rescale the counts{wider}")
+    low = _smallest_kept(float_dtype)
+    if smallest is not None and 0 < smallest < low:
+        raise ValueError(f"counts: the smallest count {smallest:.3g} is too near the smallest {np.dtype(float_dtype).name} "
+                         f"number (counts below {low:.3g} are lost in its sums); multiply the counts by a constant "
+                         f"(the models' fits do not change){wider}")
+
+
+def _smallest_kept(float_dtype: Any) -> float:
+    """The smallest count that the E-step's sums in ``float_dtype`` keep: a thousand times its
+    smallest normal number. In float32 an aspect model fitted to counts scaled by 1e-36 scored a
+    perplexity of 1.871 where the unscaled counts give 1.870, by 1e-37 1.891, by 1e-38 inf, and
+    below that its parameters were NaN."""
+    return float(np.finfo(float_dtype).tiny) * 1e3
 
 
 def _names(name: str, names: Sequence[Any] | None, size: int) -> tuple | None:
@@ -285,7 +302,7 @@ class CoOccurrence:
 
     def _check_range(self, float_dtype: Any) -> None:
         """Counts whose total (times the few hundred a log-likelihood adds) would overflow ``float_dtype``."""
-        _check_total(self.total, float_dtype)
+        _check_total(self.total, float_dtype, float(self.counts.min()) if self.nnz else None)
 
     def to_arrays(self, dtype: Any = None, *, pad: bool = True) -> DyadicArrays:
         """Device arrays for the kernels, in CSR (row-sorted) order.
@@ -351,10 +368,13 @@ class CoOccurrence:
         starts, stops = full_indptr[cuts[:-1]], full_indptr[cuts[1:]]
         longest = int((stops - starts).max())
         row_sums, col_sums, total = self.row_sums, self.col_sums, self.total
-        if process_local:
-            row_sums, col_sums, total = process_sum((row_sums, col_sums, total))
+        smallest = float(self.counts.min()) if self.nnz else np.inf
+        if process_local:  # every process refuses when one holds counts too small: none is left waiting
+            lost = np.float64(smallest < _smallest_kept(float_dtype))
+            row_sums, col_sums, total, lost = process_sum((row_sums, col_sums, total, lost))
             longest = process_max(longest)
-        _check_total(float(total), float_dtype)
+            smallest = min(smallest, float(np.finfo(float_dtype).tiny)) if lost else smallest
+        _check_total(float(total), float_dtype, smallest)
         length = _bucket(longest)
         blocks = {name: [] for name in ("rows", "cols", "counts", "indptr", "col_indptr", "col_rows", "col_counts")}
         for start, stop in zip(starts, stops):
