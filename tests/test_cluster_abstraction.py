@@ -334,6 +334,26 @@ def test_annealing_splits_two_groups_and_leaves_homogeneous_data_alone():
     assert isinstance(figure, matplotlib.figure.Figure)
 
 
+def test_every_leaf_of_a_grown_tree_holds_rows():
+    # Three levels planted (a root aspect, two parents, four leaves; 60 rows of 40 tokens). A split
+    # whose copy took no rows used to be kept (separation 1 from its sibling): the grown tree ended
+    # with 3 leaves of 19, 41 and 0 rows.
+    rng = np.random.default_rng(1)
+    root, parents, leaves = np.full(48, 1 / 48), np.zeros((2, 48)), np.zeros((4, 48))
+    for index in range(2):
+        parents[index, 12 * index:12 * (index + 1)] = 1 / 12
+    for index in range(4):
+        leaves[index, 24 + 6 * index:24 + 6 * (index + 1)] = 1 / 6
+    truth = rng.integers(0, 4, 60)
+    counts = np.stack([rng.multinomial(40, 0.2 * root + 0.4 * parents[leaf // 2] + 0.4 * leaves[leaf])
+                       for leaf in truth])
+    train, valid = CoOccurrence.from_dense(counts).split_tokens([0.9, 0.1], rng=2)
+    grown = anneal_tree(train, key=jax.random.key(0), valid=valid, max_leaves=4)
+    likeliest = np.asarray(grown.params.cluster_posterior).argmax(axis=1)
+    assert (np.bincount(likeliest, minlength=grown.tree.n_leaves) > 0).all()
+    assert (grown.history["n_split"] <= grown.history["n_tried"]).all()
+
+
 def test_annealing_with_validation_keeps_the_best_level():
     rng = np.random.default_rng(5)
     data = CoOccurrence.from_dense(rng.poisson(2.0, size=(12, 10)) + 1)

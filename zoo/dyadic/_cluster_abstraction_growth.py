@@ -115,6 +115,14 @@ def _sibling_separation(params: CAMParams, pair: tuple[int, int]) -> float:
     return float(weights @ np.abs(first - second)) / total if total > 0 else 0.0
 
 
+def _copies_hold_rows(params: CAMParams, pair: tuple[int, int]) -> bool:
+    """Whether each copy of a split holds at least half a row of posterior mass, Σ_i P{c(x_i) = c}
+    ≥ 1/2. A copy without it has taken no rows: an empty cluster, whose separation from its
+    sibling (:func:`_sibling_separation`) is nevertheless 1."""
+    mass = np.asarray(params.cluster_posterior, np.float64).sum(axis=0)
+    return all(mass[copy] >= 0.5 for copy in pair)
+
+
 @dataclass(repr=False)
 class GrownTree(Described):
     """Result of :func:`anneal_tree`.
@@ -185,8 +193,9 @@ def anneal_tree(
     β the copies are pulled back together and claim the same rows; past it they separate and
     divide the rows between them (a phase transition). A split is kept when the copies'
     separation — the token-weighted share of their posterior mass on which they disagree —
-    exceeds ``split_threshold``; the kept splits are redone from the level's converged
-    parameters and EM is run once more. Then β ← ``beta_growth``·β, until β reaches
+    exceeds ``split_threshold`` and each copy holds half a row of posterior mass or more; the kept
+    splits are redone from the level's converged parameters and EM is run once more, and a split
+    whose copy is left with no rows there is left out and the others redone. Then β ← ``beta_growth``·β, until β reaches
     ``beta_stop``.
 
     Parameters
@@ -297,13 +306,22 @@ def anneal_tree(
                 trial_params, trial_iter, _ = run(trial_model, trial_params, beta)
                 n_iter += trial_iter
                 kept = [leaf for leaf, pair in zip(candidates, pairs)
-                        if _sibling_separation(trial_params, pair) > split_threshold]
-                n_split = len(kept)
-                if kept:
-                    new_tree, params, _ = _split_params(model.tree, params, kept, generator, perturbation)
-                    model = ClusterAbstraction(tree=new_tree, backend=backend, prior_count=prior_count)
-                    params, extra_iter, log_lik = run(model, params, beta)
+                        if _sibling_separation(trial_params, pair) > split_threshold
+                        and _copies_hold_rows(trial_params, pair)]
+                # The kept splits are redone alone from the level's parameters, where a copy can end
+                # with no rows. Such splits are left out and the rest redone, until every copy holds
+                # rows (or no split is left, and the tree stays as it was).
+                while kept:
+                    new_tree, new_params, new_pairs = _split_params(model.tree, params, kept, generator, perturbation)
+                    new_model = ClusterAbstraction(tree=new_tree, backend=backend, prior_count=prior_count)
+                    new_params, extra_iter, new_log_lik = run(new_model, new_params, beta)
                     n_iter += extra_iter
+                    held = [leaf for leaf, pair in zip(kept, new_pairs) if _copies_hold_rows(new_params, pair)]
+                    if len(held) == len(kept):
+                        model, params, log_lik = new_model, new_params, new_log_lik
+                        break
+                    kept = held
+                n_split = len(kept)
             valid_perplexity = n_zero = float("nan")
             if valid_arrays is not None:
                 # Tokens of probability 0 counted, not floored; levels compared by (count, others' perplexity).
