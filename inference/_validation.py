@@ -309,6 +309,25 @@ def check_model(name: str, value: Any, methods: tuple[str, ...], example: str) -
     return value
 
 
+def check_fitted_params(name: str, value: Any, params_type: type, sizes: dict[str, int], model: Any) -> Any:
+    """``value`` as the parameters of a fit of ``model``: a ``params_type`` (a fit's ``result.params``)
+    whose fields named in ``sizes`` have that many entries along their last axis (the model's
+    classes or nodes). Raises ``TypeError`` naming ``name`` for another type (and says to pass
+    ``result.params`` for a fit result), ``ValueError`` naming the field for parameters of another
+    model; before any JAX code runs.
+    """
+    if hasattr(value, "params") and hasattr(value, "history"):  # an EMResult
+        raise TypeError(f"{name}: got a fit result ({type(value).__name__}); pass its parameters, result.params")
+    if not isinstance(value, params_type):
+        raise TypeError(f"{name}: expected {params_type.__name__} (a fit's result.params), got {type(value).__name__}")
+    for field, size in sizes.items():
+        shape = np.shape(getattr(value, field))
+        if not shape or shape[-1] != size:
+            raise ValueError(f"{name}.{field}: shape {shape} does not fit {model!r}, which has {size} along its "
+                             "last axis (parameters of another model?)")
+    return value
+
+
 def check_params_like(name: str, value: Any, template: Any) -> Any:
     """Check starting parameters against ``template``, the model's own parameters for this data.
 

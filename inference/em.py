@@ -137,7 +137,12 @@ class FitState(NamedTuple):
 
 
 def perplexity(log_lik_total: Any, total_count: Any) -> Any:
-    """P = exp(-l), l = per-observation log-likelihood (H99 §5)."""
+    """P = exp(-l), l = per-observation log-likelihood (H99 §5): ``log_lik_total`` / ``total_count``.
+
+    A ``total_count`` given as a number (not a traced array) must be positive: a ``ValueError``
+    names it (the result would be a division by zero, or meaningless)."""
+    if not isinstance(total_count, jax.core.Tracer) and np.ndim(total_count) == 0:
+        check_real("total_count", total_count, low=0.0, low_open=True)
     return jnp.exp(-log_lik_total / total_count)
 
 

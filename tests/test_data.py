@@ -76,6 +76,19 @@ def test_counts_beyond_the_working_float_are_refused_before_any_fit(x64):
         huge.to_arrays(jnp.float64)  # no advice to enable the float64 it already has
 
 
+def test_names_from_a_dataframe_and_names_that_are_not_a_sequence():
+    frame = pd.DataFrame(DENSE, index=["d1", "d2", "d3"], columns=list("abcd"))
+    named = CoOccurrence.from_dense(frame)
+    assert named.row_names == ("d1", "d2", "d3") and named.col_names == ("a", "b", "c", "d")
+    assert CoOccurrence.from_dense(pd.DataFrame(DENSE)).row_names is None  # pandas' 0, 1, ... name nothing
+    assert CoOccurrence.from_dense(frame, row_names=["x", "y", "z"]).row_names == ("x", "y", "z")
+    for names in (4, "abcd"):  # a string is not four names
+        with pytest.raises(TypeError, match="^col_names: expected a sequence of 4 names"):
+            CoOccurrence.from_dense(DENSE, col_names=names)
+    with pytest.raises(TypeError, match="^matrix: a scipy.sparse csr_matrix; use CoOccurrence.from_sparse"):
+        CoOccurrence.from_dense(sp.csr_matrix(DENSE))
+
+
 def test_wrong_types_are_type_errors():
     with pytest.raises(TypeError, match="^matrix"):
         CoOccurrence.from_sparse(DENSE)

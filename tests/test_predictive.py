@@ -168,3 +168,30 @@ def test_one_sided_validation_counts_what_the_evaluation_counts():
     with pytest.warns(ZeroProbabilityWarning):
         evaluation = heldout_evaluation(result.model, result.params, heldout)
     assert float(n_zero) == evaluation.n_zero_tokens == 2
+
+
+def test_parameters_of_another_fit_or_a_fit_result_are_refused_naming_params():
+    from inference.em import perplexity as perplexity_of
+    from zoo.dyadic.cluster_abstraction import tree_text
+
+    train, _ = _blocks()
+    fits = {name: _fit(make(0.1), train) for name, make in MODELS.items()}
+    for name, fit in fits.items():
+        with pytest.raises(TypeError, match=r"^params: got a fit result \(EMResult\); pass its parameters, result.params"):
+            perplexity(fit.model, fit, train)
+        other = fits["aspect" if name != "aspect" else "two_sided"]
+        with pytest.raises(TypeError, match="^params: expected .*Params \\(a fit's result.params\\), got"):
+            perplexity(fit.model, other.params, train)
+        assert np.isfinite(perplexity(fit.model, fit.params, train))
+    with pytest.raises(ValueError, match=r"^params.class_prior: shape \(3,\) does not fit Aspect\(n_classes=4"):
+        Aspect(4).fold_in(fits["aspect"].params, train)
+    with pytest.raises(TypeError, match="^params: got a fit result"):
+        Aspect(3).fold_in(fits["aspect"], train)
+    cam = fits["cam"]
+    with pytest.raises(TypeError, match="^params: got a fit result"):
+        tree_text(cam.model, cam)
+    with pytest.raises(ValueError, match="^params.cluster_prior: shape"):
+        tree_text(ClusterAbstraction(depth=3), cam.params)
+    for total in (0, -5):
+        with pytest.raises(ValueError, match="^total_count: must be in"):
+            perplexity_of(-100.0, total)

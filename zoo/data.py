@@ -96,6 +96,8 @@ def _smallest_kept(float_dtype: Any) -> float:
 def _names(name: str, names: Sequence[Any] | None, size: int) -> tuple | None:
     if names is None:
         return None
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of {size} names, got {type(names).__name__} {names!r:.40}")
     names = tuple(names)
     if len(names) != size:
         raise ValueError(f"{name}: expected {size} names, got {len(names)}")
@@ -177,7 +179,23 @@ class CoOccurrence:
 
     @classmethod
     def from_dense(cls, matrix: Any, *, row_names=None, col_names=None) -> "CoOccurrence":
-        """Build from a dense 2-D array of counts (zeros are unobserved dyads)."""
+        """Build from a dense 2-D array of counts (zeros are unobserved dyads).
+
+        A pandas DataFrame gives its index and columns (unless pandas' default 0, 1, ...) as
+        ``row_names`` and ``col_names`` when they are not given; a scipy.sparse matrix is refused with a pointer to :meth:`from_sparse`.
+        """
+        import scipy.sparse as sp
+
+        if sp.issparse(matrix):
+            raise TypeError(f"matrix: a scipy.sparse {type(matrix).__name__}; use CoOccurrence.from_sparse for it")
+        if hasattr(matrix, "index") and hasattr(matrix, "columns") and hasattr(matrix, "to_numpy"):  # a DataFrame
+            import pandas as pd
+
+            def labels(axis: Any) -> list | None:  # pandas' default 0, 1, ... names nothing
+                return None if isinstance(axis, pd.RangeIndex) else list(axis)
+
+            row_names = labels(matrix.index) if row_names is None else row_names
+            col_names = labels(matrix.columns) if col_names is None else col_names
         dense = as_float_array("matrix", matrix, ndim=2, nonnegative=True)
         rows, cols = np.nonzero(dense)
         return cls(rows, cols, dense[rows, cols], dense.shape, row_names, col_names)

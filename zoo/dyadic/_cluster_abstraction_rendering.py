@@ -51,6 +51,7 @@ def tree_text(model: ClusterAbstraction, params: CAMParams, *, col_names: Sequen
     """
     if not isinstance(model, ClusterAbstraction):
         raise TypeError(f"model: expected a ClusterAbstraction, got {type(model).__name__}")
+    model.check_params(params)
     words = _top_words(model, params, col_names, n_words)
     mass = _cluster_mass(model, params)
     usage = np.asarray(model.node_usage(params), np.float64)
@@ -78,6 +79,7 @@ def plot_tree(model: ClusterAbstraction, params: CAMParams, *, col_names: Sequen
 
     if not isinstance(model, ClusterAbstraction):
         raise TypeError(f"model: expected a ClusterAbstraction, got {type(model).__name__}")
+    model.check_params(params)
     words = _top_words(model, params, col_names, n_words)
     mass = _cluster_mass(model, params)
     tree = model.tree

@@ -26,12 +26,13 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
 from inference.native.backend import resolve_backend
 from inference.sparse import cell_stats
-from inference._validation import check_choice, check_int, check_real
+from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, heldout_evaluation, split_zero_cells
@@ -302,6 +303,11 @@ class Aspect:
         return AspectParams(class_prior, row_given_class, col_given_class), log_lik
 
     # ---------------------------------------------------------------- prediction
+    def check_params(self, params: Any, name: str = "params") -> AspectParams:
+        """``params`` as a fit of this model's (``TypeError``/``ValueError`` naming ``name`` otherwise)."""
+        sizes = {"class_prior": self.n_classes, "row_given_class": self.n_classes, "col_given_class": self.n_classes}
+        return check_fitted_params(name, params, AspectParams, sizes, self)
+
     def predictive_factors(self, params: AspectParams) -> tuple[Any, Any]:
         """(R, C) = (P(c|x_i), P(y_k|c)): P(y_k|x_i) = Σ_c R_ic C_kc (H99 §2.4)."""
         return params.class_given_row(), params.col_given_class
@@ -329,6 +335,7 @@ class Aspect:
         -------
         (n_new_rows, K) array of P(c|x) for the rows of ``data``.
         """
+        self.check_params(params)
         n_iter = check_int("n_iter", n_iter, minimum=1)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
         if not isinstance(data, CoOccurrence):
@@ -343,6 +350,16 @@ class Aspect:
 
     def fold_in_heldout_log_lik(self, params: AspectParams, mixing: Any, data: CoOccurrence) -> float:
         """Σ n log P(y|x) of ``data`` for folded-in rows with mixing weights ``mixing`` = P(c|x)."""
+        self.check_params(params)
+        if not isinstance(data, CoOccurrence):
+            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        if np.shape(mixing) != (data.n_rows, self.n_classes):
+            raise ValueError(f"mixing: expected shape {(data.n_rows, self.n_classes)} (P(c|x) of data's rows, "
+                             f"from fold_in), got {np.shape(mixing)}")
+        if data.n_cols != params.col_given_class.shape[0]:
+            raise ValueError(
+                f"data: has {data.n_cols} columns but the model was fitted with {params.col_given_class.shape[0]}"
+            )
         arrays = data.to_arrays()
         A, log_rows = _row_max_normalise(jnp.asarray(mixing, arrays.counts.dtype))
         B, log_cols = _row_max_normalise(params.col_given_class.astype(arrays.counts.dtype))

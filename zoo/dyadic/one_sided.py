@@ -42,7 +42,7 @@ from numpyro import handlers
 from inference.schedules import anneal_up
 from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
-from inference._validation import check_choice, check_int, check_real
+from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
@@ -358,6 +358,12 @@ class OneSided:
         ), log_lik
 
     # ---------------------------------------------------------------- prediction
+    def check_params(self, params: Any, name: str = "params") -> OneSidedParams:
+        """``params`` as a fit of this model's (``TypeError``/``ValueError`` naming ``name`` otherwise)."""
+        sizes = {"class_prior": self.n_classes, "feature_given_class": self.n_classes,
+                 "cluster_posterior": self.n_classes}
+        return check_fitted_params(name, params, OneSidedParams, sizes, self)
+
     def predictive_factors(self, params: OneSidedParams) -> tuple[Any, Any]:
         """(R, C) with P(y_k|x_i) = Σ_c R_ic C_kc in the data's own orientation (H99 §2.4).
 

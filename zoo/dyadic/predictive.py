@@ -199,12 +199,11 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
 
 def predictive_factors(model: Any, params: Any) -> tuple[Any, Any]:
     """(R, C) of any dyadic model, with P(y_k|x_i) = R_i·C_k in the data's own orientation."""
-    from zoo.dyadic.aspect import Aspect
-
-    if isinstance(model, Aspect):
-        return params.class_given_row(), params.col_given_class
     if not hasattr(model, "predictive_factors"):
         raise TypeError(f"model: {type(model).__name__} has no predictive distribution P(y|x)")
+    check = getattr(model, "check_params", None)  # the zoo's models refuse another model's parameters
+    if callable(check):
+        check(params)
     return model.predictive_factors(params)
 
 

@@ -51,7 +51,7 @@ import numpyro.distributions as dist
 
 from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
-from inference._validation import check_int, check_real
+from inference._validation import check_fitted_params, check_int, check_real
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -374,6 +374,13 @@ class TwoSided:
         ), objective
 
     # ---------------------------------------------------------------- prediction
+    def check_params(self, params: Any, name: str = "params") -> TwoSidedParams:
+        """``params`` as a fit of this model's (``TypeError``/``ValueError`` naming ``name`` otherwise)."""
+        sizes = {"row_class_prior": self.n_row_classes, "col_class_prior": self.n_col_classes,
+                 "association": self.n_col_classes, "row_posterior": self.n_row_classes,
+                 "col_posterior": self.n_col_classes}
+        return check_fitted_params(name, params, TwoSidedParams, sizes, self)
+
     def predictive_factors(self, params: TwoSidedParams) -> tuple[Any, Any]:
         """(R, C) with P(y_k|x_i) = Σ_μ R_iμ C_kμ (H99 §2.4):
 
