@@ -131,13 +131,13 @@ def test_format_option_and_unknown_extensions(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--classes", "0"], "n_classes: must be >= 1"),
-    (["--valid-fraction", "1.5"], "valid_fraction: must be in"),
-    (["--max-iter", "0"], "max_iter: must be >= 1"),
-    (["--restarts", "0"], "n_restarts: must be >= 1"),
-    (["--time-budget", "-1"], "time_budget: must be in (0.0, inf), got -1.0"),
-    (["--prior-count", "-1"], "prior_count: must be in [0.0, inf), got -1.0"),
-    (["--floor", "2"], "floor: must be in (0.0, 1.0), got 2.0"),
+    (["--classes", "0"], "--classes (n_classes): must be >= 1"),
+    (["--valid-fraction", "1.5"], "--valid-fraction (valid_fraction): must be in"),
+    (["--max-iter", "0"], "--max-iter (max_iter): must be >= 1"),
+    (["--restarts", "0"], "--restarts (n_restarts): must be >= 1"),
+    (["--time-budget", "-1"], "--time-budget (time_budget): must be in (0.0, inf), got -1.0"),
+    (["--prior-count", "-1"], "--prior-count (prior_count): must be in [0.0, inf), got -1.0"),
+    (["--floor", "2"], "--floor (floor): must be in (0.0, 1.0), got 2.0"),
 ])
 def test_bad_options_are_reported_without_a_traceback(tmp_path, capsys, options, message):
     write_matrix_market(tmp_path / "counts.mtx", COUNTS)

@@ -1605,8 +1605,9 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         "valid_fraction": st.one_of(st.floats(max_value=0.0, allow_nan=False), st.floats(min_value=1.0),
                                     st.sampled_from(["nan", "x"]))},
                       {"model": ("argument MODEL",), "datafile": ("DATAFILE", "path", "datafile", "[Errno"),
-                       "classes": ("argument --classes", "n_classes"), "max_iter": ("argument --max-iter", "max_iter"),
-                       "valid_fraction": ("argument --valid-fraction", "valid_fraction")}),
+                       "classes": ("argument --classes", "--classes (n_classes)"),
+                       "max_iter": ("argument --max-iter", "--max-iter (max_iter)"),
+                       "valid_fraction": ("argument --valid-fraction", "--valid-fraction (valid_fraction)")}),
     "zoo.cli.read_data": (lambda kwargs: cli.read_data(**kwargs), {"path": CLI_DATA, "fmt": None}, {
         "path": st.sampled_from([None, 3, READER_DIR / "none.mtx", READER_DIR]),
         "fmt": not_one_of(("mtx", "ldac", "csv")).filter(lambda value: value is not None)},

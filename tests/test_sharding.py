@@ -161,7 +161,7 @@ def _check(report: dict, n_fits: int, *, grew: bool) -> None:
         assert numbers["n_iter"][0] == numbers["n_iter"][1], name
         assert numbers["n_iter"][0] > 1, name
         assert numbers["log_lik"] < 1e-10, name
-        assert numbers["kept"] < 1e-10, name
+        assert numbers["kept"] < 1e-9, name  # one E-step more, of parameters equal within 1e-9
         assert numbers["valid"] < 1e-9, name
         assert numbers["params"] < 1e-9, name
 

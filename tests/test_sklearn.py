@@ -704,3 +704,13 @@ def test_supervised_dp_rejects_bad_settings():
             SupervisedDPEstimator(**params).fit(X, y)
     with pytest.raises(ValueError, match="^X: "):
         SupervisedDPEstimator().fit(np.full((40, 2), np.nan), y)
+
+
+def test_a_fit_stopped_by_max_iter_says_so_as_scikit_learn_does():
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match=r"^AspectEstimator: EM stopped at max_iter=2 before converging"):
+        AspectEstimator(n_classes=3, max_iter=2, random_state=0, backend="xla").fit(COUNTS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert AspectEstimator(n_classes=3, max_iter=500, random_state=0, backend="xla").fit(COUNTS).converged_

@@ -684,6 +684,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         (_fit_chains if arguments.model in CHAIN_MODELS else _fit)(arguments, argv, sys.stdout)
     except (ValueError, TypeError, FileNotFoundError) as error:
-        sys.stderr.write(f"python -m zoo fit: error: {error}\n")
+        sys.stderr.write(f"python -m zoo fit: error: {_named_as_option(str(error))}\n")
         return 1
     return 0
+
+
+#: The Python arguments that errors name, by the command-line option that sets them.
+_OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--classes",
+            "valid_fraction": "--valid-fraction", "n_restarts": "--restarts", "max_iter": "--max-iter",
+            "time_budget": "--time-budget", "prior_count": "--prior-count", "floor": "--floor", "X": "DATAFILE",
+            "n_chains": "--chains", "n_warmup": "--warmup", "n_draws": "--draws", "n_sweeps": "--draws",
+            "n_split_merge": "--split-merge"}
+
+
+def _named_as_option(message: str) -> str:
+    """An error that names a Python argument (``n_classes: must be >= 1``) named by the option
+    that sets it as well (``--classes (n_classes): must be >= 1``)."""
+    name, colon, rest = message.partition(":")
+    return f"{_OPTIONS[name]} ({name}):{rest}" if colon and name in _OPTIONS else message

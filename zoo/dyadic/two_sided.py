@@ -51,7 +51,8 @@ import numpyro.distributions as dist
 
 from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
-from inference._validation import check_fitted_params, check_int, check_real
+from inference._validation import check_choice, check_fitted_params, check_int, check_real
+from inference.seeding import best_kmeans_labels, sketched_profiles
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -208,6 +209,26 @@ def _random_partition(rng_key: Any, n_objects: int, n_classes: int) -> Any:
     return jax.random.permutation(rng_key, n_objects) % n_classes
 
 
+#: Columns of the random sketch of an object's distribution over the other side (seeded starts).
+SKETCH_COLUMNS = 32
+#: Lloyd iterations after the k-means++ seeding of a seeded start.
+SEED_LLOYD_ITERATIONS = 10
+#: k-means runs from as many k-means++ seedings, the one of least within-cluster sum of squares kept.
+SEED_KMEANS_RUNS = 8
+#: Posterior probability spread evenly over the classes of a seeded start (the rest on its k-means cluster).
+SEED_SMOOTHING = 0.1
+
+
+def _seeded_posterior(rng_key: Any, objects: Any, partners: Any, counts: Any, n_objects: int, n_partners: int,
+                      n_classes: int) -> Any:
+    """(n_objects, n_classes) start: k-means of the objects' sketched profiles, smoothed."""
+    key_profiles, key_seeds = jax.random.split(rng_key)
+    profiles = sketched_profiles(key_profiles, objects, partners, counts, n_objects, n_partners, SKETCH_COLUMNS)
+    labels = best_kmeans_labels(key_seeds, profiles, n_classes, SEED_LLOYD_ITERATIONS, SEED_KMEANS_RUNS)
+    onehot = jax.nn.one_hot(labels, n_classes, dtype=counts.dtype)
+    return (1.0 - SEED_SMOOTHING) * onehot + SEED_SMOOTHING / n_classes
+
+
 # ----------------------------------------------------------------------------- the model
 @dataclass(frozen=True)
 class TwoSided:
@@ -225,6 +246,20 @@ class TwoSided:
         Pseudo-counts added to every expected count in the M-step (MAP-EM under symmetric
         Dirichlet(1 + c) priors; module docstring). 0 is maximum-likelihood EM; any c > 0 keeps
         every prediction P(y|x) > 0, so held-out perplexity needs no floor.
+    starts : {"random", "seeded"}
+        How a restart begins (:meth:`init_params`). ``"random"`` (the default): a random hard
+        partition of each side. ``"seeded"``: the rows clustered by k-means on sketches of their
+        distributions over the columns, the columns likewise (:mod:`inference.seeding`), each
+        object's posterior put mostly (90%) on its cluster. Measured 2026-12-05: on planted blocks
+        (240 × 160 counts, four row and four column clusters, a row cluster's own column cluster
+        16 times likelier than another) every seeded restart of keys 0–2 found them (ARI 1,
+        log-likelihood -153,090), where random ones ended at ARI 0.67–0.73 (-156,038 to -156,471)
+        with 1 and with 4 restarts. On text they did worse: on 20 Newsgroups (the
+        ``two_sided_clusters`` notebook, 20 × 20 classes, 4 restarts) the best objective was
+        -3,524,606 seeded against -3,521,010 random (ARI to the newsgroups 0.303 against 0.325),
+        and on the Reuters sample the test perplexities of keys 0 and 1 were 2,014 and 1,952
+        seeded against 1,985 and 1,941 random with 8 classes, 1,781 and 1,780 against 1,765 and
+        1,731 with 16.
 
     Examples
     --------
@@ -241,6 +276,7 @@ class TwoSided:
     n_col_classes: int | None = None
     backend: str = "auto"
     prior_count: float = 0.0
+    starts: str = "random"
 
     #: The fields of :class:`TwoSidedParams` that are distributions, and the axis each sums to 1
     #: along (None: the whole array, as π over pairs of clusters; ``init=`` of
@@ -256,6 +292,7 @@ class TwoSided:
         check_int("n_col_classes", self.n_col_classes, minimum=1)
         resolve_backend(self.backend)  # a bad name, or numba off the CPU, refused here
         object.__setattr__(self, "prior_count", check_real("prior_count", self.prior_count, low=0.0))
+        check_choice("starts", self.starts, ("random", "seeded"))
 
     program = staticmethod(two_sided_program)
 
@@ -283,15 +320,28 @@ class TwoSided:
         return data.to_sharded_arrays(n_shards, process_local=process_local)
 
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> TwoSidedParams:
-        """Random start: a random hard partition of each side (soft random posteriors collapse to
-        the uniform fixed point), uniform priors and π from the partitions."""
+        """A start: each side's posteriors from a partition, uniform priors and π from the posteriors.
+
+        ``starts="random"``: a random hard partition of each side (soft random posteriors collapse
+        to the uniform fixed point). ``"seeded"``: each side clustered by k-means (the best of
+        :data:`SEED_KMEANS_RUNS` runs of k-means++ seeds and :data:`SEED_LLOYD_ITERATIONS` Lloyd
+        iterations) on :data:`SKETCH_COLUMNS`-column sketches of its objects' distributions over
+        the other side, and a posterior of 1 - :data:`SEED_SMOOTHING` on the own cluster, the rest
+        spread evenly (no cluster starts empty).
+        """
         n_rows, n_cols = arrays.shape
         dtype = arrays.counts.dtype
         key_rows, key_cols = jax.random.split(rng_key)
-        row_classes = _random_partition(key_rows, n_rows, self.n_row_classes)
-        col_classes = _random_partition(key_cols, n_cols, self.n_col_classes)
-        row_posterior = jax.nn.one_hot(row_classes, self.n_row_classes, dtype=dtype)
-        col_posterior = jax.nn.one_hot(col_classes, self.n_col_classes, dtype=dtype)
+        if self.starts == "seeded":
+            row_posterior = _seeded_posterior(key_rows, arrays.rows, arrays.cols, arrays.counts, n_rows, n_cols,
+                                              self.n_row_classes)
+            col_posterior = _seeded_posterior(key_cols, arrays.cols, arrays.rows, arrays.counts, n_cols, n_rows,
+                                              self.n_col_classes)
+        else:
+            row_classes = _random_partition(key_rows, n_rows, self.n_row_classes)
+            col_classes = _random_partition(key_cols, n_cols, self.n_col_classes)
+            row_posterior = jax.nn.one_hot(row_classes, self.n_row_classes, dtype=dtype)
+            col_posterior = jax.nn.one_hot(col_classes, self.n_col_classes, dtype=dtype)
         association = self._association(jnp.matmul(row_posterior.T, count_matmul(col_posterior, arrays, backend=self.backend),
                                                     precision="highest"))
         return TwoSidedParams(

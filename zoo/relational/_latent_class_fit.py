@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from inference._validation import user_stacklevel
 from inference.interrupts import DeferredInterrupt, stop_reason
 from inference.jit import jit
+from inference.seeding import kmeans_labels
 from zoo.relational._latent_class_passes import iem_pass
 from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
 from zoo.relational.data import RelationalArrays, RelationalSchema
@@ -65,25 +66,7 @@ def _profiles(key: Any, arrays: RelationalArrays, schema: RelationalSchema, doma
 
 def _seeded_responsibilities(key: Any, profiles: Any, n_classes: int) -> Any:
     """k-means++ seeding (Arthur & Vassilvitskii 2007) and Lloyd iterations on the profiles, smoothed."""
-    key_first, key_rest = jax.random.split(key)
-    size = profiles.shape[0]
-    centres = profiles[jax.random.randint(key_first, (), 0, size)][None, :]
-    distance = jnp.sum((profiles - centres[0]) ** 2, axis=1)
-    for key_centre in jax.random.split(key_rest, n_classes - 1):
-        weights = jnp.where(distance.sum() > 0, distance, 1.0)  # all alike: uniformly
-        chosen = jax.random.categorical(key_centre, jnp.log(weights / weights.sum()))
-        centres = jnp.concatenate([centres, profiles[chosen][None, :]])
-        distance = jnp.minimum(distance, jnp.sum((profiles - profiles[chosen]) ** 2, axis=1))
-
-    def lloyd(_, centres):
-        labels = jnp.argmin(jnp.sum((profiles[:, None, :] - centres[None]) ** 2, axis=2), axis=1)
-        onehot = jax.nn.one_hot(labels, n_classes, dtype=profiles.dtype)
-        sizes = onehot.sum(axis=0)
-        means = onehot.T @ profiles / jnp.maximum(sizes, 1.0)[:, None]
-        return jnp.where(sizes[:, None] > 0, means, centres)  # an emptied cluster keeps its centre
-
-    centres = jax.lax.fori_loop(0, SEED_LLOYD_ITERATIONS, lloyd, centres)
-    labels = jnp.argmin(jnp.sum((profiles[:, None, :] - centres[None]) ** 2, axis=2), axis=1)
+    labels = kmeans_labels(key, profiles, n_classes, SEED_LLOYD_ITERATIONS)
     onehot = jax.nn.one_hot(labels, n_classes, dtype=profiles.dtype)
     return (1.0 - SEED_SMOOTHING) * onehot + SEED_SMOOTHING / n_classes
 

@@ -4,17 +4,19 @@ schedule names, the PRNG key of a ``random_state`` and the shared parameter docu
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any, ClassVar
 
 import jax
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.em import EMResult, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
-from inference._validation import check_int, check_key, check_number_dtype, check_real
+from inference._validation import check_int, check_key, check_number_dtype, check_real, user_stacklevel
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.predictive import HeldOut, heldout_from_factors
 
@@ -255,6 +257,10 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self._n_features_out = self._n_classes()
         if isinstance(self, ClusterMixin):
             self.labels_ = self._predict_validated(X)
+        if result.stopped_by == "max_iter":  # as scikit-learn's own iterative estimators say
+            warnings.warn(f"{type(self).__name__}: EM stopped at max_iter={self.max_iter} before converging "
+                          f"(tol={self.tol}); raise max_iter, or the fit is what {self.max_iter} iterations "
+                          "gave", ConvergenceWarning, stacklevel=user_stacklevel())
         return self
 
     # ------------------------------------------------------------------ inference on new rows
