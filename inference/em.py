@@ -458,7 +458,7 @@ class EMResult(Described):
         card.add("parameters", params_text(self.params))
         card.add("made with", made_with(self.provenance))
         card.add("see", ["result.perplexity(test)", "result.heldout_log_likelihood(test)",
-                         "result.history_dataset()", "result.params"])
+                         "result.history_dataset()", "result.params", *getattr(self.model, "see_also", ())])
         return card
 
     def log_likelihood(self, data: Any) -> float:

@@ -295,6 +295,13 @@ def test_two_sided_profiles_follow_the_association():
     # P(y|ν=0) = (1/6) P(y|μ=0) + (5/6) P(y|μ=1), with P(y|μ=0) = (x: 1/2, z: 1/2) and P(y|μ=1) = (y: 1)
     assert columns.labels == ("y", "x", "z")
     np.testing.assert_allclose(columns.probabilities, [5 / 6, 1 / 12, 1 / 12])
+    # Read without the report: printed, as a table, and named in the fit's summary.
+    assert repr(rows).splitlines()[:4] == [rows.title, "  row cluster 0: P(ν) = 0.600, 2 members",
+                                           "    members, P(x|ν): a, b", "    columns, P(y|ν): y, x, z"]
+    frame = rows.to_frame()
+    assert list(frame.index) == ["row cluster 0", "row cluster 1"] and frame.loc["row cluster 0", "members"] == 2
+    assert frame.loc["row cluster 0", "columns, P(y|ν)"] == "y, x, z" and "<table" in rows._repr_html_()
+    assert "zoo.report.class_profiles(result, col_names=data.col_names)" in repr(result)
     document = report_html(result, col_names=["x", "y", "z"])
     assert "<h2>Row clusters</h2>" in document and "<h2>Column clusters</h2>" in document
     assert "<td>row 0</td>" in document  # unlabelled rows are named by their index

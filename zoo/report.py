@@ -281,6 +281,31 @@ class ProfileGroup(NamedTuple):
     prior_symbol: str
     classes: tuple
 
+    def to_frame(self) -> Any:
+        """The classes as a pandas DataFrame: one row per class (by decreasing prior), its prior, its
+        members (clustering models) and, per list, its labels joined by commas."""
+        import pandas as pd
+
+        rows = []
+        for profile in self.classes:
+            row = {self.prior_symbol: profile.prior}
+            if profile.n_members is not None:
+                row["members"] = profile.n_members
+            row.update({top.heading: ", ".join(map(str, top.labels)) for top in profile.top})
+            rows.append(row)
+        return pd.DataFrame(rows, index=pd.Index([profile.title for profile in self.classes], name=self.title))
+
+    def __repr__(self) -> str:
+        lines = [self.title]
+        for profile in self.classes:
+            members = f", {profile.n_members} members" if profile.n_members is not None else ""
+            lines.append(f"  {profile.title}: {self.prior_symbol} = {profile.prior:.3f}{members}")
+            lines.extend(f"    {top.heading}: {', '.join(map(str, top.labels))}" for top in profile.top)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return f"<p><b>{html.escape(self.title)}</b></p>" + self.to_frame().to_html(float_format="{:.3f}".format)
+
 
 #: Parameter fields that :func:`class_profiles` summarises, by parameter type: the report draws no
 #: picture of them.

@@ -115,6 +115,11 @@ def _sibling_separation(params: CAMParams, pair: tuple[int, int]) -> float:
     return float(weights @ np.abs(first - second)) / total if total > 0 else 0.0
 
 
+def _count(number: int, noun: str) -> str:
+    """``"1 split"``, ``"2 splits"``."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
 def _copies_hold_rows(params: CAMParams, pair: tuple[int, int]) -> bool:
     """Whether each copy of a split holds at least half a row of posterior mass, Σ_i P{c(x_i) = c}
     ≥ 1/2. A copy without it has taken no rows: an empty cluster, whose separation from its
@@ -155,7 +160,7 @@ class GrownTree(Described):
         history = self.history
         if history is not None and len(history):
             card.add("levels", f"{len(history)} β levels, {int(history['n_iter'].sum()):,} EM iterations, "
-                               f"{int(history['n_split'].sum())} splits kept of {int(history['n_tried'].sum())} tried")
+                               f"{_count(int(history['n_split'].sum()), 'split')} kept of {int(history['n_tried'].sum())} tried")
             perplexity = np.asarray(history["valid_perplexity"], np.float64)
             if not np.isnan(perplexity).all():
                 best = int(np.nanargmin(perplexity))

@@ -177,6 +177,10 @@ class Aspect:
     backend: str = "auto"
     prior_count: float = 0.0
 
+    #: What a fit's summary points to beyond the parameters: each aspect's most probable words, and
+    #: each row's P(c|x).
+    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)", "result.params.class_given_row()")
+
     #: The fields of :class:`AspectParams` that are distributions, and the axis each sums to 1
     #: along (``init=`` of :func:`inference.em.tempered_em` is checked against it).
     probability_axes: ClassVar[dict] = {"class_prior": -1, "row_given_class": 0, "col_given_class": 0}

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, ClassVar, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -411,6 +411,11 @@ class ClusterAbstraction:
     backend: str = "auto"
     n_leaves: int | None = None
     prior_count: float = 0.0
+
+    #: What a fit's summary points to beyond the parameters: the tree with each node's words, and
+    #: each row's leaf.
+    see_also: ClassVar[tuple] = ("zoo.dyadic.cluster_abstraction.tree_text(result.model, result.params, "
+                                 "col_names=data.col_names)", "result.params.assignments()")
 
     @property
     def probability_axes(self) -> dict:
