@@ -177,7 +177,7 @@ def test_parameters_of_another_fit_or_a_fit_result_are_refused_naming_params():
     train, _ = _blocks()
     fits = {name: _fit(make(0.1), train) for name, make in MODELS.items()}
     for name, fit in fits.items():
-        with pytest.raises(TypeError, match=r"^params: got a fit result \(EMResult\); pass its parameters, result.params"):
+        with pytest.raises(TypeError, match=r"^params: got a fit result \(EMResult\); pass its parameters"):
             perplexity(fit.model, fit, train)
         other = fits["aspect" if name != "aspect" else "two_sided"]
         with pytest.raises(TypeError, match="^params: expected .*Params \\(a fit's result.params\\), got"):

@@ -606,11 +606,11 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     # of them; with --processes each read only its rows).
     whole = data if arguments.processes == 1 else None
     label_paths = []
-    for file_name, table in _em_labels(result.params, whole, estimator if arguments.processes == 1 else None).items():
+    for file_name, table in _em_labels(result.params, whole, estimator if whole is not None else None).items():
         label_paths.append(out / file_name)
         table.to_csv(label_paths[-1], index=False)
     report_path = write_report(out / "report.html", result, title=f"{arguments.model} on {Path(arguments.datafile).name}",
-                               settings=settings, data=data if arguments.processes == 1 else None)
+                               settings=settings, data=whole)
     seconds = time.perf_counter() - start
     held = f" in process 0 of {arguments.processes}" if arguments.processes > 1 else ""
     stream.write(f"{arguments.model}: {data!r}{held}\n")

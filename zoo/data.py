@@ -80,8 +80,8 @@ def _check_total(total: float, float_dtype: Any, smallest: float | None = None) 
                          f"(limit {limit:.3g}); rescale the counts{wider}")
     low = _smallest_kept(float_dtype)
     if smallest is not None and 0 < smallest < low:
-        raise ValueError(f"counts: the smallest count {smallest:.3g} is too near the smallest {np.dtype(float_dtype).name} "
-                         f"number (counts below {low:.3g} are lost in its sums); multiply the counts by a constant "
+        raise ValueError(f"counts: the smallest count {smallest:.3g} is too near the smallest "
+                         f"{np.dtype(float_dtype).name} number (counts below {low:.3g} are lost in its sums); multiply the counts by a constant "
                          f"(the models' fits do not change){wider}")
 
 
@@ -182,7 +182,8 @@ class CoOccurrence:
         """Build from a dense 2-D array of counts (zeros are unobserved dyads).
 
         A pandas DataFrame gives its index and columns (unless pandas' default 0, 1, ...) as
-        ``row_names`` and ``col_names`` when they are not given; a scipy.sparse matrix is refused with a pointer to :meth:`from_sparse`.
+        ``row_names`` and ``col_names`` when they are not given; a scipy.sparse matrix is refused
+        with a pointer to :meth:`from_sparse`.
         """
         import scipy.sparse as sp
 

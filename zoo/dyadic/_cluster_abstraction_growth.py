@@ -160,7 +160,8 @@ class GrownTree(Described):
         history = self.history
         if history is not None and len(history):
             card.add("levels", f"{len(history)} β levels, {int(history['n_iter'].sum()):,} EM iterations, "
-                               f"{_count(int(history['n_split'].sum()), 'split')} kept of {int(history['n_tried'].sum())} tried")
+                               f"{_count(int(history['n_split'].sum()), 'split')} kept of "
+                               f"{int(history['n_tried'].sum())} tried")
             perplexity = np.asarray(history["valid_perplexity"], np.float64)
             if not np.isnan(perplexity).all():
                 best = int(np.nanargmin(perplexity))
@@ -200,8 +201,8 @@ def anneal_tree(
     separation — the token-weighted share of their posterior mass on which they disagree —
     exceeds ``split_threshold`` and each copy holds half a row of posterior mass or more; the kept
     splits are redone from the level's converged parameters and EM is run once more, and a split
-    whose copy is left with no rows there is left out and the others redone. Then β ← ``beta_growth``·β, until β reaches
-    ``beta_stop``.
+    whose copy is left with no rows there is left out and the others redone. Then
+    β ← ``beta_growth``·β, until β reaches ``beta_stop``.
 
     Parameters
     ----------

@@ -179,7 +179,8 @@ class Aspect:
 
     #: What a fit's summary points to beyond the parameters: each aspect's most probable words, and
     #: each row's P(c|x).
-    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)", "result.params.class_given_row()")
+    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)",
+                                 "result.params.class_given_row()")
 
     #: The fields of :class:`AspectParams` that are distributions, and the axis each sums to 1
     #: along (``init=`` of :func:`inference.em.tempered_em` is checked against it).

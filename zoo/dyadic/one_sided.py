@@ -246,7 +246,8 @@ class OneSided:
 
     #: What a fit's summary points to beyond the parameters: each cluster's most probable words and
     #: members, and each object's cluster.
-    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)", "result.params.assignments()")
+    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)",
+                                 "result.params.assignments()")
 
     #: The fields of :class:`OneSidedParams` that are distributions, and the axis each sums to 1
     #: along (None: the whole array; ``init=`` of :func:`inference.em.tempered_em` is checked

@@ -280,8 +280,8 @@ class TwoSided:
 
     #: What a fit's summary points to beyond the parameters: each cluster's members and words, and
     #: each row's and column's cluster.
-    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)", "result.params.row_assignments()",
-                                 "result.params.col_assignments()")
+    see_also: ClassVar[tuple] = ("zoo.report.class_profiles(result, col_names=data.col_names)",
+                                 "result.params.row_assignments()", "result.params.col_assignments()")
 
     #: The fields of :class:`TwoSidedParams` that are distributions, and the axis each sums to 1
     #: along (None: the whole array, as π over pairs of clusters; ``init=`` of

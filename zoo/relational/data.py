@@ -761,7 +761,8 @@ class RelationalData:
         table["__likes__"] = (table[rating].to_numpy(dtype=float) > cut).astype(int)
         if table["__likes__"].nunique() == 1:
             side = "above" if table["__likes__"].iloc[0] else "at or below"
-            warnings.warn(f"threshold: every rating is {side} {cut:g} (ratings {ratings.min():g} to {ratings.max():g}), "
+            warnings.warn(f"threshold: every rating is {side} {cut:g} (ratings {ratings.min():g} to "
+                          f"{ratings.max():g}), "
                           f"so every observed cell of {relation!r} holds one value and the models have nothing to tell "
                           "individuals apart by", UserWarning, stacklevel=user_stacklevel())
         with warnings.catch_warnings():  # said above, naming the threshold
