@@ -80,6 +80,7 @@ fail with a ``RuntimeError`` that says so. Gibbs chains spread over devices the 
 from __future__ import annotations
 
 import inspect
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any, NamedTuple, Protocol
@@ -96,7 +97,8 @@ from inference.processes import (broadcast_from_first, global_blocks, local_bloc
 from inference.provenance import provenance
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
 from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
-                                   check_params_like, check_positive, check_real, renamed, tree_nbytes)
+                                   check_params_like, check_positive, check_real, renamed, tree_nbytes,
+                                   user_stacklevel)
 from inference.jit import jit
 
 __all__ = ["EMModel", "EMResult", "FitState", "tempered_em", "perplexity", "device_mesh"]
@@ -511,6 +513,22 @@ class EMResult(Described):
         )
 
 
+def _warn_if_not_finite(log_liks: np.ndarray, kept: float) -> None:
+    """Say (``RuntimeWarning``) when the kept restart's training log-likelihood is not finite: the
+    fit went on in silence, with parameters that mean nothing from that iteration on."""
+    bad = ~np.isfinite(np.append(np.asarray(log_liks, np.float64), kept))
+    if not bad.any():
+        return
+    first = int(np.flatnonzero(bad)[0])
+    value = np.append(np.asarray(log_liks, np.float64), kept)[first]
+    where = f"from iteration {first}" if first < len(log_liks) else "for the kept parameters"
+    cause = ("the parameters left the values their distributions accept (a numpyro.param declared without "
+             "its constraint, e.g. constraints.positive or constraints.simplex?)" if np.isnan(value)
+             else "some observation has probability 0 under the parameters")
+    warnings.warn(f"tempered_em: the training log-likelihood is {value} {where} of the kept restart: {cause}",
+                  RuntimeWarning, stacklevel=user_stacklevel())
+
+
 #: Reasons to stop a fit early, weakest first (what processes agree on: the largest index wins).
 _REASONS = (None, "time_budget", "interrupted")
 
@@ -783,12 +801,14 @@ def tempered_em(
         restart_scores = kept_log_liks
         best = int(np.nanargmax(restart_scores)) if np.isfinite(restart_scores).any() else 0
     n_iter = int(iterations[best])
+    history = recorder.history(best)
+    _warn_if_not_finite(history["log_lik"], kept_log_liks[best])
     pick = lambda leaf: jnp.asarray(leaf[best])  # noqa: E731
     return EMResult(
         model=model,
         params=jax.tree_util.tree_map(pick, states.best_params),
         beta=float(states.best_beta[best]),
-        history=recorder.history(best),
+        history=history,
         restart_scores=restart_scores,
         best_restart=best,
         n_iter=n_iter,

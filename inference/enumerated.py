@@ -122,6 +122,36 @@ def _is_positive(constraint: Any) -> bool:
         return False
 
 
+def _check_observed(name: str, site: dict) -> None:
+    """Refuse, naming ``data`` and the site, observed values outside the site's support (NaN, a
+    negative or fractional count for a Poisson, ...): the fit would run to the end with a
+    log-likelihood of -inf or NaN. Values the site's mask leaves out are not checked."""
+    fn = site["fn"]
+    if isinstance(site["value"], jax.core.Tracer):  # traced (inside a jitted start): checked by prepare
+        return
+    values = np.asarray(site["value"])
+    try:
+        inside = np.asarray(fn.support(jnp.asarray(values)), bool)
+    except (TypeError, ValueError):  # a support that cannot judge these values: left to the fit
+        return
+    mask = site.get("mask")
+    if mask is not None:
+        try:
+            shape = np.broadcast_shapes(inside.shape, np.shape(mask))
+        except ValueError:
+            return
+        inside = np.broadcast_to(inside, shape) | ~np.broadcast_to(np.asarray(mask, bool), shape)
+    if inside.all():
+        return
+    event_dims = len(fn.event_shape)
+    shown = ""
+    if inside.shape == values.shape[:values.ndim - event_dims]:  # one judgement per event: show one
+        shown = f", e.g. {values[~inside][0].tolist()!r}"
+    kind = type(getattr(fn, "base_dist", fn)).__name__  # an Independent's own distribution
+    raise ValueError(f"data: site {name!r} observes values outside the support of its {kind} ({fn.support})"
+                     f"{shown} ({int((~inside).sum())} of {inside.size})")
+
+
 def inspect_program(program: Callable, args: tuple, kwargs: dict) -> dict[str, ParamSite]:
     """Check that ``program`` can be fitted by enumerated EM and return its param sites.
 
@@ -139,6 +169,8 @@ def inspect_program(program: Callable, args: tuple, kwargs: dict) -> dict[str, P
         if site["type"] == "param":
             constraint = site["kwargs"].get("constraint", dist.constraints.real)
             params[name] = ParamSite(jnp.asarray(site["value"]), constraint)
+        elif site["type"] == "sample" and site["is_observed"]:
+            _check_observed(name, site)
         elif site["type"] == "sample" and not site["is_observed"]:
             fn = site["fn"]
             discrete = getattr(fn, "has_enumerate_support", False) or fn.support.is_discrete
@@ -148,9 +180,12 @@ def inspect_program(program: Callable, args: tuple, kwargs: dict) -> dict[str, P
                     "estimates point values of continuous unknowns, so declare it with "
                     "numpyro.param(name, init_value, constraint=...) instead"
                 )
-            if site["infer"].get("enumerate") != "parallel":
+            mode = site["infer"].get("enumerate")
+            if mode != "parallel":
+                marked = (f"is marked infer={{'enumerate': {mode!r}}}, which enumerated EM does not run; mark it"
+                          if mode is not None else "is not marked for enumeration; add")
                 raise ValueError(
-                    f"program: discrete latent site {name!r} is not marked for enumeration; add "
+                    f"program: discrete latent site {name!r} {marked} "
                     "infer={'enumerate': 'parallel'} so the E-step can sum it out exactly"
                 )
             if not getattr(fn, "has_enumerate_support", False):
@@ -444,7 +479,11 @@ class EnumeratedEM:
         else:
             raise TypeError("data: expected an array, a tuple of arrays (positional arguments), a dict of arrays "
                             f"by argument name or inference.enumerated.ProgramData, got {type(data).__name__}")
-        return tuple(jnp.asarray(arg) if isinstance(arg, (np.ndarray, list)) else arg for arg in args)
+        args = tuple(jnp.asarray(arg) if isinstance(arg, (np.ndarray, list)) else arg for arg in args)
+        for position, arg in enumerate(args):
+            if hasattr(arg, "shape") and 0 in np.shape(arg):
+                raise ValueError(f"data: argument {position} of the program is empty (shape {np.shape(arg)})")
+        return args
 
     def _args_by_name(self, data: dict) -> tuple:
         """Positional arguments from a dict by the program's parameter names (static ones excluded)."""

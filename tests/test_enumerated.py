@@ -324,3 +324,50 @@ def test_the_programs_start_and_a_fits_params_are_accepted():
     fit = tempered_em(DECLARED, DECLARED_DATA, key=jax.random.key(0), max_iter=3)
     for init in (DECLARED_START, fit.params):
         assert tempered_em(DECLARED, DECLARED_DATA, key=jax.random.key(0), init=init, max_iter=2).n_iter == 2
+
+
+def _poisson_mixture(x, *, n_classes, constrained=True):
+    n, d = x.shape
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+    rates = (numpyro.param("rates", jnp.full((n_classes, d), 2.0), constraint=dist.constraints.positive)
+             if constrained else numpyro.param("rates", jnp.full((n_classes, d), 0.3)))
+    with numpyro.plate("rows", n):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Poisson(rates[c]).to_event(1), obs=x)
+
+
+def test_data_outside_the_observed_sites_support_and_parameters_that_leave_theirs_are_named():
+    # A user's walk-through: each of these ran to max_iter with a log-likelihood of -inf or NaN, in silence.
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 100)
+    counts = rng.poisson(np.array([[1, 1, 6], [6, 6, 1]])[labels]).astype(np.float32)
+    model = EnumeratedEM(_poisson_mixture, static_kwargs={"n_classes": 2}, max_plate_nesting=1, init_scale=0.5)
+    fit = lambda data, model=model: tempered_em(model, data, key=jax.random.key(0), max_iter=20)  # noqa: E731
+    with_nan = counts.copy()
+    with_nan[3] = np.nan
+    for bad, example in ((with_nan, r"\[nan, nan, nan\] \(1 of 100\)"), (counts + 0.5, r"\[.*\.5, .*\]"),
+                         (counts - 3.0, r"\[.*-.*\]")):
+        with pytest.raises(ValueError, match=r"^data: site 'x' observes values outside the support of its Poisson "
+                                             rf".*e\.g\. {example}"):
+            fit(bad)
+    with pytest.raises(ValueError, match=r"^data: argument 0 of the program is empty \(shape \(0, 3\)\)"):
+        fit(counts[:0])
+    good = fit(counts)
+    assert np.isfinite(good.log_lik) and np.all(np.diff(good.history["log_lik"]) > -1e-3)
+    loose = EnumeratedEM(_poisson_mixture, static_kwargs={"n_classes": 2, "constrained": False}, max_plate_nesting=1,
+                         init_scale=0.5)
+    with pytest.warns(RuntimeWarning, match="^tempered_em: the training log-likelihood is nan from iteration 0 "
+                                            ".*a numpyro.param declared without its constraint"):
+        fit(counts, loose)
+
+
+def test_sequential_enumeration_is_named_as_the_mode_that_does_not_run():
+    def program(x):
+        weights = numpyro.param("weights", jnp.ones(2) / 2, constraint=dist.constraints.simplex)
+        with numpyro.plate("rows", x.shape[0]):
+            c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "sequential"})
+            numpyro.sample("x", dist.Normal(c * 1.0, 1.0), obs=x)
+
+    with pytest.raises(ValueError, match=r"^program: discrete latent site 'c' is marked infer=\{'enumerate': "
+                                         r"'sequential'\}, which enumerated EM does not run"):
+        inspect_program(program, (jnp.zeros(4),), {})
