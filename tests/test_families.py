@@ -330,6 +330,34 @@ def test_custom_family_rejects_bad_parts():
         custom_family(family.log_likelihood, family.sample_base, n_features=0)
 
 
+def test_custom_family_functions_are_tried_on_the_data_before_any_chain():
+    # A user's walk-through: each of these ran to the end (K = 1 and a NaN log joint, or a cluster per point).
+    counts = np.array([[1.0, 3.0], [0.0, 2.0], [4.0, 1.0]])
+    good = _poisson_family()
+    assert good.check_data("data", counts).shape == (3, 2)
+    base = normal_gamma(2)
+    cases = [
+        (custom_family(lambda p, x: jnp.nan * jnp.sum(p), good.sample_base), ValueError,
+         "^log_likelihood: returned nan for data row 0 and a draw of sample_base"),
+        (custom_family(lambda p, x: jnp.exp(p) * x, good.sample_base), ValueError,
+         r"^log_likelihood: expected one number per point .*shape \(2,\)"),
+        (custom_family(lambda p: jnp.sum(p), good.sample_base), TypeError,
+         r"^log_likelihood: calling it as log_likelihood\(params, x\) failed: TypeError"),
+        (custom_family(good.log_likelihood, lambda key, shape: jax.random.normal(key, (2,))), ValueError,
+         r"^sample_base: sample_base\(rng_key, \(8,\)\) must return parameters whose every leaf has leading axis 8"),
+        (custom_family(base.log_likelihood, base.sample_base, point_stats=base.point_stats,
+                       log_marginal=lambda stats: jnp.nan), ValueError, "^log_marginal: returned nan"),
+        (custom_family(base.log_likelihood, base.sample_base, point_stats=base.point_stats,
+                       log_marginal=base.log_marginal, sample_posterior=lambda key, stats: jnp.zeros(())), ValueError,
+         r"^sample_posterior: returned parameters of shapes \[\(\)\]"),
+    ]
+    for family, error, message in cases:
+        with pytest.raises(error, match=message):
+            family.check_data("data", counts)
+    with pytest.raises(ValueError, match=r"^data: row 0 \(\[-1.0, 3.0\]\) has probability 0 .* outside the family"):
+        good.check_data("data", counts - np.array([2.0, 0.0]))  # a negative count for a Poisson
+
+
 # ----------------------------------------------------------------------------- validation
 def test_constructors_validate_hyperparameters():
     with pytest.raises(ValueError, match="^n_features"):

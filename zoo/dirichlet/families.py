@@ -871,5 +871,85 @@ def custom_family(
         log_marginal=log_marginal,
         log_predictive=log_predictive,
         sample_posterior=None if sample_posterior is None else partial(_rowwise_posterior, sample_posterior),
-        check_data=partial(_check_finite_matrix, n_features=n_features),
+        check_data=partial(_check_custom_data, n_features=n_features, log_likelihood=log_likelihood,
+                           sample_base=sample_base, log_base_density=log_base_density, point_stats=point_stats,
+                           log_marginal=log_marginal, sample_posterior=sample_posterior),
     )
+
+
+#: Draws of G0 on which :func:`_check_custom_data` tries a custom family's functions.
+PROBE_DRAWS = 8
+
+
+def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_likelihood: Callable,
+                       sample_base: Callable, log_base_density: Callable | None, point_stats: Callable | None,
+                       log_marginal: Callable | None, sample_posterior: Callable | None) -> np.ndarray:
+    """``data`` as a finite matrix, and a custom family's functions tried on it before any chain runs.
+
+    Each user function is called as the samplers call it, on :data:`PROBE_DRAWS` draws of
+    ``sample_base`` and every point; a ``TypeError``/``ValueError`` names the function whose call
+    fails, returns another shape, or returns NaN or +inf (and ``data`` for a point that has
+    probability 0 under every draw: outside the family's support). A family with a mistake ran to
+    the end before, with K = 1 and a NaN log joint, or a cluster per point.
+    """
+    array = _check_finite_matrix(name, data, n_features)
+    staged = isinstance(jnp.zeros(()) + 0, jax.core.Tracer)  # inside a jitted call: the fit's own check probed it
+    if array.shape[0] == 0 or staged or isinstance(array, jax.core.Tracer):
+        return array
+    points = jnp.asarray(array, jnp.result_type(float))
+    key = jax.random.key(0)  # the probe's own: the chains' draws do not depend on it
+
+    def call(function_name: str, function: Callable, *args: Any) -> Any:
+        try:
+            return function(*args)
+        except Exception as error:  # the user's function, called as the samplers call it
+            signature = {"log_likelihood": "(params, x)", "sample_base": "(rng_key, shape)",
+                         "log_base_density": "(params)", "point_stats": "(x)", "log_marginal": "(stats)",
+                         "sample_posterior": "(rng_key, stats)"}[function_name]
+            raise TypeError(f"{function_name}: calling it as {function_name}{signature} failed: "
+                            f"{type(error).__name__}: {str(error)[:300]}") from None
+
+    def scalar(function_name: str, value: Any, what: str) -> Any:
+        value = jnp.asarray(value)
+        if value.shape != what_shape:
+            raise ValueError(f"{function_name}: expected one number {what}, got an array of shape {value.shape}")
+        return value
+
+    draws = call("sample_base", sample_base, key, (PROBE_DRAWS,))
+    leaves = jax.tree_util.tree_leaves(draws)
+    if not leaves or any(jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != PROBE_DRAWS for leaf in leaves):
+        raise ValueError(f"sample_base: sample_base(rng_key, ({PROBE_DRAWS},)) must return parameters whose every "
+                         f"leaf has leading axis {PROBE_DRAWS}, got shapes {[jnp.shape(leaf) for leaf in leaves]}")
+    first = jax.tree_util.tree_map(lambda leaf: leaf[0], draws)
+    what_shape = ()
+    scalar("log_likelihood", call("log_likelihood", log_likelihood, first, points[0]), "per point (log F(x | φ))")
+    values = call("log_likelihood", jax.vmap(lambda params: jax.vmap(lambda x: log_likelihood(params, x))(points)),
+                  draws)  # (draws, points)
+    values = np.asarray(values, np.float64)
+    if np.isnan(values).any() or np.isposinf(values).any():
+        draw, point = np.argwhere(np.isnan(values) | np.isposinf(values))[0]
+        raise ValueError(f"log_likelihood: returned {values[draw, point]} for {name} row {point} and a draw of "
+                         "sample_base")
+    nowhere = np.isneginf(values).all(axis=0)
+    if nowhere.any():
+        row = int(np.flatnonzero(nowhere)[0])
+        raise ValueError(f"{name}: row {row} ({array[row].tolist()!r:.80}) has probability 0 (log_likelihood -inf) "
+                         f"under each of {PROBE_DRAWS} draws of sample_base: outside the family's support?")
+    if log_base_density is not None:
+        density = scalar("log_base_density", call("log_base_density", log_base_density, first), "per draw (log G0)")
+        if not np.isfinite(float(density)):
+            raise ValueError(f"log_base_density: returned {float(density)} for a draw of sample_base")
+    if point_stats is not None and log_marginal is not None:
+        stats = call("point_stats", point_stats, points[0])
+        marginal = scalar("log_marginal", call("log_marginal", log_marginal, stats), "per cluster")
+        if not np.isfinite(float(marginal)):
+            raise ValueError(f"log_marginal: returned {float(marginal)} for the cluster of {name} row 0 alone")
+    if point_stats is not None and sample_posterior is not None:
+        stats = call("point_stats", point_stats, points[0])
+        drawn = call("sample_posterior", sample_posterior, key, stats)
+        expected = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(first)]
+        got = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(drawn)]
+        if got != expected:
+            raise ValueError(f"sample_posterior: returned parameters of shapes {got}; one draw of sample_base has "
+                             f"{expected}")
+    return array
