@@ -911,7 +911,7 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
 
     def scalar(function_name: str, value: Any, what: str) -> Any:
         value = jnp.asarray(value)
-        if value.shape != what_shape:
+        if value.shape != ():
             raise ValueError(f"{function_name}: expected one number {what}, got an array of shape {value.shape}")
         return value
 
@@ -921,7 +921,6 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
         raise ValueError(f"sample_base: sample_base(rng_key, ({PROBE_DRAWS},)) must return parameters whose every "
                          f"leaf has leading axis {PROBE_DRAWS}, got shapes {[jnp.shape(leaf) for leaf in leaves]}")
     first = jax.tree_util.tree_map(lambda leaf: leaf[0], draws)
-    what_shape = ()
     scalar("log_likelihood", call("log_likelihood", log_likelihood, first, points[0]), "per point (log F(x | φ))")
     values = call("log_likelihood", jax.vmap(lambda params: jax.vmap(lambda x: log_likelihood(params, x))(points)),
                   draws)  # (draws, points)
@@ -939,13 +938,12 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
         density = scalar("log_base_density", call("log_base_density", log_base_density, first), "per draw (log G0)")
         if not np.isfinite(float(density)):
             raise ValueError(f"log_base_density: returned {float(density)} for a draw of sample_base")
-    if point_stats is not None and log_marginal is not None:
-        stats = call("point_stats", point_stats, points[0])
+    stats = call("point_stats", point_stats, points[0]) if point_stats is not None else None
+    if log_marginal is not None:
         marginal = scalar("log_marginal", call("log_marginal", log_marginal, stats), "per cluster")
         if not np.isfinite(float(marginal)):
             raise ValueError(f"log_marginal: returned {float(marginal)} for the cluster of {name} row 0 alone")
-    if point_stats is not None and sample_posterior is not None:
-        stats = call("point_stats", point_stats, points[0])
+    if sample_posterior is not None:
         drawn = call("sample_posterior", sample_posterior, key, stats)
         expected = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(first)]
         got = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(drawn)]
