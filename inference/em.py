@@ -95,7 +95,7 @@ from inference.interrupts import DeferredInterrupt, deadline_after, stop_reason
 from inference.processes import (broadcast_from_first, global_blocks, local_block_count, lost_peers_named,
                                  process_max, process_sum, replicate)
 from inference.provenance import provenance
-from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats, validated_schedule
 from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
                                    check_params_like, check_positive, check_real, renamed, tree_nbytes,
                                    user_stacklevel)
@@ -701,10 +701,7 @@ def tempered_em(
         if valid is None:
             raise ValueError("floor: scores validation tokens of probability 0; it needs valid=")
     if schedule is None:
-        # With validation data each model may name the schedule that wins for it (H99 §4 tempers
-        # the aspect model down from β = 1; the one-sided and CAM models gain from annealing up).
-        default = getattr(model, "default_schedule", None)
-        schedule = FixedBeta(1.0) if valid is None else (default() if callable(default) else TemperedEM())
+        schedule = FixedBeta(1.0) if valid is None else validated_schedule(model)
     if not isinstance(schedule, (FixedBeta, TemperedEM, DeterministicAnnealing)):
         raise TypeError(f"schedule: expected FixedBeta, TemperedEM or DeterministicAnnealing, got {schedule!r}")
     if schedule.needs_validation and valid is None:

@@ -34,7 +34,8 @@ import jax.numpy as jnp
 
 from inference._validation import check_int, check_real
 
-__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing", "anneal_up", "beats"]
+__all__ = ["ScheduleState", "FixedBeta", "TemperedEM", "DeterministicAnnealing", "anneal_up", "validated_schedule",
+           "beats"]
 
 
 class ScheduleState(NamedTuple):
@@ -280,3 +281,12 @@ def anneal_up() -> DeterministicAnnealing:
     1,954 (CAM).
     """
     return DeterministicAnnealing(0.01, 1.5, 25)
+
+
+def validated_schedule(model: Any) -> Any:
+    """The schedule a fit of ``model`` with validation data runs by default: the model's own
+    ``default_schedule()`` where it has one (the one-sided and cluster-abstraction models:
+    :func:`anneal_up`; they gain from annealing up), else :class:`TemperedEM` (H99 §4 tempers the
+    aspect model down from β = 1)."""
+    default = getattr(model, "default_schedule", None)
+    return default() if callable(default) else TemperedEM()

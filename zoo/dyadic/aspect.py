@@ -343,28 +343,27 @@ class Aspect:
         self.check_params(params)
         n_iter = check_int("n_iter", n_iter, minimum=1)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
-        if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
-        if data.n_cols != params.col_given_class.shape[0]:
-            raise ValueError(
-                f"data: has {data.n_cols} columns but the model was fitted with {params.col_given_class.shape[0]}"
-            )
+        self._check_new_rows(params, data)
         arrays = data.to_arrays()
         return _fold_in(params.col_given_class, params.class_prior, arrays, data.n_rows, n_iter,
                         jnp.asarray(beta, arrays.counts.dtype), backend=self.backend)
 
-    def fold_in_heldout_log_lik(self, params: AspectParams, mixing: Any, data: CoOccurrence) -> float:
-        """Σ n log P(y|x) of ``data`` for folded-in rows with mixing weights ``mixing`` = P(c|x)."""
-        self.check_params(params)
+    def _check_new_rows(self, params: AspectParams, data: Any) -> None:
+        """``data`` as new rows over the columns of the fit ``params`` (a ``TypeError``/``ValueError`` naming it)."""
         if not isinstance(data, CoOccurrence):
             raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
-        if np.shape(mixing) != (data.n_rows, self.n_classes):
-            raise ValueError(f"mixing: expected shape {(data.n_rows, self.n_classes)} (P(c|x) of data's rows, "
-                             f"from fold_in), got {np.shape(mixing)}")
         if data.n_cols != params.col_given_class.shape[0]:
             raise ValueError(
                 f"data: has {data.n_cols} columns but the model was fitted with {params.col_given_class.shape[0]}"
             )
+
+    def fold_in_heldout_log_lik(self, params: AspectParams, mixing: Any, data: CoOccurrence) -> float:
+        """Σ n log P(y|x) of ``data`` for folded-in rows with mixing weights ``mixing`` = P(c|x)."""
+        self.check_params(params)
+        self._check_new_rows(params, data)
+        if np.shape(mixing) != (data.n_rows, self.n_classes):
+            raise ValueError(f"mixing: expected shape {(data.n_rows, self.n_classes)} (P(c|x) of data's rows, "
+                             f"from fold_in), got {np.shape(mixing)}")
         arrays = data.to_arrays()
         A, log_rows = _row_max_normalise(jnp.asarray(mixing, arrays.counts.dtype))
         B, log_cols = _row_max_normalise(params.col_given_class.astype(arrays.counts.dtype))

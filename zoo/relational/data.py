@@ -670,6 +670,16 @@ class RelationalData:
         values : sequence, optional
             Declared values; default the sorted distinct values of the column.
         """
+        data = cls._read_table(frame, subject=subject, object=object, value=value, domains=domains,
+                               relation=relation, values=values)
+        _warn_if_one_value(data.relations[0], "frame")
+        return data
+
+    @classmethod
+    def _read_table(cls, frame: Any, *, subject: str, object: str, value: str, domains: Sequence[str] | None,
+                    relation: str | None, values: Sequence[Any] | None) -> "RelationalData":
+        """:meth:`from_table` without its warning about one value, which :meth:`from_ratings` gives
+        in its own terms."""
         import pandas as pd
 
         if not isinstance(frame, pd.DataFrame):
@@ -714,7 +724,6 @@ class RelationalData:
         declared = _declared_values("values", values, raw)
         codes = _encode("value", raw, declared)
         built = Relation(relation or value, domain_names, shape, cells, codes, tuple(declared))
-        _warn_if_one_value(built, "frame")
         return cls(domain_list, (built,))
 
     @classmethod
@@ -765,10 +774,8 @@ class RelationalData:
                           f"{ratings.max():g}), "
                           f"so every observed cell of {relation!r} holds one value and the models have nothing to tell "
                           "individuals apart by", UserWarning, stacklevel=user_stacklevel())
-        with warnings.catch_warnings():  # said above, naming the threshold
-            warnings.filterwarnings("ignore", message="frame: every observed cell", category=UserWarning)
-            return cls.from_table(table, subject=user, object=item, value="__likes__", domains=domains,
-                                  relation=relation, values=(0, 1))
+        return cls._read_table(table, subject=user, object=item, value="__likes__", domains=domains,
+                               relation=relation, values=(0, 1))
 
 
 def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np.ndarray, int]:

@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from inference.em import EMResult, tempered_em
-from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM
+from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, validated_schedule
 from inference._validation import check_int, check_key, check_number_dtype, check_real, user_stacklevel
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.predictive import HeldOut, heldout_from_factors
@@ -70,8 +70,7 @@ def make_schedule(schedule: Any, model: Any = None) -> Any:
     if isinstance(schedule, (FixedBeta, TemperedEM, DeterministicAnnealing)):
         return schedule
     if schedule == "auto" and isinstance(schedule, str):
-        default = getattr(model, "default_schedule", None)
-        return default() if callable(default) else TemperedEM()
+        return validated_schedule(model)
     if schedule == "em" and isinstance(schedule, str):
         return FixedBeta(1.0)
     if schedule == "tempered" and isinstance(schedule, str):
