@@ -17,7 +17,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["kmeans_labels", "best_kmeans_labels", "sketched_profiles"]
+__all__ = ["kmeans_labels", "best_kmeans_labels", "sketched_profiles", "smoothed_start", "SKETCH_COLUMNS",
+           "LLOYD_ITERATIONS", "SMOOTHING"]
+
+#: Columns of the random sketch of an object's cells (:func:`sketched_profiles`; the LRM's own sketch).
+SKETCH_COLUMNS = 32
+#: Lloyd iterations after the k-means++ seeding of a seeded start.
+LLOYD_ITERATIONS = 10
+#: Probability spread evenly over the classes of a seeded start (the rest on its k-means cluster).
+SMOOTHING = 0.1
 
 
 def kmeans_labels(key: Any, points: Any, n_clusters: int, n_iterations: int) -> Any:
@@ -60,6 +68,13 @@ def best_kmeans_labels(key: Any, points: Any, n_clusters: int, n_iterations: int
         return jnp.sum((points - means[assigned]) ** 2)
 
     return labels[jnp.argmin(jax.vmap(inertia)(labels))]
+
+
+def smoothed_start(labels: Any, n_classes: int, dtype: Any) -> Any:
+    """(n_objects, n_classes) class probabilities of a seeded start: 1 - :data:`SMOOTHING` on each
+    object's k-means cluster, the rest spread evenly, so that no class starts empty."""
+    onehot = jax.nn.one_hot(labels, n_classes, dtype=dtype)
+    return (1.0 - SMOOTHING) * onehot + SMOOTHING / n_classes
 
 
 def sketched_profiles(key: Any, objects: Any, partners: Any, counts: Any, n_objects: int, n_partners: int,

@@ -52,7 +52,8 @@ import numpyro.distributions as dist
 from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
-from inference.seeding import best_kmeans_labels, sketched_profiles
+from inference.seeding import (LLOYD_ITERATIONS, SKETCH_COLUMNS, best_kmeans_labels, sketched_profiles,
+                               smoothed_start)
 from zoo.data import CoOccurrence, DyadicArrays
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
@@ -209,14 +210,8 @@ def _random_partition(rng_key: Any, n_objects: int, n_classes: int) -> Any:
     return jax.random.permutation(rng_key, n_objects) % n_classes
 
 
-#: Columns of the random sketch of an object's distribution over the other side (seeded starts).
-SKETCH_COLUMNS = 32
-#: Lloyd iterations after the k-means++ seeding of a seeded start.
-SEED_LLOYD_ITERATIONS = 10
 #: k-means runs from as many k-means++ seedings, the one of least within-cluster sum of squares kept.
 SEED_KMEANS_RUNS = 8
-#: Posterior probability spread evenly over the classes of a seeded start (the rest on its k-means cluster).
-SEED_SMOOTHING = 0.1
 
 
 def _seeded_posterior(rng_key: Any, objects: Any, partners: Any, counts: Any, n_objects: int, n_partners: int,
@@ -224,9 +219,8 @@ def _seeded_posterior(rng_key: Any, objects: Any, partners: Any, counts: Any, n_
     """(n_objects, n_classes) start: k-means of the objects' sketched profiles, smoothed."""
     key_profiles, key_seeds = jax.random.split(rng_key)
     profiles = sketched_profiles(key_profiles, objects, partners, counts, n_objects, n_partners, SKETCH_COLUMNS)
-    labels = best_kmeans_labels(key_seeds, profiles, n_classes, SEED_LLOYD_ITERATIONS, SEED_KMEANS_RUNS)
-    onehot = jax.nn.one_hot(labels, n_classes, dtype=counts.dtype)
-    return (1.0 - SEED_SMOOTHING) * onehot + SEED_SMOOTHING / n_classes
+    labels = best_kmeans_labels(key_seeds, profiles, n_classes, LLOYD_ITERATIONS, SEED_KMEANS_RUNS)
+    return smoothed_start(labels, n_classes, counts.dtype)
 
 
 # ----------------------------------------------------------------------------- the model
@@ -329,10 +323,10 @@ class TwoSided:
 
         ``starts="random"``: a random hard partition of each side (soft random posteriors collapse
         to the uniform fixed point). ``"seeded"``: each side clustered by k-means (the best of
-        :data:`SEED_KMEANS_RUNS` runs of k-means++ seeds and :data:`SEED_LLOYD_ITERATIONS` Lloyd
-        iterations) on :data:`SKETCH_COLUMNS`-column sketches of its objects' distributions over
-        the other side, and a posterior of 1 - :data:`SEED_SMOOTHING` on the own cluster, the rest
-        spread evenly (no cluster starts empty).
+        :data:`SEED_KMEANS_RUNS` runs of k-means++ seeds and
+        :data:`inference.seeding.LLOYD_ITERATIONS` Lloyd iterations) on
+        :data:`inference.seeding.SKETCH_COLUMNS`-column sketches of its objects' distributions over
+        the other side, and the posteriors of :func:`inference.seeding.smoothed_start`.
         """
         n_rows, n_cols = arrays.shape
         dtype = arrays.counts.dtype

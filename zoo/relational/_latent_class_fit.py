@@ -23,19 +23,12 @@ from tqdm.auto import tqdm
 from inference._validation import user_stacklevel
 from inference.interrupts import DeferredInterrupt, stop_reason
 from inference.jit import jit
-from inference.seeding import kmeans_labels
+from inference.seeding import LLOYD_ITERATIONS, SKETCH_COLUMNS, kmeans_labels, smoothed_start
 from zoo.relational._latent_class_passes import iem_pass
 from zoo.relational._latent_class_state import LRMParams, _safe_log, m_step, sufficient_statistics
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
 
-#: Columns of the random sketch of an individual's cells with the individuals of another domain
-#: (seeded starts, :func:`_profiles`).
-SKETCH_COLUMNS = 32
-#: Lloyd iterations after the k-means++ seeding of a seeded start.
-SEED_LLOYD_ITERATIONS = 10
-#: Probability spread evenly over the classes of a seeded start (the rest on its k-means cluster).
-SEED_SMOOTHING = 0.1
 
 
 def _profiles(key: Any, arrays: RelationalArrays, schema: RelationalSchema, domain: int) -> Any:
@@ -66,9 +59,7 @@ def _profiles(key: Any, arrays: RelationalArrays, schema: RelationalSchema, doma
 
 def _seeded_responsibilities(key: Any, profiles: Any, n_classes: int) -> Any:
     """k-means++ seeding (Arthur & Vassilvitskii 2007) and Lloyd iterations on the profiles, smoothed."""
-    labels = kmeans_labels(key, profiles, n_classes, SEED_LLOYD_ITERATIONS)
-    onehot = jax.nn.one_hot(labels, n_classes, dtype=profiles.dtype)
-    return (1.0 - SEED_SMOOTHING) * onehot + SEED_SMOOTHING / n_classes
+    return smoothed_start(kmeans_labels(key, profiles, n_classes, LLOYD_ITERATIONS), n_classes, profiles.dtype)
 
 
 def _init_params(rng_key: Any, arrays: RelationalArrays, *, schema: RelationalSchema,
