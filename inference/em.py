@@ -529,6 +529,22 @@ def _warn_if_not_finite(log_liks: np.ndarray, kept: float) -> None:
                   RuntimeWarning, stacklevel=user_stacklevel())
 
 
+def _warn_if_outside_constraints(model: Any, params: Any, data: Any) -> None:
+    """Say (``RuntimeWarning``) when the kept parameters put a distribution of the model's program
+    outside its arguments' constraints (``EnumeratedEM.distribution_problems``): a finite
+    log-likelihood there means nothing, and unnormalised probabilities raise it without bound."""
+    problems = model.distribution_problems(params, data)
+    if not problems:
+        return
+    free = getattr(model, "unconstrained_params", ())
+    declared = f" Declared without a constraint: {', '.join(map(repr, free))}." if free else ""
+    warnings.warn(f"tempered_em: the kept parameters are outside what the program's distributions accept: "
+                  f"{'; '.join(problems)}. The log-likelihood there means nothing.{declared} Declare each "
+                  "numpyro.param with its constraint (constraints.simplex for probabilities, "
+                  "constraints.unit_interval for a probability, constraints.positive for rates and scales).",
+                  RuntimeWarning, stacklevel=user_stacklevel())
+
+
 #: Reasons to stop a fit early, weakest first (what processes agree on: the largest index wins).
 _REASONS = (None, "time_budget", "interrupted")
 
@@ -801,9 +817,12 @@ def tempered_em(
     history = recorder.history(best)
     _warn_if_not_finite(history["log_lik"], kept_log_liks[best])
     pick = lambda leaf: jnp.asarray(leaf[best])  # noqa: E731
+    params = jax.tree_util.tree_map(pick, states.best_params)
+    if hasattr(model, "distribution_problems") and np.isfinite(kept_log_liks[best]) and not process_local:
+        _warn_if_outside_constraints(model, params, data)
     return EMResult(
         model=model,
-        params=jax.tree_util.tree_map(pick, states.best_params),
+        params=params,
         beta=float(states.best_beta[best]),
         history=history,
         restart_scores=restart_scores,

@@ -50,6 +50,7 @@ import numpyro.distributions as dist
 import optax
 from numpyro import handlers
 from numpyro.contrib.funsor import config_enumerate, enum, log_density
+from numpyro.distributions.distribution import validation_enabled
 from numpyro.distributions.transforms import biject_to
 from numpyro.primitives import Messenger
 
@@ -316,6 +317,64 @@ class ShardedProgramArgs(NamedTuple):
     observed: Any
 
 
+# ----------------------------------------------------------------------------- posteriors
+class _Offset(dist.Distribution):
+    """log_prob(v) = fn.log_prob(v) + λ[..., index of v in ``support``]: a latent site whose log
+    weights are shifted by λ (one per value, broadcast over the site's plates), so that the
+    gradient of the enumerated log-normaliser in λ at 0 is the site's posterior marginals."""
+
+    def __init__(self, fn, offsets, support):
+        self.fn, self.offsets, self.support_values = fn, offsets, support
+        super().__init__(batch_shape=fn.batch_shape, event_shape=fn.event_shape)
+
+    @property
+    def support(self):
+        return self.fn.support
+
+    @property
+    def has_enumerate_support(self):
+        return self.fn.has_enumerate_support
+
+    def enumerate_support(self, expand=True):
+        return self.fn.enumerate_support(expand=expand)
+
+    def sample(self, key, sample_shape=()):
+        return self.fn.sample(key, sample_shape)
+
+    def log_prob(self, value):
+        one_hot = (jnp.expand_dims(value, -1) == self.support_values).astype(self.offsets.dtype)
+        return self.fn.log_prob(value) + jnp.sum(one_hot * self.offsets, axis=-1)
+
+
+class _OffsetLatents(Messenger):
+    """Give the latent sites named in ``offsets`` an :class:`_Offset` distribution."""
+
+    def __init__(self, fn, offsets, supports):
+        self.offsets, self.supports = offsets, supports
+        super().__init__(fn)
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and msg["name"] in self.offsets:
+            msg["fn"] = _Offset(msg["fn"], self.offsets[msg["name"]], self.supports[msg["name"]])
+
+
+def _latent_layout(site: dict) -> tuple[tuple[int, ...], tuple[int, ...], Any]:
+    """A latent site's offset shape (its plates at their dims, 1 elsewhere, then its values), the
+    shape of its marginals (its plates' sizes, outermost first, then its values) and its values."""
+    support = site["fn"].enumerate_support(expand=False)
+    n_values = int(np.shape(support)[0])
+    if int(np.size(support)) != n_values:
+        raise ValueError(f"sites: latent site {site['name']!r} has values that differ along its batch "
+                         f"(enumerate_support of shape {np.shape(support)}); its marginals are not one table")
+    frames = sorted(site["cond_indep_stack"], key=lambda frame: frame.dim)
+    rank = max((-frame.dim for frame in frames), default=0)
+    offset_shape = [1] * rank
+    for frame in frames:
+        offset_shape[rank + frame.dim] = frame.size
+    return tuple(offset_shape) + (n_values,), tuple(frame.size for frame in frames) + (n_values,), \
+        jnp.reshape(support, (n_values,))
+
+
 def _reduce(reduce: Any, value: Any) -> Any:
     """Apply the cross-block reduction (identity when fitting on one device)."""
     return value if reduce is None else reduce(value)
@@ -441,6 +500,14 @@ class EnumeratedEM:
         """
         constraints = getattr(self, "_param_constraints", {})
         return tuple(name for name, constraint in constraints.items() if _is_positive(constraint))
+
+    @property
+    def unconstrained_params(self) -> tuple[str, ...]:
+        """The param sites declared without a constraint (any real value), from the latest
+        :meth:`prepare` like :attr:`probability_axes`."""
+        constraints = getattr(self, "_param_constraints", {})
+        return tuple(name for name, constraint in constraints.items()
+                     if _base_constraint(constraint) is dist.constraints.real)
 
     # ---------------------------------------------------------------- helpers
     @property
@@ -651,6 +718,111 @@ class EnumeratedEM:
         return _reduce(reduce, value)
 
     heldout_log_lik = log_likelihood
+
+    def distribution_problems(self, params: dict, data: Any) -> list[str]:
+        """The program's distributions whose arguments ``params`` put outside their constraints.
+
+        The program is run once at ``params`` (NumPyro's own argument validation off) and every
+        sample site's distribution checks its arguments (``arg_constraints``: probabilities on the
+        simplex or in [0, 1], positive scales and rates). A ``numpyro.param`` declared without its
+        constraint can leave them during the M-step with a finite log-likelihood that means
+        nothing (unnormalised "probabilities" raise it without bound);
+        :func:`inference.em.tempered_em` warns with what this returns. Empty when all is well.
+        """
+        args = self._program_args(data)
+        program = handlers.substitute(handlers.seed(self.program, rng_seed=0), data=params)
+        with validation_enabled(False):
+            trace = handlers.trace(program).get_trace(*args, **self._kwargs)
+        problems = []
+        for name, site in trace.items():
+            if site["type"] != "sample":
+                continue
+            fn = site["fn"]
+            while isinstance(fn, (dist.ExpandedDistribution, dist.MaskedDistribution, dist.Independent)):
+                fn = fn.base_dist
+            for argument, constraint in getattr(fn, "arg_constraints", {}).items():
+                try:
+                    value = getattr(fn, argument)
+                    inside = np.asarray(constraint(jnp.asarray(value)), bool)
+                except Exception:  # an argument this distribution does not hold, or a check that cannot run
+                    continue
+                if not inside.all():
+                    problems.append(f"site {name!r} ({type(fn).__name__}): {argument} outside {constraint} "
+                                    f"({int((~inside).sum())} of {inside.size})")
+        return problems
+
+    def posterior(self, params: dict, data: Any, *, beta: float = 1.0, sites: Any = None) -> dict[str, Any]:
+        """Posterior marginals of the enumerated latents: P(z_s = v | x, θ) for every latent site s.
+
+        The E-step's distribution q_β(z | x, θ) ∝ p(z | θ) p(x | z, θ)^β, marginalised exactly:
+        each latent site's log weights are shifted by λ_s (one per value, broadcast over its
+        plates) and the gradient of the enumerated log-normaliser in λ at λ = 0 is the site's
+        marginal table. Works for any number of latent sites and any dependence between them.
+
+        Parameters
+        ----------
+        params : dict — the program's param values (e.g. ``result.params`` of
+            :func:`inference.em.tempered_em`)
+        data : what :func:`inference.em.tempered_em` accepts for this model (an array, a tuple or
+            dict of arrays, :class:`ProgramData`); new observations too
+        beta : float in (0, 1] — the tempering of the observations' likelihood (``result.beta`` for
+            the posterior the fit's last E-step used; 1, the default, for the model's own)
+        sites : str or sequence of str, optional — the latent sites wanted (default: all)
+
+        Returns
+        -------
+        dict of site name -> array of shape (sizes of the site's plates, outermost first) +
+        (number of values,), each row summing to 1 over the values (in the order of the site's
+        ``enumerate_support``: 0, 1, ..., K - 1 for a Categorical).
+
+        Examples
+        --------
+        >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist
+        >>> from inference.em import tempered_em
+        >>> def mixture(x, n_classes):
+        ...     weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+        ...     locs = numpyro.param("locs", jnp.linspace(-1.0, 1.0, n_classes))
+        ...     with numpyro.plate("points", x.shape[0]):
+        ...         c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        ...         numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)
+        >>> model = EnumeratedEM(mixture, static_kwargs={"n_classes": 2})
+        >>> x = jnp.array([-3.0, -2.9, 3.1, 2.8])
+        >>> result = tempered_em(model, x, key=jax.random.key(0), max_iter=30)
+        >>> marginals = model.posterior(result.params, x)["c"]
+        >>> marginals.shape, marginals.argmax(axis=1).tolist() in ([0, 0, 1, 1], [1, 1, 0, 0])
+        ((4, 2), True)
+        """
+        beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
+        if not isinstance(params, dict):
+            raise TypeError(f"params: expected a dict of the program's param values, got {type(params).__name__}")
+        args = self.prepare(data)
+        missing = sorted(set(self._param_constraints) - set(params))
+        if missing:
+            raise ValueError(f"params: no value for the program's param site(s) {missing}")
+        _, trace = log_density(self._enumerated(self.program), args, self._kwargs, params)
+        latent = {name: site for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]}
+        if sites is None:
+            wanted = list(latent)
+        else:
+            wanted = [sites] if isinstance(sites, str) else list(sites)
+            unknown = [name for name in wanted if name not in latent]
+            if unknown:
+                raise ValueError(f"sites: {unknown} are not latent sample sites of the program (its latent sites: "
+                                 f"{list(latent)})")
+        if not wanted:
+            return {}
+        dtype = jnp.result_type(float)
+        layouts = {name: _latent_layout(latent[name]) for name in wanted}
+        supports = {name: layout[2] for name, layout in layouts.items()}
+
+        def normaliser(offsets):
+            shifted = _OffsetLatents(_ScaleObserved(self.program, beta), offsets, supports)
+            value, _ = log_density(self._enumerated(shifted), args, self._kwargs, params)
+            return value
+
+        zeros = {name: jnp.zeros(layout[0], dtype) for name, layout in layouts.items()}
+        gradients = jax.grad(normaliser)(zeros)
+        return {name: jnp.reshape(gradients[name], layouts[name][1]) for name in wanted}
 
     def expected_complete_log_lik(self, params: dict, previous: dict, arrays: Any, beta: Any = 1.0) -> Any:
         """Q(θ; θ_t) = E_{q_β(z | x, θ_t)} log p(x, z | θ) (see the module docstring)."""

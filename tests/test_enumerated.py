@@ -371,3 +371,99 @@ def test_sequential_enumeration_is_named_as_the_mode_that_does_not_run():
     with pytest.raises(ValueError, match=r"^program: discrete latent site 'c' is marked infer=\{'enumerate': "
                                          r"'sequential'\}, which enumerated EM does not run"):
         inspect_program(program, (jnp.zeros(4),), {})
+
+
+# ----------------------------------------------------------------------------- posterior marginals
+def _two_latents(x):
+    """Two dependent latents per row (b's distribution depends on a), one observation."""
+    weights = numpyro.param("weights", jnp.array([0.4, 0.6]), constraint=dist.constraints.simplex)
+    transition = numpyro.param("transition", jnp.array([[0.8, 0.1, 0.1], [0.2, 0.3, 0.5]]),
+                               constraint=dist.constraints.simplex)
+    with numpyro.plate("rows", x.shape[0]):
+        a = numpyro.sample("a", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        b = numpyro.sample("b", dist.Categorical(transition[a]), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Normal(b + 0.5 * a, 1.0), obs=x)
+
+
+def _presence(present, *, n_classes):
+    """One class per document (plate at dim -2), one Bernoulli per word inside it."""
+    weights = numpyro.param("weights", jnp.full(n_classes, 1.0 / n_classes), constraint=dist.constraints.simplex)
+    theta = numpyro.param("theta", jnp.full((n_classes, present.shape[1]), 0.3),
+                          constraint=dist.constraints.unit_interval)
+    with numpyro.plate("documents", present.shape[0], dim=-2):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        with numpyro.plate("words", present.shape[1], dim=-1):
+            numpyro.sample("present", dist.Bernoulli(theta[c, jnp.arange(present.shape[1])]), obs=present)
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.4])
+def test_posterior_marginals_equal_the_enumerated_joint(x64, beta):
+    # Two dependent latents: the joint P(a, b | x) written out by hand, tempered likelihood to β.
+    x = jnp.array([0.0, 1.0, 2.5, -0.7])
+    model = EnumeratedEM(_two_latents)
+    params = {"weights": jnp.array([0.3, 0.7]), "transition": jnp.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])}
+    joint = np.zeros((4, 2, 3))
+    for a in range(2):
+        for b in range(3):
+            density = np.exp(beta * np.asarray(dist.Normal(b + 0.5 * a, 1.0).log_prob(x)))
+            joint[:, a, b] = params["weights"][a] * params["transition"][a, b] * density
+    joint /= joint.sum(axis=(1, 2), keepdims=True)
+    marginals = model.posterior(params, x, beta=beta)
+    assert set(marginals) == {"a", "b"}
+    np.testing.assert_allclose(marginals["a"], joint.sum(axis=2), rtol=1e-10)
+    np.testing.assert_allclose(marginals["b"], joint.sum(axis=1), rtol=1e-10)
+    assert set(model.posterior(params, {"x": x}, beta=beta, sites="b")) == {"b"}
+
+    # A latent in the outer of two plates: one row of marginals per document, as Bayes' rule gives.
+    rng = np.random.default_rng(0)
+    present = (rng.random((6, 5)) < 0.5).astype(np.float64)
+    model = EnumeratedEM(_presence, static_kwargs={"n_classes": 3}, max_plate_nesting=2)
+    params = {"weights": jnp.array([0.2, 0.3, 0.5]), "theta": jnp.asarray(rng.uniform(0.1, 0.9, (3, 5)))}
+    log_joint = np.log(params["weights"]) + beta * (
+        present[:, None] * np.log(params["theta"]) + (1 - present[:, None]) * np.log1p(-params["theta"])).sum(-1)
+    marginals = model.posterior(params, present, beta=beta)["c"]
+    assert marginals.shape == (6, 3)
+    np.testing.assert_allclose(marginals, special.softmax(log_joint, axis=1), rtol=1e-10)
+
+
+def test_posterior_after_a_fit_finds_the_planted_classes_and_names_bad_arguments():
+    x = jnp.concatenate([jnp.full(10, -3.0), jnp.full(10, 3.0)]) + 0.3 * jax.random.normal(jax.random.key(1), (20,))
+    model = EnumeratedEM(gaussian_mixture_program, static_kwargs={"n_classes": 2})
+    fit = tempered_em(model, x[:, None], key=jax.random.key(0), max_iter=50)
+    marginals = model.posterior(fit.params, x[:, None], beta=fit.beta)["c"]
+    np.testing.assert_allclose(marginals.sum(axis=1), 1.0, rtol=1e-5)
+    labels = np.asarray(marginals.argmax(axis=1))
+    assert len(set(labels[:10])) == 1 and len(set(labels[10:])) == 1 and labels[0] != labels[10]
+    for call, message in [
+        (lambda: model.posterior(fit.params, x[:, None], beta=0.0), "^beta"),
+        (lambda: model.posterior(fit.params, x[:, None], sites="z"), r"^sites: \['z'\] are not latent sample sites"),
+        (lambda: model.posterior({"weights": fit.params["weights"]}, x[:, None]), r"^params: no value for"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            call()
+    with pytest.raises(TypeError, match="^params"):
+        model.posterior([1.0], x[:, None])
+
+
+def _unconstrained_weights(x, *, n_classes):
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes)  # no constraint: a mistake
+    locs = numpyro.param("locs", jnp.linspace(-1.0, 1.0, n_classes))
+    with numpyro.plate("points", x.shape[0]):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)
+
+
+def test_probabilities_declared_without_their_constraint_are_named_after_the_fit():
+    # The M-step raised the unconstrained weights to about 74 each, and the log-likelihood with them
+    # (from -148 to +133 in 30 iterations, without bound), in silence.
+    x = jnp.concatenate([jnp.full(20, -3.0), jnp.full(20, 3.0)]) + 0.3 * jax.random.normal(jax.random.key(1), (40,))
+    model = EnumeratedEM(_unconstrained_weights, static_kwargs={"n_classes": 2})
+    with pytest.warns(RuntimeWarning, match=r"^tempered_em: the kept parameters are outside what the program's "
+                                            r"distributions accept: site 'c' \(CategoricalProbs\): probs outside "
+                                            r"Simplex\(\).* Declared without a constraint: 'weights', 'locs'"):
+        fit = tempered_em(model, x, key=jax.random.key(0), max_iter=30)
+    assert model.unconstrained_params == ("weights", "locs")
+    assert model.distribution_problems(fit.params, x)
+    good = EnumeratedEM(gaussian_mixture_program, static_kwargs={"n_classes": 2})
+    fit = tempered_em(good, x[:, None], key=jax.random.key(0), max_iter=30)  # warnings are errors in the tests
+    assert good.distribution_problems(fit.params, x[:, None]) == [] and good.unconstrained_params == ("locs",)
