@@ -40,6 +40,7 @@ set with padding in between, which the mask removes, so the fit is that of the w
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -153,7 +154,59 @@ def _check_observed(name: str, site: dict) -> None:
                      f"{shown} ({int((~inside).sum())} of {inside.size})")
 
 
-def inspect_program(program: Callable, args: tuple, kwargs: dict) -> dict[str, ParamSite]:
+def _check_observed_shape(name: str, site: dict) -> None:
+    """Refuse, naming the site, observed values whose shape is not the distribution's (its batch
+    shape, i.e. its plates, then its event shape): numpy broadcasting would raise deep inside the
+    enumeration, or count the values wrongly."""
+    fn = site["fn"]
+    shape = tuple(np.shape(site["value"]))
+    batch, event = tuple(fn.batch_shape), tuple(fn.event_shape)
+    expected = batch + event
+    try:
+        fits = np.broadcast_shapes(shape, expected) == expected
+    except ValueError:
+        fits = False
+    if fits:
+        return
+    kind = type(getattr(fn, "base_dist", fn)).__name__
+    plates = ", ".join(f"{frame.name!r} of size {frame.size} at dim {frame.dim}" for frame in site["cond_indep_stack"])
+    hint = (f" Declare the last {len(shape) - len(expected)} dimension(s) of each value as one event "
+            f"(e.g. dist.{kind}(...).to_event({len(shape) - len(expected) + len(event)})) or put them in a plate."
+            if len(shape) > len(expected) and shape[:len(batch)] == batch else
+            " A plate's size differs from the data's: size the plates from the data arguments' shapes.")
+    raise ValueError(f"program: observed site {name!r} holds values of shape {shape}, but its {kind} has batch shape "
+                     f"{batch} (its plates: {plates or 'none'}) and event shape {event}.{hint}")
+
+
+def _raise_naming_the_site(error: ValueError) -> None:
+    """Re-raise a shape error of NumPyro's plates or JAX's broadcasting raised while a sample site
+    was being traced, naming the site, its distribution's shapes and its plates."""
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame)
+        traceback = traceback.tb_next
+    sample = next((frame.f_locals for frame in reversed(frames) if frame.f_code.co_name == "sample"
+                   and frame.f_code.co_filename.endswith(f"numpyro{os.sep}primitives.py")), None)
+    if sample is None:
+        return
+    name, fn, msg = sample.get("name"), sample.get("fn"), sample.get("msg")
+    if not isinstance(name, str) or not isinstance(fn, dist.Distribution):
+        return
+    kind = type(getattr(fn, "base_dist", fn)).__name__
+    stack = msg.get("cond_indep_stack", ()) if isinstance(msg, dict) else ()
+    plates = [f"{plate.name!r} of size {plate.size} at dim {plate.dim}" for plate in stack]
+    raise ValueError(
+        f"program: sample site {name!r} does not fit its plates: {error} (its {kind} has batch shape "
+        f"{tuple(fn.batch_shape)} and event shape {tuple(fn.event_shape)}). Every batch dimension of a "
+        "distribution must belong to a plate of the same size at the same dim; dimensions of one value "
+        f"(e.g. the features of a point) belong in its event: dist.{kind}(...).to_event(k)"
+        + (f"; its plates: {', '.join(plates)}" if plates else "")
+    ) from error
+
+
+def inspect_program(program: Callable, args: tuple, kwargs: dict,
+                    max_plate_nesting: int | None = None) -> dict[str, ParamSite]:
     """Check that ``program`` can be fitted by enumerated EM and return its param sites.
 
     Raises
@@ -161,16 +214,30 @@ def inspect_program(program: Callable, args: tuple, kwargs: dict) -> dict[str, P
     ValueError
         For a discrete latent sample site not marked ``infer={"enumerate": "parallel"}`` (it
         cannot be summed out), a continuous latent sample site (EM estimates point values: make
-        it a ``numpyro.param``), or a program without param sites.
+        it a ``numpyro.param``), a program without param sites, observed values whose shape is
+        not their distribution's (batch shape from the plates, then event shape), or, with
+        ``max_plate_nesting``, plates nested deeper than it.
     """
     seeded = handlers.seed(program, rng_seed=0)
-    trace = handlers.trace(seeded).get_trace(*args, **kwargs)
+    try:
+        trace = handlers.trace(seeded).get_trace(*args, **kwargs)
+    except ValueError as error:
+        _raise_naming_the_site(error)
+        raise
+    if max_plate_nesting is not None:
+        deepest = min((frame for site in trace.values() for frame in site.get("cond_indep_stack", ())),
+                      key=lambda frame: frame.dim, default=None)
+        if deepest is not None and -deepest.dim > max_plate_nesting:
+            raise ValueError(f"max_plate_nesting: the program's plate {deepest.name!r} lies at dim {deepest.dim}, "
+                             f"deeper than max_plate_nesting={max_plate_nesting}; give "
+                             f"EnumeratedEM(..., max_plate_nesting={-deepest.dim})")
     params: dict[str, ParamSite] = {}
     for name, site in trace.items():
         if site["type"] == "param":
             constraint = site["kwargs"].get("constraint", dist.constraints.real)
             params[name] = ParamSite(jnp.asarray(site["value"]), constraint)
         elif site["type"] == "sample" and site["is_observed"]:
+            _check_observed_shape(name, site)
             _check_observed(name, site)
         elif site["type"] == "sample" and not site["is_observed"]:
             fn = site["fn"]
@@ -518,7 +585,7 @@ class EnumeratedEM:
         return enum(fn, first_available_dim=-self.max_plate_nesting - 1)
 
     def _param_sites(self, args: tuple) -> dict[str, ParamSite]:
-        return inspect_program(self.program, args, self._kwargs)
+        return inspect_program(self.program, args, self._kwargs, self.max_plate_nesting)
 
     def _constrain(self, unconstrained: dict, sites: dict[str, ParamSite]) -> dict:
         return {name: biject_to(sites[name].constraint)(value) for name, value in unconstrained.items()}

@@ -467,3 +467,34 @@ def test_probabilities_declared_without_their_constraint_are_named_after_the_fit
     good = EnumeratedEM(gaussian_mixture_program, static_kwargs={"n_classes": 2})
     fit = tempered_em(good, x[:, None], key=jax.random.key(0), max_iter=30)  # warnings are errors in the tests
     assert good.distribution_problems(fit.params, x[:, None]) == [] and good.unconstrained_params == ("locs",)
+
+
+def _features_without_event(x, *, n_classes):
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+    locs = numpyro.param("locs", jnp.zeros((n_classes, x.shape[1])))
+    with numpyro.plate("points", x.shape[0]):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)  # the features need .to_event(1)
+
+
+def _fixed_plate(x, *, n_classes):
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+    locs = numpyro.param("locs", jnp.zeros(n_classes))
+    with numpyro.plate("points", 10):  # not x.shape[0]
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)
+
+
+def test_plate_and_shape_mistakes_are_named_before_the_fit():
+    # Each raised from inside JAX or NumPyro's enumeration with a message that named no site or setting.
+    points = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
+    fit = lambda model, data: tempered_em(model, data, key=jax.random.key(0), max_iter=2)  # noqa: E731
+    with pytest.raises(ValueError, match=r"^program: sample site 'x' does not fit its plates: .*\(its Normal has batch "
+                                         r"shape \(30, 3\) .*\.to_event\(k\)"):
+        fit(EnumeratedEM(_features_without_event, static_kwargs={"n_classes": 2}), points)
+    with pytest.raises(ValueError, match=r"^program: observed site 'x' holds values of shape \(30,\), but its Normal "
+                                         r"has batch shape \(10,\) \(its plates: 'points' of size 10 at dim -1\)"):
+        fit(EnumeratedEM(_fixed_plate, static_kwargs={"n_classes": 2}), points[:, 0])
+    with pytest.raises(ValueError, match=r"^max_plate_nesting: the program's plate 'documents' lies at dim -2, deeper "
+                                         r"than max_plate_nesting=1; give EnumeratedEM\(\.\.\., max_plate_nesting=2\)"):
+        fit(EnumeratedEM(_presence, static_kwargs={"n_classes": 2}), (points > 0).astype(np.float32))
