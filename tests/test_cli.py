@@ -298,6 +298,18 @@ def test_missing_files_and_unknown_models(tmp_path, capsys):
     assert "DATAFILE:" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fit", "no-such-model", str(tmp_path / "missing.mtx")])
+    assert "invalid choice: 'no-such-model' (choose from 'aspect'," in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fit", "lrm", str(tmp_path / "missing.mtx")])
+    assert "'lrm' (latent-class-relational) is in the zoo but has no fit command" in capsys.readouterr().err
+
+
+def test_fit_takes_the_registrys_aliases(tmp_path, capsys):
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)
+    out = tmp_path / "fit"
+    assert main(["fit", "PLSA", str(tmp_path / "counts.mtx"), *FIT_OPTIONS, "--schedule", "em", "--out", str(out)]) == 0
+    assert load_result(out / "result.npz").model.n_classes == 3
+    assert "aspect on counts.mtx" in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_demo_explains_why_plain_em_perplexity_explodes(capsys):

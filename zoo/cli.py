@@ -224,6 +224,25 @@ def _test_truth(path: Any, truth_column: str | None, is_train: np.ndarray) -> An
     return truth
 
 
+def _fit_model(name: str) -> str:
+    """The ``fit`` command's model name for ``name``: a name the command fits, or an alias of one in
+    the registry (``plsa``, ``acm``, ``gmm``, ``scdp1``, ...), case and ``_``/``-`` as it comes."""
+    from zoo.registry import _ALIASES, _BY_NAME
+    from zoo.sklearn import ESTIMATORS
+
+    fitted = [*ESTIMATORS, *CHAIN_MODELS]
+    key = name.strip().lower().replace("_", "-")
+    key = _ALIASES.get(key, key)
+    if key in fitted:
+        return key
+    if key in _BY_NAME:
+        raise argparse.ArgumentTypeError(f"{name!r} ({key}) is in the zoo but has no fit command: fit it from Python "
+                                         f"(python -m zoo describe {key} names its class)")
+    aliases = sorted(alias for alias, card in _ALIASES.items() if card in fitted)
+    raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(map(repr, fitted))}, or an "
+                                     f"alias: {', '.join(aliases)})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m zoo`` argument parser (subcommands ``demo``, ``list`` and ``fit``)."""
     from zoo.sklearn import ESTIMATORS, SCHEDULES
@@ -237,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     describe = commands.add_parser("describe", help="print a model's card: paper, equations, latent structure, engines")
     describe.add_argument("model", metavar="MODEL", help="a name printed by `list` (or an alias such as acm)")
     fit = commands.add_parser("fit", help="fit a model to a data file; write the fit and report.html")
-    fit.add_argument("model", choices=sorted(ESTIMATORS) + list(CHAIN_MODELS), metavar="MODEL",
-                     help="one of: " + ", ".join([*ESTIMATORS, *CHAIN_MODELS]))
+    fit.add_argument("model", type=_fit_model, metavar="MODEL",
+                     help="one of: " + ", ".join([*ESTIMATORS, *CHAIN_MODELS]) + " (or an alias such as plsa or acm)")
     fit.add_argument("datafile", metavar="DATAFILE",
                      help="MatrixMarket, LDA-C or CSV edge list; for dp-mixture, cdp and scdp-* a CSV table of "
                           "features")
