@@ -121,7 +121,10 @@ class OneSidedEstimator(ClusterMixin, EMEstimator):
     Attributes
     ----------
     result_ : EMResult
-    labels_ : (n_samples,) int array — most probable cluster of each training row
+    labels_ : (n_samples,) int array — most probable cluster of each training row (``predict(X)``: from all
+        of the row's counts at ``beta_``, the tokens held out to choose β included; the fit's own
+        last E-step, ``result_.params.assignments()``, came before its last M-step and saw
+        only the training tokens, so it may differ on a few rows)
     components_ : (n_classes, n_features) array — P(y|c)
     n_iter_, beta_, converged_
     """
@@ -173,7 +176,10 @@ class TwoSidedEstimator(ClusterMixin, EMEstimator):
     Attributes
     ----------
     result_ : EMResult
-    labels_ : (n_samples,) int array — most probable row cluster of each training row
+    labels_ : (n_samples,) int array — most probable row cluster of each training row (``predict(X)``: from all
+        of the row's counts at ``beta_``, the tokens held out to choose β included; the fit's own
+        last E-step, ``result_.params.assignments()``, came before its last M-step and saw
+        only the training tokens, so it may differ on a few rows)
     column_labels_ : (n_features,) int array — most probable cluster of each column
     n_iter_, beta_, converged_
     """
@@ -263,7 +269,10 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
     Attributes
     ----------
     result_ : EMResult
-    labels_ : (n_samples,) int array — most probable leaf of each training row
+    labels_ : (n_samples,) int array — most probable leaf of each training row (``predict(X)``: from all
+        of the row's counts at ``beta_``, the tokens held out to choose β included; the fit's own
+        last E-step, ``result_.params.assignments()``, came before its last M-step and saw
+        only the training tokens, so it may differ on a few rows)
     n_iter_, beta_, converged_
     """
 

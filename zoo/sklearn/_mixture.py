@@ -35,7 +35,8 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
     Attributes
     ----------
     result_ : EMResult
-    labels_ : (n_samples,) int array — most probable class of each training point
+    labels_ : (n_samples,) int array — most probable class of each training point (``predict(X)`` at ``beta_``,
+        the points held out to choose β included)
     weights_, means_, scales_ : fitted mixture weights (K,), means and standard deviations (K, D)
     n_iter_, beta_, converged_
 
