@@ -302,9 +302,13 @@ def from_dict_in_order(**groups: Any) -> az.InferenceData:
 
     ArviZ before 0.23 sorted them by name (its dm-tree flattening), so the mixing tables and the
     report's verdicts listed ``log_joint`` before ``n_clusters`` there and after it here. Keyword
-    arguments that are not groups (``coords``, ``dims``, ...) pass through.
+    arguments that are not groups (``coords``, ``dims``, ...) pass through. The arrays are
+    (chain, draw, ...) by construction, so ArviZ's guess that more chains than draws means
+    transposed arrays (a ``UserWarning`` for a run stopped after few draws) is not shown.
     """
-    idata = az.from_dict(**groups)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="More chains .* than draws", category=UserWarning)
+        idata = az.from_dict(**groups)
     return az.InferenceData(**{group: idata[group][list(groups[group])] for group in idata.groups()})
 
 

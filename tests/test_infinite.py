@@ -259,6 +259,12 @@ def test_a_run_stopped_in_its_warm_up_says_it_has_no_draws_to_predict_from():
     for call in (stopped.map_partition, lambda: stopped.predict_proba([[0, 1]])):
         with pytest.raises(ValueError, match=r"^the run kept no draws: it stopped during its warm-up; result.resume"):
             call()
+    # The summary says why it cannot judge, and nothing else (ArviZ's "More chains (4) than draws (0)" was shown).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = stopped.summary()
+    assert (table["status"] == "too few draws").all()
+    assert [type(warning.message).__name__ for warning in caught] == ["MixingWarning"]
 
 
 def _result_from_draws(n_clusters, log_joint, hyper):
