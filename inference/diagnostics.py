@@ -47,6 +47,7 @@ from inference.provenance import provenance
 __all__ = [
     "to_inference_data",
     "from_dict_in_order",
+    "rank_split_rhat",
     "provenance",
     "label_invariant",
     "summary",
@@ -340,8 +341,9 @@ def _scalar_dataset(posterior: Any, var_names: Sequence[str] | None) -> xr.Datas
     return posterior[list(var_names)]
 
 
-def _rank_split_rhat(values: np.ndarray) -> float:
-    """Rank-normalised split R-hat, max of bulk and folded (Vehtari et al. 2021, eqs. 4-5).
+def rank_split_rhat(values: np.ndarray) -> float:
+    """Rank-normalised split R-hat of ``values`` (chains, draws), max of bulk and folded (Vehtari et
+    al. 2021, eqs. 4-5).
 
     The same computation as ``az.rhat(values, method="rank")``, but also for a single chain, whose
     two halves are then compared (ArviZ returns NaN for fewer than two chains).
@@ -463,7 +465,7 @@ def mixing_table(
         else:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-                r_hat = az.rhat(values, method="rank") if n_chains > 1 else _rank_split_rhat(values)
+                r_hat = az.rhat(values, method="rank") if n_chains > 1 else rank_split_rhat(values)
                 ess_bulk = az.ess(values, method="bulk")
                 ess_tail = az.ess(values, method="tail")
             half = n_draws // 2

@@ -292,9 +292,9 @@ def test_one_chain_uses_split_rhat():
     assert mixing_verdict(table.loc[["x"]]) == ("The chain mixes: split R-hat <= 1.01 and bulk and tail ESS "
                                                 ">= 400 for x.")
     # the single-chain R-hat is ArviZ's rank-normalised split R-hat, which needs two chains itself
-    np.testing.assert_allclose(table.loc["walk", "r_hat"], diagnostics._rank_split_rhat(WALK[:1]))
+    np.testing.assert_allclose(table.loc["walk", "r_hat"], diagnostics.rank_split_rhat(WALK[:1]))
     for chains in (WALK, IID[:2], IID[:, :51]):
-        np.testing.assert_allclose(diagnostics._rank_split_rhat(chains), az.rhat(chains), rtol=1e-12)
+        np.testing.assert_allclose(diagnostics.rank_split_rhat(chains), az.rhat(chains), rtol=1e-12)
     # one constant chain is just constant; one chain that jumps once at its middle has infinite R-hat
     assert mixing_table(_dataset(k=np.full((1, 50), 4.0))).loc["k", "status"] == "constant"
     jump = mixing_table(_dataset(k=np.repeat([[3.0, 4.0]], 50, axis=1)))
