@@ -267,28 +267,35 @@ def inspect_program(program: Callable, args: tuple, kwargs: dict,
 
 
 # ----------------------------------------------------------------------------- Q(θ; θ_t)
-class _Tilted(dist.Distribution):
+class _Reweighted(dist.Distribution):
+    """A distribution with ``base``'s support, enumeration and samples and a log_prob of its own."""
+
+    def __init__(self, base, batch_shape):
+        self.base = base
+        super().__init__(batch_shape=batch_shape, event_shape=base.event_shape)
+
+    @property
+    def support(self):
+        return self.base.support
+
+    @property
+    def has_enumerate_support(self):
+        return self.base.has_enumerate_support
+
+    def enumerate_support(self, expand=True):
+        return self.base.enumerate_support(expand=expand)
+
+    def sample(self, key, sample_shape=()):
+        return self.base.sample(key, sample_shape)
+
+
+class _Tilted(_Reweighted):
     """log_prob(v) = weight_previous · previous.log_prob(v) + weight_current · current.log_prob(v)."""
 
     def __init__(self, current, previous, weight_current, weight_previous):
         self.current, self.previous = current, previous
         self.weight_current, self.weight_previous = weight_current, weight_previous
-        batch_shape = jnp.broadcast_shapes(current.batch_shape, previous.batch_shape)
-        super().__init__(batch_shape=batch_shape, event_shape=current.event_shape)
-
-    @property
-    def support(self):
-        return self.current.support
-
-    @property
-    def has_enumerate_support(self):
-        return self.current.has_enumerate_support
-
-    def enumerate_support(self, expand=True):
-        return self.current.enumerate_support(expand=expand)
-
-    def sample(self, key, sample_shape=()):
-        return self.current.sample(key, sample_shape)
+        super().__init__(current, jnp.broadcast_shapes(current.batch_shape, previous.batch_shape))
 
     def log_prob(self, value):
         return self.weight_previous * self.previous.log_prob(value) + self.weight_current * self.current.log_prob(value)
@@ -385,32 +392,18 @@ class ShardedProgramArgs(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- posteriors
-class _Offset(dist.Distribution):
+class _Offset(_Reweighted):
     """log_prob(v) = fn.log_prob(v) + λ[..., index of v in ``support``]: a latent site whose log
     weights are shifted by λ (one per value, broadcast over the site's plates), so that the
     gradient of the enumerated log-normaliser in λ at 0 is the site's posterior marginals."""
 
     def __init__(self, fn, offsets, support):
-        self.fn, self.offsets, self.support_values = fn, offsets, support
-        super().__init__(batch_shape=fn.batch_shape, event_shape=fn.event_shape)
-
-    @property
-    def support(self):
-        return self.fn.support
-
-    @property
-    def has_enumerate_support(self):
-        return self.fn.has_enumerate_support
-
-    def enumerate_support(self, expand=True):
-        return self.fn.enumerate_support(expand=expand)
-
-    def sample(self, key, sample_shape=()):
-        return self.fn.sample(key, sample_shape)
+        self.offsets, self.support_values = offsets, support
+        super().__init__(fn, fn.batch_shape)
 
     def log_prob(self, value):
         one_hot = (jnp.expand_dims(value, -1) == self.support_values).astype(self.offsets.dtype)
-        return self.fn.log_prob(value) + jnp.sum(one_hot * self.offsets, axis=-1)
+        return self.base.log_prob(value) + jnp.sum(one_hot * self.offsets, axis=-1)
 
 
 class _OffsetLatents(Messenger):
@@ -505,6 +498,9 @@ class EnumeratedEM:
     >>> result = tempered_em(model, x, key=jax.random.key(0), max_iter=30)
     >>> [round(float(v), 1) for v in sorted(result.params["locs"])]
     [-3.0, 3.0]
+    >>> marginals = model.posterior(result.params, x)["c"]  # P(c_i = k | x), one row per point
+    >>> marginals.shape, bool(marginals[0].argmax() != marginals[-1].argmax())
+    ((40, 2), True)
     """
 
     program: Callable
@@ -844,20 +840,7 @@ class EnumeratedEM:
 
         Examples
         --------
-        >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist
-        >>> from inference.em import tempered_em
-        >>> def mixture(x, n_classes):
-        ...     weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
-        ...     locs = numpyro.param("locs", jnp.linspace(-1.0, 1.0, n_classes))
-        ...     with numpyro.plate("points", x.shape[0]):
-        ...         c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
-        ...         numpyro.sample("x", dist.Normal(locs[c], 1.0), obs=x)
-        >>> model = EnumeratedEM(mixture, static_kwargs={"n_classes": 2})
-        >>> x = jnp.array([-3.0, -2.9, 3.1, 2.8])
-        >>> result = tempered_em(model, x, key=jax.random.key(0), max_iter=30)
-        >>> marginals = model.posterior(result.params, x)["c"]
-        >>> marginals.shape, marginals.argmax(axis=1).tolist() in ([0, 0, 1, 1], [1, 1, 0, 0])
-        ((4, 2), True)
+        See :class:`EnumeratedEM`'s, whose last line asks for the class of every point.
         """
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
         if not isinstance(params, dict):
