@@ -298,7 +298,7 @@ def test_missing_files_and_unknown_models(tmp_path, capsys):
     assert "DATAFILE:" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fit", "no-such-model", str(tmp_path / "missing.mtx")])
-    assert "invalid choice: 'no-such-model' (choose from 'aspect'," in capsys.readouterr().err
+    assert "invalid choice: no model 'no-such-model' in the zoo" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fit", "lrm", str(tmp_path / "missing.mtx")])
     assert "'lrm' (latent-class-relational) is in the zoo but has no fit command" in capsys.readouterr().err

@@ -226,21 +226,20 @@ def _test_truth(path: Any, truth_column: str | None, is_train: np.ndarray) -> An
 
 def _fit_model(name: str) -> str:
     """The ``fit`` command's model name for ``name``: a name the command fits, or an alias of one in
-    the registry (``plsa``, ``acm``, ``gmm``, ``scdp1``, ...), case and ``_``/``-`` as it comes."""
-    from zoo.registry import _ALIASES, _BY_NAME
+    the registry (``plsa``, ``acm``, ``gmm``, ``scdp1``, ...), in any case, ``_`` for ``-``."""
+    from zoo.registry import canonical_name
     from zoo.sklearn import ESTIMATORS
 
     fitted = [*ESTIMATORS, *CHAIN_MODELS]
-    key = name.strip().lower().replace("_", "-")
-    key = _ALIASES.get(key, key)
-    if key in fitted:
-        return key
-    if key in _BY_NAME:
+    try:
+        key = canonical_name(name)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"invalid choice: {str(error).removeprefix('name: ')}; the fit command "
+                                         f"takes {', '.join(fitted)} or their aliases (python -m zoo list)") from None
+    if key not in fitted:
         raise argparse.ArgumentTypeError(f"{name!r} ({key}) is in the zoo but has no fit command: fit it from Python "
                                          f"(python -m zoo describe {key} names its class)")
-    aliases = sorted(alias for alias, card in _ALIASES.items() if card in fitted)
-    raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(map(repr, fitted))}, or an "
-                                     f"alias: {', '.join(aliases)})")
+    return key
 
 
 def build_parser() -> argparse.ArgumentParser:

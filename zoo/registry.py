@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 from inference.display import Card
 
-__all__ = ["ModelCard", "MODEL_NAMES", "list_models", "get_model", "describe"]
+__all__ = ["ModelCard", "MODEL_NAMES", "list_models", "get_model", "describe", "canonical_name"]
 
 _PAPERS = {
     "H99": 'Hofmann, Puzicha & Jordan (1999), "Learning from dyadic data", NIPS 11',
@@ -370,6 +370,12 @@ def _card(name: Any) -> ModelCard:
     close = difflib.get_close_matches(key, list(_BY_NAME) + list(_ALIASES), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     raise ValueError(f"name: no model {name!r} in the zoo{hint} (models: {', '.join(MODEL_NAMES)})")
+
+
+def canonical_name(name: str) -> str:
+    """The registered name of ``name``, a name or an alias in any case, ``_`` for ``-``
+    (``"PLSA"`` -> ``"aspect"``); a ``ValueError`` naming ``name``, with close matches, otherwise."""
+    return _card(name).name
 
 
 def describe(name: str) -> ModelCard:
