@@ -154,6 +154,11 @@ def _check_observed(name: str, site: dict) -> None:
                      f"{shown} ({int((~inside).sum())} of {inside.size})")
 
 
+def _plates_text(frames: Any) -> str:
+    """``'points' of size 30 at dim -1, ...`` for a site's plates (its ``cond_indep_stack``)."""
+    return ", ".join(f"{frame.name!r} of size {frame.size} at dim {frame.dim}" for frame in frames)
+
+
 def _check_observed_shape(name: str, site: dict) -> None:
     """Refuse, naming the site, observed values whose shape is not the distribution's (its batch
     shape, i.e. its plates, then its event shape): numpy broadcasting would raise deep inside the
@@ -169,7 +174,7 @@ def _check_observed_shape(name: str, site: dict) -> None:
     if fits:
         return
     kind = type(getattr(fn, "base_dist", fn)).__name__
-    plates = ", ".join(f"{frame.name!r} of size {frame.size} at dim {frame.dim}" for frame in site["cond_indep_stack"])
+    plates = _plates_text(site["cond_indep_stack"])
     hint = (f" Declare the last {len(shape) - len(expected)} dimension(s) of each value as one event "
             f"(e.g. dist.{kind}(...).to_event({len(shape) - len(expected) + len(event)})) or put them in a plate."
             if len(shape) > len(expected) and shape[:len(batch)] == batch else
@@ -195,13 +200,13 @@ def _raise_naming_the_site(error: ValueError) -> None:
         return
     kind = type(getattr(fn, "base_dist", fn)).__name__
     stack = msg.get("cond_indep_stack", ()) if isinstance(msg, dict) else ()
-    plates = [f"{plate.name!r} of size {plate.size} at dim {plate.dim}" for plate in stack]
+    plates = _plates_text(stack)
     raise ValueError(
         f"program: sample site {name!r} does not fit its plates: {error} (its {kind} has batch shape "
         f"{tuple(fn.batch_shape)} and event shape {tuple(fn.event_shape)}). Every batch dimension of a "
         "distribution must belong to a plate of the same size at the same dim; dimensions of one value "
         f"(e.g. the features of a point) belong in its event: dist.{kind}(...).to_event(k)"
-        + (f"; its plates: {', '.join(plates)}" if plates else "")
+        + (f"; its plates: {plates}" if plates else "")
     ) from error
 
 
