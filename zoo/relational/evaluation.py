@@ -15,6 +15,15 @@ predictive probabilities of the hidden cells, case by case, such as
 :class:`~zoo.relational.infinite.InfiniteRelational`; their cases run ``vmap``-ped in jitted calls
 of ``cases_per_call`` cases (an option passed through).
 
+A fitted :class:`~zoo.relational.infinite.IRMResult` is such a model too: its ``predict_held_out``
+reweights the draws of its run on all the data per case (Pareto-smoothed importance sampling,
+:mod:`zoo.relational._infinite_loo`) instead of running chains for every case, and runs again, with
+the IRM's own chains, only the cases whose Pareto k̂ says the reweighting cannot be trusted. On
+Davis's women × events (200 cases) that took 1 s against 664 s for 4 chains × 1,000 sweeps per
+case, and the two losses differ by 0.003 bits (0.6575 and 0.6600). Leave-one-out is where it
+serves: a fold of cross-validation hides too many cells for the reweighting, and every fold is run
+again.
+
 Ctrl-C and ``time_budget`` (an option passed through, in seconds): the models act on them between
 calls of cases, and the cases they did not run come back NaN (with a ``RuntimeWarning`` saying how
 many were run). The estimates here are then over the cases (leave-one-out) or folds
@@ -138,7 +147,8 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
 
     Parameters
     ----------
-    model : LatentClassRelational, InfiniteRelational or anything with ``predict_held_out``
+    model : LatentClassRelational, InfiniteRelational, a fitted IRMResult (its draws reweighted per
+        case, see the module docstring) or anything with ``predict_held_out``
     data : RelationalData
     key : jax PRNG key — randomness of the fits
     relation : int or str

@@ -77,6 +77,7 @@ from inference.provenance import provenance, warn_if_made_elsewhere
 from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_real,
                                    check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import _draw_predictive, _run_cases, _run_chains_in_calls, _Settings
+from zoo.relational._infinite_loo import PSISHeldOut, psis_held_out
 from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
 from zoo.relational._infinite_kernel import _resample_hyper, build_kernel, log_gamma_tables
@@ -111,6 +112,7 @@ __all__ = [
     "IRMInfo",
     "InfiniteRelational",
     "IRMResult",
+    "PSISHeldOut",
     "block_counts",
     "collapsed_log_likelihood",
     "log_joint",
@@ -461,7 +463,7 @@ class InfiniteRelational:
     def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
                          n_chains: int = 2, n_sweeps: int = 200, n_warmup: int | None = None,
                          cases_per_call: int = 25, time_budget: float | None = None,
-                         progress: bool = True) -> np.ndarray:
+                         progress: bool = True, _for_result: bool = False) -> np.ndarray:
         """For each case, sample with that case's cells hidden and average their predictive.
 
         Parameters
@@ -494,6 +496,11 @@ class InfiniteRelational:
             and largest R-hat: their predictions average chains in separate modes. On the karate
             club, 2 chains × 200 sweeps (half warm-up) left 49 of 100 cases above 1.1 with Gibbs
             alone and 27 with ten split–merge moves per sweep (``n_split_merge=10``).
+
+        See also
+        --------
+        IRMResult.predict_held_out : the same predictions from one run on all the data, its draws
+            reweighted per case (PSIS), with only the cases it cannot reweight run here.
         """
         n_chains = check_int("n_chains", n_chains, minimum=1)
         n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
@@ -537,7 +544,8 @@ class InfiniteRelational:
                         progress=progress)
         finished = np.isfinite(probs.reshape(probs.shape[0], -1)).any(axis=1)  # not stopped, not started over
         log_joint[~finished] = np.nan
-        _warn_if_cases_do_not_mix(log_joint, n_sweeps=n_sweeps, n_split_merge=self.n_split_merge)
+        _warn_if_cases_do_not_mix(log_joint, n_sweeps=n_sweeps, n_split_merge=self.n_split_merge,
+                                  for_result=_for_result)
         probs[hidden < 0] = np.nan
         return probs
 
@@ -547,7 +555,8 @@ class InfiniteRelational:
 CASE_RHAT_LIMIT = 1.1
 
 
-def _warn_if_cases_do_not_mix(log_joint: np.ndarray, *, n_sweeps: int, n_split_merge: int) -> None:
+def _warn_if_cases_do_not_mix(log_joint: np.ndarray, *, n_sweeps: int, n_split_merge: int,
+                              for_result: bool = False) -> None:
     """Say (``MixingWarning``) when the chains of held-out cases do not agree on the log joint.
 
     ``log_joint`` (cases, chains, kept draws), NaN for the cases not run. A case counts when the
@@ -564,11 +573,19 @@ def _warn_if_cases_do_not_mix(log_joint: np.ndarray, *, n_sweeps: int, n_split_m
     if not apart:
         return
     moves = "" if n_split_merge else ", or split-merge moves (InfiniteRelational(n_split_merge=10))"
+    if for_result:  # the cases an IRMResult could not reweight
+        caller, one_run = "IRMResult.predict_held_out (the cases run again)", "."
+    else:
+        caller = "InfiniteRelational.predict_held_out"
+        one_run = ("; or run the model once on all the data until its chains mix (result = model.sample(data, "
+                   "key=...)) and predict from that run (result.predict_held_out, or the result in place of the "
+                   "model in leave_one_out_log_loss), which reweights its draws per case and runs again only the "
+                   "cases it cannot reweight.")
     warnings.warn(
-        f"InfiniteRelational.predict_held_out: the chains of {apart} of {rhat.size} cases do not mix (R-hat of the "
+        f"{caller}: the chains of {apart} of {rhat.size} cases do not mix (R-hat of the "
         f"log joint above {CASE_RHAT_LIMIT}; median {np.median(rhat):.3f}, largest {rhat.max():.3f}; above 1.01 in "
         f"{int(np.sum(rhat > 1.01))}): their predictions average chains in separate modes, and a loss computed from "
-        f"them carries that. Run more sweeps per case (n_sweeps, now {n_sweeps}){moves}.",
+        f"them carries that. Run more sweeps per case (n_sweeps, now {n_sweeps}){moves}{one_run}",
         diagnostics.MixingWarning, stacklevel=user_stacklevel())
 
 
@@ -868,3 +885,115 @@ class IRMResult(Described):
         probs = _draw_predictive(assignments, hyper, self._arrays, jnp.asarray(cells, jnp.int32),
                                  schema=self.schema, capacities=self.capacities, relation=index)
         return np.asarray(probs).mean(axis=0)
+
+    def psis_held_out(self, hidden: Any, relation: int | str = 0) -> PSISHeldOut:
+        """Predictions of held-out cells from these draws, by Pareto-smoothed importance sampling.
+
+        Each case's cells are hidden by reweighting the draws of this run (on all the data) by
+        1 / p(y_hidden | z, γ, y_rest), Pareto-smoothed (Vehtari et al. 2024, ArviZ's
+        :func:`arviz.psislw`); exact as the draws grow, without a chain per case
+        (:mod:`zoo.relational._infinite_loo`). Most use :meth:`predict_held_out`, which runs the
+        unreliable cases again; this gives the diagnostics.
+
+        Parameters
+        ----------
+        hidden : int array (n_cases, n_hidden) — positions in ``data.relations[relation].entries``,
+            -1 for padding, as :func:`zoo.relational.evaluation.held_out_cases` makes them
+        relation : int or str
+
+        Returns
+        -------
+        PSISHeldOut
+            ``probs`` (n_cases, n_hidden, |r|), each case's Pareto ``pareto_k`` and relative
+            efficiency ``reff``, and ``k_limit`` (min(1 - 1/log10 S, 0.7) for S draws) above which a
+            case's estimate is unreliable (``.unreliable``).
+        """
+        self._check_draws()
+        index = check_relation("relation", relation, self.schema.relation_names)
+        hidden = _check_hidden(hidden, int(np.shape(self._arrays.entries[index])[0]) - 1)  # less the padding row
+        return psis_held_out(self.assignments, self.hyper, self._arrays, hidden, schema=self.schema,
+                             capacities=self.capacities, relation=index)
+
+    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any = None, relation: int | str = 0,
+                         refit: bool = True, progress: bool = True, **refit_options: Any) -> np.ndarray:
+        """Held-out predictions from these draws (PSIS), with the unreliable cases run again.
+
+        The same contract as :meth:`InfiniteRelational.predict_held_out`, so a result can stand for
+        its model in :func:`~zoo.relational.evaluation.leave_one_out_log_loss`: one run that mixes
+        on all the data, reweighted per case (:meth:`psis_held_out`), instead of new chains for
+        every case. The cases whose Pareto k̂ exceeds the limit (their cells sway the posterior
+        too much for the reweighting) are predicted by the model's own chains with their cells
+        hidden (as ArviZ's ``reloo``), with ``key`` and ``refit_options``.
+
+        Parameters
+        ----------
+        data : RelationalData — the data of this run (checked against the draws' data)
+        hidden : int array (n_cases, n_hidden) — as for :meth:`psis_held_out`
+        key : jax PRNG key, optional — for the cases run again (required when there are some)
+        relation : int or str
+        refit : bool — run the unreliable cases again (False: keep their PSIS estimate, with a
+            ``RuntimeWarning`` counting them)
+        progress : bool — progress bar of the cases run again
+        **refit_options : passed to :meth:`InfiniteRelational.predict_held_out` for the cases run
+            again (``n_chains``, ``n_sweeps``, ``n_warmup``, ``cases_per_call``, ``time_budget``)
+
+        Returns
+        -------
+        (n_cases, n_hidden, |r|) predictive probabilities (NaN rows for padding).
+
+        Warns
+        -----
+        inference.diagnostics.MixingWarning
+            When these chains do not mix: their draws stand for the posterior only as far as
+            they explore it.
+        RuntimeWarning
+            With ``refit=False``, when some cases' k̂ exceeds the limit; and when Ctrl-C or the
+            ``time_budget`` stopped the cases run again (those not run keep their reweighted
+            predictions).
+        """
+        refit = check_bool("refit", refit)
+        check_bool("progress", progress)
+        if key is not None:
+            key = check_key("key", key)
+        self._check_draws()
+        if not isinstance(data, RelationalData):
+            raise TypeError(f"data: expected a zoo.relational.RelationalData, got {type(data).__name__}")
+        if data.schema != self.schema or _relational_digest(data.to_arrays()) != _relational_digest(self._arrays):
+            raise ValueError("data: not the data these draws were run on; the held-out cells are hidden by "
+                             "reweighting the draws of a run on all the data")
+        index = check_relation("relation", relation, self.schema.relation_names)
+        hidden = _check_hidden(hidden, data.relations[index].n_observed)
+        model = getattr(getattr(self, "_continuation", None), "model", None)
+        if refit and model is None:
+            raise ValueError("refit: this result does not know its model (built by hand, or restored without it); "
+                             "pass refit=False")
+        if np.shape(self.log_joint)[0] >= 2 and not diagnostics.mixes(self.mixing):
+            warnings.warn("IRMResult.predict_held_out: the chains reweighted do not mix (result.summary() says "
+                          "which quantities), so their draws stand for the posterior only as far as they explore "
+                          f"it; {RESUME_CALL} runs them further", diagnostics.MixingWarning,
+                          stacklevel=user_stacklevel())
+        estimate = self.psis_held_out(hidden, index)
+        probs = estimate.probs
+        unreliable = np.flatnonzero(estimate.unreliable)
+        if unreliable.size and not refit:
+            warnings.warn(f"IRMResult.predict_held_out: {unreliable.size} of {hidden.shape[0]} cases have a Pareto "
+                          f"k above {estimate.k_limit:.2f} (largest {np.nanmax(estimate.pareto_k):.2f}): their "
+                          "importance-sampled predictions are unreliable; refit=True runs them again",
+                          RuntimeWarning, stacklevel=user_stacklevel())
+        elif unreliable.size:
+            if key is None:
+                raise ValueError(f"key: {unreliable.size} of {hidden.shape[0]} cases have a Pareto k above "
+                                 f"{estimate.k_limit:.2f} and are run again, which needs a PRNG key")
+            with warnings.catch_warnings():  # the cases not run are not NaN here: the warning below says so
+                warnings.filterwarnings("ignore", "predict_held_out: .* the cases not run are NaN", RuntimeWarning)
+                again = model.predict_held_out(data, hidden[unreliable], key=key, relation=index,
+                                               progress=progress, _for_result=True, **refit_options)
+            run = np.isfinite(again[:, 0]).all(axis=-1)  # not stopped by Ctrl-C or the time budget
+            probs = probs.copy()
+            probs[unreliable[run]] = again[run]
+            if not run.all():
+                warnings.warn(f"IRMResult.predict_held_out: stopped before {int((~run).sum())} of the {unreliable.size} "
+                              f"cases with a Pareto k above {estimate.k_limit:.2f} were run again; those keep their "
+                              "importance-sampled predictions, which are unreliable", RuntimeWarning,
+                              stacklevel=user_stacklevel())
+        return probs
