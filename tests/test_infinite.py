@@ -520,6 +520,11 @@ def test_held_out_cases_whose_chains_sit_apart_are_counted_in_a_warning():
                                            r"mix \(R-hat of the log joint above 1.1; .*\(n_sweeps, now 200\), or "
                                            r"split-merge moves"):
         _warn_if_cases_do_not_mix(log_joint, n_sweeps=200, n_split_merge=0)
+    # Leave-one-out cases are pointed to the reweighted draws of one run; folds, which hide too many cells, are not.
+    for few_hidden in (True, False):
+        with pytest.warns(MixingWarning) as caught:
+            _warn_if_cases_do_not_mix(log_joint, n_sweeps=200, n_split_merge=10, few_hidden=few_hidden)
+        assert ("run the model once on all the data" in str(caught[0].message)) == few_hidden
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _warn_if_cases_do_not_mix(log_joint[[0, 2]], n_sweeps=200, n_split_merge=0)  # chains that agree

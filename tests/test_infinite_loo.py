@@ -141,16 +141,16 @@ def test_a_result_stands_for_its_model_and_runs_the_unreliable_cases_again():
     np.testing.assert_allclose(loss.losses, -np.log2(probs[np.arange(12), 0, truth]), rtol=1e-6)
     # Stopped (here by the time budget, as by Ctrl-C) after the first case run again: the others keep their
     # reweighted predictions, said in a warning, rather than NaN.
-    with warnings.catch_warnings(), pytest.warns(RuntimeWarning, match=rf"^IRMResult.predict_held_out: stopped before "
-                                                                       rf"{unreliable.sum() - 1} of the {unreliable.sum()}"):
+    stopped_message = rf"^IRMResult.predict_held_out: stopped before {unreliable.sum() - 1} of the {unreliable.sum()}"
+    with warnings.catch_warnings(), pytest.warns(RuntimeWarning, match=stopped_message):
         warnings.simplefilter("ignore", MixingWarning)
         stopped = result.predict_held_out(data, hidden, key=jax.random.key(9), cases_per_call=1, time_budget=1e-9,
                                           **refit)
     first, rest = np.flatnonzero(unreliable)[0], np.flatnonzero(unreliable)[1:]
     np.testing.assert_array_equal(stopped[first], again[0])
     np.testing.assert_array_equal(stopped[rest], estimate.probs[rest])
-    with warnings.catch_warnings(), pytest.warns(
-            RuntimeWarning, match=rf"^IRMResult.predict_held_out: {unreliable.sum()} of 12 cases have a Pareto k above"):
+    kept_message = rf"^IRMResult.predict_held_out: {unreliable.sum()} of 12 cases have a Pareto k above"
+    with warnings.catch_warnings(), pytest.warns(RuntimeWarning, match=kept_message):
         warnings.simplefilter("ignore", MixingWarning)
         kept = result.predict_held_out(data, hidden, refit=False)
     np.testing.assert_array_equal(kept, estimate.probs)

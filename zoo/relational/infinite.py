@@ -545,7 +545,7 @@ class InfiniteRelational:
         finished = np.isfinite(probs.reshape(probs.shape[0], -1)).any(axis=1)  # not stopped, not started over
         log_joint[~finished] = np.nan
         _warn_if_cases_do_not_mix(log_joint, n_sweeps=n_sweeps, n_split_merge=self.n_split_merge,
-                                  for_result=_for_result)
+                                  for_result=_for_result, few_hidden=int((hidden >= 0).sum(axis=1).max()) <= 2)
         probs[hidden < 0] = np.nan
         return probs
 
@@ -556,11 +556,13 @@ CASE_RHAT_LIMIT = 1.1
 
 
 def _warn_if_cases_do_not_mix(log_joint: np.ndarray, *, n_sweeps: int, n_split_merge: int,
-                              for_result: bool = False) -> None:
+                              for_result: bool = False, few_hidden: bool = True) -> None:
     """Say (``MixingWarning``) when the chains of held-out cases do not agree on the log joint.
 
-    ``log_joint`` (cases, chains, kept draws), NaN for the cases not run. A case counts when the
-    rank-normalised split R-hat of its log joint exceeds :data:`CASE_RHAT_LIMIT`: its prediction
+    ``log_joint`` (cases, chains, kept draws), NaN for the cases not run. With ``few_hidden``
+    (leave-one-out: a cell and its mirror at most) the advice names the reweighted draws of one run
+    (:meth:`IRMResult.predict_held_out`); ``for_result``: the cases such a result runs again.
+    A case counts when the rank-normalised split R-hat of its log joint exceeds :data:`CASE_RHAT_LIMIT`: its prediction
     averages chains in separate modes, so a loss computed from it carries their disagreement.
     The limit is looser than the 1.01 of a final analysis (Vehtari et al. 2021), which a case's
     few hundred draws per chain seldom reach even where the chains do mix.
@@ -573,10 +575,10 @@ def _warn_if_cases_do_not_mix(log_joint: np.ndarray, *, n_sweeps: int, n_split_m
     if not apart:
         return
     moves = "" if n_split_merge else ", or split-merge moves (InfiniteRelational(n_split_merge=10))"
-    if for_result:  # the cases an IRMResult could not reweight
-        caller, one_run = "IRMResult.predict_held_out (the cases run again)", "."
-    else:
-        caller = "InfiniteRelational.predict_held_out"
+    caller = ("IRMResult.predict_held_out (the cases run again)" if for_result
+              else "InfiniteRelational.predict_held_out")
+    one_run = "."
+    if few_hidden and not for_result:
         one_run = ("; or run the model once on all the data until its chains mix (result = model.sample(data, "
                    "key=...)) and predict from that run (result.predict_held_out, or the result in place of the "
                    "model in leave_one_out_log_loss), which reweights its draws per case and runs again only the "
@@ -992,8 +994,9 @@ class IRMResult(Described):
             probs = probs.copy()
             probs[unreliable[run]] = again[run]
             if not run.all():
-                warnings.warn(f"IRMResult.predict_held_out: stopped before {int((~run).sum())} of the {unreliable.size} "
-                              f"cases with a Pareto k above {estimate.k_limit:.2f} were run again; those keep their "
-                              "importance-sampled predictions, which are unreliable", RuntimeWarning,
+                warnings.warn(f"IRMResult.predict_held_out: stopped before {int((~run).sum())} of the "
+                              f"{unreliable.size} cases with a Pareto k above {estimate.k_limit:.2f} were run "
+                              "again; those keep their importance-sampled predictions, which are unreliable",
+                              RuntimeWarning,
                               stacklevel=user_stacklevel())
         return probs
