@@ -773,7 +773,8 @@ class IRMResult(Described):
             add_mixing(card, self.mixing)
         card.add("made with", made_with(getattr(self, "provenance", None)))
         card.add("see", ["result.summary()", "result.map_partition()", "result.predict_proba(cells, relation)",
-                         "result.to_inference_data()"] + ([RESUME_CALL] if continuation is not None else []))
+                         "leave_one_out_log_loss(result, data, key=...)", "result.to_inference_data()"]
+                 + ([RESUME_CALL] if continuation is not None else []))
         return card
 
     @property
