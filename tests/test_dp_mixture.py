@@ -22,10 +22,11 @@ from scipy import integrate, special, stats
 
 from inference.concentration import GammaPrior
 from inference.diagnostics import MixingWarning
-from test_neal import DATA_4, FAMILY_1D, log_partition_weights
+from test_neal import DATA_4, DATA_6, FAMILY_1D, log_partition_weights
 from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
 from zoo.dirichlet.known_precision import normal_known_precision
 from zoo.dirichlet.mixture import DPMixture, DPMixtureFit, dp_mixture_program, stick_breaking_weights
+from zoo.dirichlet.predictive import leave_one_out_log_likelihood
 
 Z_LIMIT = 4.5
 # Unsigned Stirling numbers of the first kind |s(6, K)|, K = 1..6.
@@ -374,6 +375,35 @@ def test_log_predictive_density_is_the_exact_posterior_predictive(algorithm, alp
     by_chain = fit.log_predictive_density(DATA_4, new, by_chain=True)
     assert by_chain.shape == (4, 3) and np.all(np.abs(by_chain - exact) < 0.02)
     np.testing.assert_allclose(np.log(np.mean(np.exp(by_chain), axis=0)), estimate, rtol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm, alpha_prior", [("collapsed", None), ("subcluster", (2.0, 1.5))])
+def test_loo_is_the_exact_leave_one_out_predictive(algorithm, alpha_prior):
+    # Six points, every partition enumerated: p(x_i | x_-i) = p(x) / p(x_-i). From one fit on all six,
+    # each point's draws reweighted (PSIS); measured within 0.0027 and 0.0021 with these 8,000 draws. The
+    # same draws' plain average of p(x_i | z_-i, α, x_-i), whose draws have seen x_i, misses by 0.019 and 0.032.
+    prior = None if alpha_prior is None else GammaPrior(*alpha_prior)
+    exact = np.array([log_evidence(FAMILY_1D, DATA_6, alpha=0.8, alpha_prior=alpha_prior)
+                      - log_evidence(FAMILY_1D, np.delete(DATA_6, i, axis=0), alpha=0.8, alpha_prior=alpha_prior)
+                      for i in range(len(DATA_6))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        fit = DPMixture(FAMILY_1D, alpha=0.8, alpha_prior=prior, algorithm=algorithm).fit(
+            DATA_6, jax.random.key(1), n_chains=4, n_draws=2000, n_warmup=50, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # ArviZ's Pareto k warning: few partitions, tied weights
+        loo = fit.loo(DATA_6)
+    np.testing.assert_allclose(np.asarray(loo.loo_i), exact, atol=0.006)
+    np.testing.assert_allclose(loo.elpd_loo, exact.sum(), atol=0.02)
+    assert loo.pareto_k.shape == (6,) and np.isnan(loo.p_loo)
+    samples = fit.result.samples
+    plain = special.logsumexp(leave_one_out_log_likelihood(FAMILY_1D, DATA_6, samples["assignments"],
+                                                           samples["alpha"]).reshape(-1, 6), axis=0) - np.log(8000)
+    assert np.abs(plain - exact).max() > 0.015
+    with pytest.raises(ValueError, match="^data: not the data"):
+        fit.loo(DATA_6 + 1.0)
+    with pytest.raises(ValueError, match="^fit: only a fit returned by DPMixture.fit"):
+        DPMixtureFit(fit.result).loo(DATA_6)
 
 
 def test_log_predictive_density_refuses_what_it_cannot_score(fitted):

@@ -242,7 +242,7 @@ class DPMixtureFit(Described):
         moves = model is None or model.n_split_merge > 0 or model.algorithm == "subcluster"
         chains_card(card, self.result, self, quantities=DP_QUANTITIES if moves else DP_QUANTITIES[:-1])
         card.add("see", ["fit.summary()", "fit.point_estimate()", "fit.co_clustering()",
-                         "fit.log_predictive_density(data, new_points)", "fit.idata"]
+                         "fit.log_predictive_density(data, new_points)", "fit.loo(data)", "fit.idata"]
                  + ([RESUME_CALL] if model is not None else []))
         return card
 
@@ -333,6 +333,21 @@ class DPMixtureFit(Described):
         from zoo.dirichlet.predictive import posterior_predictive_log_density
 
         by_chain = check_bool("by_chain", by_chain)
+        family, array, samples = self._predictive_inputs(data, "the predictive density")
+        checker = family.check_data
+        points = checker("new_points", new_points) if checker is not None else np.asarray(new_points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != array.shape[1]:
+            raise ValueError(f"new_points: expected shape (M, {array.shape[1]}) like the data, got {points.shape}")
+        if points.shape[0] == 0:
+            raise ValueError("new_points: is empty")
+        by_chains = posterior_predictive_log_density(family, array, samples["assignments"], samples["alpha"], points)
+        if by_chain:
+            return by_chains
+        return special.logsumexp(by_chains, axis=0) - np.log(by_chains.shape[0])
+
+    def _predictive_inputs(self, data: Any, needed_by: str) -> tuple[Any, np.ndarray, dict]:
+        """The family, the fitted data (checked against the fit's digest) and the kept draws, or a
+        ``ValueError`` saying what is missing."""
         if getattr(self, "_continuation", None) is None:
             raise ValueError("fit: only a fit returned by DPMixture.fit or resume() knows its model and data (this one "
                              "was built from a ChainResult, or restored without what it needs)")
@@ -340,21 +355,71 @@ class DPMixtureFit(Described):
         family = model.family
         if not family.has_marginal:
             raise ValueError(f"fit: the family {family.name!r} has no marginal likelihood (point_stats, log_marginal "
-                             "and log_predictive), which the predictive density needs")
+                             f"and log_predictive), which {needed_by} needs")
         array = model._fitted_data(data, self._continuation)
-        checker = family.check_data
-        points = checker("new_points", new_points) if checker is not None else np.asarray(new_points, dtype=float)
-        if points.ndim != 2 or points.shape[1] != array.shape[1]:
-            raise ValueError(f"new_points: expected shape (M, {array.shape[1]}) like the data, got {points.shape}")
-        if points.shape[0] == 0:
-            raise ValueError("new_points: is empty")
         samples = self.result.samples
         if not samples:
             raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
-        by_chains = posterior_predictive_log_density(family, array, samples["assignments"], samples["alpha"], points)
-        if by_chain:
-            return by_chains
-        return special.logsumexp(by_chains, axis=0) - np.log(by_chains.shape[0])
+        return family, array, samples
+
+    def loo(self, data: Any) -> az.ELPDData:
+        """Leave-one-out predictive fit of the fitted points, by PSIS (:func:`arviz.loo`).
+
+        The expected log predictive density Σ_i log p(x_i | x_-i) of the points themselves, each
+        left out in turn, without fitting again: every draw is reweighted per point by
+        1 / p(x_i | z_-i, α, x_-i), the Chinese-restaurant predictive of x_i given the others'
+        partition (:func:`zoo.dirichlet.predictive.leave_one_out_log_likelihood`), and the weights
+        Pareto-smoothed (Vehtari, Gelman & Gabry 2017). What :meth:`log_predictive_density`
+        gives for held-out points, for the fitted ones: it compares models (families, priors of
+        α) on one data set (``arviz.compare({"a": fit_a.loo(x), "b": fit_b.loo(x)})``), and its
+        Pareto k̂ per point (``.pareto_k``; ``arviz.plot_khat``) names the points whose leaving
+        out the draws cannot represent (ArviZ warns when some exceed min(1 - 1/log10 S, 0.7)).
+        The relative efficiency of the draws is that of the label-invariant quantities (their
+        mean bulk ESS over the number of draws). Needs a family with a marginal likelihood.
+
+        Parameters
+        ----------
+        data : array_like (N, D)
+            The data of the fit (checked against a digest kept by the fit).
+
+        Returns
+        -------
+        arviz.ELPDData
+            ``elpd_loo`` and its standard error ``se``, and per point ``loo_i`` and ``pareto_k``
+            (natural logarithms). ``p_loo`` is NaN: ArviZ computes it from the in-sample fit, which
+            a model with its cluster parameters integrated out does not have per point.
+
+        Examples
+        --------
+        >>> import jax, numpy as np
+        >>> from zoo.dirichlet import DPMixture
+        >>> from zoo.dirichlet.families import normal_gamma
+        >>> rng = np.random.default_rng(0)
+        >>> points = np.concatenate([rng.normal(-3, 1, (40, 1)), rng.normal(3, 1, (40, 1))])
+        >>> fit = DPMixture(normal_gamma(1)).fit(points, jax.random.key(0), n_draws=200, progress=False)
+        >>> loo = fit.loo(points)
+        >>> bool(-2.3 < loo.elpd_loo / len(points) < -1.9), loo.pareto_k.shape
+        (True, (80,))
+        """
+        from zoo.dirichlet.predictive import leave_one_out_log_likelihood
+
+        family, array, samples = self._predictive_inputs(data, "leave-one-out")
+        log_likelihood = leave_one_out_log_likelihood(family, array, samples["assignments"], samples["alpha"])
+        posterior = self.label_invariant().posterior
+        n_chains, n_draws = log_likelihood.shape[:2]
+        reff = 1.0
+        if n_chains > 1:
+            ess = [float(value) for value in az.ess(posterior, method="mean").to_array().values.ravel()]
+            ess = [value for value in ess if np.isfinite(value)]  # a constant quantity (α fixed) has none
+            reff = float(np.clip(np.mean(ess) / (n_chains * n_draws), 1e-3, None)) if ess else 1.0
+        idata = az.InferenceData(posterior=posterior, log_likelihood=xr.Dataset(
+            {"x": (("chain", "draw", "point"), log_likelihood)},
+            coords={"chain": posterior.chain, "draw": posterior.draw}))
+        result = az.loo(idata, pointwise=True, reff=reff)
+        # ArviZ's p_loo is the in-sample lppd less elpd_loo; these log-likelihoods already leave each
+        # point out, so that difference is not an effective number of parameters: not reported.
+        result["p_loo"] = np.nan
+        return result
 
     def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
         """DM05 §6 metrics (RI, P, R, F, CED, NES, VI, NVI, ...) of the point estimate.
