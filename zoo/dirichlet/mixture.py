@@ -365,9 +365,9 @@ class DPMixtureFit(Described):
     def loo(self, data: Any) -> az.ELPDData:
         """Leave-one-out predictive fit of the fitted points, by PSIS (:func:`arviz.loo`).
 
-        The expected log predictive density Σ_i log p(x_i | x_-i) of the points themselves, each
+        The expected log predictive density Σ_i log p(x_i | x₋ᵢ) of the points themselves, each
         left out in turn, without fitting again: every draw is reweighted per point by
-        1 / p(x_i | z_-i, α, x_-i), the Chinese-restaurant predictive of x_i given the others'
+        1 / p(x_i | z₋ᵢ, α, x₋ᵢ), the Chinese-restaurant predictive of x_i given the others'
         partition (:func:`zoo.dirichlet.predictive.leave_one_out_log_likelihood`), and the weights
         Pareto-smoothed (Vehtari, Gelman & Gabry 2017). What :meth:`log_predictive_density`
         gives for held-out points, for the fitted ones: it compares models (families, priors of

@@ -99,7 +99,7 @@ def _draws_log_density(family: Any, point_stats: Any, labels: jax.Array, alphas:
 @partial(jit, static_argnums=(0, 5))
 def _draws_loo(family: Any, point_stats: Any, labels: jax.Array, alphas: jax.Array, points: jax.Array,
                n_slots: int) -> jax.Array:
-    """log p(x_i | z_-i, α, x_-i) of every fitted point for a block of draws, shape (n_draws, N).
+    """log p(x_i | z₋ᵢ, α, x₋ᵢ) of every fitted point for a block of draws, shape (n_draws, N).
 
     The Chinese-restaurant predictive of x_i given the others' partition: its own cluster scored
     without it (its statistics less x_i's, its size less one; nothing if x_i was alone in it), the
@@ -180,12 +180,12 @@ def posterior_predictive_log_density(family: Any, data: Any, assignments: Any, a
 
 
 def leave_one_out_log_likelihood(family: Any, data: Any, assignments: Any, alphas: Any) -> np.ndarray:
-    """log p(x_i | z_-i, α, x_-i) of every fitted point under every draw: shape (n_chains, n_draws, N).
+    """log p(x_i | z₋ᵢ, α, x₋ᵢ) of every fitted point under every draw: shape (n_chains, n_draws, N).
 
     The pointwise log-likelihood that Pareto-smoothed importance sampling turns into leave-one-out
-    predictive densities (:func:`arviz.loo`): since p(z_-i, α | x_-i) ∝ p(z_-i, α | x) /
-    p(x_i | z_-i, α, x_-i), weighting the draws by the inverse of these gives
-    p(x_i | x_-i) = 1 / E[1 / p(x_i | z_-i, α, x_-i)], x_i's own cluster integrated out as in a
+    predictive densities (:func:`arviz.loo`): since p(z₋ᵢ, α | x₋ᵢ) ∝ p(z₋ᵢ, α | x) /
+    p(x_i | z₋ᵢ, α, x₋ᵢ), weighting the draws by the inverse of these gives
+    p(x_i | x₋ᵢ) = 1 / E[1 / p(x_i | z₋ᵢ, α, x₋ᵢ)], x_i's own cluster integrated out as in a
     Gibbs step (Neal 2000 eq. 3.7).
     """
     return _by_draws(_draws_loo, family, data, assignments, alphas, data)

@@ -5,18 +5,18 @@ with G hidden (:meth:`InfiniteRelational.predict_held_out`, one set of chains pe
 (z_s, γ_s) of one run on all the data can be reweighted towards the posterior without G. With the
 block parameters integrated out,
 
-    p(z, γ | y_-G) ∝ p(z, γ | y) / p(y_G | z, γ, y_-G),
+    p(z, γ | y₋G) ∝ p(z, γ | y) / p(y_G | z, γ, y₋G),
 
 so the predictive of a hidden cell c is the importance-weighted average over the draws
 
-    p(y_c = u | y_-G) = Σ_s w_s p(y_c = u | z_s, γ_s, y_-G),    w_s ∝ 1 / p(y_G | z_s, γ_s, y_-G),
+    p(y_c = u | y₋G) = Σ_s w_s p(y_c = u | z_s, γ_s, y₋G),    w_s ∝ 1 / p(y_G | z_s, γ_s, y₋G),
 
 exact as the draws grow (Gelfand, Dey & Chang 1992; one cell per case is leave-one-out). Both
 factors are ratios of the collapsed likelihood (Kemp et al. 2006): with N the value counts of a
 block over all observed cells and M those of G's cells in it,
 
-    p(y_G | z, γ, y_-G) = Π_blocks B(γ + N_block) / B(γ + N_block - M_block),
-    p(y_c = u | z, γ, y_-G) = (γ_u + N_bu - M_bu) / (Σγ + N_b - M_b)    (b the block of c).
+    p(y_G | z, γ, y₋G) = Π_blocks B(γ + N_block) / B(γ + N_block - M_block),
+    p(y_c = u | z, γ, y₋G) = (γ_u + N_bu - M_bu) / (Σγ + N_b - M_b)    (b the block of c).
 
 The raw weights can have a heavy tail when a case's cells sway the posterior (a lone tie of an
 individual), so they are Pareto-smoothed (PSIS, Vehtari, Simpson, Gelman, Yao & Gabry 2024, by
@@ -83,7 +83,7 @@ def _case_blocks(assignments: tuple, cells: Any, schema: RelationalSchema, relat
 
 def _one_draw(assignments: tuple, hyper: tuple, arrays: RelationalArrays, cells: Any, values: Any, valid: Any, *,
               schema: RelationalSchema, capacities: tuple, relation: int) -> tuple[Any, Any]:
-    """For one draw: log p(y_G | z, γ, y_-G) per case (C,), and every hidden cell's predictive (C, m, |r|)."""
+    """For one draw: log p(y_G | z, γ, y₋G) per case (C,), and every hidden cell's predictive (C, m, |r|)."""
     counts = block_counts(assignments, arrays, schema, capacities)[relation]
     gamma = hyper[relation]
     dtype = gamma.dtype
@@ -114,14 +114,14 @@ _STATIC = ("schema", "capacities", "relation")
 
 @partial(jit, static_argnames=_STATIC)
 def _case_log_likelihoods(assignments, hyper, arrays, cells, values, valid, **static):
-    """(S, C) log p(y_G | z_s, γ_s, y_-G) over the draws."""
+    """(S, C) log p(y_G | z_s, γ_s, y₋G) over the draws."""
     return jax.lax.map(lambda draw: _one_draw(*draw, arrays, cells, values, valid, **static)[0],
                        (assignments, hyper))
 
 
 @partial(jit, static_argnames=_STATIC)
 def _weighted_predictive(assignments, hyper, weights, arrays, cells, values, valid, **static):
-    """(C, m, |r|) Σ_s w_sc p(y_c = u | z_s, γ_s, y_-G) for normalised weights (S, C)."""
+    """(C, m, |r|) Σ_s w_sc p(y_c = u | z_s, γ_s, y₋G) for normalised weights (S, C)."""
     def add(total, draw):
         draw_assignments, draw_hyper, draw_weights = draw
         predictive = _one_draw(draw_assignments, draw_hyper, arrays, cells, values, valid, **static)[1]
