@@ -1550,6 +1550,19 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "DPMixtureFit.log_predictive_density": (lambda kwargs: _resumable_fit().log_predictive_density(**kwargs),
                                             {"data": POINTS, "new_points": POINTS[:2]}, {
         "data": BAD_POINTS, "new_points": BAD_NEW_POINTS, "by_chain": BAD_BOOL}, {}),
+    "DPMixtureFit.loo": (lambda kwargs: _resumable_fit().loo(**kwargs), {"data": POINTS}, {"data": BAD_POINTS}, {}),
+    # refit=False: the short run's one draw leaves every case above the k limit, and the cases run again are
+    # InfiniteRelational.predict_held_out's own (fuzzed above).
+    "IRMResult.predict_held_out": (
+        lambda kwargs: _resumable_irm_result().predict_held_out(**kwargs),
+        {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "relation": 0, "refit": False, "progress": False}, {
+            "data": st.sampled_from([DATA, None, np.ones((4, 4)), RelationalData.from_adjacency(np.eye(4)[::-1])]),
+            "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]),
+            "key": BAD_KEYS.filter(lambda value: value is not None), "relation": BAD_RELATIONS, "refit": BAD_BOOL,
+            "progress": BAD_BOOL}, {}),
+    "IRMResult.psis_held_out": (lambda kwargs: _resumable_irm_result().psis_held_out(**kwargs),
+                                {"hidden": HIDDEN, "relation": 0}, {
+        "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]), "relation": BAD_RELATIONS}, {}),
     "SupervisedDPFit.resume": (lambda kwargs: _resumable_supervised_fit().resume(**kwargs),
                                {"train_features": POINTS[:2], "train_labels": [0, 1], "test_features": POINTS[2:],
                                 "n_draws": 2, "progress": False}, {

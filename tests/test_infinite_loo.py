@@ -174,6 +174,8 @@ def test_a_result_whose_chains_do_not_mix_says_so_and_bad_input_is_named():
             result.predict_held_out(data, hidden)
         with pytest.raises(ValueError, match="^hidden"):
             result.psis_held_out(np.array([[10_000]]))
+        with pytest.raises(ValueError, match=r"^hidden: case 1 lists a position more than once \(7\)"):
+            result.psis_held_out(np.array([[3, -1, -1], [7, 2, 7]]))
         with pytest.raises(ValueError, match="^relation"):
             result.psis_held_out(hidden, relation="kinship")
         with pytest.raises(TypeError, match="^refit"):

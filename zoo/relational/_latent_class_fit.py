@@ -271,6 +271,12 @@ def _check_hidden(hidden: Any, n_observed: int) -> np.ndarray:
         raise ValueError(f"hidden: positions must be in [0, {n_observed}) (or -1 for padding)")
     if (array[:, 0] < 0).any():
         raise ValueError("hidden: every case needs at least one cell (first column)")
+    ordered = np.sort(array, axis=1)
+    repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+    if repeated.any():
+        case = int(np.flatnonzero(repeated.any(axis=1))[0])
+        raise ValueError(f"hidden: case {case} lists a position more than once "
+                         f"({int(ordered[case, 1:][repeated[case]][0])})")
     return array.astype(np.int64)
 
 
