@@ -406,6 +406,30 @@ def test_loo_is_the_exact_leave_one_out_predictive(algorithm, alpha_prior):
         DPMixtureFit(fit.result).loo(DATA_6)
 
 
+def test_loo_fits_again_without_the_points_it_cannot_reweight():
+    # Few draws: a strict k limit and tied weights leave some points unreliable. Those are fitted again
+    # without them (as ArviZ's reloo), which gives their exact leave-one-out density; the others keep theirs.
+    exact = np.array([log_evidence(FAMILY_1D, DATA_6, alpha=0.8)
+                      - log_evidence(FAMILY_1D, np.delete(DATA_6, i, axis=0), alpha=0.8) for i in range(6)])
+    model = DPMixture(FAMILY_1D, alpha=0.8, algorithm="collapsed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        warnings.simplefilter("ignore", UserWarning)  # ArviZ's Pareto k warning
+        fit = model.fit(DATA_6, jax.random.key(2), n_chains=2, n_draws=300, n_warmup=50, progress=False)
+        kept = fit.loo(DATA_6)
+        again = fit.loo(DATA_6, refit=True, key=jax.random.key(3), n_chains=4, n_draws=2000, n_warmup=50)
+    unreliable = np.asarray(kept.pareto_k) > kept.good_k
+    assert unreliable.any() and (~unreliable).any()
+    np.testing.assert_allclose(np.asarray(again.loo_i)[unreliable], exact[unreliable], atol=0.006)
+    np.testing.assert_array_equal(np.asarray(again.loo_i)[~unreliable], np.asarray(kept.loo_i)[~unreliable])
+    assert np.all(np.asarray(again.pareto_k)[unreliable] == 0) and not again.warning
+    np.testing.assert_allclose(again.elpd_loo, np.asarray(again.loo_i).sum(), rtol=1e-12)
+    with pytest.raises(ValueError, match="^key: refit=True"):
+        fit.loo(DATA_6, refit=True)
+    with pytest.raises(TypeError, match="^refit"):
+        fit.loo(DATA_6, refit="yes")
+
+
 def test_log_predictive_density_refuses_what_it_cannot_score(fitted):
     model, fit = fitted
     with pytest.raises(ValueError, match="^data: not the data"):

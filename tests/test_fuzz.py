@@ -1550,7 +1550,8 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
     "DPMixtureFit.log_predictive_density": (lambda kwargs: _resumable_fit().log_predictive_density(**kwargs),
                                             {"data": POINTS, "new_points": POINTS[:2]}, {
         "data": BAD_POINTS, "new_points": BAD_NEW_POINTS, "by_chain": BAD_BOOL}, {}),
-    "DPMixtureFit.loo": (lambda kwargs: _resumable_fit().loo(**kwargs), {"data": POINTS}, {"data": BAD_POINTS}, {}),
+    "DPMixtureFit.loo": (lambda kwargs: _resumable_fit().loo(**kwargs), {"data": POINTS}, {
+        "data": BAD_POINTS, "refit": BAD_BOOL, "key": BAD_KEYS.filter(lambda value: value is not None)}, {}),
     # refit=False: the short run's one draw leaves every case above the k limit, and the cases run again are
     # InfiniteRelational.predict_held_out's own (fuzzed above).
     "IRMResult.predict_held_out": (

@@ -362,7 +362,7 @@ class DPMixtureFit(Described):
             raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
         return family, array, samples
 
-    def loo(self, data: Any) -> az.ELPDData:
+    def loo(self, data: Any, *, refit: bool = False, key: Any = None, **fit_options: Any) -> az.ELPDData:
         """Leave-one-out predictive fit of the fitted points, by PSIS (:func:`arviz.loo`).
 
         The expected log predictive density Σ_i log p(x_i | x₋ᵢ) of the points themselves, each
@@ -381,6 +381,14 @@ class DPMixtureFit(Described):
         ----------
         data : array_like (N, D)
             The data of the fit (checked against a digest kept by the fit).
+        refit : bool
+            Fit the model again without each point whose k̂ exceeds ArviZ's limit and score the
+            point by that fit's :meth:`log_predictive_density`, as ArviZ's ``reloo`` does (its k̂
+            is then 0): exact leave-one-out for those points, at the price of one fit each.
+        key : jax PRNG key — for the fits again (point i uses ``jax.random.fold_in(key, i)``);
+            required with ``refit``
+        **fit_options : passed to :meth:`DPMixture.fit` for the fits again (``n_chains``,
+            ``n_draws``, ...; by default each runs until its chains mix)
 
         Returns
         -------
@@ -403,6 +411,11 @@ class DPMixtureFit(Described):
         """
         from zoo.dirichlet.predictive import leave_one_out_log_likelihood
 
+        refit = check_bool("refit", refit)
+        if key is not None:
+            key = check_key("key", key)
+        elif refit:
+            raise ValueError("key: refit=True fits the model again for some points, which needs a PRNG key")
         family, array, samples = self._predictive_inputs(data, "leave-one-out")
         log_likelihood = leave_one_out_log_likelihood(family, array, samples["assignments"], samples["alpha"])
         posterior = self.label_invariant().posterior
@@ -419,7 +432,26 @@ class DPMixtureFit(Described):
         # ArviZ's p_loo is the in-sample lppd less elpd_loo; these log-likelihoods already leave each
         # point out, so that difference is not an effective number of parameters: not reported.
         result["p_loo"] = np.nan
+        if refit:
+            self._refit_unreliable(result, data, key, fit_options)
         return result
+
+    def _refit_unreliable(self, result: az.ELPDData, data: Any, key: Any, fit_options: dict) -> None:
+        """Replace in ``result`` the LOO of each point above the k̂ limit by that of a fit without it."""
+        points = np.asarray(data)
+        unreliable = np.flatnonzero(~(np.asarray(result.pareto_k) <= result.good_k))
+        model = self._continuation.model
+        options = {"progress": False, **fit_options}
+        for index in unreliable:
+            rest = np.delete(points, index, axis=0)
+            without = model.fit(rest, jax.random.fold_in(key, int(index)), **options)
+            result.loo_i[index] = without.log_predictive_density(rest, points[index:index + 1])[0]
+            result.pareto_k[index] = 0.0
+        if unreliable.size:
+            values = np.asarray(result.loo_i)
+            result["elpd_loo"] = float(values.sum())
+            result["se"] = float(np.sqrt(values.size * np.var(values)))
+            result["warning"] = bool(np.any(np.asarray(result.pareto_k) > result.good_k))
 
     def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
         """DM05 §6 metrics (RI, P, R, F, CED, NES, VI, NVI, ...) of the point estimate.
