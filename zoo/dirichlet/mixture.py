@@ -430,7 +430,8 @@ class DPMixtureFit(Described):
         idata = az.InferenceData(posterior=posterior, log_likelihood=xr.Dataset(
             {"x": (("chain", "draw", "point"), log_likelihood)},
             coords={"chain": posterior.chain, "draw": posterior.draw}))
-        result = az.loo(idata, pointwise=True, reff=reff)
+        with np.errstate(over="ignore"):  # the tail fit's weights of negligible candidates overflow to 0, harmlessly
+            result = az.loo(idata, pointwise=True, reff=reff)
         # ArviZ's p_loo is the in-sample lppd less elpd_loo; these log-likelihoods already leave each
         # point out, so that difference is not an effective number of parameters: not reported.
         result["p_loo"] = np.nan
