@@ -377,18 +377,19 @@ def test_log_predictive_density_is_the_exact_posterior_predictive(algorithm, alp
     np.testing.assert_allclose(np.log(np.mean(np.exp(by_chain), axis=0)), estimate, rtol=1e-12)
 
 
-@pytest.mark.parametrize("algorithm, alpha_prior", [("collapsed", None), ("subcluster", (2.0, 1.5))])
-def test_loo_is_the_exact_leave_one_out_predictive(algorithm, alpha_prior):
+@pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.5)])
+def test_loo_is_the_exact_leave_one_out_predictive(alpha_prior):
     # Six points, every partition enumerated: p(x_i | x₋ᵢ) = p(x) / p(x₋ᵢ). From one fit on all six,
-    # each point's draws reweighted (PSIS); measured within 0.0027 and 0.0021 with these 8,000 draws. The
-    # same draws' plain average of p(x_i | z₋ᵢ, α, x₋ᵢ), whose draws have seen x_i, misses by 0.019 and 0.032.
+    # each point's draws reweighted (PSIS); measured within 0.0027 and 0.0028 with these 8,000 draws. The
+    # same draws' plain average of p(x_i | z₋ᵢ, α, x₋ᵢ), whose draws have seen x_i, misses by more than
+    # 0.015 (0.019 with α fixed).
     prior = None if alpha_prior is None else GammaPrior(*alpha_prior)
     exact = np.array([log_evidence(FAMILY_1D, DATA_6, alpha=0.8, alpha_prior=alpha_prior)
                       - log_evidence(FAMILY_1D, np.delete(DATA_6, i, axis=0), alpha=0.8, alpha_prior=alpha_prior)
                       for i in range(len(DATA_6))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
-        fit = DPMixture(FAMILY_1D, alpha=0.8, alpha_prior=prior, algorithm=algorithm).fit(
+        fit = DPMixture(FAMILY_1D, alpha=0.8, alpha_prior=prior, algorithm="collapsed").fit(
             DATA_6, jax.random.key(1), n_chains=4, n_draws=2000, n_warmup=50, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # ArviZ's Pareto k warning: few partitions, tied weights
