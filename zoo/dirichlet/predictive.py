@@ -33,11 +33,11 @@ __all__ = ["crp_log_weights", "posterior_predictive_log_density", "leave_one_out
 _BLOCK_BYTES = 64 * 2**20
 
 
-def _cluster_terms(family: Any, point_stats: Any, labels: jax.Array, n_slots: int) -> Any:
-    """Per-cluster statistics of the partition ``labels`` in ``n_slots`` slots, the last one empty
-    (its predictive is the prior predictive), in the form ``family`` scores points against."""
+def _partition(point_stats: Any, labels: jax.Array, n_slots: int) -> tuple[Any, jax.Array]:
+    """The points' statistics summed per slot of the partition ``labels`` and the slots' sizes, over
+    ``n_slots`` slots and one more, empty (its predictive is the prior predictive)."""
     stats = jax.tree_util.tree_map(lambda leaf: segment_sum(leaf, labels, num_segments=n_slots + 1), point_stats)
-    return jax.vmap(partial(_as_terms, family))(stats)
+    return stats, jnp.bincount(labels, length=n_slots + 1)
 
 
 def _as_terms(family: Any, stats: Any) -> Any:
@@ -57,12 +57,12 @@ def _log_predictive(family: Any, terms: Any, x: jax.Array) -> jax.Array:
     return jax.vmap(lambda slot_terms: _score(family, slot_terms, x))(terms)
 
 
-def _log_weights(family: Any, point_stats: Any, labels: jax.Array, log_alpha: jax.Array, n_slots: int,
-                 points: jax.Array) -> jax.Array:
-    """log n_k + log p(x | points of slot k) for the slots below ``n_slots`` (-inf for an empty
-    one) and log α + log p(x) for a new cluster, shape (n_points, n_slots + 1)."""
-    terms = _cluster_terms(family, point_stats, labels, n_slots)
-    sizes = jnp.bincount(labels, length=n_slots + 1)
+def _log_weights(family: Any, partition: tuple[Any, jax.Array], log_alpha: jax.Array, points: jax.Array) -> jax.Array:
+    """log n_k + log p(x | points of slot k) for the slots of a :func:`_partition` but its last
+    (-inf for an empty one) and log α + log p(x) for a new cluster, shape (n_points, n_slots + 1)."""
+    stats, sizes = partition
+    n_slots = sizes.shape[0] - 1
+    terms = jax.vmap(partial(_as_terms, family))(stats)
     log_sizes = jnp.where(sizes > 0, jnp.log(jnp.maximum(sizes, 1).astype(points.dtype)), -jnp.inf)
     log_prior = jnp.where(jnp.arange(n_slots + 1) < n_slots, log_sizes, log_alpha)
     return log_prior[None, :] + jax.vmap(lambda x: _log_predictive(family, terms, x))(points)
@@ -76,7 +76,7 @@ def crp_log_weights(family: Any, train: Any, labels: Any, points: Any, log_alpha
     ``labels`` are 0..K-1; normalised over the last axis these are the probabilities that each
     point joins each cluster or a new one.
     """
-    return _log_weights(family, jax.vmap(family.point_stats)(train), labels, log_alpha, n_clusters, points)
+    return _log_weights(family, _partition(jax.vmap(family.point_stats)(train), labels, n_clusters), log_alpha, points)
 
 
 @partial(jit, static_argnums=(0, 5))
@@ -90,7 +90,7 @@ def _draws_log_density(family: Any, point_stats: Any, labels: jax.Array, alphas:
     n_fitted = labels.shape[-1]
 
     def one_draw(draw_labels, alpha):
-        weights = _log_weights(family, point_stats, draw_labels, jnp.log(alpha), n_slots, points)
+        weights = _log_weights(family, _partition(point_stats, draw_labels, n_slots), jnp.log(alpha), points)
         return logsumexp(weights, axis=-1) - jnp.log(n_fitted + alpha)
 
     return jax.vmap(one_draw)(labels, alphas)
@@ -108,12 +108,12 @@ def _draws_loo(family: Any, point_stats: Any, labels: jax.Array, alphas: jax.Arr
     n_fitted = labels.shape[-1]
 
     def one_draw(draw_labels, alpha):
-        weights = _log_weights(family, point_stats, draw_labels, jnp.log(alpha), n_slots, points)
-        slot_stats = jax.tree_util.tree_map(lambda leaf: segment_sum(leaf, draw_labels, num_segments=n_slots + 1),
-                                            point_stats)
+        partition = _partition(point_stats, draw_labels, n_slots)
+        weights = _log_weights(family, partition, jnp.log(alpha), points)
+        slot_stats, sizes = partition
         without = jax.tree_util.tree_map(lambda slots, own: slots[draw_labels] - own, slot_stats, point_stats)
         own = jax.vmap(lambda stats, x: _score(family, _as_terms(family, stats), x))(without, points)
-        others = jnp.bincount(draw_labels, length=n_slots + 1)[draw_labels] - 1
+        others = sizes[draw_labels] - 1
         own = jnp.where(others > 0, jnp.log(jnp.maximum(others, 1).astype(points.dtype)) + own, -jnp.inf)
         weights = weights.at[jnp.arange(n_fitted), draw_labels].set(own)
         return logsumexp(weights, axis=-1) - jnp.log(n_fitted - 1 + alpha)
