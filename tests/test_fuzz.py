@@ -1513,7 +1513,9 @@ ENTRY_POINTS: dict[str, tuple[Callable[[dict], Any], dict, dict[str, st.SearchSt
         lambda kwargs: InfiniteRelational().predict_held_out(**kwargs),
         {"data": RELATIONAL, "hidden": HIDDEN, "key": KEY, "n_sweeps": 2, "relation": 0}, {
             "hidden": bad_index_vectors(1, 10**6).map(lambda values: values[None]), "key": BAD_KEYS,
-            "relation": BAD_RELATIONS, "n_sweeps": BAD_POSITIVE_INT, "progress": BAD_BOOL,
+            # n_sweeps=None and until_mixed=None are the defaults (until the chains mix, 5,000 sweeps at most).
+            "relation": BAD_RELATIONS, "n_sweeps": BAD_POSITIVE_INT.filter(lambda value: value is not None),
+            "progress": BAD_BOOL, "until_mixed": BAD_BOOL.filter(lambda value: value is not None),
             "time_budget": BAD_POSITIVE_REAL.filter(lambda value: value is not None)}, {}),
     "leave_one_out_log_loss": (lambda kwargs: leave_one_out_log_loss(**kwargs),
                                {"model": LRM, "data": RELATIONAL, "key": KEY, "max_cases": 2, "max_passes": 2}, {

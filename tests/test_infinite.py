@@ -23,7 +23,7 @@ from zoo.relational.data import Domain, Relation, RelationalData, load_florentin
 from zoo.relational._infinite_conditional import log_gamma_tables
 from zoo.relational._infinite_moves import split_merge_moves
 from zoo.relational._infinite_state import init
-from zoo.relational.evaluation import leave_one_out_log_loss
+from zoo.relational.evaluation import held_out_cases, leave_one_out_log_loss
 from zoo.relational.infinite import (
     DEFAULT_WARMUP,
     HYPER_GRID,
@@ -517,8 +517,8 @@ def test_held_out_cases_whose_chains_sit_apart_are_counted_in_a_warning():
     log_joint[[1, 3], 1] += 10.0  # two cases whose second chain sits 10 nats higher
     log_joint[4] = np.nan  # a case not run (Ctrl-C): left out
     with pytest.warns(MixingWarning, match=r"^InfiniteRelational.predict_held_out: the chains of 2 of 4 cases do not "
-                                           r"mix \(R-hat of the log joint above 1.1; .*\(n_sweeps, now 200\), or "
-                                           r"split-merge moves"):
+                                           r"mix \(R-hat of the log joint above 1.1; .*\(n_sweeps, now 200; or "
+                                           r"until_mixed=True, each case until its chains mix\), or split-merge moves"):
         _warn_if_cases_do_not_mix(log_joint, n_sweeps=200, n_split_merge=0)
     # Leave-one-out cases are pointed to the reweighted draws of one run; folds, which hide too many cells, are not.
     for few_hidden in (True, False):
@@ -529,6 +529,76 @@ def test_held_out_cases_whose_chains_sit_apart_are_counted_in_a_warning():
         warnings.simplefilter("error")
         _warn_if_cases_do_not_mix(log_joint[[0, 2]], n_sweeps=200, n_split_merge=0)  # chains that agree
         _warn_if_cases_do_not_mix(log_joint[:, :1], n_sweeps=200, n_split_merge=0)  # one chain: nothing to compare
+
+
+def test_held_out_cases_run_until_their_chains_mix_each_where_it_passes(monkeypatch):
+    """until_mixed: a case ends at the first segment after which its kept sweeps (the later half of
+    the segments run) pass the rule, and its prediction is that of a fixed run of as many sweeps with the
+    first half as warm-up, whatever its call runs after for other cases; one that never passes ends
+    after n_sweeps and is counted in the warning."""
+    from zoo.relational import infinite
+    from zoo.relational._infinite_chains import CASE_SEGMENT_SWEEPS
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=2)
+    model = InfiniteRelational(max_clusters=16)
+    options = dict(key=jax.random.key(3), n_chains=2, progress=False)
+    segment = CASE_SEGMENT_SWEEPS  # 200 sweeps at most: segments of 25
+    # Every case passes once it keeps two segments (three run, the middle one kept), or, in the second
+    # run, never.
+    runs = []
+
+    def rule(log_joint):
+        runs.append(log_joint.shape)
+        return log_joint.shape[1] >= 2 * segment and rule.passes
+
+    monkeypatch.setattr(infinite, "_case_mixes", rule)
+    rule.passes = True
+    early = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
+    fixed = model.predict_held_out(data, hidden, n_sweeps=3 * segment, n_warmup=segment, **options)
+    np.testing.assert_allclose(early, fixed, rtol=1e-5)
+    assert max(shape[1] for shape in runs) == 2 * segment
+    rule.passes = False
+    with pytest.warns(MixingWarning, match=r"the chains of 2 of 2 cases do not mix \(within the sweeps they ran: "
+                                           r"R-hat of the log joint above 1.01 or its bulk ESS below 100;.*now 200, "
+                                           r"the most each case ran until its chains mixed\)"):
+        late = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
+    np.testing.assert_allclose(late, model.predict_held_out(data, hidden, n_sweeps=200, **options), rtol=1e-5)
+    # A fixed warm-up is one segment, and every later one is kept.
+    rule.passes = True
+    fixed_warmup = model.predict_held_out(data, hidden, n_sweeps=200, n_warmup=30, until_mixed=True, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # nor in 80
+        again = model.predict_held_out(data, hidden, n_sweeps=30 + 2 * segment, n_warmup=30, **options)
+    np.testing.assert_allclose(fixed_warmup, again, rtol=1e-5)
+
+
+def test_held_out_cases_until_mixed_on_a_network():
+    """The default (until the chains mix, 5,000 sweeps at most) and its rule (R-hat of the log joint
+    at most 1.01, bulk ESS at least 100): the Florentine families' cases mix after a few hundred
+    sweeps, and silently; their predictions do not depend on how the cases are cut into calls."""
+    from zoo.relational import _infinite_chains
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=3)
+    segments = []
+    advance = _infinite_chains._advance_cases
+
+    def counting(*args, **kwargs):
+        segments.append(len(args[4]))
+        return advance(*args, **kwargs)
+
+    model = InfiniteRelational()
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("error")
+        patch.setattr(_infinite_chains, "_advance_cases", counting)
+        together = model.predict_held_out(data, hidden, key=jax.random.key(0), progress=False)
+        assert sum(segments) < 1500, segments
+        apart = model.predict_held_out(data, hidden, key=jax.random.key(0), n_sweeps=5000, until_mixed=True,
+                                       cases_per_call=1, progress=False)
+    assert np.isfinite(together[hidden >= 0]).all()
+    np.testing.assert_array_equal(together, apart) if jax.default_backend() == "cpu" else \
+        np.testing.assert_allclose(together, apart, rtol=1e-5, atol=1e-6)
 
 
 def test_split_merge_moves_run_in_held_out_cases():

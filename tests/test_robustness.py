@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +19,7 @@ import pytest
 
 from inference import em
 from inference.em import tempered_em
+from inference.diagnostics import MixingWarning
 from inference.interrupts import DeferredInterrupt
 from inference.schedules import DeterministicAnnealing, FixedBeta
 from zoo.data import CoOccurrence
@@ -524,6 +526,31 @@ def test_a_time_budget_stops_held_out_cases_like_ctrl_c(capsys):
             "predict_held_out: time_budget ran out after 2 of 5 cases; the cases not run are NaN",
             "leave_one_out_log_loss: the estimate is over the 2 of 5 cases the model ran (stopped early)"]
         assert loss.n_cells == 2 and np.isfinite(loss.mean)
+
+
+def test_a_time_budget_ends_held_out_cases_run_until_mixed_with_the_sweeps_they_have():
+    # The running call's cases end after the segment of sweeps in which the budget ran out (here the
+    # first, of 25, kept as a fixed run of one sweep keeps it): a fixed run of 25 sweeps without
+    # warm-up. They did not mix and say so; the cases of the calls not made are NaN, as with a fixed
+    # number of sweeps.
+    from zoo.relational.data import load_florentine_families
+    from zoo.relational.evaluation import held_out_cases
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=5)
+    model = InfiniteRelational()
+    options = dict(key=jax.random.key(0), n_chains=2, cases_per_call=2, progress=False)
+    with pytest.warns(RuntimeWarning) as warned:
+        # 1,600 sweeps at most: 64 segments of 25
+        probs = model.predict_held_out(data, hidden, n_sweeps=1600, until_mixed=True, time_budget=1e-9, **options)
+    messages = [str(warning.message) for warning in warned]
+    assert messages[0] == "predict_held_out: time_budget ran out after 2 of 5 cases; the cases not run are NaN"
+    assert "the chains of 2 of 2 cases do not mix (within the sweeps they ran" in messages[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        fixed = model.predict_held_out(data, hidden[:2], n_sweeps=25, n_warmup=0, **options)
+    np.testing.assert_allclose(probs[:2], fixed, rtol=1e-5)
+    assert np.isnan(probs[2:]).all()
 
 
 def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):

@@ -155,6 +155,114 @@ def _run_cases(keys, arrays, flat, hidden_cells, **static):
     return jax.vmap(chains, in_axes=(0, _BY_CASE, None, 0))(keys, arrays, flat, hidden_cells)
 
 
+@partial(jit, static_argnames=("schema", "capacities", "settings", "n_sweeps", "relation"))
+def _start_cases(keys, arrays, hidden_cells, **static):
+    """Every case's chains started (as :func:`_run_cases` starts them): states and sweep keys."""
+    chains = jax.vmap(partial(_start_chain, **static), in_axes=(0, _SHARED, None))
+    states, _, sweep_keys = jax.vmap(chains, in_axes=(0, _BY_CASE, 0))(keys, arrays, hidden_cells)
+    return states, sweep_keys
+
+
+@partial(jit, static_argnames=("schema", "capacities", "settings", "relation"))
+def _advance_cases(states, arrays, flat, hidden_cells, indices, keys, *, schema, capacities, settings, relation):
+    """The sweeps ``indices`` of every case's chains: their states, the sum over these sweeps and the
+    chains of the hidden cells' predictive (cases, cells, values), and the log joints (cases,
+    chains, sweeps)."""
+    def chain(state, case_arrays, case_cells, chain_keys):
+        zero = jnp.zeros(case_cells.shape[:1] + (schema.n_values[relation],), arrays.weights[0].dtype)
+        (state, total), (info, _) = _advance_chain(
+            state, zero, case_arrays, flat, case_cells, indices, chain_keys, schema=schema, capacities=capacities,
+            settings=settings, n_warmup=0, relation=relation, keep_assignments=False)
+        return state, total, info.log_joint
+
+    chains = jax.vmap(chain, in_axes=(0, None, None, 0))
+    states, totals, log_joint = jax.vmap(chains, in_axes=(0, _BY_CASE, 0, 0))(states, arrays, hidden_cells, keys)
+    return states, totals.sum(axis=1), log_joint
+
+
+#: Most segments an until-mixed run of held-out cases is cut into (:func:`_run_cases_until_mixed`):
+#: the mixing is asked after each, and each case's predictive is kept as one sum per segment.
+CASE_SEGMENTS = 64
+#: Fewest sweeps in a segment of such a run.
+CASE_SEGMENT_SWEEPS = 25
+
+
+class _CasesRun(NamedTuple):
+    predictive: np.ndarray  # (cases, cells, values), averaged over chains and kept sweeps
+    log_joint: list  # per case: (chains, kept sweeps)
+    n_sweeps: np.ndarray  # per case: the sweeps its result is made of
+    mixed: np.ndarray  # per case: whether it passed the rule
+
+
+def _case_segments(n_sweeps: int, n_warmup: int | None) -> list[tuple[int, int]]:
+    """The segments (first, stop) of sweeps: the warm-up one segment when it is fixed."""
+    length = max(CASE_SEGMENT_SWEEPS, -(-n_sweeps // CASE_SEGMENTS))
+    first = 0 if n_warmup is None else n_warmup
+    bounds = ([0] if first else []) + list(range(first, n_sweeps, length)) + [n_sweeps]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _kept_segments(n_done: int, n_warmup: int | None) -> range:
+    """Of the first ``n_done`` segments, those kept: after the fixed warm-up, else the later half
+    (the middle one kept, as a fixed run of n sweeps keeps n - n // 2)."""
+    if n_warmup is None:
+        return range(n_done // 2, n_done)
+    return range(1 if n_warmup else 0, n_done)
+
+
+def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
+                           relation, mixed, stopping):
+    """The chains of a call's held-out cases, in segments, each case until its chains mix.
+
+    After each segment every case still running is asked ``mixed(log_joint)`` about its kept
+    draws ((chains, sweeps): after ``n_warmup`` when it is given, else the later half of the
+    segments run); a case that passes ends there, its predictive the average over its kept sweeps,
+    and the later segments run only the cases left (one compilation per number of them). A case's
+    result is thus what it would be alone (vmapped cases are independent; bit for bit on the CPU).
+    Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
+    budget) every case left ends with the sweeps run (once past a fixed warm-up). Returns a :class:`_CasesRun`, or None when a
+    chain outgrew its capacity (the caller runs again with larger ones).
+    """
+    static = dict(schema=schema, capacities=capacities, settings=settings, relation=relation)
+    states, sweep_keys = _start_cases(keys, arrays, hidden_cells, n_sweeps=n_sweeps, **static)
+    segments = _case_segments(n_sweeps, n_warmup)
+    n_cases = keys.shape[0]
+    sums = [[] for _ in range(n_cases)]  # per case, per segment run: predictive summed over sweeps and chains
+    joints = [[] for _ in range(n_cases)]  # per case, per segment run: log joint (chains, sweeps)
+    passed = np.zeros(n_cases, bool)
+    left = np.arange(n_cases)  # the cases still running
+    for first, stop in segments:
+        states, total, log_joint = _advance_cases(
+            states, arrays._replace(weights=tuple(weights[left] for weights in arrays.weights)), flat,
+            hidden_cells[left], jnp.arange(first, stop), sweep_keys[left, :, first:stop], **static)
+        if np.any(np.asarray(states.overflow)):
+            return None
+        total, log_joint = np.asarray(total), np.asarray(log_joint)
+        going = np.ones(left.size, bool)
+        for row, case in enumerate(left):
+            sums[case].append(total[row])
+            joints[case].append(log_joint[row])
+            kept = _kept_segments(len(joints[case]), n_warmup)
+            if len(kept) and mixed(np.concatenate([joints[case][k] for k in kept], axis=-1)):
+                passed[case], going[row] = True, False
+        if not going.any():
+            break
+        if stopping() and len(_kept_segments(len(joints[left[0]]), n_warmup)):  # once they keep some sweeps
+            break
+        if not going.all():
+            left = left[going]
+            states = jax.tree_util.tree_map(lambda leaf: leaf[going], states)
+    predictive = np.empty((n_cases,) + sums[0][0].shape, sums[0][0].dtype)
+    kept_joints, n_run = [], np.zeros(n_cases, int)
+    for case in range(n_cases):
+        kept = _kept_segments(len(sums[case]), n_warmup)
+        sweeps = sum(segments[k][1] - segments[k][0] for k in kept)
+        n_run[case] = segments[len(sums[case]) - 1][1]
+        predictive[case] = sum(sums[case][k] for k in kept) / (sweeps * keys.shape[1])
+        kept_joints.append(np.concatenate([joints[case][k] for k in kept], axis=-1))
+    return _CasesRun(predictive, kept_joints, n_run, passed)
+
+
 class _Settings(tuple):
     """Hashable sampler settings (a ``jit`` static argument) readable by key."""
 

@@ -434,7 +434,7 @@ class LatentClassRelational:
         fit_options = dict(schema=schema, n_classes=self.classes_for(schema), max_passes=max_passes,
                            backend=resolve_backend(self.backend), seeded=self.starts == "seeded")
 
-        def run_call(positions):
+        def run_call(positions, stopping):  # one call of EM runs cannot end early
             case_hidden = hidden[positions]
             case_arrays = arrays._replace(weights=_case_weights(arrays, case_hidden, relation))
             params = _fit_cases(keys[positions], case_arrays, flat, beta, tol, prior_count, **fit_options)
