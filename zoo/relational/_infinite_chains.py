@@ -190,8 +190,6 @@ CASE_SEGMENT_SWEEPS = 25
 class _CasesRun(NamedTuple):
     predictive: np.ndarray  # (cases, cells, values), averaged over chains and kept sweeps
     log_joint: list  # per case: (chains, kept sweeps)
-    n_sweeps: np.ndarray  # per case: the sweeps its result is made of
-    mixed: np.ndarray  # per case: whether it passed the rule
 
 
 def _case_segments(n_sweeps: int, n_warmup: int | None) -> list[tuple[int, int]]:
@@ -220,8 +218,9 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     and the later segments run only the cases left (one compilation per number of them). A case's
     result is thus what it would be alone (vmapped cases are independent; bit for bit on the CPU).
     Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
-    budget) every case left ends with the sweeps run (once past a fixed warm-up). Returns a :class:`_CasesRun`, or None when a
-    chain outgrew its capacity (the caller runs again with larger ones).
+    budget) every case left ends with the sweeps run (once past a fixed warm-up). Returns a
+    :class:`_CasesRun`, or None when a chain outgrew its capacity (the caller runs again with
+    larger ones).
     """
     static = dict(schema=schema, capacities=capacities, settings=settings, relation=relation)
     states, sweep_keys = _start_cases(keys, arrays, hidden_cells, n_sweeps=n_sweeps, **static)
@@ -229,7 +228,6 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     n_cases = keys.shape[0]
     sums = [[] for _ in range(n_cases)]  # per case, per segment run: predictive summed over sweeps and chains
     joints = [[] for _ in range(n_cases)]  # per case, per segment run: log joint (chains, sweeps)
-    passed = np.zeros(n_cases, bool)
     left = np.arange(n_cases)  # the cases still running
     for first, stop in segments:
         states, total, log_joint = _advance_cases(
@@ -243,8 +241,7 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
             sums[case].append(total[row])
             joints[case].append(log_joint[row])
             kept = _kept_segments(len(joints[case]), n_warmup)
-            if len(kept) and mixed(np.concatenate([joints[case][k] for k in kept], axis=-1)):
-                passed[case], going[row] = True, False
+            going[row] = not (len(kept) and mixed(np.concatenate([joints[case][k] for k in kept], axis=-1)))
         if not going.any():
             break
         if stopping() and len(_kept_segments(len(joints[left[0]]), n_warmup)):  # once they keep some sweeps
@@ -253,14 +250,13 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
             left = left[going]
             states = jax.tree_util.tree_map(lambda leaf: leaf[going], states)
     predictive = np.empty((n_cases,) + sums[0][0].shape, sums[0][0].dtype)
-    kept_joints, n_run = [], np.zeros(n_cases, int)
+    kept_joints = []
     for case in range(n_cases):
         kept = _kept_segments(len(sums[case]), n_warmup)
         sweeps = sum(segments[k][1] - segments[k][0] for k in kept)
-        n_run[case] = segments[len(sums[case]) - 1][1]
         predictive[case] = sum(sums[case][k] for k in kept) / (sweeps * keys.shape[1])
         kept_joints.append(np.concatenate([joints[case][k] for k in kept], axis=-1))
-    return _CasesRun(predictive, kept_joints, n_run, passed)
+    return _CasesRun(predictive, kept_joints)
 
 
 class _Settings(tuple):

@@ -313,19 +313,19 @@ def _case_calls(n_cases: int, cases_per_call: int) -> list[tuple[np.ndarray, int
 
 
 def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], bool]], tuple[Any, bool]], output: np.ndarray,
-                    cases_per_call: int,
-                    *, caller: str, deadline: float | None = None, progress: bool = False) -> int:
+                    cases_per_call: int, *, caller: str, deadline: float | None = None, progress: bool = False) -> int:
     """Fill ``output`` (one row per case) by ``run_call(positions)`` in calls of cases; Ctrl-C between calls.
 
     ``run_call(positions, stopping)`` returns the rows of its cases and whether the finished calls
     must be run again (the IRM when a chain outgrew its capacity: every case then runs with the
     larger one, as in one call); ``stopping()`` says whether Ctrl-C or the deadline came, for a
-    call that can end early with what it has (the IRM's chains run until they mix). Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`),
-    and so is ``deadline`` (a ``time.perf_counter()`` value: the calls stop after the one that
-    passes it): the cases not finished keep ``output``'s NaN and a ``RuntimeWarning`` from
-    ``caller`` says how many were; a second Ctrl-C abandons with ``KeyboardInterrupt``.
-    ``progress`` shows a tqdm bar of the cases, advanced after every call (and set back to zero
-    when the cases are run again). Returns the cases finished.
+    call that can end early with what it has (the IRM's chains run until they mix). Ctrl-C is
+    acted on between calls (:class:`inference.interrupts.DeferredInterrupt`), and so is ``deadline``
+    (a ``time.perf_counter()`` value: the calls stop after the one that passes it): the cases not
+    finished keep ``output``'s NaN and a ``RuntimeWarning`` from ``caller`` says how many were; a
+    second Ctrl-C abandons with ``KeyboardInterrupt``. ``progress`` shows a tqdm bar of the cases,
+    advanced after every call (and set back to zero when the cases are run again). Returns the cases
+    finished.
     """
     n_cases = output.shape[0]
     calls = _case_calls(n_cases, cases_per_call)

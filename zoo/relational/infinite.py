@@ -61,9 +61,9 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import arviz as az
 import jax
 import jax.numpy as jnp
-import arviz as az
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
@@ -658,9 +658,10 @@ def _warn_if_cases_do_not_mix(log_joint: Any, *, n_sweeps: int, n_split_merge: i
                    "model in leave_one_out_log_loss), which reweights its draws per case and runs again only the "
                    "cases it cannot reweight.")
     warnings.warn(
-        f"{caller}: the chains of {apart} of {rhat.size} cases do not mix ({rule}; R-hat median {np.median(rhat):.3f}, largest {rhat.max():.3f}; above 1.01 in "
-        f"{int(np.sum(rhat > 1.01))}): their predictions average chains in separate modes, and a loss computed from "
-        f"them carries that. Run more sweeps per case (n_sweeps, now {n_sweeps}{longer}){moves}{one_run}",
+        f"{caller}: the chains of {apart} of {rhat.size} cases do not mix ({rule}; R-hat median "
+        f"{np.median(rhat):.3f}, largest {rhat.max():.3f}; above 1.01 in {int(np.sum(rhat > 1.01))}): their "
+        f"predictions average chains in separate modes, and a loss computed from them carries that. Run more "
+        f"sweeps per case (n_sweeps, now {n_sweeps}{longer}){moves}{one_run}",
         diagnostics.MixingWarning, stacklevel=user_stacklevel())
 
 
