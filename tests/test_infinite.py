@@ -573,6 +573,45 @@ def test_held_out_cases_run_until_their_chains_mix_each_where_it_passes(monkeypa
     np.testing.assert_allclose(fixed_warmup, again, rtol=1e-5)
 
 
+def test_held_out_cases_that_end_apart_run_in_batches_of_powers_of_two(monkeypatch):
+    """When some cases of a call have mixed, the others run on in a batch of the next power of two
+    (padded with finished cases, whose sweeps are discarded), so that a process compiles a few
+    shapes; each case's prediction is still that of its own fixed run."""
+    from zoo.relational import _infinite_chains, infinite
+    from zoo.relational._infinite_chains import CASE_SEGMENT_SWEEPS as segment
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=5)
+    model = InfiniteRelational(max_clusters=16)
+    options = dict(key=jax.random.key(5), n_chains=2, progress=False)
+    needs = np.array([3, 5, 5, 3, 5])  # the segments after which each case passes (it keeps 2 or 3)
+    batches, finished, asked = [], set(), []
+    advance = _infinite_chains._advance_cases
+
+    def counting(*args, **kwargs):
+        batches.append(args[3].shape[0])
+        asked[:] = [case for case in range(needs.size) if case not in finished]  # asked in this order
+        return advance(*args, **kwargs)
+
+    def rule(log_joint):
+        if not asked:  # asked again for the warning, after the run: every case passed
+            return True
+        case = asked.pop(0)
+        passes = log_joint.shape[1] >= (needs[case] - needs[case] // 2) * segment
+        if passes:
+            finished.add(case)
+        return passes
+
+    monkeypatch.setattr(_infinite_chains, "_advance_cases", counting)
+    monkeypatch.setattr(infinite, "_case_mixes", rule)
+    early = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
+    assert batches == [5, 5, 5, 4, 4], batches  # three cases left after three segments: padded to four
+    for need in (3, 5):
+        fixed = model.predict_held_out(data, hidden, n_sweeps=need * segment, n_warmup=need // 2 * segment,
+                                       **options)
+        np.testing.assert_allclose(early[needs == need], fixed[needs == need], rtol=1e-5)
+
+
 def test_held_out_cases_until_mixed_on_a_network():
     """The default (until the chains mix, 5,000 sweeps at most) and its rule (R-hat of the log joint
     at most 1.01, bulk ESS at least 100): the Florentine families' cases mix after a few hundred

@@ -214,9 +214,13 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
 
     After each segment every case still running is asked ``mixed(log_joint)`` about its kept
     draws ((chains, sweeps): after ``n_warmup`` when it is given, else the later half of the
-    segments run); a case that passes ends there, its predictive the average over its kept sweeps,
-    and the later segments run only the cases left (one compilation per number of them). A case's
-    result is thus what it would be alone (vmapped cases are independent; bit for bit on the CPU).
+    segments run); a case that passes ends there, its predictive the average over its kept sweeps.
+    The later segments run a batch of the next power of two at or above the number of cases left
+    (never more than the call's cases): the rows past those left are finished cases whose further
+    sweeps are discarded, so that a process compiles one shape per power of two rather than one
+    per number of cases left (each compilation of the doubly vmapped sweep takes seconds, more than
+    a segment of a small case). A case's result is thus what it would be alone (vmapped cases are
+    independent; bit for bit on the CPU).
     Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
     budget) every case left ends with the sweeps run (once past a fixed warm-up). Returns a
     :class:`_CasesRun`, or None when a chain outgrew its capacity (the caller runs again with
@@ -228,27 +232,31 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     n_cases = keys.shape[0]
     sums = [[] for _ in range(n_cases)]  # per case, per segment run: predictive summed over sweeps and chains
     joints = [[] for _ in range(n_cases)]  # per case, per segment run: log joint (chains, sweeps)
-    left = np.arange(n_cases)  # the cases still running
+    batch = np.arange(n_cases)  # the case of each row of the batch
+    running = np.ones(n_cases, bool)  # by case: not yet mixed
     for first, stop in segments:
         states, total, log_joint = _advance_cases(
-            states, arrays._replace(weights=tuple(weights[left] for weights in arrays.weights)), flat,
-            hidden_cells[left], jnp.arange(first, stop), sweep_keys[left, :, first:stop], **static)
-        if np.any(np.asarray(states.overflow)):
+            states, arrays._replace(weights=tuple(weights[batch] for weights in arrays.weights)), flat,
+            hidden_cells[batch], jnp.arange(first, stop), sweep_keys[batch, :, first:stop], **static)
+        if np.any(np.asarray(states.overflow)[running[batch]]):
             return None
         total, log_joint = np.asarray(total), np.asarray(log_joint)
-        going = np.ones(left.size, bool)
-        for row, case in enumerate(left):
-            sums[case].append(total[row])
-            joints[case].append(log_joint[row])
-            kept = _kept_segments(len(joints[case]), n_warmup)
-            going[row] = not (len(kept) and mixed(np.concatenate([joints[case][k] for k in kept], axis=-1)))
-        if not going.any():
+        for row, case in enumerate(batch):
+            if running[case]:
+                sums[case].append(total[row])
+                joints[case].append(log_joint[row])
+                kept = _kept_segments(len(joints[case]), n_warmup)
+                running[case] = not (len(kept) and mixed(np.concatenate([joints[case][k] for k in kept], axis=-1)))
+        if not running.any():
             break
-        if stopping() and len(_kept_segments(len(joints[left[0]]), n_warmup)):  # once they keep some sweeps
+        done = len(joints[np.flatnonzero(running)[0]])
+        if stopping() and len(_kept_segments(done, n_warmup)):  # once they keep some sweeps
             break
-        if not going.all():
-            left = left[going]
-            states = jax.tree_util.tree_map(lambda leaf: leaf[going], states)
+        size = min(batch.size, 1 << (int(running.sum()) - 1).bit_length())
+        if size < batch.size:  # the cases left first, then finished ones up to a power of two
+            rows = np.argsort(~running[batch], kind="stable")[:size]
+            batch = batch[rows]
+            states = jax.tree_util.tree_map(lambda leaf: leaf[rows], states)
     predictive = np.empty((n_cases,) + sums[0][0].shape, sums[0][0].dtype)
     kept_joints = []
     for case in range(n_cases):
