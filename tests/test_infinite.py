@@ -573,10 +573,10 @@ def test_held_out_cases_run_until_their_chains_mix_each_where_it_passes(monkeypa
     np.testing.assert_allclose(fixed_warmup, again, rtol=1e-5)
 
 
-def test_held_out_cases_that_end_apart_run_in_batches_of_powers_of_two(monkeypatch):
-    """When some cases of a call have mixed, the others run on in a batch of the next power of two
-    (padded with finished cases, whose sweeps are discarded), so that a process compiles a few
-    shapes; each case's prediction is still that of its own fixed run."""
+def test_finished_held_out_cases_stay_in_the_batch_until_they_would_pay_for_a_compilation(monkeypatch):
+    """When some cases of a call have mixed, they run on in the batch (their sweeps discarded) until
+    the Gibbs steps they waste reach CASE_COMPILE_STEPS, and then the batch shrinks to the cases
+    left; either way each case's prediction is that of its own fixed run."""
     from zoo.relational import _infinite_chains, infinite
     from zoo.relational._infinite_chains import CASE_SEGMENT_SWEEPS as segment
 
@@ -604,12 +604,19 @@ def test_held_out_cases_that_end_apart_run_in_batches_of_powers_of_two(monkeypat
 
     monkeypatch.setattr(_infinite_chains, "_advance_cases", counting)
     monkeypatch.setattr(infinite, "_case_mixes", rule)
-    early = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
-    assert batches == [5, 5, 5, 4, 4], batches  # three cases left after three segments: padded to four
+    runs = {}
+    # Two finished cases waste 2 x 15 individuals x 2 chains x 25 sweeps = 1,500 steps a segment.
+    for compile_steps, expected in ((3_000, [5, 5, 5, 5, 3]), (1_500, [5, 5, 5, 3, 3])):
+        monkeypatch.setattr(_infinite_chains, "CASE_COMPILE_STEPS", compile_steps)
+        batches.clear(), finished.clear()
+        runs[compile_steps] = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
+        assert batches == expected, (compile_steps, batches)
+    np.testing.assert_array_equal(*runs.values()) if jax.default_backend() == "cpu" else \
+        np.testing.assert_allclose(*runs.values(), rtol=1e-5, atol=1e-6)
     for need in (3, 5):
         fixed = model.predict_held_out(data, hidden, n_sweeps=need * segment, n_warmup=need // 2 * segment,
                                        **options)
-        np.testing.assert_allclose(early[needs == need], fixed[needs == need], rtol=1e-5)
+        np.testing.assert_allclose(runs[1_500][needs == need], fixed[needs == need], rtol=1e-5)
 
 
 def test_held_out_cases_until_mixed_on_a_network():

@@ -185,6 +185,13 @@ def _advance_cases(states, arrays, flat, hidden_cells, indices, keys, *, schema,
 CASE_SEGMENTS = 64
 #: Fewest sweeps in a segment of such a run.
 CASE_SEGMENT_SWEEPS = 25
+#: Gibbs steps (one individual in one chain) that cost about as much as compiling the sweep of a
+#: batch of held-out cases for a new number of cases: 20-35 µs per step and 2-3 s per compilation on
+#: 2 cores, whatever the size (2026-12-06: the Florentine families, 15 individuals, in calls of 21
+#: cases of 2 chains, 1.7 s per 79 sweeps and 2.0-2.6 s per compilation; a MovieLens fold, 2,100
+#: individuals, 104 s for 1,250 sweeps of 2 chains). An until-mixed run keeps its finished cases in
+#: the batch until they have wasted this many (:func:`_run_cases_until_mixed`).
+CASE_COMPILE_STEPS = 100_000
 
 
 class _CasesRun(NamedTuple):
@@ -215,12 +222,13 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     After each segment every case still running is asked ``mixed(log_joint)`` about its kept
     draws ((chains, sweeps): after ``n_warmup`` when it is given, else the later half of the
     segments run); a case that passes ends there, its predictive the average over its kept sweeps.
-    The later segments run a batch of the next power of two at or above the number of cases left
-    (never more than the call's cases): the rows past those left are finished cases whose further
-    sweeps are discarded, so that a process compiles one shape per power of two rather than one
-    per number of cases left (each compilation of the doubly vmapped sweep takes seconds, more than
-    a segment of a small case). A case's result is thus what it would be alone (vmapped cases are
-    independent; bit for bit on the CPU).
+    Finished cases stay in the batch, their further sweeps discarded, until the sweeps they waste
+    would cost more than compiling the sweep for a batch of the cases left
+    (:data:`CASE_COMPILE_STEPS`, counted in Gibbs steps of an individual): small cases, such as a
+    network's pairs, then keep one compiled shape, and large ones, such as the folds of a ratings
+    matrix, run only the cases left from the segment after the first ones end (the rule reads
+    sizes only, so the batches run do not depend on timings). A case's result is what it would be
+    alone (vmapped cases are independent; bit for bit on the CPU).
     Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
     budget) every case left ends with the sweeps run (once past a fixed warm-up). Returns a
     :class:`_CasesRun`, or None when a chain outgrew its capacity (the caller runs again with
@@ -233,6 +241,8 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     sums = [[] for _ in range(n_cases)]  # per case, per segment run: predictive summed over sweeps and chains
     joints = [[] for _ in range(n_cases)]  # per case, per segment run: log joint (chains, sweeps)
     batch = np.arange(n_cases)  # the case of each row of the batch
+    steps = keys.shape[1] * sum(schema.domain_sizes)  # Gibbs steps in one sweep of a case's chains
+    wasted = 0  # steps run by the rows of finished cases since the batch last shrank
     running = np.ones(n_cases, bool)  # by case: not yet mixed
     for first, stop in segments:
         states, total, log_joint = _advance_cases(
@@ -241,6 +251,7 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
         if np.any(np.asarray(states.overflow)[running[batch]]):
             return None
         total, log_joint = np.asarray(total), np.asarray(log_joint)
+        wasted += int(np.sum(~running[batch])) * steps * (stop - first)
         for row, case in enumerate(batch):
             if running[case]:
                 sums[case].append(total[row])
@@ -252,11 +263,13 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
         done = len(joints[np.flatnonzero(running)[0]])
         if stopping() and len(_kept_segments(done, n_warmup)):  # once they keep some sweeps
             break
-        size = min(batch.size, 1 << (int(running.sum()) - 1).bit_length())
-        if size < batch.size:  # the cases left first, then finished ones up to a power of two
-            rows = np.argsort(~running[batch], kind="stable")[:size]
+        # Ski rental: finished cases run on until what they waste, with the next segment's, would pay for a compilation.
+        idle = int(np.sum(~running[batch]))
+        if idle and wasted + idle * steps * (stop - first) >= CASE_COMPILE_STEPS:
+            rows = running[batch]
             batch = batch[rows]
             states = jax.tree_util.tree_map(lambda leaf: leaf[rows], states)
+            wasted = 0
     predictive = np.empty((n_cases,) + sums[0][0].shape, sums[0][0].dtype)
     kept_joints = []
     for case in range(n_cases):
