@@ -531,8 +531,8 @@ def test_a_time_budget_stops_held_out_cases_like_ctrl_c(capsys):
 def test_a_time_budget_ends_held_out_cases_run_until_mixed_with_the_sweeps_they_have():
     # The running call's cases end after the segment of sweeps in which the budget ran out (here the
     # first, of 25, kept as a fixed run of one sweep keeps it): a fixed run of 25 sweeps without
-    # warm-up. They did not mix and say so; the cases of the calls not made are NaN, as with a fixed
-    # number of sweeps.
+    # warm-up. They did not mix and say so, and that the budget ended them; the cases of the calls not
+    # made are NaN, as with a fixed number of sweeps.
     from zoo.relational.data import load_florentine_families
     from zoo.relational.evaluation import held_out_cases
 
@@ -545,12 +545,40 @@ def test_a_time_budget_ends_held_out_cases_run_until_mixed_with_the_sweeps_they_
         probs = model.predict_held_out(data, hidden, n_sweeps=1600, until_mixed=True, time_budget=1e-9, **options)
     messages = [str(warning.message) for warning in warned]
     assert messages[0] == "predict_held_out: time_budget ran out after 2 of 5 cases; the cases not run are NaN"
-    assert "the chains of 2 of 2 cases do not mix (within the sweeps they ran" in messages[1]
+    assert messages[1] == ("predict_held_out: time_budget ran out while 2 cases ran their chains until they mix: "
+                           "they ended after 25 sweeps (of at most 1600), before they mixed")
+    assert "the chains of 2 of 2 cases do not mix (within the sweeps they ran" in messages[2]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
         fixed = model.predict_held_out(data, hidden[:2], n_sweeps=25, n_warmup=0, **options)
     np.testing.assert_allclose(probs[:2], fixed, rtol=1e-5)
     assert np.isnan(probs[2:]).all()
+
+
+def test_ctrl_c_ends_held_out_cases_run_until_mixed_and_says_so(monkeypatch):
+    # All the cases in one call: Ctrl-C after its second segment ends them there, each with the
+    # later half of its sweeps (a fixed run of 50 sweeps, 25 of them warm-up), and a RuntimeWarning
+    # says so, beside the MixingWarning of cases that did not mix.
+    from zoo.relational import _infinite_chains
+    from zoo.relational.data import load_florentine_families
+    from zoo.relational.evaluation import held_out_cases
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=2)
+    model = InfiniteRelational()
+    options = dict(key=jax.random.key(0), n_chains=2, progress=False)
+    with monkeypatch.context() as patched:
+        _interrupt_on_call(patched, _infinite_chains, "_advance_cases", 2)
+        with pytest.warns(RuntimeWarning) as warned:
+            probs = model.predict_held_out(data, hidden, n_sweeps=1600, until_mixed=True, **options)
+    messages = [str(warning.message) for warning in warned]
+    assert messages[0] == ("predict_held_out: interrupted (Ctrl-C) while 2 cases ran their chains until they mix: "
+                           "they ended after 50 sweeps (of at most 1600), before they mixed"), messages
+    assert "the chains of 2 of 2 cases do not mix (within the sweeps they ran" in messages[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        fixed = model.predict_held_out(data, hidden, n_sweeps=50, n_warmup=25, **options)
+    np.testing.assert_allclose(probs, fixed, rtol=1e-5)
 
 
 def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):

@@ -197,6 +197,7 @@ CASE_COMPILE_STEPS = 100_000
 class _CasesRun(NamedTuple):
     predictive: np.ndarray  # (cases, cells, values), averaged over chains and kept sweeps
     log_joint: list  # per case: (chains, kept sweeps)
+    stopped: tuple | None  # (cases not mixed, sweeps they ran) when stopping() ended them, else None
 
 
 def _case_segments(n_sweeps: int, n_warmup: int | None) -> list[tuple[int, int]]:
@@ -230,8 +231,8 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     sizes only, so the batches run do not depend on timings). A case's result is what it would be
     alone (vmapped cases are independent; bit for bit on the CPU).
     Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
-    budget) every case left ends with the sweeps run (once past a fixed warm-up). Returns a
-    :class:`_CasesRun`, or None when a chain outgrew its capacity (the caller runs again with
+    budget) every case left ends with the sweeps run (once past a fixed warm-up; ``stopped`` says how
+    many cases and sweeps). Returns a :class:`_CasesRun`, or None when a chain outgrew its capacity (the caller runs again with
     larger ones).
     """
     static = dict(schema=schema, capacities=capacities, settings=settings, relation=relation)
@@ -244,6 +245,7 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     steps = keys.shape[1] * sum(schema.domain_sizes)  # Gibbs steps in one sweep of a case's chains
     wasted = 0  # steps run by the rows of finished cases since the batch last shrank
     running = np.ones(n_cases, bool)  # by case: not yet mixed
+    stopped = None
     for first, stop in segments:
         states, total, log_joint = _advance_cases(
             states, arrays._replace(weights=tuple(weights[batch] for weights in arrays.weights)), flat,
@@ -262,6 +264,7 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
             break
         done = len(joints[np.flatnonzero(running)[0]])
         if stopping() and len(_kept_segments(done, n_warmup)):  # once they keep some sweeps
+            stopped = (int(running.sum()), stop)
             break
         # Ski rental: finished cases run on until what they waste, with the next segment's, would pay for a compilation.
         idle = int(np.sum(~running[batch]))
@@ -277,7 +280,7 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
         sweeps = sum(segments[k][1] - segments[k][0] for k in kept)
         predictive[case] = sum(sums[case][k] for k in kept) / (sweeps * keys.shape[1])
         kept_joints.append(np.concatenate([joints[case][k] for k in kept], axis=-1))
-    return _CasesRun(predictive, kept_joints)
+    return _CasesRun(predictive, kept_joints, stopped)
 
 
 class _Settings(tuple):

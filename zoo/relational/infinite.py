@@ -571,6 +571,8 @@ class InfiniteRelational:
             if until_mixed:
                 for position, case_joint in zip(positions, run.log_joint):
                     log_joint[position] = case_joint
+                if run.stopped is not None:
+                    stopped.append(run.stopped)
                 return run.predictive, False
             for position, case_joint in zip(positions, np.asarray(output.info.log_joint)[:, :, warmup:]):
                 log_joint[position] = case_joint
@@ -578,8 +580,17 @@ class InfiniteRelational:
 
         probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(arrays.weights[0].dtype))
         log_joint = [None] * hidden.shape[0]  # per case: (chains, kept sweeps)
+        stopped = []  # (cases, sweeps) of a call whose cases Ctrl-C or the time budget ended before they mixed
         _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out", deadline=deadline,
                         progress=progress)
+        if stopped:
+            n_stopped, sweeps = stopped[-1]
+            why = ("time_budget ran out" if deadline is not None and time.perf_counter() >= deadline
+                   else "interrupted (Ctrl-C)")
+            warnings.warn(f"predict_held_out: {why} while {n_stopped} case{'s' if n_stopped > 1 else ''} ran "
+                          f"{'their' if n_stopped > 1 else 'its'} chains until they mix: they ended after {sweeps} "
+                          f"sweeps (of at most {n_sweeps}), before they mixed", RuntimeWarning,
+                          stacklevel=user_stacklevel())
         finished = np.isfinite(probs.reshape(probs.shape[0], -1)).any(axis=1)  # not stopped, not started over
         log_joint = [case if done else None for case, done in zip(log_joint, finished)]
         _warn_if_cases_do_not_mix(log_joint, n_sweeps=n_sweeps, n_split_merge=self.n_split_merge,
