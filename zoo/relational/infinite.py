@@ -491,7 +491,8 @@ class InfiniteRelational:
             (500 users, a fifth of the ratings hidden, 2 chains, 2 cores) one fold passed after
             1,250 sweeps (104 s), and in three folds of five the chains were still apart after
             4,000 (``notebooks/relational_ratings.ipynb``). With Ctrl-C or the time budget the
-            cases of the running call end with the sweeps they have.
+            cases of the running call end with the sweeps they have, and a ``RuntimeWarning`` says
+            how many cases and sweeps.
         cases_per_call : int — at most this many cases' chains per jitted call (cut evenly; on the
             CPU the predictions do not depend on it, bit for bit: when a chain outgrows its
             capacity, every case is run again with the larger one, as in one call; on a GPU a batch
