@@ -232,8 +232,8 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     alone (vmapped cases are independent; bit for bit on the CPU).
     Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
     budget) every case left ends with the sweeps run (once past a fixed warm-up; ``stopped`` says how
-    many cases and sweeps). Returns a :class:`_CasesRun`, or None when a chain outgrew its capacity (the caller runs again with
-    larger ones).
+    many cases and sweeps). Returns a :class:`_CasesRun`, or None when a chain outgrew its capacity
+    (the caller runs again with larger ones).
     """
     static = dict(schema=schema, capacities=capacities, settings=settings, relation=relation)
     states, sweep_keys = _start_cases(keys, arrays, hidden_cells, n_sweeps=n_sweeps, **static)
@@ -266,7 +266,7 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
         if stopping() and len(_kept_segments(done, n_warmup)):  # once they keep some sweeps
             stopped = (int(running.sum()), stop)
             break
-        # Ski rental: finished cases run on until what they waste, with the next segment's, would pay for a compilation.
+        # Ski rental: finished cases run on until their waste, with the next segment's, would pay for a compilation.
         idle = int(np.sum(~running[batch]))
         if idle and wasted + idle * steps * (stop - first) >= CASE_COMPILE_STEPS:
             rows = running[batch]
