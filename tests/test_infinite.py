@@ -533,50 +533,11 @@ def test_held_out_cases_whose_chains_sit_apart_are_counted_in_a_warning():
 
 def test_held_out_cases_run_until_their_chains_mix_each_where_it_passes(monkeypatch):
     """until_mixed: a case ends at the first segment after which its kept sweeps (the later half of
-    the segments run) pass the rule, and its prediction is that of a fixed run of as many sweeps with the
-    first half as warm-up, whatever its call runs after for other cases; one that never passes ends
-    after n_sweeps and is counted in the warning."""
-    from zoo.relational import infinite
-    from zoo.relational._infinite_chains import CASE_SEGMENT_SWEEPS
-
-    data = load_florentine_families()
-    hidden = held_out_cases(data, max_cases=2)
-    model = InfiniteRelational(max_clusters=16)
-    options = dict(key=jax.random.key(3), n_chains=2, progress=False)
-    segment = CASE_SEGMENT_SWEEPS  # 200 sweeps at most: segments of 25
-    # Every case passes once it keeps two segments (three run, the middle one kept), or, in the second
-    # run, never.
-    runs = []
-
-    def rule(log_joint):
-        runs.append(log_joint.shape)
-        return log_joint.shape[1] >= 2 * segment and rule.passes
-
-    monkeypatch.setattr(infinite, "_case_mixes", rule)
-    rule.passes = True
-    early = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
-    fixed = model.predict_held_out(data, hidden, n_sweeps=3 * segment, n_warmup=segment, **options)
-    np.testing.assert_allclose(early, fixed, rtol=1e-5)
-    assert max(shape[1] for shape in runs) == 2 * segment
-    rule.passes = False
-    with pytest.warns(MixingWarning, match=r"the chains of 2 of 2 cases do not mix \(within the sweeps they ran: "
-                                           r"R-hat of the log joint above 1.01 or its bulk ESS below 100;.*now 200, "
-                                           r"the most each case ran until its chains mixed\)"):
-        late = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
-    np.testing.assert_allclose(late, model.predict_held_out(data, hidden, n_sweeps=200, **options), rtol=1e-5)
-    # A fixed warm-up is one segment, and every later one is kept.
-    rule.passes = True
-    fixed_warmup = model.predict_held_out(data, hidden, n_sweeps=200, n_warmup=30, until_mixed=True, **options)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MixingWarning)  # nor in 80
-        again = model.predict_held_out(data, hidden, n_sweeps=30 + 2 * segment, n_warmup=30, **options)
-    np.testing.assert_allclose(fixed_warmup, again, rtol=1e-5)
-
-
-def test_finished_held_out_cases_stay_in_the_batch_until_they_would_pay_for_a_compilation(monkeypatch):
-    """When some cases of a call have mixed, they run on in the batch (their sweeps discarded) until
-    the Gibbs steps they waste reach CASE_COMPILE_STEPS, and then the batch shrinks to the cases
-    left; either way each case's prediction is that of its own fixed run."""
+    the segments run) pass the rule, and its prediction is that of a fixed run of as many sweeps with
+    the first half as warm-up, whatever its call runs after for other cases. Finished cases run on in
+    the batch (their sweeps discarded) until the Gibbs steps they waste reach CASE_COMPILE_STEPS, and
+    then the batch shrinks to the cases left. A case that never passes ends after n_sweeps and is
+    counted in the warning; after a fixed warm-up every later segment is kept."""
     from zoo.relational import _infinite_chains, infinite
     from zoo.relational._infinite_chains import CASE_SEGMENT_SWEEPS as segment
 
@@ -594,16 +555,17 @@ def test_finished_held_out_cases_stay_in_the_batch_until_they_would_pay_for_a_co
         return advance(*args, **kwargs)
 
     def rule(log_joint):
-        if not asked:  # asked again for the warning, after the run: every case passed
-            return True
+        if not asked:  # asked again for the warning, after the run
+            return rule.passes
         case = asked.pop(0)
-        passes = log_joint.shape[1] >= (needs[case] - needs[case] // 2) * segment
+        passes = rule.passes and log_joint.shape[1] >= (needs[case] - needs[case] // 2) * segment
         if passes:
             finished.add(case)
         return passes
 
     monkeypatch.setattr(_infinite_chains, "_advance_cases", counting)
     monkeypatch.setattr(infinite, "_case_mixes", rule)
+    rule.passes = True
     runs = {}
     # Two finished cases waste 2 x 15 individuals x 2 chains x 25 sweeps = 1,500 steps a segment.
     for compile_steps, expected in ((3_000, [5, 5, 5, 5, 3]), (1_500, [5, 5, 5, 3, 3])):
@@ -617,6 +579,24 @@ def test_finished_held_out_cases_stay_in_the_batch_until_they_would_pay_for_a_co
         fixed = model.predict_held_out(data, hidden, n_sweeps=need * segment, n_warmup=need // 2 * segment,
                                        **options)
         np.testing.assert_allclose(runs[1_500][needs == need], fixed[needs == need], rtol=1e-5)
+    rule.passes = False
+    with pytest.warns(MixingWarning, match=r"the chains of 5 of 5 cases do not mix \(within the sweeps they ran: "
+                                           r"R-hat of the log joint above 1.01 or its bulk ESS below 100;.*now 200, "
+                                           r"the most each case ran until its chains mixed\)"):
+        late = model.predict_held_out(data, hidden, n_sweeps=200, until_mixed=True, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # one case of five above 1.1
+        fixed = model.predict_held_out(data, hidden, n_sweeps=200, **options)
+    np.testing.assert_allclose(late, fixed, rtol=1e-5)
+    # A fixed warm-up is one segment, and every later one is kept: cases 0 and 3 pass after it and two
+    # more, the others after three more.
+    rule.passes = True
+    finished.clear()
+    fixed_warmup = model.predict_held_out(data, hidden, n_sweeps=200, n_warmup=30, until_mixed=True, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # nor in 80
+        again = model.predict_held_out(data, hidden, n_sweeps=30 + 2 * segment, n_warmup=30, **options)
+    np.testing.assert_allclose(fixed_warmup[needs == 3], again[needs == 3], rtol=1e-5)
 
 
 def test_held_out_cases_until_mixed_on_a_network():
