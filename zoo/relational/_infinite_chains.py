@@ -197,7 +197,7 @@ CASE_COMPILE_STEPS = 100_000
 class _CasesRun(NamedTuple):
     predictive: np.ndarray  # (cases, cells, values), averaged over chains and kept sweeps
     log_joint: list  # per case: (chains, kept sweeps)
-    stopped: tuple | None  # (cases not mixed, sweeps they ran) when stopping() ended them, else None
+    stopped: tuple | None  # (stopping()'s reason, cases not mixed, sweeps they ran) when it ended them, else None
 
 
 def _case_segments(n_sweeps: int, n_warmup: int | None) -> list[tuple[int, int]]:
@@ -231,8 +231,8 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
     sizes only, so the batches run do not depend on timings). A case's result is what it would be
     alone (vmapped cases are independent; bit for bit on the CPU).
     Cases that do not pass end after ``n_sweeps``; when ``stopping()`` says so (Ctrl-C, the time
-    budget) every case left ends with the sweeps run (once past a fixed warm-up; ``stopped`` says how
-    many cases and sweeps). Returns a :class:`_CasesRun`, or None when a chain outgrew its capacity
+    budget) every case left ends with the sweeps run (once past a fixed warm-up; ``stopped`` says why,
+    how many cases and after how many sweeps). Returns a :class:`_CasesRun`, or None when a chain outgrew its capacity
     (the caller runs again with larger ones).
     """
     static = dict(schema=schema, capacities=capacities, settings=settings, relation=relation)
@@ -263,8 +263,9 @@ def _run_cases_until_mixed(keys, arrays, flat, hidden_cells, *, schema, capaciti
         if not running.any():
             break
         done = len(joints[np.flatnonzero(running)[0]])
-        if stopping() and len(_kept_segments(done, n_warmup)):  # once they keep some sweeps
-            stopped = (int(running.sum()), stop)
+        reason = stopping()
+        if reason and len(_kept_segments(done, n_warmup)):  # once they keep some sweeps
+            stopped = (reason, int(running.sum()), stop)
             break
         # Ski rental: finished cases run on until their waste, with the next segment's, would pay for a compilation.
         idle = int(np.sum(~running[batch]))

@@ -312,14 +312,19 @@ def _case_calls(n_cases: int, cases_per_call: int) -> list[tuple[np.ndarray, int
     return calls
 
 
-def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], bool]], tuple[Any, bool]], output: np.ndarray,
+#: How the warnings of held-out cases name a reason of :func:`inference.interrupts.stop_reason`.
+STOPPED_BY = {"interrupted": "interrupted (Ctrl-C)", "time_budget": "time_budget ran out"}
+
+
+def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], str | None]], tuple[Any, bool]], output: np.ndarray,
                     cases_per_call: int, *, caller: str, deadline: float | None = None, progress: bool = False) -> int:
     """Fill ``output`` (one row per case) by ``run_call(positions)`` in calls of cases; Ctrl-C between calls.
 
     ``run_call(positions, stopping)`` returns the rows of its cases and whether the finished calls
     must be run again (the IRM when a chain outgrew its capacity: every case then runs with the
-    larger one, as in one call); ``stopping()`` says whether Ctrl-C or the deadline came, for a
-    call that can end early with what it has (the IRM's chains run until they mix). Ctrl-C is
+    larger one, as in one call); ``stopping()`` says whether Ctrl-C or the deadline came (the
+    reason of :func:`~inference.interrupts.stop_reason`, or None), for a call that can end early
+    with what it has (the IRM's chains run until they mix). Ctrl-C is
     acted on between calls (:class:`inference.interrupts.DeferredInterrupt`), and so is ``deadline``
     (a ``time.perf_counter()`` value: the calls stop after the one that passes it): the cases not
     finished keep ``output``'s NaN and a ``RuntimeWarning`` from ``caller`` says how many were; a
@@ -335,7 +340,7 @@ def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], bool]], tuple[A
         position = 0
         while position < len(calls):
             positions, n_real = calls[position]
-            rows, start_over = run_call(positions, lambda: stop_reason(interrupt, deadline) is not None)
+            rows, start_over = run_call(positions, lambda: stop_reason(interrupt, deadline))
             if start_over:
                 output[:finished] = np.nan
                 finished = position = 0
@@ -350,8 +355,7 @@ def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], bool]], tuple[A
             reason = stop_reason(interrupt, deadline)
             if reason is None:
                 continue
-            why = "interrupted (Ctrl-C)" if reason == "interrupted" else "time_budget ran out"
-            warnings.warn(f"{caller}: {why} after {finished} of {n_cases} cases; the cases not run are NaN",
-                          RuntimeWarning, stacklevel=user_stacklevel())
+            warnings.warn(f"{caller}: {STOPPED_BY[reason]} after {finished} of {n_cases} cases; the cases not run "
+                          "are NaN", RuntimeWarning, stacklevel=user_stacklevel())
             break
     return finished

@@ -80,7 +80,7 @@ from inference._validation import (arrays_digest, check_bool, check_int, check_k
 from zoo.relational._infinite_chains import (_draw_predictive, _run_cases, _run_cases_until_mixed, _run_chains_in_calls,
                                             _Settings)
 from zoo.relational._infinite_loo import PSISHeldOut, psis_held_out
-from zoo.relational._latent_class_fit import _case_weights, _check_hidden, _run_case_calls
+from zoo.relational._latent_class_fit import STOPPED_BY, _case_weights, _check_hidden, _run_case_calls
 from zoo.relational import _infinite_kernel
 from zoo.relational._infinite_kernel import _resample_hyper, build_kernel, log_gamma_tables
 from zoo.relational._infinite_moves import MOVE_STATISTICS
@@ -581,14 +581,12 @@ class InfiniteRelational:
 
         probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(arrays.weights[0].dtype))
         log_joint = [None] * hidden.shape[0]  # per case: (chains, kept sweeps)
-        stopped = []  # (cases, sweeps) of a call whose cases Ctrl-C or the time budget ended before they mixed
+        stopped = []  # (reason, cases, sweeps) of a call whose cases Ctrl-C or the time budget ended unmixed
         _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out", deadline=deadline,
                         progress=progress)
-        if stopped:
-            n_stopped, sweeps = stopped[-1]
-            why = ("time_budget ran out" if deadline is not None and time.perf_counter() >= deadline
-                   else "interrupted (Ctrl-C)")
-            warnings.warn(f"predict_held_out: {why} while {n_stopped} case{'s' if n_stopped > 1 else ''} ran "
+        if stopped:  # the last call run, whose stopping() ended it
+            reason, n_stopped, sweeps = stopped[-1]
+            warnings.warn(f"predict_held_out: {STOPPED_BY[reason]} while {n_stopped} case{'s' if n_stopped > 1 else ''} ran "
                           f"{'their' if n_stopped > 1 else 'its'} chains until they mix: they ended after {sweeps} "
                           f"sweeps (of at most {n_sweeps}), before they mixed", RuntimeWarning,
                           stacklevel=user_stacklevel())
