@@ -27,8 +27,8 @@ time: on a fresh checkout the full suite went from 1,351 s to 1,105 s on 2 cores
 the precompiling's 5 minutes included. The workers take tests as pytest-xdist's default
 ``--dist load`` hands them out: ``--dist loadfile`` (a module's tests on one worker) took 1,668 s
 and ``--dist worksteal`` 1,716 s, against 1,110 s with ``load`` (2026-12-03, the numba kernels
-already cached). Three workers on the 2 cores (``-n 3``) were no faster: 1,566 s, against 1,436-1,634 s
-in four runs with ``-n 2`` earlier the same day (2026-12-06, an Intel Xeon, a fresh checkout each
+already cached). Three workers on the 2 cores (``-n 3``) were no faster: 1,566 s, against 1,414-1,634 s
+in five runs with ``-n 2`` the same day (2026-12-06, an Intel Xeon, a fresh checkout each
 time, so the 200 s of precompiling included). Nor does a lower numba optimisation level shorten the
 precompiling much: the 12 float32 kernels took 95 s with ``NUMBA_OPT=0`` and 108-109 s at levels 1
 and 2 (2 processes; the slowest kernels, the IRM's and the supervised DP's moves and sweeps, 21-32 s
