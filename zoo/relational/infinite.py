@@ -586,8 +586,9 @@ class InfiniteRelational:
                         progress=progress)
         if stopped:  # the last call run, whose stopping() ended it
             reason, n_stopped, sweeps = stopped[-1]
-            warnings.warn(f"predict_held_out: {STOPPED_BY[reason]} while {n_stopped} case{'s' if n_stopped > 1 else ''} ran "
-                          f"{'their' if n_stopped > 1 else 'its'} chains until they mix: they ended after {sweeps} "
+            plural = n_stopped > 1
+            warnings.warn(f"predict_held_out: {STOPPED_BY[reason]} while {n_stopped} case{'s' if plural else ''} ran "
+                          f"{'their' if plural else 'its'} chains until they mix: they ended after {sweeps} "
                           f"sweeps (of at most {n_sweeps}), before they mixed", RuntimeWarning,
                           stacklevel=user_stacklevel())
         finished = np.isfinite(probs.reshape(probs.shape[0], -1)).any(axis=1)  # not stopped, not started over
