@@ -8,6 +8,7 @@ import pytest
 
 from zoo.cli import CHAIN_MODELS
 from zoo.dirichlet.families import beta_bernoulli
+from zoo.dyadic.cluster_abstraction import Tree
 from zoo.registry import MODEL_NAMES, ModelCard, describe, get_model, list_models
 from zoo.sklearn import ESTIMATORS
 
@@ -76,6 +77,11 @@ def test_settings_pass_through():
     assert get_model("acm", n_classes=3).n_classes == 3
     assert get_model("two-sided", n_row_classes=2, n_col_classes=5).n_col_classes == 5
     assert get_model("cam", depth=1, branching=3).n_classes == 3
+    # depth, n_leaves and tree say one thing three ways: giving one drops the card's default depth.
+    assert get_model("cam", n_leaves=3).n_classes == 3
+    assert get_model("cam", tree=Tree.balanced(5)).n_classes == 5
+    with pytest.raises(ValueError, match="^depth: give one of depth, n_leaves or tree"):
+        get_model("cam", depth=1, n_leaves=3)
     assert get_model("aspect-alternating", n_classes=2).update == "alternating"
     assert get_model("Gaussian_Mixture", n_classes=4).n_classes == 4
     assert get_model("scdp-3", alpha=2.5).alpha == 2.5 and get_model("scdp-3").model == 3

@@ -346,8 +346,12 @@ def test_cluster_abstraction_folds_in_new_rows():
     np.testing.assert_array_equal(estimator.labels_, estimator.predict(COUNTS))
     assert np.isfinite(estimator.score(COUNTS[:10]))
     assert ClusterAbstractionEstimator._classes_argument(8) == {"depth": 3}
-    with pytest.raises(ValueError, match="^n_classes: .* not a power of 2"):
-        ClusterAbstractionEstimator._classes_argument(6)
+    assert ClusterAbstractionEstimator._classes_argument(6) == {"n_leaves": 6}  # a balanced tree
+    with pytest.raises(ValueError, match="^n_classes: .* at least 2"):
+        ClusterAbstractionEstimator._classes_argument(1)
+    three = ClusterAbstractionEstimator(n_leaves=3, **FIT).fit(COUNTS)
+    assert three.transform(COUNTS).shape == (COUNTS.shape[0], 3)
+    assert ClusterAbstractionEstimator()._build_model().n_classes == 4  # depth 2 when neither is given
 
 
 # ----------------------------------------------------------------------------- random_state

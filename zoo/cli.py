@@ -708,7 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 #: The Python arguments that errors name, by the command-line option that sets them.
-_OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--classes",
+_OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--classes", "n_leaves": "--classes",
             "valid_fraction": "--valid-fraction", "n_restarts": "--restarts", "max_iter": "--max-iter",
             "time_budget": "--time-budget", "prior_count": "--prior-count", "floor": "--floor", "X": "DATAFILE",
             "n_chains": "--chains", "n_warmup": "--warmup", "n_draws": "--draws", "n_sweeps": "--draws",

@@ -90,6 +90,10 @@ class ModelCard:
     cli_fit : bool
         Whether ``python -m zoo fit NAME`` fits it (:data:`zoo.sklearn.ESTIMATORS`, and the
         Dirichlet-process mixtures of :data:`zoo.cli.CHAIN_MODELS`).
+    alternatives : tuple of tuple of str
+        Groups of settings that say the same thing in different ways, of which the constructor
+        takes one (the cluster-abstraction model's ``depth``, ``n_leaves`` or ``tree``): a setting
+        given to :func:`get_model` drops the card's defaults of the others in its group.
     """
 
     name: str
@@ -105,6 +109,7 @@ class ModelCard:
     fixed: tuple[tuple[str, Any], ...] = ()
     aliases: tuple[str, ...] = ()
     cli_fit: bool = False
+    alternatives: tuple[tuple[str, ...], ...] = ()
 
     @property
     def model_class(self) -> type:
@@ -225,6 +230,7 @@ _CARDS = (
         settings=(("depth", 2), ("branching", 2)),
         aliases=("cluster-abstraction",),
         cli_fit=True,
+        alternatives=(("depth", "n_leaves", "tree"),),
     ),
     ModelCard(
         name="gaussian-mixture",
@@ -470,6 +476,9 @@ def get_model(name: str, **settings: Any) -> Any:
             raise TypeError(f"{key}: not a setting of {card.name!r} ({card.class_name}); "
                             f"settings: {', '.join(allowed)}")
     defaults = dict(card.settings) | dict(card.fixed)
+    for group in card.alternatives:  # e.g. n_leaves given: the card's default depth no longer applies
+        if any(name in settings for name in group):
+            defaults = {name: value for name, value in defaults.items() if name not in group}
     if card.name in _DEFAULT_FAMILIES:
         return _build_dp_mixture(card.name, model_class, defaults, settings)
     return model_class(**(defaults | settings))

@@ -252,13 +252,18 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
     """The cluster-abstraction model (CAM, H99 §3) on a complete tree, as a scikit-learn clusterer.
 
     Rows are clustered into the ``branching ** depth`` leaves of a tree whose every node carries
-    an aspect P(y|a); ``transform`` gives the leaf posteriors of new rows, folded in by EM over
-    their level weights P(a|c, x) with P(c) and P(y|a) fixed.
+    an aspect P(y|a) (or the ``n_leaves`` leaves of a balanced tree); ``transform`` gives the leaf
+    posteriors of new rows, folded in by EM over their level weights P(a|c, x) with P(c) and
+    P(y|a) fixed.
 
     Parameters
     ----------
-    depth : int, default 2
-        Levels below the root.
+    depth : int, optional
+        Levels below the root of a complete tree (2 when neither it nor ``n_leaves`` is given).
+    n_leaves : int, optional
+        The number of clusters K (≥ 2) instead of ``depth``: a balanced tree
+        (:meth:`zoo.dyadic.cluster_abstraction.Tree.balanced`), so that K need not be a power
+        of ``branching``.
     branching : int, default 2
         Children per inner node.
     fold_in_iter : int, default 50
@@ -276,18 +281,20 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
     n_iter_, beta_, converged_
     """
 
-    def __init__(self, depth=2, *, branching=2, fold_in_iter=50, backend="auto", prior_count=0.0, floor=None,
-                 schedule="em", valid_fraction=0.1, n_restarts=1, max_iter=200, tol=1e-6, random_state=None,
+    def __init__(self, depth=None, *, n_leaves=None, branching=2, fold_in_iter=50, backend="auto", prior_count=0.0,
+                 floor=None, schedule="em", valid_fraction=0.1, n_restarts=1, max_iter=200, tol=1e-6, random_state=None,
                  warm_start=False, time_budget=None, progress=False):
         _init_count_estimator(self, locals())
 
     @classmethod
     def _classes_argument(cls, n_classes: int) -> dict[str, Any]:
-        """K leaves of a binary tree: depth log2 K."""
-        if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral) or n_classes < 2 \
-                or n_classes & (n_classes - 1):
-            raise ValueError(f"n_classes: the cluster-abstraction model has 2 ** depth leaves; {n_classes!r} is not "
-                             "a power of 2 of at least 2")
+        """K leaves of a binary tree: the complete tree of depth log2 K when K is a power of 2, else
+        the balanced tree of K leaves."""
+        if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral) or n_classes < 2:
+            raise ValueError(f"n_classes: the cluster-abstraction model needs an integer number of leaves of at "
+                             f"least 2, got {n_classes!r}")
+        if n_classes & (n_classes - 1):
+            return {"n_leaves": int(n_classes)}
         return {"depth": int(n_classes).bit_length() - 1}
 
     def _check_model_params(self) -> None:
@@ -295,7 +302,8 @@ class ClusterAbstractionEstimator(ClusterMixin, EMEstimator):
         self._build_model()
 
     def _build_model(self) -> ClusterAbstraction:
-        return ClusterAbstraction(depth=self.depth, branching=self.branching, backend=self.backend,
+        depth = 2 if self.depth is None and self.n_leaves is None else self.depth
+        return ClusterAbstraction(depth=depth, n_leaves=self.n_leaves, branching=self.branching, backend=self.backend,
                                   prior_count=self.prior_count)
 
     def _n_classes(self) -> int:
