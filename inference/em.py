@@ -418,6 +418,9 @@ class EMResult(Described):
     provenance : dict — what made the fit (versions, JAX's backend, float width, the CPU compiled
         for; :func:`inference.provenance.provenance`), taken when it was fitted and kept by
         :func:`zoo.io.save_result`; empty for a result loaded from a file saved without it
+    schedule : FixedBeta, TemperedEM or DeterministicAnnealing, or None — the β schedule the fit
+        ran (the default one too, e.g. the one-sided model's annealing with validation data);
+        None for a result loaded from a file saved without one
     """
 
     model: Any
@@ -433,11 +436,14 @@ class EMResult(Described):
     log_lik: float = float("nan")
     _shape: Any = field(default=None, repr=False)
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
+    schedule: Any = field(default=None, repr=False, compare=False)
 
     def _card(self) -> Card:
         card = Card(f"EMResult of {self.model!r}")
         card.add("fit", f"{self.n_iter:,} iterations of the kept restart, "
                         f"{stopped_text(self.stopped_by)}")
+        if self.schedule is not None:
+            card.add("schedule", repr(self.schedule))
         history = self.history or {}
         validated = "valid_perplexity" in history and not np.isnan(history["valid_perplexity"]).all()
         n_restarts = np.size(self.restart_scores)
@@ -833,4 +839,5 @@ def tempered_em(
         best_iteration=int(states.best_iteration[best]),
         log_lik=float(kept_log_liks[best]),
         _shape=getattr(data, "shape", None),
+        schedule=schedule,
     )

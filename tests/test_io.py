@@ -44,7 +44,8 @@ def assert_results_equal(loaded: EMResult, original: EMResult) -> None:
     for name in original.history:
         np.testing.assert_array_equal(loaded.history[name], original.history[name])
     np.testing.assert_array_equal(loaded.restart_scores, original.restart_scores)
-    for field in ("beta", "best_restart", "n_iter", "converged", "best_iteration", "stopped_by", "log_lik", "_shape"):
+    for field in ("beta", "best_restart", "n_iter", "converged", "best_iteration", "stopped_by", "log_lik", "_shape",
+                  "schedule"):
         assert getattr(loaded, field) == getattr(original, field), field
 
 
@@ -66,6 +67,9 @@ def test_aspect_result_round_trips_and_its_methods_work(tmp_path, tempered_aspec
     metadata = read_metadata(path)
     assert metadata["schedule"] == TemperedEM()
     assert metadata["settings"] == {"note": "test", "k": [3]}
+    # The schedule the fit ran is the result's own, on its card, and saved without being named.
+    assert tempered_aspect.schedule == TemperedEM() and "schedule          TemperedEM(" in str(tempered_aspect)
+    assert load_result(save_result(tmp_path / "unnamed", tempered_aspect)).schedule == TemperedEM()
 
 
 def test_resumed_fit_equals_an_uninterrupted_one(tmp_path):

@@ -239,7 +239,8 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
         Destination; ``.npz`` is appended when missing.
     result : EMResult
     schedule : FixedBeta, TemperedEM or DeterministicAnnealing, optional
-        The schedule of the fit, stored so that a resumed fit can use it.
+        The schedule of the fit, stored so that a resumed fit can use it (default: the one the
+        fit ran, ``result.schedule``).
     settings : dict, optional
         Anything else worth keeping with the result (numbers, strings, lists, dicts).
 
@@ -252,6 +253,7 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     path = _npz_path(path)
+    schedule = getattr(result, "schedule", None) if schedule is None else schedule
     params, params_kind = _params_arrays(result.params)
     shape = getattr(result, "_shape", None)
     metadata = {
@@ -451,6 +453,7 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
         log_lik=float("nan") if log_lik is None else float(log_lik),
         _shape=shape,
         provenance=made_by or {},
+        schedule=_decoded(path, metadata.get("schedule"), "schedule", trusted_modules),
     )
 
 
