@@ -1,6 +1,7 @@
 """The model registry: every name constructs its card's class, settings pass through, clear errors."""
 
 import dataclasses
+import importlib
 import inspect
 
 import pandas as pd
@@ -120,3 +121,10 @@ def test_bad_settings():
             get_model(name, family=beta_bernoulli(2), n_features=2)
     with pytest.raises(ValueError, match="^n_classes: must be >= 1"):
         get_model("aspect", n_classes=0)
+
+
+@pytest.mark.parametrize("package", ["zoo", "zoo.dirichlet", "zoo.dyadic", "zoo.relational", "zoo.sklearn", "inference"])
+def test_dir_offers_every_public_name(package):
+    # dir() is what tab completion in Jupyter offers: names a package imports lazily must be in it too.
+    module = importlib.import_module(package)
+    assert set(getattr(module, "__all__", ())) <= set(dir(module))

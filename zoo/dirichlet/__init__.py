@@ -22,3 +22,8 @@ def __getattr__(name: str) -> Any:
     if name in _LOCATIONS:
         return getattr(import_module(_LOCATIONS[name]), name)
     raise AttributeError(f"module 'zoo.dirichlet' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The lazily imported names too, so that ``dir()`` and tab completion offer them."""
+    return sorted(set(globals()) | set(__all__))
