@@ -17,6 +17,7 @@ from scipy.special import gammaln
 from inference.concentration import GammaPrior
 from inference import diagnostics
 from inference.diagnostics import MixingWarning
+from inference.display import quantity_text
 from inference.provenance import ProvenanceWarning
 from zoo.metrics import adjusted_rand_index
 from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families, load_karate_club
@@ -488,6 +489,8 @@ def test_split_merge_moves_change_the_chain_and_report_their_acceptance():
     assert text.startswith("IRMResult of InfiniteRelational(") and f"people: splits {rate:.2g}," in text
     assert " ".join(diagnostics.mixing_verdict(runs[3].mixing).split()) in text
     assert "split-merge accepted" not in repr(runs[0]) and "2 chains × 20 draws after 10 warm-up sweeps" in repr(runs[0])
+    alpha = quantity_text(runs[3].concentrations["people"], spec=".3g")
+    assert f"α of people {alpha}" in text and "clusters of people" in text  # K and α, as getting_started says
 
 
 @pytest.mark.numba

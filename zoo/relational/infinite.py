@@ -850,6 +850,8 @@ class IRMResult(Described):
         else:
             for name, values in self.n_clusters.items():
                 card.add(f"clusters of {name}", quantity_text(values))
+            for name, values in (self.concentrations or {}).items():
+                card.add(f"α of {name}", quantity_text(values, spec=".3g"))
             card.add("log joint", quantity_text(self.log_joint, spec=",.1f"))
             acceptance = self.split_merge_acceptance
             if len(acceptance):
