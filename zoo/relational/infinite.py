@@ -233,12 +233,15 @@ class InfiniteRelational:
 
     Examples
     --------
+    Two chains with split–merge moves, run until they mix (the default without ``n_sweeps``):
+
     >>> import jax
+    >>> from inference.diagnostics import mixes
     >>> from zoo.relational.data import load_florentine_families
-    >>> result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0),
-    ...                                      n_chains=2, n_sweeps=20, n_warmup=10)
-    >>> result.n_clusters["families"].shape
-    (2, 10)
+    >>> result = InfiniteRelational(n_split_merge=10).sample(load_florentine_families(), key=jax.random.key(0),
+    ...                                                      n_chains=2, progress=False)
+    >>> mixes(result.mixing), result.n_clusters["families"].shape[0]
+    (True, 2)
     """
 
     concentration: float = 1.0

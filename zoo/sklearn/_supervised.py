@@ -112,7 +112,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     >>> centres = rng.normal(0, 3, (4, 2))
     >>> X = np.concatenate([centre + 0.3 * rng.normal(size=(10, 2)) for centre in centres])
     >>> y = np.repeat([0, 1, -1, -1], 10)  # two labelled groups; the last twenty rows to cluster
-    >>> estimator = SupervisedDPEstimator(n_warmup=20, n_draws=20, random_state=0)
+    >>> estimator = SupervisedDPEstimator(random_state=0)
     >>> labels = estimator.fit_predict(X, y)
     >>> bool((labels[:20] == y[:20]).all()), bool((labels[20:] >= 2).all())  # the labelled rows keep theirs
     (True, True)
