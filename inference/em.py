@@ -388,6 +388,19 @@ def _sharded_kept_log_liks(model, mesh):
     return jit(jax.shard_map(run, mesh=mesh, in_specs=(P(), P(SHARD_AXIS), P()), out_specs=P(), check_vma=False))
 
 
+def _point_shape(model: Any, data: Any) -> tuple | None:
+    """For a model whose data are an array of points (``points_data``, e.g. a Gaussian mixture's
+    (N, D)), the shape of one point of ``data`` (all but the first axis); else, or for data that
+    are not one array, None."""
+    if not getattr(model, "points_data", False) or hasattr(data, "to_arrays") or isinstance(data, (dict, tuple)):
+        return None
+    try:
+        shape = np.shape(data)
+    except (ValueError, TypeError):  # ragged nested lists: the model's own checks name them
+        return None
+    return tuple(int(size) for size in shape[1:]) if len(shape) else None
+
+
 @dataclass(repr=False)
 class EMResult(Described):
     """A fitted EM model.
@@ -496,6 +509,11 @@ class EMResult(Described):
         shape = getattr(data, "shape", None) if hasattr(data, "to_arrays") else None
         if self._shape is not None and shape is not None and tuple(shape) != tuple(self._shape):
             raise ValueError(f"data: shape {tuple(shape)} differs from the fitted shape {tuple(self._shape)}")
+        fitted_points = tuple(self._shape)[1:] if self._shape is not None and len(self._shape) else None
+        point_shape = _point_shape(self.model, data)
+        if fitted_points is not None and point_shape not in (None, fitted_points):
+            raise ValueError(f"data: points of shape {point_shape} (the shape after the first axis), where the "
+                             f"fitted points' are {fitted_points}")
         # Evaluated in the precision of the fit, the parameters' dtype, as in tempered_em.
         return _in_dtype(self.model.prepare(data), _init_dtype(self.params), data)
 
@@ -744,6 +762,11 @@ def tempered_em(
     if (valid is not None and hasattr(data, "to_arrays") and hasattr(data, "shape")
             and getattr(valid, "shape", None) != data.shape):
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
+    # Arrays of points (a mixture's feature vectors): any number of points, each of the data's shape.
+    point_shape = _point_shape(model, data)
+    if valid is not None and point_shape is not None and _point_shape(model, valid) != point_shape:
+        raise ValueError(f"valid: points of shape {_point_shape(model, valid)} (the shape after the first axis), "
+                         f"where the data's are {point_shape}")
     # Starting parameters set the working precision (float32 ones stay float32 under x64).
     prepared = model.prepare(data)
     valid_prepared = renamed("valid", model.prepare, valid) if valid is not None else None  # errors name valid

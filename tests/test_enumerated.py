@@ -141,6 +141,15 @@ def test_bad_settings():
         tempered_em(GaussianMixture(5), np.zeros((3, 2)), key=jax.random.key(0))
     with pytest.raises(ValueError, match="^data"):
         tempered_em(GaussianMixture(2), np.full((4, 2), np.nan), key=jax.random.key(0))
+    # Held-out points of another number of features are named before the fit or the scoring starts.
+    points = np.random.default_rng(0).normal(size=(12, 2)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"^valid: points of shape \(3,\) .* the data's are \(2,\)"):
+        tempered_em(GaussianMixture(2), points, key=jax.random.key(0), valid=np.ones((3, 3), np.float32))
+    result = tempered_em(GaussianMixture(2), points, key=jax.random.key(0), valid=points[:4], max_iter=2)
+    for method in (result.perplexity, result.log_likelihood, result.heldout_log_likelihood):
+        with pytest.raises(ValueError, match=r"^data: points of shape \(3,\) .* fitted points' are \(2,\)"):
+            method(np.ones((3, 3)))
+    assert np.isfinite(result.perplexity(points[:5]))  # any number of points
 
 
 def test_generic_em_matches_one_sided_kernel_from_the_same_start(x64):

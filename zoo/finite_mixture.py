@@ -80,6 +80,8 @@ class GaussianMixture:
     #: :func:`inference.em.tempered_em` is checked against them (``locs`` only need be finite).
     probability_axes: ClassVar[dict] = {"weights": -1}
     positive_fields: ClassVar[tuple] = ("scales",)
+    #: Its data are an (N, D) array of points: held-out data may hold any number, of D features each.
+    points_data: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)
