@@ -64,6 +64,22 @@ def _is_jax_array(value: Any) -> bool:
     return type(value).__module__.startswith(("jax", "jaxlib"))
 
 
+def numbers_array(value: Any) -> np.ndarray:
+    """``np.asarray(value)``, but a scipy.sparse matrix densified and a pandas object of nullable
+    numeric or boolean columns (``Int64``, ``Float64``, ``boolean``, whose ``np.asarray`` is of
+    dtype object) read as float64 with NaN for their missing values."""
+    if type(value).__module__.startswith("scipy.sparse"):
+        return value.toarray()
+    array = np.asarray(value)
+    if array.dtype == object and hasattr(value, "to_numpy") and hasattr(value, "dtypes"):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        dtypes = [value.dtypes] if not hasattr(value.dtypes, "__iter__") else list(value.dtypes)
+        if dtypes and all(is_numeric_dtype(dtype) or is_bool_dtype(dtype) for dtype in dtypes):
+            return value.to_numpy(dtype=np.float64, na_value=np.nan)
+    return array
+
+
 def as_float_array(
     name: str,
     value: Any,
@@ -90,7 +106,7 @@ def as_float_array(
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name}: expected an array of numbers, got {type(value).__name__}")
     try:
-        array = np.asarray(value)
+        array = numbers_array(value)
     except Exception as error:  # ragged lists and similar
         raise ValueError(f"{name}: cannot be read as an array ({error})") from None
     if array.dtype == object or not (

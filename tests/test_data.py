@@ -179,3 +179,26 @@ def test_sharded_blocks_hold_their_own_cells_in_csc_order():
         np.testing.assert_array_equal(col_of_cell, expected[1])
         total += np.bincount(col_of_cell, np.asarray(blocks.col_counts[b]), 7)
     np.testing.assert_allclose(total, dense.sum(0))
+
+
+def test_pandas_nullable_columns_and_sparse_matrices_are_read_as_numbers():
+    # convert_dtypes() gives Int64 / Float64 / boolean columns, whose np.asarray is of dtype object.
+    from inference._validation import as_float_array
+    from zoo.relational import RelationalData
+
+    nullable = pd.DataFrame(DENSE).convert_dtypes()
+    assert str(nullable.dtypes.iloc[0]) == "Int64"
+    np.testing.assert_array_equal(CoOccurrence.from_dense(nullable).to_dense(), DENSE)
+    np.testing.assert_array_equal(as_float_array("data", nullable[1]), DENSE[:, 1])
+    with pytest.raises(ValueError, match="^data: contains NaN"):  # a missing value is named, not a dtype
+        as_float_array("data", nullable.astype("Float64").mask(nullable == 3))
+    np.testing.assert_array_equal(as_float_array("data", sp.csr_matrix(DENSE)), DENSE)
+    links = (DENSE > 0).astype(int)
+    expected = RelationalData.from_adjacency(links)
+    for matrix in (sp.csr_matrix(links), pd.DataFrame(links).convert_dtypes()):
+        relation = RelationalData.from_adjacency(matrix).relations[0]
+        assert repr(relation) == repr(expected.relations[0])
+        np.testing.assert_array_equal(relation.entries, expected.relations[0].entries)
+        np.testing.assert_array_equal(relation.values, expected.relations[0].values)
+    with pytest.raises(TypeError, match="^matrix: expected numbers"):
+        RelationalData.from_adjacency(pd.DataFrame([["a", "b"], ["c", "d"]]))

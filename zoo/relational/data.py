@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from inference._validation import (as_float_array, as_index_array, check_choice, check_int, check_real,
-                                 check_relation, user_stacklevel)
+                                 check_relation, numbers_array, user_stacklevel)
 
 __all__ = [
     "Domain",
@@ -500,7 +500,7 @@ class RelationalData:
             Mark an undirected relation over one domain; default: detected (one domain and
             the observed matrix equals its transpose).
         """
-        dense = np.asarray(matrix)
+        dense = numbers_array(matrix)  # scipy.sparse densified, pandas' nullable columns as float
         if dense.dtype == object or not (np.issubdtype(dense.dtype, np.number) or dense.dtype == bool):
             raise TypeError(f"matrix: expected numbers, got dtype {dense.dtype}")
         dense = dense.astype(np.float64)
