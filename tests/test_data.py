@@ -202,3 +202,17 @@ def test_pandas_nullable_columns_and_sparse_matrices_are_read_as_numbers():
         np.testing.assert_array_equal(relation.values, expected.relations[0].values)
     with pytest.raises(TypeError, match="^matrix: expected numbers"):
         RelationalData.from_adjacency(pd.DataFrame([["a", "b"], ["c", "d"]]))
+
+
+@pytest.mark.parametrize("given, constructor", [(sp.csr_matrix(DENSE), "from_sparse(data)"), (DENSE, "from_dense(data)"),
+                                                (pd.DataFrame(DENSE), "from_dataframe(data, row=..., col=...)")])
+def test_a_matrix_where_co_occurrences_are_needed_is_told_how_to_make_them(given, constructor):
+    import jax
+
+    from inference import tempered_em
+    from zoo.dyadic import Aspect, ClusterAbstraction, OneSided, TwoSided
+
+    for model in (Aspect(2), OneSided(2), TwoSided(2, 2), ClusterAbstraction(depth=1)):
+        with pytest.raises(TypeError, match=rf"^data: expected a zoo.data.CoOccurrence, got {type(given).__name__} "
+                                            rf"\(.*CoOccurrence.{re.escape(constructor)}"):
+            tempered_em(model, given, key=jax.random.key(0))

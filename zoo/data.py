@@ -47,6 +47,22 @@ def as_numpy_rng(rng: Any, name: str = "rng") -> np.random.Generator:
     raise TypeError(f"{name}: expected an int seed, a numpy Generator or a JAX key, got {type(rng).__name__}")
 
 
+def not_co_occurrence(name: str, value: Any) -> TypeError:
+    """The error for ``value`` given where a :class:`CoOccurrence` is needed, naming ``name`` and the
+    constructor that makes one from what was given."""
+    kind = type(value).__name__
+    if type(value).__module__.startswith("scipy.sparse"):
+        hint = f"CoOccurrence.from_sparse({name}) makes one from it"
+    elif hasattr(value, "columns") and hasattr(value, "to_numpy"):
+        hint = (f"CoOccurrence.from_dense({name}) makes one from a table of counts, "
+                f"CoOccurrence.from_dataframe({name}, row=..., col=...) from one record per row")
+    elif isinstance(value, (np.ndarray, list)) or hasattr(value, "__array__"):
+        hint = f"CoOccurrence.from_dense({name}) makes one from a matrix of counts"
+    else:
+        hint = "make one with CoOccurrence.from_dense, from_sparse, from_pairs or from_dataframe"
+    return TypeError(f"{name}: expected a zoo.data.CoOccurrence, got {kind} ({hint})")
+
+
 def _index_dtype(pointer: np.ndarray) -> Any:
     """int32 for a CSR/CSC pointer whose entries fit, int64 otherwise."""
     return np.int32 if pointer[-1] < 2**31 - 1 else np.int64

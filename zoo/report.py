@@ -48,7 +48,7 @@ import numpy as np
 
 from inference._validation import check_int
 from inference.em import EMResult
-from zoo.data import CoOccurrence
+from zoo.data import CoOccurrence, not_co_occurrence
 from zoo.dyadic.aspect import AspectParams
 from zoo.dyadic.one_sided import OneSidedParams
 from zoo.dyadic.two_sided import TwoSidedParams
@@ -715,7 +715,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     import arviz as az
 
     if data is not None and not isinstance(data, CoOccurrence):
-        raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        raise not_co_occurrence("data", data)
     if col_names is None and getattr(fitted, "feature_names_in_", None) is not None:  # fitted on a DataFrame
         col_names = list(fitted.feature_names_in_)
     if hasattr(fitted, "result_") and isinstance(getattr(fitted, "result_"), EMResult):

@@ -19,7 +19,7 @@ from inference.display import Card, Described, params_text, stopped_text
 from inference.interrupts import DeferredInterrupt, deadline_after, stop_reason
 from inference.native.backend import resolve_backend
 from inference.jit import jit
-from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng
+from zoo.data import CoOccurrence, DyadicArrays, as_numpy_rng, not_co_occurrence
 from zoo.dyadic.cluster_abstraction import CAMParams, ClusterAbstraction, Tree
 
 __all__ = ["GrownTree", "anneal_tree"]
@@ -252,7 +252,7 @@ def anneal_tree(
     from tqdm.auto import tqdm
 
     if not isinstance(data, CoOccurrence):
-        raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        raise not_co_occurrence("data", data)
     max_leaves = check_int("max_leaves", max_leaves, minimum=1)
     if max_leaves > data.n_rows:
         raise ValueError(f"max_leaves: {max_leaves} clusters for only {data.n_rows} rows")
@@ -270,7 +270,7 @@ def anneal_tree(
     resolve_backend(backend)  # a bad name, or numba off the CPU, refused here
     if valid is not None:
         if not isinstance(valid, CoOccurrence):
-            raise TypeError(f"valid: expected a zoo.data.CoOccurrence, got {type(valid).__name__}")
+            raise not_co_occurrence("valid", valid)
         if valid.shape != data.shape:
             raise ValueError(f"valid: shape {valid.shape} differs from data shape {data.shape}")
     key = check_key("key", key)

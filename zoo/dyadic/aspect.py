@@ -34,7 +34,7 @@ from inference.native.backend import resolve_backend
 from inference.sparse import cell_stats
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.jit import jit
-from zoo.data import CoOccurrence, DyadicArrays
+from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
 from zoo.dyadic.predictive import HeldOut, heldout_evaluation, split_zero_cells
 
 __all__ = ["Aspect", "AspectParams"]
@@ -198,7 +198,7 @@ class Aspect:
     def prepare(self, data: CoOccurrence) -> DyadicArrays:
         """Validate ``data`` and return its device arrays."""
         if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+            raise not_co_occurrence("data", data)
         return data.to_arrays()
 
     def prepare_sharded(self, data: CoOccurrence, n_shards: int, *, process_local: bool = False) -> DyadicArrays:
@@ -208,7 +208,7 @@ class Aspect:
         global shape) and the blocks are this process's (:meth:`CoOccurrence.to_sharded_arrays`).
         """
         if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+            raise not_co_occurrence("data", data)
         return data.to_sharded_arrays(n_shards, process_local=process_local)
 
     def init_params(self, rng_key: Any, arrays: DyadicArrays) -> AspectParams:
@@ -351,7 +351,7 @@ class Aspect:
     def _check_new_rows(self, params: AspectParams, data: Any) -> None:
         """``data`` as new rows over the columns of the fit ``params`` (a ``TypeError``/``ValueError`` naming it)."""
         if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+            raise not_co_occurrence("data", data)
         if data.n_cols != params.col_given_class.shape[0]:
             raise ValueError(
                 f"data: has {data.n_cols} columns but the model was fitted with {params.col_given_class.shape[0]}"

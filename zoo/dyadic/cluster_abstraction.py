@@ -63,7 +63,7 @@ from inference.schedules import anneal_up
 from inference.native.backend import resolve_backend
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
 from inference._validation import Support, check_fitted_params, check_int, check_memory, check_real
-from zoo.data import CoOccurrence, DyadicArrays
+from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
 __all__ = [
@@ -462,7 +462,7 @@ class ClusterAbstraction:
     def prepare(self, data: CoOccurrence) -> DyadicArrays:
         """Validate ``data`` and return its device arrays."""
         if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+            raise not_co_occurrence("data", data)
         if self.n_classes > data.n_rows:
             argument = "depth" if self.depth is not None else "n_leaves" if self.n_leaves is not None else "tree"
             raise ValueError(f"{argument}: the tree has {self.n_classes} leaves (clusters) for only {data.n_rows} rows")

@@ -44,7 +44,7 @@ from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.jit import jit
-from zoo.data import CoOccurrence, DyadicArrays
+from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
 __all__ = ["OneSided", "OneSidedParams", "one_sided_program", "padded_tokens"]
@@ -69,7 +69,7 @@ def padded_tokens(data: CoOccurrence, side: str = "rows") -> tuple[np.ndarray, n
     mask : (n_objects, max_tokens) bool array, False on padding
     """
     if not isinstance(data, CoOccurrence):
-        raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        raise not_co_occurrence("data", data)
     check_choice("side", side, _SIDES)
     if not data.is_integer:
         raise ValueError("data: tokens need integer counts")
@@ -269,7 +269,7 @@ class OneSided:
 
     def _oriented(self, data: Any) -> CoOccurrence:
         if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+            raise not_co_occurrence("data", data)
         return data if self.side == "rows" else data.transpose()
 
     def prepare(self, data: CoOccurrence) -> DyadicArrays:

@@ -46,7 +46,7 @@ from scipy.special import logsumexp
 
 from inference._validation import user_stacklevel
 from inference.sparse import _floor, row_cell_stats
-from zoo.data import CoOccurrence, DyadicArrays
+from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
 
 __all__ = ["row_max_normalise", "conditional_log_lik", "zero_probability", "split_zero_cells", "predictive_factors",
            "predictive_matrix", "perplexity", "HeldOut", "heldout_evaluation", "heldout_from_factors",
@@ -270,7 +270,7 @@ def heldout_evaluation(model: Any, params: Any, data: CoOccurrence, *, floor: fl
     HeldOut
     """
     if not isinstance(data, CoOccurrence):
-        raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        raise not_co_occurrence("data", data)
     floor = _check_floor(floor)
     row_factors, col_factors = predictive_factors(model, params)
     if (row_factors.shape[0], col_factors.shape[0]) != data.shape:

@@ -54,7 +54,7 @@ from inference.sparse import count_matmul
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.seeding import (LLOYD_ITERATIONS, SKETCH_COLUMNS, best_kmeans_labels, sketched_profiles,
                                smoothed_start)
-from zoo.data import CoOccurrence, DyadicArrays
+from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
 from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
 
 __all__ = ["TwoSided", "TwoSidedParams", "two_sided_program", "exact_log_likelihood"]
@@ -299,7 +299,7 @@ class TwoSided:
     def prepare(self, data: CoOccurrence) -> DyadicArrays:
         """Validate ``data`` and return its device arrays."""
         if not isinstance(data, CoOccurrence):
-            raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+            raise not_co_occurrence("data", data)
         if self.n_row_classes > data.n_rows:
             raise ValueError(f"n_row_classes: {self.n_row_classes} clusters for only {data.n_rows} rows")
         if self.n_col_classes > data.n_cols:
@@ -483,7 +483,7 @@ def exact_log_likelihood(params: TwoSidedParams, data: CoOccurrence, *, max_assi
     import itertools
 
     if not isinstance(data, CoOccurrence):
-        raise TypeError(f"data: expected a zoo.data.CoOccurrence, got {type(data).__name__}")
+        raise not_co_occurrence("data", data)
     n_row_classes, n_col_classes = params.association.shape
     if (data.n_rows, data.n_cols) != (params.row_posterior.shape[0], params.col_posterior.shape[0]):
         raise ValueError(f"data: shape {data.shape} differs from the parameters' "
