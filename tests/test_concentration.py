@@ -311,6 +311,30 @@ def test_expected_and_variance_n_clusters_match_sums(alpha):
     )
 
 
+@pytest.mark.parametrize("x64_on", [False, True])
+def test_crp_moments_hold_at_extreme_concentrations(x64_on, request):
+    # ψ(α + n) - ψ(α) cancels for large α and ψ(α) overflows for tiny α: against the sums in
+    # float64 (exact to rounding for these n), at both of JAX's precisions, never NaN.
+    if x64_on:
+        request.getfixturevalue("x64")
+    n_points = np.array([1, 2, 5, 100, 1000])
+    for alpha in (1e-30, 1e-8, 9.99, 10.01, 999.0, 1001.0, 1e5, 1e7, 1e12, 1e20, 3e38):
+        steps = alpha / (alpha + np.arange(1000.0))
+        mean = np.cumsum(steps)[n_points - 1]
+        variance = np.cumsum(steps * (1 - steps))[n_points - 1]
+        rtol = 1e-11 if x64_on else 2e-6
+        np.testing.assert_allclose(np.asarray(expected_n_clusters(alpha, n_points)), mean, rtol=rtol,
+                                   err_msg=str(alpha))
+        # Var[K] = E[K] - Σ α²/(α+i)²: for large α a small difference of two sums near n, so absolute.
+        np.testing.assert_allclose(np.asarray(variance_n_clusters(alpha, n_points)), variance, rtol=rtol,
+                                   atol=rtol * n_points.max(), err_msg=str(alpha))
+    if not x64_on:  # beyond float32: named, not inf or NaN
+        with pytest.raises(ValueError, match="^alpha: 1e\\+39 is out of the range of float32"):
+            expected_n_clusters(1e39, 5)
+        with pytest.raises(ValueError, match="^alpha: 1e-40 is out of the range of float32"):
+            escobar_west_update(jax.random.key(0), 1e-40, 3, 10, gamma_prior(1.0, 1.0))
+
+
 def test_expected_n_clusters_matches_simulated_crp():
     alpha, n_points = 2.3, 60
     within = jnp.arange(n_points, dtype=jnp.float32)
