@@ -26,6 +26,7 @@ asked otherwise, and the models refuse observed self-pairs.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
@@ -543,7 +544,12 @@ class RelationalData:
                 symmetric = bool(np.array_equal(observed, observed.T)
                                  and np.array_equal(np.where(observed, dense, 0), np.where(observed, dense, 0).T))
         else:
-            row_labels, col_labels = (None, None) if labels is None else tuple(labels)
+            pair = (None, None) if labels is None else tuple(labels)
+            if len(pair) != 2 or any(isinstance(part, (str, bytes)) or (part is not None and np.ndim(part) != 1)
+                                     for part in pair):
+                raise ValueError(f"labels: a relation between two domains takes a pair (labels of {domain_names[0]}, "
+                                 f"labels of {domain_names[1]}), each a sequence, got {labels!r:.80}")
+            row_labels, col_labels = pair
             domain_list = [
                 Domain(domain_names[0], dense.shape[0], _labels("labels", row_labels, dense.shape[0])),
                 Domain(domain_names[1], dense.shape[1], _labels("labels", col_labels, dense.shape[1])),
@@ -821,7 +827,17 @@ def _warn_if_one_value(relation: Relation, argument: str) -> None:
 
 def _declared_values(name: str, values: Sequence[Any] | None, observed: np.ndarray) -> list:
     if values is None:
-        distinct = sorted(set(np.asarray(observed).tolist()))
+        held = set(np.asarray(observed).tolist())
+        if not all(isinstance(value, numbers.Real) for value in held):  # labels: "yes"/"no", "ally"/"enemy", ...
+            try:
+                distinct = sorted(held)
+            except TypeError:  # labels of several types: some order, the same every time
+                distinct = sorted(held, key=lambda value: (type(value).__name__, repr(value)))
+            if len(distinct) < 2:
+                raise ValueError(f"{name}: every cell holds {distinct[0]!r}; give the values a cell can take "
+                                 f"({name}=[...]), so that the others are known")
+            return distinct
+        distinct = sorted(held)
         if set(distinct) <= {0, 1}:
             distinct = [0, 1]
         if len(distinct) < 2:

@@ -204,7 +204,11 @@ class LatentClassRelational:
             for name, value in self.n_classes.items():
                 check_int(f"n_classes[{name!r}]", value, minimum=1)
             object.__setattr__(self, "n_classes", tuple(sorted(self.n_classes.items())))
-        elif isinstance(self.n_classes, tuple):
+        elif isinstance(self.n_classes, tuple):  # the (name, K) pairs a dict becomes (the form repr shows)
+            if not self.n_classes or not all(isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                                             for pair in self.n_classes):
+                raise TypeError(f"n_classes: expected an int, or a dict of ints by domain name such as "
+                                f"{{'people': 3}}, got {self.n_classes!r:.60}")
             for name, value in self.n_classes:
                 check_int(f"n_classes[{name!r}]", value, minimum=1)
         else:
