@@ -51,6 +51,7 @@ growth gathers the states of the call, grows them on every process and lays them
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import warnings
@@ -352,10 +353,11 @@ def sample_chains(
     draws_per_call = min(draws_per_call, n_draws)
     sweeps_per_call = draws_per_call * thin
     warmup_calls = math.ceil(n_warmup / sweeps_per_call)
-    calls = [(draws_per_call, False)] * warmup_calls
     full, remainder = divmod(n_draws, draws_per_call)
-    calls += [(draws_per_call, True)] * full + ([(remainder, True)] if remainder else [])
-    total_sweeps = sum(count * thin for count, _ in calls)
+    # The calls, made as they are run: a generous cap on the draws (until mixed) need not fit a list.
+    calls = itertools.chain(itertools.repeat((draws_per_call, False), warmup_calls),
+                            itertools.repeat((draws_per_call, True), full), [(remainder, True)] if remainder else [])
+    total_sweeps = (warmup_calls * draws_per_call + n_draws) * thin
 
     states = init_states
     chunks: list[dict[str, np.ndarray]] = []

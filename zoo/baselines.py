@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from inference._validation import as_float_array, check_int, check_key, check_real, user_stacklevel
+from inference._validation import as_float_array, check_int, check_key, check_memory, check_real, user_stacklevel
 from inference.jit import jit
 from zoo.metrics import clustering_scores
 
@@ -54,6 +54,7 @@ def coarse_partition(n_points: int) -> np.ndarray:
     array([0, 0, 0])
     """
     n_points = check_int("n_points", n_points, minimum=1)
+    check_memory("n_points", 8 * n_points, f"a partition of {n_points:,} points", device=False)
     return np.zeros(n_points, dtype=np.int64)
 
 
@@ -76,6 +77,7 @@ def fine_partition(n_points: int) -> np.ndarray:
     array([0, 1, 2])
     """
     n_points = check_int("n_points", n_points, minimum=1)
+    check_memory("n_points", 8 * n_points, f"a partition of {n_points:,} points", device=False)
     return np.arange(n_points, dtype=np.int64)
 
 

@@ -24,7 +24,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from inference._validation import check_int
-from zoo.data import CoOccurrence
+from zoo.data import CoOccurrence, not_co_occurrence
 
 __all__ = [
     "load_reuters",
@@ -141,6 +141,8 @@ def read_matrix_market(path: str | os.PathLike, *, row_names=None, col_names=Non
 
 def write_matrix_market(path: str | os.PathLike, data: CoOccurrence) -> None:
     """Write counts as a MatrixMarket coordinate file."""
+    if not isinstance(data, CoOccurrence):
+        raise not_co_occurrence("data", data)
     scipy.io.mmwrite(path, sp.coo_matrix(data.to_sparse()))
 
 
@@ -203,7 +205,10 @@ def read_ldac(
 
 
 def write_ldac(path: str | os.PathLike, data: CoOccurrence) -> None:
-    """Write counts in LDA-C format (integer counts are written without decimals)."""
+    """Write counts in LDA-C format (integer counts are written without decimals, others as floats,
+    which :func:`read_ldac` reads back but other LDA-C readers may not)."""
+    if not isinstance(data, CoOccurrence):
+        raise not_co_occurrence("data", data)
     matrix = data.to_sparse()
     with open(path, "w", encoding="utf-8") as handle:
         for row in range(data.n_rows):

@@ -7,10 +7,19 @@ import warnings
 
 import numpy as np
 
-__all__ = ["DISPERSED", "start_kinds", "start_labels"]
+from inference._validation import check_memory
+
+__all__ = ["DISPERSED", "check_start_memory", "start_kinds", "start_labels"]
 
 #: The starts that ``init="dispersed"`` gives chains 0, 1, 2, 3, ... in turn.
 DISPERSED = ("single", "kmeans", "random")
+
+
+def check_start_memory(n_chains: int, n_points: int) -> None:
+    """Refuse, naming ``n_chains``, more chains than the memory holds even the starting labels of
+    (three int64 copies of each chain's labels: far less than the chains' states, which are checked
+    when they are built, but checked before the starts are drawn one chain at a time)."""
+    check_memory("n_chains", 3 * 8 * n_chains * n_points, f"starting {n_chains:,} chains of {n_points:,} points")
 
 
 def start_kinds(init: str, n_chains: int) -> list[str]:

@@ -45,7 +45,7 @@ from inference.neal import init as init_state
 from inference._validation import (arrays_digest, as_index_array, check_bool, check_choice, check_int, check_key,
                                    check_memory, check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
-from zoo.dirichlet._starts import start_kinds, start_labels
+from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.metrics import clustering_scores
 
 __all__ = ["DEFAULT_SPLIT_MERGE", "INITS", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
@@ -637,6 +637,7 @@ class DPMixture:
     def _initial_labels(self, init_labels: Any, n_chains: int, points: np.ndarray, rng: np.random.Generator
                         ) -> np.ndarray:
         n_points = points.shape[0]
+        check_start_memory(n_chains, n_points)
         if isinstance(init_labels, str):
             kinds = start_kinds(check_choice("init", init_labels, INITS), n_chains)
             points = np.asarray(points, np.float64)  # K-means in float64, whatever the chains' float width

@@ -24,7 +24,7 @@ from inference.partitions import point_partition
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
                                    check_key, check_memory, check_real, key_as_data, key_from_data, tree_nbytes,
                                    user_stacklevel)
-from zoo.dirichlet._starts import start_kinds, start_labels
+from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
@@ -381,6 +381,7 @@ def _initial_states(model: SupervisedDP, starts: Any, n_chains: int, train: np.n
 def _initial_test_partitions(init: Any, n_chains: int, test: np.ndarray, rng_key: jax.Array) -> np.ndarray:
     """Starting test labels of every chain, shape (n_chains, M) (see :meth:`SupervisedDP.fit`)."""
     n_test = test.shape[0]
+    check_start_memory(n_chains, n_test)
     if not isinstance(init, str):
         starts = np.asarray(init)
         if starts.ndim == 1:
