@@ -273,3 +273,9 @@ def test_held_out_prediction_hides_the_cell_and_its_mirror():
 def test_bad_input_names_the_argument(call, argument):
     with pytest.raises(ValueError, match=f"^{re.escape(argument)}"):
         call()
+
+
+@pytest.mark.parametrize("n_classes", [(2, 3), (2,), ()])
+def test_class_counts_as_a_tuple_of_numbers_are_named(n_classes):
+    with pytest.raises(TypeError, match="^n_classes: expected an int, or a dict of ints by domain name"):
+        LatentClassRelational(n_classes)

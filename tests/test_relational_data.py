@@ -85,6 +85,13 @@ def test_table_and_ratings_thresholded_at_the_global_mean():
     assert shared.domains[0].size == 3 and shared.relation().shape == (3, 3)
 
 
+def test_table_of_text_values_without_values_declared():
+    frame = pd.DataFrame({"s": ["a", "b", "a"], "o": ["b", "c", "c"], "v": ["yes", "no", "yes"]})
+    relation = RelationalData.from_table(frame, subject="s", object="o", value="v").relation()
+    assert relation.value_labels == ("no", "yes")  # sorted, as numbers are
+    np.testing.assert_array_equal(relation.values, [1, 0, 1])
+
+
 def test_table_rows_missing_repeated_or_of_one_value():
     frame = pd.DataFrame({"a": ["x", "x", "y", "z"], "b": ["p", "q", "p", "q"], "v": [1, 0, None, 1]})
     data = RelationalData.from_table(frame, subject="a", object="b", value="v")
@@ -217,6 +224,10 @@ def _relation(**overrides):
         (lambda: check_cells([[0, 1, 2]], 0, _karate_schema()), "cells: expected shape (n_cells, 2)"),
         (lambda: check_cells([[0, 1]], "likes", _karate_schema()), "relation: no relation 'likes'"),
         (lambda: check_cells([[0, 1]], 1, _karate_schema()), "relation"),
+        (lambda: RelationalData.from_adjacency([[0, 1, 1], [1, 0, 1]], domains=("a", "b"), labels=list("abcde")),
+         "labels: a relation between two domains takes a pair"),
+        (lambda: RelationalData.from_table(pd.DataFrame({"s": ["a", "b"], "o": ["b", "c"], "v": ["yes", "yes"]}),
+                                           subject="s", object="o", value="v"), "values: every cell holds 'yes'"),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):

@@ -820,6 +820,22 @@ def test_supervised_fit_refuses_reference_types_that_cannot_fit_in_memory(monkey
     assert fit.assignments.shape == (2, 4, 6)
 
 
+def test_chains_beyond_any_memory_are_refused_before_their_starts_are_drawn(monkeypatch):
+    # 10^9 chains drew their starting partitions one by one, for minutes, before the memory check of
+    # their states; a cap of 10^12 draws built a list of 10^11 calls (MemoryError).
+    from zoo.dirichlet import DPMixture, SupervisedDP, normal_gamma
+
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(16 * 2**30))
+    points = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match=r"^n_chains: starting 1,000,000,000 chains of 20 points needs about"):
+        DPMixture(normal_gamma(2)).fit(points, jax.random.key(0), n_chains=10**9, progress=False)
+    with pytest.raises(ValueError, match=r"^n_chains: starting 1,000,000,000 chains of 20 points needs about"):
+        SupervisedDP().fit(points, [0] * 10 + [1] * 10, points, key=jax.random.key(0), n_chains=10**9, progress=False)
+    fit = DPMixture(normal_gamma(2)).fit(points, jax.random.key(0), n_chains=2, n_draws=10**12, n_warmup=10,
+                                         until_mixed=True, time_budget=3, progress=False)
+    assert 0 < fit.result.samples["n_clusters"].shape[1] < 10**6
+
+
 def test_lrm_class_counts_beyond_any_memory_are_refused_before_jax_runs():
     # 2^31 classes do not fit JAX's int32 shapes: tracing the start to measure it warned
     # ("int64 ... will be truncated to int32") before the ValueError. Now counted in Python first.
