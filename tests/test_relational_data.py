@@ -89,7 +89,7 @@ def test_table_of_text_values_without_values_declared():
     frame = pd.DataFrame({"s": ["a", "b", "a"], "o": ["b", "c", "c"], "v": ["yes", "no", "yes"]})
     relation = RelationalData.from_table(frame, subject="s", object="o", value="v").relation()
     assert relation.value_labels == ("no", "yes")  # sorted, as numbers are
-    np.testing.assert_array_equal(relation.values, [1, 0, 1])
+    np.testing.assert_array_equal(relation.to_dense(), [[1, 1], [np.nan, 0]])  # s (a, b) × o (b, c)
 
 
 def test_table_rows_missing_repeated_or_of_one_value():
