@@ -18,6 +18,7 @@ from inference.concentration import GammaPrior
 from inference import diagnostics
 from inference.diagnostics import MixingWarning
 from inference.display import quantity_text
+from inference.partitions import point_partition
 from inference.provenance import ProvenanceWarning
 from zoo.metrics import adjusted_rand_index
 from zoo.relational.data import Domain, Relation, RelationalData, load_florentine_families, load_karate_club
@@ -491,6 +492,12 @@ def test_split_merge_moves_change_the_chain_and_report_their_acceptance():
     assert "split-merge accepted" not in repr(runs[0]) and "2 chains × 20 draws after 10 warm-up sweeps" in repr(runs[0])
     alpha = quantity_text(runs[3].concentrations["people"], spec=".3g")
     assert f"α of people {alpha}" in text and "clusters of people" in text  # K and α, as getting_started says
+    # A point estimate of every domain from all the draws, as a DP fit's; the card names it.
+    estimate = runs[3].point_estimate()
+    assert list(estimate) == ["people"] and "result.point_estimate()" in text
+    np.testing.assert_array_equal(estimate["people"], point_partition(runs[3].assignments["people"]))
+    np.testing.assert_array_equal(runs[3].point_estimate("binder")["people"],
+                                  point_partition(runs[3].assignments["people"], loss="binder"))
 
 
 @pytest.mark.numba

@@ -862,7 +862,8 @@ class IRMResult(Described):
                                                   for name, row in acceptance.iterrows()])
             add_mixing(card, self.mixing)
         card.add("made with", made_with(getattr(self, "provenance", None)))
-        card.add("see", ["result.summary()", "result.map_partition()", "result.predict_proba(cells, relation)",
+        card.add("see", ["result.summary()", "result.point_estimate()", "result.map_partition()",
+                         "result.predict_proba(cells, relation)",
                          "leave_one_out_log_loss(result, data, key=...)", "result.to_inference_data()"]
                  + ([RESUME_CALL] if continuation is not None else []))
         return card
@@ -952,8 +953,24 @@ class IRMResult(Described):
         if np.asarray(self.log_joint).shape[-1] == 0:
             raise ValueError(NO_DRAWS)
 
+    def point_estimate(self, loss: str = "vi") -> dict[str, np.ndarray]:
+        """Per domain, the partition minimising the posterior expected ``loss`` over every kept draw
+        of every chain (:func:`inference.partitions.point_partition`; ``"vi"``, the variation of
+        information, or ``"binder"``), as :meth:`zoo.dirichlet.mixture.DPMixtureFit.point_estimate`
+        gives for a DP mixture: a summary of all the draws, where :meth:`map_partition` is one of them.
+
+        Returns
+        -------
+        dict of domain name → (n_D,) int64 labels 0..K-1 in order of first appearance.
+        """
+        from inference.partitions import point_partition
+
+        self._check_draws()
+        return {name: point_partition(draws, loss=loss) for name, draws in self.assignments.items()}
+
     def map_partition(self) -> dict[str, np.ndarray]:
-        """The kept draw with the highest log joint, relabelled 0..K-1 in order of first appearance."""
+        """The kept draw with the highest log joint, relabelled 0..K-1 in order of first appearance
+        (one draw; :meth:`point_estimate` summarises them all)."""
         self._check_draws()
         chain, draw = np.unravel_index(np.argmax(self.log_joint), self.log_joint.shape)
         result = {}
