@@ -152,6 +152,22 @@ def test_bad_settings():
     assert np.isfinite(result.perplexity(points[:5]))  # any number of points
 
 
+def test_gaussian_mixture_fit_gives_each_points_class(x64):
+    # The responsibilities of the fitted model are those of its enumerated program's posterior.
+    rng = np.random.default_rng(3)
+    points = _two_clusters(rng, 40)
+    result = tempered_em(GaussianMixture(2), points, key=jax.random.key(1), max_iter=100)
+    model, params = result.model, result.params
+    responsibilities = np.asarray(model.responsibilities(params, points))
+    program = EnumeratedEM(gaussian_mixture_program, static_kwargs=(("n_classes", 2),), max_plate_nesting=1)
+    exact = program.posterior(params._asdict(), jnp.asarray(points))
+    np.testing.assert_allclose(responsibilities, np.asarray(next(iter(exact.values()))), rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(model.assignments(params, points), responsibilities.argmax(axis=1))
+    assert "result.model.assignments(result.params, points)" in repr(result)
+    with pytest.raises(ValueError, match="^data: points of 3 features"):
+        model.assignments(params, np.ones((2, 3)))
+
+
 def test_generic_em_matches_one_sided_kernel_from_the_same_start(x64):
     # ACM (H99 eqs. 5-7): the program's tokens are padded per row, so it needs two nested plates.
     rng = np.random.default_rng(4)

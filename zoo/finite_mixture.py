@@ -82,6 +82,9 @@ class GaussianMixture:
     positive_fields: ClassVar[tuple] = ("scales",)
     #: Its data are an (N, D) array of points: held-out data may hold any number, of D features each.
     points_data: ClassVar[bool] = True
+    #: What a fit's summary points to beyond the parameters.
+    see_also: ClassVar[tuple] = ("result.model.responsibilities(result.params, points)",
+                                 "result.model.assignments(result.params, points)")
 
     def __post_init__(self) -> None:
         check_int("n_classes", self.n_classes, minimum=1)
@@ -141,6 +144,26 @@ class GaussianMixture:
         return jax.nn.logsumexp(log_weights + log_density, axis=1).sum()
 
     heldout_log_lik = log_likelihood
+
+    def responsibilities(self, params: GaussianMixtureParams, data: Any) -> Any:
+        """P(c | x_n) of every point under ``params`` (β = 1), shape (N, K): e.g.
+        ``result.model.responsibilities(result.params, points)`` after :func:`inference.em.tempered_em`."""
+        points = self._points(data, params)
+        log_weights, log_density, _ = self._log_joint(params, points)
+        return jax.nn.softmax(log_weights + log_density, axis=1)
+
+    def assignments(self, params: GaussianMixtureParams, data: Any) -> np.ndarray:
+        """The most probable class of every point under ``params``, shape (N,)."""
+        return np.asarray(jnp.argmax(self.responsibilities(params, data), axis=1))
+
+    def _points(self, data: Any, params: GaussianMixtureParams) -> Any:
+        """``data`` checked as the fitted points are (any number of points, as many features as
+        ``params``), in the parameters' precision."""
+        points = as_float_array("data", data.points if isinstance(data, Features) else data, ndim=2)
+        n_features = np.shape(params.locs)[-1]
+        if points.shape[1] != n_features:
+            raise ValueError(f"data: points of {points.shape[1]} features, where the mixture's classes have {n_features}")
+        return jnp.asarray(points, dtype=jnp.asarray(params.locs).dtype)
 
     def em_step(self, params: GaussianMixtureParams, points: Any, beta: Any) -> tuple[GaussianMixtureParams, Any]:
         log_weights, log_density, log_distance = self._log_joint(params, points)
