@@ -96,7 +96,7 @@ from inference.processes import (broadcast_from_first, global_blocks, local_bloc
                                  process_max, process_sum, replicate)
 from inference.provenance import provenance
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, beats, validated_schedule
-from inference._validation import (check_distributions, check_int, check_key, check_memory, check_model,
+from inference._validation import (check_bool, check_distributions, check_int, check_key, check_memory, check_model,
                                    check_params_like, check_positive, check_real, renamed, tree_nbytes,
                                    user_stacklevel)
 from inference.jit import jit
@@ -736,6 +736,7 @@ def tempered_em(
         time_budget = check_real("time_budget", time_budget, low=0.0, low_open=True)
     max_iter = check_int("max_iter", max_iter, minimum=1)
     tol = check_real("tol", tol, low=0.0)
+    progress = check_bool("progress", progress)
     if floor is not None:
         floor = check_real("floor", floor, low=0.0, high=1.0, low_open=True, high_open=True)
         if valid is None:

@@ -849,3 +849,24 @@ def test_lrm_class_counts_beyond_any_memory_are_refused_before_jax_runs():
         for n_classes in (2**31, 10**7):
             with pytest.raises(ValueError, match=r"^n_classes: 10 fit\(s\) of LatentClassRelational.*needs about"):
                 LatentClassRelational(n_classes).fit(data, key=jax.random.key(0))
+
+
+def test_small_settings_are_checked_by_type_before_any_work(tmp_path):
+    # Each was taken as given (bool("yes"), a JAX dtype error, open()'s error without the argument).
+    from inference import tempered_em
+    from zoo.data import CoOccurrence
+    from zoo.datasets import read_ldac, write_ldac
+    from zoo.dyadic import Aspect
+    from zoo.relational import RelationalData
+
+    data = CoOccurrence.from_dense(np.eye(3) + 1)
+    with pytest.raises(TypeError, match="^progress: expected a bool"):
+        tempered_em(Aspect(2), data, key=jax.random.key(0), progress="yes")
+    with pytest.raises(TypeError, match="^symmetric: expected a bool"):
+        RelationalData.from_adjacency(np.eye(3), symmetric="yes")
+    for dtype in ("foo", "int32"):
+        with pytest.raises(TypeError, match="^dtype: expected a float dtype"):
+            data.to_arrays(dtype=dtype)
+    write_ldac(tmp_path / "docs.ldac", data)
+    with pytest.raises(FileNotFoundError, match="^vocabulary: .* is not a file"):
+        read_ldac(tmp_path / "docs.ldac", vocabulary=tmp_path / "missing.txt")

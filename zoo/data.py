@@ -354,7 +354,12 @@ class CoOccurrence:
         """
         import jax.numpy as jnp
 
-        float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        try:
+            float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        except TypeError:
+            float_dtype = None
+        if float_dtype is None or not jnp.issubdtype(float_dtype, jnp.floating):
+            raise TypeError(f"dtype: expected a float dtype such as 'float32' or 'float64', got {dtype!r}")
         self._check_range(float_dtype)
         n_cells = _bucket(self.nnz) if pad else self.nnz
         extra = n_cells - self.nnz
@@ -394,7 +399,10 @@ class CoOccurrence:
         import jax.numpy as jnp
 
         n_shards = check_int("n_shards", n_shards, minimum=1)
-        float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        try:
+            float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+        except TypeError:
+            raise TypeError(f"dtype: expected a float dtype such as 'float32' or 'float64', got {dtype!r}") from None
         full_indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
         targets = np.linspace(0, self.nnz, n_shards + 1)
         cuts = np.searchsorted(full_indptr, targets).astype(np.int64)

@@ -98,6 +98,9 @@ def load_20newsgroups(
 
     if subset not in ("train", "test"):
         raise ValueError(f"subset: must be 'train' or 'test', got {subset!r}")
+    min_df = check_int("min_df", min_df, minimum=1)
+    if stop_words not in ("english", None):
+        raise ValueError(f"stop_words: must be 'english' or None, got {stop_words!r}")
     path = _orange_file(f"20newsgroups-{subset}.tab")
     # Orange .tab: a header row, a type row, a flags row, then tab-separated records.
     frame = pd.read_csv(path, sep="\t", skiprows=[1, 2], quoting=csv.QUOTE_NONE,
@@ -187,6 +190,8 @@ def read_ldac(
     names = None
     if vocabulary is not None:
         if isinstance(vocabulary, (str, os.PathLike)):
+            if not os.path.isfile(vocabulary):
+                raise FileNotFoundError(f"vocabulary: {os.fspath(vocabulary)!r} is not a file")
             with open(vocabulary, encoding="utf-8") as handle:
                 names = [line.rstrip("\n") for line in handle]
         else:

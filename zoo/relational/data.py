@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from inference._validation import (as_float_array, as_index_array, check_choice, check_int, check_real,
+from inference._validation import (as_float_array, as_index_array, check_bool, check_choice, check_int, check_real,
                                  check_relation, numbers_array, user_stacklevel)
 
 __all__ = [
@@ -222,7 +222,7 @@ class Relation:
             raise ValueError(f"entries: cell {tuple(int(i) for i in duplicate)} is listed twice")
         entries = entries[order].astype(np.int32)
         values = values[order].astype(np.int32)
-        symmetric = bool(self.symmetric)
+        symmetric = check_bool("symmetric", self.symmetric)
         if symmetric:
             if arity != 2 or domains[0] != domains[1]:
                 raise ValueError("symmetric: only a binary relation over one domain can be symmetric")
@@ -501,6 +501,8 @@ class RelationalData:
             Mark an undirected relation over one domain; default: detected (one domain and
             the observed matrix equals its transpose).
         """
+        if symmetric is not None:
+            symmetric = check_bool("symmetric", symmetric)
         dense = numbers_array(matrix)  # scipy.sparse densified, pandas' nullable columns as float
         if dense.dtype == object or not (np.issubdtype(dense.dtype, np.number) or dense.dtype == bool):
             raise TypeError(f"matrix: expected numbers, got dtype {dense.dtype}")
