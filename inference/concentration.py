@@ -101,7 +101,8 @@ def _check_representable(alpha: np.ndarray) -> None:
     """Refuse α that JAX's working float (float32 unless x64 is on) turns into inf or 0."""
     info = np.finfo(jnp.result_type(float))
     if (alpha > info.max).any() or ((alpha > 0) & (alpha < info.tiny)).any():
-        raise ValueError(f"alpha: {float(alpha.max() if (alpha > info.max).any() else alpha.min()):.3g} is out of the range "
+        worst = float(alpha.max() if (alpha > info.max).any() else alpha.min())
+        raise ValueError(f"alpha: {worst:.3g} is out of the range "
                          f"of {info.dtype} ({info.tiny:.3g} to {info.max:.3g}), JAX's working precision "
                          "(jax.config.update('jax_enable_x64', True) gives float64)")
 

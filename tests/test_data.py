@@ -204,8 +204,9 @@ def test_pandas_nullable_columns_and_sparse_matrices_are_read_as_numbers():
         RelationalData.from_adjacency(pd.DataFrame([["a", "b"], ["c", "d"]]))
 
 
-@pytest.mark.parametrize("given, constructor", [(sp.csr_matrix(DENSE), "from_sparse(data)"), (DENSE, "from_dense(data)"),
-                                                (pd.DataFrame(DENSE), "from_dataframe(data, row=..., col=...)")])
+@pytest.mark.parametrize("given, constructor", [
+    (sp.csr_matrix(DENSE), "from_sparse(data)"), (DENSE, "from_dense(data)"),
+    (pd.DataFrame(DENSE), "from_dataframe(data, row=..., col=...)")])
 def test_a_matrix_where_co_occurrences_are_needed_is_told_how_to_make_them(given, constructor):
     import jax
 

@@ -123,7 +123,8 @@ def test_bad_settings():
         get_model("aspect", n_classes=0)
 
 
-@pytest.mark.parametrize("package", ["zoo", "zoo.dirichlet", "zoo.dyadic", "zoo.relational", "zoo.sklearn", "inference"])
+@pytest.mark.parametrize("package",
+                         ["zoo", "zoo.dirichlet", "zoo.dyadic", "zoo.relational", "zoo.sklearn", "inference"])
 def test_dir_offers_every_public_name(package):
     # dir() is what tab completion in Jupyter offers: names a package imports lazily must be in it too.
     module = importlib.import_module(package)

@@ -162,7 +162,8 @@ class GaussianMixture:
         points = as_float_array("data", data.points if isinstance(data, Features) else data, ndim=2)
         n_features = np.shape(params.locs)[-1]
         if points.shape[1] != n_features:
-            raise ValueError(f"data: points of {points.shape[1]} features, where the mixture's classes have {n_features}")
+            raise ValueError(f"data: points of {points.shape[1]} features, where the mixture's classes have "
+                             f"{n_features}")
         return jnp.asarray(points, dtype=jnp.asarray(params.locs).dtype)
 
     def em_step(self, params: GaussianMixtureParams, points: Any, beta: Any) -> tuple[GaussianMixtureParams, Any]:
