@@ -79,10 +79,44 @@ def enumerated_log_likelihood(
     Returns
     -------
     scalar array, the exact marginal log-likelihood.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``program``, ``params`` or ``max_plate_nesting``: a ``params`` that misses one of
+        the program's param sites (it would be taken at the program's own starting value,
+        silently) or names a site the program does not have (a value for a latent sample site is
+        allowed: it conditions on it), or a param value of another shape than the site's.
     """
+    if not callable(program):
+        raise TypeError(f"program: expected a NumPyro program (a callable), got {type(program).__name__}")
+    max_plate_nesting = check_int("max_plate_nesting", max_plate_nesting, minimum=0)
+    _check_params_of(program, params, args, kwargs)
     enumerated = enum(config_enumerate(program), first_available_dim=-max_plate_nesting - 1)
     value, _ = log_density(enumerated, args, kwargs, params)
     return value
+
+
+def _check_params_of(program: Callable, params: Any, args: tuple, kwargs: dict) -> None:
+    """``params`` holds a value of each param site of ``program(*args, **kwargs)``, of its shape."""
+    if not isinstance(params, dict):
+        raise TypeError(f"params: expected a dict of the program's param values by site name, got "
+                        f"{type(params).__name__}")
+    trace = handlers.trace(handlers.seed(config_enumerate(program), rng_seed=0)).get_trace(*args, **kwargs)
+    sites = {name: site["value"] for name, site in trace.items() if site["type"] == "param"}
+    # A value for a latent sample site is allowed: it conditions on that site (substitution).
+    latent = {name for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]}
+    missing = [name for name in sites if name not in params]
+    unknown = [name for name in params if name not in sites and name not in latent]
+    if missing or unknown:
+        said = [f"missing {', '.join(map(repr, missing))}" if missing else "",
+                f"{', '.join(map(repr, unknown))} not a param site (nor a latent one)" if unknown else ""]
+        raise ValueError(f"params: {'; '.join(part for part in said if part)} (the program's param sites: "
+                         f"{', '.join(map(repr, sites)) or 'none'})")
+    for name, value in sites.items():
+        if np.shape(params[name]) != np.shape(value):
+            raise ValueError(f"params[{name!r}]: shape {np.shape(params[name])}, where the program's param site has "
+                             f"shape {np.shape(value)}")
 
 
 # ----------------------------------------------------------------------------- inspection
@@ -850,10 +884,11 @@ class EnumeratedEM:
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
         if not isinstance(params, dict):
             raise TypeError(f"params: expected a dict of the program's param values, got {type(params).__name__}")
+        names_given = isinstance(sites, (list, tuple, set, frozenset)) and all(isinstance(name, str) for name in sites)
+        if sites is not None and not isinstance(sites, str) and not names_given:
+            raise TypeError(f"sites: expected a site name or a sequence of them, got {sites!r:.60}")
         args = self.prepare(data)
-        missing = sorted(set(self._param_constraints) - set(params))
-        if missing:
-            raise ValueError(f"params: no value for the program's param site(s) {missing}")
+        _check_params_of(self.program, params, args, self._kwargs)  # every site, of its shape
         _, trace = log_density(self._enumerated(self.program), args, self._kwargs, params)
         latent = {name: site for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]}
         if sites is None:

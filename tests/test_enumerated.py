@@ -462,12 +462,21 @@ def test_posterior_after_a_fit_finds_the_planted_classes_and_names_bad_arguments
     for call, message in [
         (lambda: model.posterior(fit.params, x[:, None], beta=0.0), "^beta"),
         (lambda: model.posterior(fit.params, x[:, None], sites="z"), r"^sites: \['z'\] are not latent sample sites"),
-        (lambda: model.posterior({"weights": fit.params["weights"]}, x[:, None]), r"^params: no value for"),
+        (lambda: model.posterior({"weights": fit.params["weights"]}, x[:, None]), r"^params: missing 'locs', 'scales'"),
+        (lambda: model.posterior({**fit.params, "locs": jnp.zeros((3, 1))}, x[:, None]), r"^params\['locs'\]: shape"),
     ]:
         with pytest.raises(ValueError, match=message):
             call()
     with pytest.raises(TypeError, match="^params"):
         model.posterior([1.0], x[:, None])
+    with pytest.raises(TypeError, match="^sites: expected a site name"):
+        model.posterior(fit.params, x[:, None], sites=3)
+    # The enumerated log-likelihood takes no starting value for a param the dict misses, silently.
+    with pytest.raises(ValueError, match=r"^params: missing 'weights', 'locs', 'scales'"):
+        enumerated_log_likelihood(gaussian_mixture_program, {}, x[:, None], n_classes=2, max_plate_nesting=1)
+    with pytest.raises(ValueError, match=r"^params: 'spread' not a param site \(nor a latent one\)"):
+        enumerated_log_likelihood(gaussian_mixture_program, {**fit.params, "spread": 1.0}, x[:, None], n_classes=2,
+                                  max_plate_nesting=1)
 
 
 def _unconstrained_weights(x, *, n_classes):

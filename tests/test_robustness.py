@@ -864,6 +864,8 @@ def test_small_settings_are_checked_by_type_before_any_work(tmp_path):
         tempered_em(Aspect(2), data, key=jax.random.key(0), progress="yes")
     with pytest.raises(TypeError, match="^symmetric: expected a bool"):
         RelationalData.from_adjacency(np.eye(3), symmetric="yes")
+    with pytest.raises(TypeError, match="^matrix: complex values"):  # the imaginary parts were dropped
+        RelationalData.from_adjacency(np.eye(3) * (1 + 1j))
     for dtype in ("foo", "int32"):
         with pytest.raises(TypeError, match="^dtype: expected a float dtype"):
             data.to_arrays(dtype=dtype)

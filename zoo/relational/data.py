@@ -506,6 +506,8 @@ class RelationalData:
         dense = numbers_array(matrix)  # scipy.sparse densified, pandas' nullable columns as float
         if dense.dtype == object or not (np.issubdtype(dense.dtype, np.number) or dense.dtype == bool):
             raise TypeError(f"matrix: expected numbers, got dtype {dense.dtype}")
+        if np.issubdtype(dense.dtype, np.complexfloating):
+            raise TypeError("matrix: complex values are not supported")
         dense = dense.astype(np.float64)
         if dense.ndim != 2:
             raise ValueError(f"matrix: expected 2 dimensions, got shape {dense.shape}")
