@@ -390,6 +390,11 @@ def test_check_data_names_the_argument():
     with pytest.raises(ValueError, match="^data: contains negative"):
         dirichlet_multinomial(2).check_data("data", [[-1.0, 2.0]])
     assert normal_gamma(2).check_data("data", [[0.0, 1.0]]).shape == (1, 2)
+    # Squares a cluster's statistics would sum beyond the working float: every log joint was -inf.
+    if jnp.result_type(float) == jnp.float32:
+        for family in (normal_gamma(2), normal_known_precision(2)):
+            with pytest.raises(ValueError, match="^data: values up to 1e\\+19 overflow float32 sums of squares"):
+                family.check_data("data", [[0.0, 1e19], [1.0, 2.0]])
 
 
 def test_tied_values_pull_gaussian_clusters_together_and_are_found():

@@ -84,6 +84,14 @@ def _check_finite_matrix(name: str, data: Any, n_features: int | None) -> np.nda
     array = as_float_array(name, data, ndim=2)
     if n_features is not None:
         _check_width(name, array, n_features)
+    # A cluster's statistics sum squares of its points: they must not overflow the working float
+    # (values of 1e19 in float32 made every log joint -inf, in silence).
+    dtype = jnp.result_type(float)
+    limit = float(np.sqrt(np.finfo(dtype).max / (16.0 * max(array.shape[0], 1))))
+    largest = float(np.abs(array).max()) if array.size else 0.0
+    if largest > limit:
+        raise ValueError(f"{name}: values up to {largest:.3g} overflow {np.dtype(dtype).name} sums of squares "
+                         f"(limit {limit:.3g}); rescale the features or enable float64")
     return array
 
 
