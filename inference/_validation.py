@@ -65,11 +65,15 @@ def _is_jax_array(value: Any) -> bool:
 
 
 def numbers_array(value: Any) -> np.ndarray:
-    """``np.asarray(value)``, but a scipy.sparse matrix densified and a pandas object of nullable
-    numeric or boolean columns (``Int64``, ``Float64``, ``boolean``, whose ``np.asarray`` is of
-    dtype object) read as float64 with NaN for their missing values."""
+    """``np.asarray(value)``, but a scipy.sparse matrix densified, and a NumPy masked array with
+    masked entries or a pandas object of nullable numeric or boolean columns (``Int64``,
+    ``Float64``, ``boolean``, whose ``np.asarray`` is of dtype object) read as float64 with NaN
+    for their masked or missing values (where NaN means missing it is read so; elsewhere it is
+    refused by name)."""
     if type(value).__module__.startswith("scipy.sparse"):
         return value.toarray()
+    if np.ma.isMaskedArray(value) and np.ma.getmaskarray(value).any():  # np.asarray would drop the mask
+        return np.ma.filled(value.astype(np.float64), np.nan)  # masked entries are missing: NaN
     array = np.asarray(value)
     if array.dtype == object and hasattr(value, "to_numpy") and hasattr(value, "dtypes"):
         from pandas.api.types import is_bool_dtype, is_numeric_dtype

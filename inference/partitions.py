@@ -487,6 +487,9 @@ def _check_labels_and_matrix(
         )
     if (matrix > 1.0 + 1e-12).any():
         raise ValueError("co_clustering_matrix: probabilities must be <= 1")
+    if not np.allclose(matrix, matrix.T, rtol=0.0, atol=1e-6):  # p_ij = p_ji for a co-clustering matrix
+        raise ValueError("co_clustering_matrix: must be symmetric (p_ij, the probability that points i and j "
+                         "share a cluster, equals p_ji)")
     return labels, matrix
 
 

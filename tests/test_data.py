@@ -202,6 +202,12 @@ def test_pandas_nullable_columns_and_sparse_matrices_are_read_as_numbers():
         np.testing.assert_array_equal(relation.values, expected.relations[0].values)
     with pytest.raises(TypeError, match="^matrix: expected numbers"):
         RelationalData.from_adjacency(pd.DataFrame([["a", "b"], ["c", "d"]]))
+    # A masked array's mask was dropped: its masked entries are missing cells, or named where none may be.
+    masked = np.ma.masked_array(links, mask=np.eye(*links.shape, dtype=bool))
+    relation = RelationalData.from_adjacency(masked).relations[0]
+    assert relation.entries.shape[0] == links.size - 3
+    with pytest.raises(ValueError, match="^matrix: contains NaN"):
+        CoOccurrence.from_dense(np.ma.masked_array(DENSE, mask=DENSE == 0))
 
 
 @pytest.mark.parametrize("given, constructor", [

@@ -288,6 +288,7 @@ def test_bad_input_names_the_argument():
         (lambda: normalized_variation_of_information([0, 1], None), TypeError, "labels_pred"),
         (lambda: clustering_scores([0, 1], 3), TypeError, "labels_pred"),
         (lambda: clustering_scores([[0], [1, 2]], [0, 1]), TypeError, "labels_true"),
+        (lambda: clustering_scores({0, 1}, [0, 1]), TypeError, "labels_true"),  # a set has no order
         (lambda: coarse_partition(0), ValueError, "n_points"),
         (lambda: fine_partition(-3), ValueError, "n_points"),
         (lambda: fine_partition(2.5), TypeError, "n_points"),

@@ -240,6 +240,8 @@ def test_bad_input_names_the_argument():
         (lambda: expected_binder_loss([0, 1], np.eye(3)), ValueError, "co_clustering_matrix"),
         (lambda: expected_vi_lower_bound([[0, 1]], np.eye(2)), ValueError, "labels"),
         (lambda: expected_binder_loss([0, 1], 2 * np.eye(2)), ValueError, "co_clustering_matrix"),
+        (lambda: expected_binder_loss([0, 1], [[1.0, 0.9], [0.1, 1.0]]), ValueError, "co_clustering_matrix: must be"),
+        (lambda: expected_vi_lower_bound([0, 1], [[1.0, 0.9], [0.1, 1.0]]), ValueError, "co_clustering_matrix"),
         (lambda: expected_variation_of_information([0, 1], good), ValueError, "labels"),
     ]
     for call, error, name in cases:

@@ -45,7 +45,8 @@ __all__ = [
 
 def _encode_labels(name: str, labels: Any) -> np.ndarray:
     """Map a 1-D sequence of hashable labels to integer codes 0..K-1 (order of first appearance)."""
-    if labels is None or isinstance(labels, (str, bytes)):
+    if labels is None or isinstance(labels, (str, bytes, set, frozenset, dict)):
+        # A set or dict has no order: its labels could not be matched to the points.
         raise TypeError(
             f"{name}: expected a 1-D sequence of labels, got {type(labels).__name__}"
         )
