@@ -323,6 +323,17 @@ def test_class_labels_are_checked(planted, tempered_result):
     with pytest.raises(TypeError, match="^col_names:"):
         report_html(tempered_result, col_names="abc")
     assert top_labels([0.2, 0.0, 0.5], ["a", "b", "c"], n_top=5).labels == ("c", "a")
+    # NaN was dropped in silence, n_top=-1 gave one label, a matrix was flattened.
+    for bad, error, name in [([0.2, np.nan], ValueError, "probabilities"), ([[0.2, 0.1]], ValueError, "probabilities"),
+                             ([0.2, -0.1], ValueError, "probabilities")]:
+        with pytest.raises(error, match=f"^{name}"):
+            top_labels(bad)
+    with pytest.raises(ValueError, match="^n_top"):
+        top_labels([0.2, 0.5], n_top=-1)
+    from zoo.report import _new_figure  # every figure's size (history_figure's width=, ...)
+
+    with pytest.raises(ValueError, match="^width"):
+        _new_figure(-1.0, 2.0)
     with pytest.raises(ValueError, match="^n_top"):
         class_profiles(tempered_result, n_top=0)
 

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from inference._validation import check_int
+from inference._validation import as_float_array, check_int, check_real
 from inference.em import EMResult
 from zoo.data import CoOccurrence, not_co_occurrence
 from zoo.dyadic.aspect import AspectParams
@@ -106,6 +106,8 @@ _DPI = 90
 
 
 def _new_figure(width: float, height: float):
+    check_real("width", width, low=0.0, low_open=True)  # inches; matplotlib's own error names neither
+    check_real("height", height, low=0.0, low_open=True)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -349,7 +351,8 @@ def top_labels(probabilities: Any, names: Sequence[Any] | None = None, *, n_top:
     >>> top_labels([0.5, 0.0, 0.5], fallback="column").labels
     ('column 0', 'column 2')
     """
-    values = np.asarray(probabilities, np.float64).reshape(-1)
+    values = as_float_array("probabilities", probabilities, ndim=1, nonnegative=True)  # NaN named, not dropped
+    n_top = check_int("n_top", n_top, minimum=1)
     if names is not None and len(names) != values.shape[0]:
         raise ValueError(f"names: {len(names)} labels for {values.shape[0]} probabilities")
     order = np.argsort(-values, kind="stable")[:n_top]
