@@ -63,6 +63,19 @@ def not_co_occurrence(name: str, value: Any) -> TypeError:
     return TypeError(f"{name}: expected a zoo.data.CoOccurrence, got {kind} ({hint})")
 
 
+def _float_dtype(dtype: Any) -> Any:
+    """JAX's float dtype for ``dtype`` (None: JAX's default float), or a ``TypeError`` naming ``dtype``."""
+    import jax.numpy as jnp
+
+    try:
+        float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
+    except TypeError:
+        float_dtype = None
+    if float_dtype is None or not jnp.issubdtype(float_dtype, jnp.floating):
+        raise TypeError(f"dtype: expected a float dtype such as 'float32' or 'float64', got {dtype!r}")
+    return float_dtype
+
+
 def _index_dtype(pointer: np.ndarray) -> Any:
     """int32 for a CSR/CSC pointer whose entries fit, int64 otherwise."""
     return np.int32 if pointer[-1] < 2**31 - 1 else np.int64
@@ -354,12 +367,7 @@ class CoOccurrence:
         """
         import jax.numpy as jnp
 
-        try:
-            float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
-        except TypeError:
-            float_dtype = None
-        if float_dtype is None or not jnp.issubdtype(float_dtype, jnp.floating):
-            raise TypeError(f"dtype: expected a float dtype such as 'float32' or 'float64', got {dtype!r}")
+        float_dtype = _float_dtype(dtype)
         self._check_range(float_dtype)
         n_cells = _bucket(self.nnz) if pad else self.nnz
         extra = n_cells - self.nnz
@@ -399,10 +407,7 @@ class CoOccurrence:
         import jax.numpy as jnp
 
         n_shards = check_int("n_shards", n_shards, minimum=1)
-        try:
-            float_dtype = jnp.zeros((), dtype=dtype if dtype is not None else float).dtype
-        except TypeError:
-            raise TypeError(f"dtype: expected a float dtype such as 'float32' or 'float64', got {dtype!r}") from None
+        float_dtype = _float_dtype(dtype)
         full_indptr = np.searchsorted(self.rows, np.arange(self.n_rows + 1)).astype(np.int64)
         targets = np.linspace(0, self.nnz, n_shards + 1)
         cuts = np.searchsorted(full_indptr, targets).astype(np.int64)
