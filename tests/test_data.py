@@ -1,5 +1,6 @@
 """Co-occurrence data: constructors agree, validation names the argument, splits conserve counts."""
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -108,7 +109,9 @@ def test_token_split_conserves_every_event(cells, fraction, seed):
     counts = np.asarray(cells, dtype=float).reshape(3, 4)
     counts[0, 0] += 1  # never empty
     data = CoOccurrence.from_dense(counts)
-    parts = data.split_tokens([fraction, 1 - fraction], rng=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a tiny fraction may leave a part empty: said below
+        parts = data.split_tokens([fraction, 1 - fraction], rng=seed)
     total = sum(part.to_dense() for part in parts if part is not None)
     np.testing.assert_array_equal(total, counts)
     for part in parts:
@@ -223,3 +226,13 @@ def test_a_matrix_where_co_occurrences_are_needed_is_told_how_to_make_them(given
         with pytest.raises(TypeError, match=rf"^data: expected a zoo.data.CoOccurrence, got {type(given).__name__} "
                                             rf"\(.*CoOccurrence.{re.escape(constructor)}"):
             tempered_em(model, given, key=jax.random.key(0))
+
+
+def test_a_part_that_receives_no_events_is_said():
+    data = CoOccurrence.from_dense([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.warns(UserWarning, match=r"^fractions: part 1 \(probability 0.001\) received none of the 2 events"):
+        train, valid = data.split_tokens([0.999, 0.001], rng=0)
+    assert valid is None and train.total == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a part asked to be empty is not news
+        assert data.split_tokens([1.0, 0.0], rng=0)[1] is None

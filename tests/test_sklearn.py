@@ -718,3 +718,14 @@ def test_a_fit_stopped_by_max_iter_says_so_as_scikit_learn_does():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         assert AspectEstimator(n_classes=3, max_iter=500, random_state=0, backend="xla").fit(COUNTS).converged_
+
+
+def test_an_empty_validation_part_is_refused_once_by_name():
+    # The split's own warning is not said again before the error that names valid_fraction.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="^valid_fraction: splitting 2 tokens left an empty"):
+            AspectEstimator(2, schedule="tempered", valid_fraction=0.001, random_state=0).fit(
+                sp.csr_matrix(np.array([[1, 0], [0, 1]])))

@@ -70,6 +70,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -414,7 +415,9 @@ def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[An
     train, valid = data, None
     if estimator._validated(schedule):
         rng = as_numpy_rng(arguments.seed + arguments.process_id)
-        train, valid = data.split_tokens([1.0 - arguments.valid_fraction, arguments.valid_fraction], rng=rng)
+        with warnings.catch_warnings():  # an empty part is refused just below, naming --valid-fraction
+            warnings.filterwarnings("ignore", "fractions: part", UserWarning)
+            train, valid = data.split_tokens([1.0 - arguments.valid_fraction, arguments.valid_fraction], rng=rng)
         if train is None or valid is None:
             raise ValueError(f"--valid-fraction: process {arguments.process_id}'s tokens left an empty part")
     floor = {"floor": estimator.floor} if valid is not None and estimator.floor is not None else {}
@@ -459,8 +462,6 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     """``fit dp-mixture|cdp|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
     network (the IRM); write chains.nc, labels.csv and report.html."""
-    import warnings
-
     import jax
     import pandas as pd
 

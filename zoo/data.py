@@ -11,13 +11,14 @@ original counts; a row-level split holds out whole rows for fold-in.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from inference._validation import as_float_array, as_index_array, check_fractions, check_int
+from inference._validation import as_float_array, as_index_array, check_fractions, check_int, user_stacklevel
 from inference.cells import DyadicArrays
 from inference.processes import process_max, process_sum
 
@@ -509,6 +510,11 @@ class CoOccurrence:
         for index in range(probabilities.shape[0]):
             part_counts = parts[:, index]
             result.append(self.with_counts(part_counts) if part_counts.sum() > 0 else None)
+        starved = [index for index, part in enumerate(result) if part is None and probabilities[index] > 0]
+        if starved:  # a None passed on as valid= or a test set means no data there, without a word
+            warnings.warn(f"fractions: part {starved[0]} (probability {probabilities[starved[0]]:.3g}) received none "
+                          f"of the {self.total:,.0f} events and is returned as None; a fit given it as valid= "
+                          "runs without validation", UserWarning, stacklevel=user_stacklevel())
         return tuple(result)
 
     def split_rows(

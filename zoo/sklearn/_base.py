@@ -198,7 +198,9 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         rng = as_numpy_rng(key)
         fraction = float(self.valid_fraction)
         if self._count_data:
-            train, valid = data.split_tokens([1.0 - fraction, fraction], rng=rng)
+            with warnings.catch_warnings():  # an empty part is refused just below, naming valid_fraction
+                warnings.filterwarnings("ignore", "fractions: part", UserWarning)
+                train, valid = data.split_tokens([1.0 - fraction, fraction], rng=rng)
             if train is None or valid is None:
                 raise ValueError(
                     f"valid_fraction: splitting {data.total:g} tokens left an empty training or validation "
