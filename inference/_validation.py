@@ -189,6 +189,13 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return value
 
 
+def check_one_length(n_draws: Any, n_sweeps: Any) -> None:
+    """A sampler's length is its kept draws (``n_draws``) or its sweeps with the warm-up (``n_sweeps``), not both."""
+    if n_draws is not None and n_sweeps is not None:
+        raise ValueError(f"n_draws, n_sweeps: give one length, not both (n_draws={n_draws!r} draws kept after the "
+                         f"warm-up, or n_sweeps={n_sweeps!r} sweeps with the warm-up included)")
+
+
 def check_real(
     name: str,
     value: Any,

@@ -321,6 +321,23 @@ def test_the_default_run_goes_on_until_the_chains_mix():
     assert (table["status"] == "ok").all() and table["ess_bulk"].min() >= 400 and table["r_hat"].max() <= 1.01
 
 
+def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_be_positional():
+    # As DPMixture.fit and the command line's --draws: n_draws draws after n_warmup sweeps (1,000 by
+    # default), n_sweeps the older form with the warm-up included.
+    data = load_florentine_families()
+    model, key = InfiniteRelational(), jax.random.key(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # short chains
+        in_sweeps = model.sample(data, key=key, n_chains=2, n_sweeps=12, n_warmup=4, progress=False)
+        in_draws = model.sample(data, key, n_chains=2, n_draws=8, n_warmup=4, progress=False)
+    assert in_draws.warmup_log_joint.shape[1] == 4 and in_draws.log_joint.shape[1] == 8
+    _assert_same_draws(in_draws, in_sweeps)
+    with pytest.raises(ValueError, match="^n_draws, n_sweeps: give one length, not both"):
+        model.sample(data, key, n_draws=8, n_sweeps=12)
+    with pytest.raises(ValueError, match="^n_draws"):
+        model.sample(data, key, n_draws=0)
+
+
 def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():
     data = load_florentine_families()
     model = InfiniteRelational(concentration=5.0, max_clusters=1, sample_concentration=False, sample_hyper=False)

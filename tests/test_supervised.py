@@ -1299,6 +1299,27 @@ def test_resume_continues_the_chains_as_one_longer_run():
         SupervisedDPFit(first.result).resume(train, labels, test, n_draws=2)
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_be_positional():
+    # As DPMixture.fit and the command line's --draws: n_draws draws after n_warmup sweeps (500 by
+    # default), n_sweeps the older form with the warm-up included; the model's compiled sampler serves both.
+    rng = np.random.default_rng(0)
+    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    model, key = SupervisedDP(1), jax.random.key(2)
+    run = dict(n_chains=2, n_warmup=4, draws_per_call=2, progress=False)
+    in_sweeps = model.fit(train, labels, test, key=key, n_sweeps=10, **run)
+    in_draws = model.fit(train, labels, test, key, n_draws=6, **run)
+    assert in_draws.result.n_warmup == 4 and in_draws.idata.posterior.sizes["draw"] == 6
+    for name, values in in_sweeps.result.samples.items():
+        np.testing.assert_array_equal(in_draws.result.samples[name], values)
+    thinned = model.fit(train, labels, test, key, n_draws=3, thin=2, **run)
+    assert thinned.result.next_sweep == 10 and thinned.idata.posterior.sizes["draw"] == 3
+    with pytest.raises(ValueError, match="^n_draws, n_sweeps: give one length, not both"):
+        model.fit(train, labels, test, key, n_draws=6, n_sweeps=10)
+    with pytest.raises(ValueError, match="^n_draws"):
+        model.fit(train, labels, test, key, n_draws=0)
+
+
 def test_mixing_advice_for_chains_at_one_height_in_different_partitions():
     # As SCDP-1 on FEBRL's records: every chain's number of test publications moves, but one chain
     # stays a publication short of the other at the same log joint. Longer runs and more moves did

@@ -495,8 +495,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
             what = f"{nodes.size} nodes, {links} links"
             settings["network"] = ("directed" if arguments.directed else "undirected") + f", {what}"
-            fit = model.sample(data, key=key, n_chains=arguments.chains, n_warmup=warmup,
-                               n_sweeps=None if until_mixed else warmup + arguments.draws,
+            fit = model.sample(data, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                time_budget=arguments.time_budget, progress=not arguments.quiet,
                                until_mixed=until_mixed)
             n_draws = fit.log_joint.shape[1]
@@ -525,9 +524,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 warmup = DEFAULT_SWEEPS // 2 if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model)
                 what += f" ({int(is_train.sum())} training, {int((~is_train).sum())} test)"
-                fit = model.fit(features[is_train], labels[is_train].to_numpy(), features[~is_train], key=key,
-                                n_chains=arguments.chains, n_warmup=warmup,
-                                n_sweeps=None if until_mixed else warmup + arguments.draws,
+                fit = model.fit(features[is_train], labels[is_train].to_numpy(), features[~is_train], key,
+                                n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet,
                                 until_mixed=until_mixed)
                 # The partition is of the test rows, scored against --truth-column if given (the labels

@@ -75,8 +75,8 @@ from inference.display import Card, Described, add_mixing, chains_text, made_wit
 from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
 from inference.provenance import provenance, warn_if_made_elsewhere
-from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_real,
-                                   check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
+from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_one_length,
+                                   check_real, check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import (_draw_predictive, _run_cases, _run_cases_until_mixed, _run_chains_in_calls,
                                             _Settings)
 from zoo.relational._infinite_loo import PSISHeldOut, psis_held_out
@@ -344,20 +344,28 @@ class InfiniteRelational:
                 raise RuntimeError("overflow reported with every capacity at its domain size")
             scale, resume_from = 2 * scale, None
 
-    def sample(self, data: RelationalData, *, key: Any, n_chains: int = 4, n_sweeps: int | None = None,
-               n_warmup: int | None = None, keep_assignments: bool = True, sweeps_per_call: int = 50,
-               time_budget: float | None = None, progress: bool = True,
+    def sample(self, data: RelationalData, key: Any, *, n_chains: int = 4, n_draws: int | None = None,
+               n_warmup: int | None = None, n_sweeps: int | None = None, keep_assignments: bool = True,
+               sweeps_per_call: int = 50, time_budget: float | None = None, progress: bool = True,
                until_mixed: bool | None = None) -> "IRMResult":
-        """Run ``n_chains`` chains of ``n_sweeps`` sweeps (``vmap``-ped, in jitted calls of sweeps).
+        """Run ``n_chains`` chains of ``n_warmup`` + ``n_draws`` sweeps (``vmap``-ped, in jitted calls of sweeps).
 
         Parameters
         ----------
         data : RelationalData
-        key : jax PRNG key — chain c uses ``jax.random.split(key, n_chains)[c]``
+        key : jax PRNG key — chain c uses ``jax.random.split(key, n_chains)[c]``; positional or
+            ``key=``, as in :meth:`zoo.dirichlet.DPMixture.fit`
         n_chains : int
             Chains run side by side (4 by default).
+        n_draws : int, optional
+            Draws kept per chain after the warm-up, as in :meth:`zoo.dirichlet.DPMixture.fit` and
+            the command line's ``--draws``; with ``until_mixed``, the most to draw. Give this or
+            ``n_sweeps``, not both.
+        n_warmup : int, optional — sweeps discarded as warm-up (default: :data:`DEFAULT_WARMUP`,
+            1,000, but half of ``n_sweeps`` when that is given)
         n_sweeps : int, optional
-            Sweeps per chain, the warm-up included. Not given: the run goes on until the chains mix
+            Sweeps per chain, the warm-up included (the length's older form; ``n_draws`` counts
+            the kept draws alone). Neither given: the run goes on until the chains mix
             (``until_mixed``), :data:`DEFAULT_WARMUP` (1,000) warm-up sweeps and at most
             :data:`UNTIL_MIXED_DRAWS` (10,000) draws per chain, as the command line does (since
             2026-12-05; before, a fixed 2,000 sweeps). Given: exactly that many (unless
@@ -370,8 +378,6 @@ class InfiniteRelational:
             Davis's data (R-hat of K 1.010). On MovieLens 100k a sweep of 4 chains takes about
             0.3 s, so a run to the limit takes about an hour: give ``time_budget`` (Ctrl-C too keeps
             the finished sweeps).
-        n_warmup : int, optional — sweeps discarded as warm-up (default: half of ``n_sweeps`` when
-            it is given, else :data:`DEFAULT_WARMUP`)
         keep_assignments : bool — keep every kept draw's partitions (for co-clustering and ARI)
         sweeps_per_call : int — at most this many sweeps per jitted call (the draws do not depend
             on it). Between calls Ctrl-C is acted on: the first one returns the sweeps finished by
@@ -385,7 +391,8 @@ class InfiniteRelational:
             :attr:`IRMResult.mixing` mixes (R-hat ≤ 1.01, bulk and tail ESS ≥ 400), asked after a
             call each time the kept draws have grown by a tenth; ``n_sweeps`` and ``time_budget``
             are then the limits (give generous ones). The draws are those of a run without it, cut
-            where it ended. Not given: True when ``n_sweeps`` is not given either, else False.
+            where it ended. Not given: True when neither ``n_draws`` nor ``n_sweeps`` is given,
+            else False.
 
         Returns
         -------
@@ -400,10 +407,14 @@ class InfiniteRelational:
             :meth:`IRMResult.summary`).
         """
         n_chains = check_int("n_chains", n_chains, minimum=1)
-        until_mixed = check_bool("until_mixed", n_sweeps is None if until_mixed is None else until_mixed)
+        check_one_length(n_draws, n_sweeps)
+        no_length = n_sweeps is None and n_draws is None
+        until_mixed = check_bool("until_mixed", no_length if until_mixed is None else until_mixed)
         if n_sweeps is None:
             n_warmup = DEFAULT_WARMUP if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0)
-            n_sweeps = n_warmup + (UNTIL_MIXED_DRAWS if until_mixed else DEFAULT_DRAWS)
+            if n_draws is None:
+                n_draws = UNTIL_MIXED_DRAWS if until_mixed else DEFAULT_DRAWS
+            n_sweeps = n_warmup + check_int("n_draws", n_draws, minimum=1)
         else:
             n_sweeps = check_int("n_sweeps", n_sweeps, minimum=1)
             n_warmup = n_sweeps // 2 if n_warmup is None else check_int("n_warmup", n_warmup, minimum=0,

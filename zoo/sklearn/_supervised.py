@@ -220,8 +220,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
                                  precision_shape=self.precision_shape, precision_rate=self.precision_rate,
                                  n_split_merge=self.n_split_merge, n_type_split_merge=self.n_type_split_merge,
                                  pair_moves=self.pair_moves, n_precision_split_merge=self.n_precision_split_merge)
-            return model.fit(train, train_labels, test, key=key, n_chains=self.n_chains,
-                             n_sweeps=self.n_warmup + self.n_draws, n_warmup=self.n_warmup,
+            return model.fit(train, train_labels, test, key, n_chains=self.n_chains, n_draws=self.n_draws,
+                             n_warmup=self.n_warmup,
                              time_budget=self.time_budget, progress=self.progress, init=self.init,
                              until_mixed=bool(self.until_mixed))
 

@@ -22,8 +22,8 @@ from inference.concentration import GammaPrior
 from inference.display import Card, Described, call_text, chains_card, init_defaults
 from inference.partitions import point_partition
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
-                                   check_key, check_memory, check_real, key_as_data, key_from_data, tree_nbytes,
-                                   user_stacklevel)
+                                   check_key, check_memory, check_one_length, check_real, key_as_data, key_from_data,
+                                   tree_nbytes, user_stacklevel)
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
@@ -569,11 +569,12 @@ class SupervisedDP:
         train_features: Any,
         train_labels: Any,
         test_features: Any,
-        *,
         key: jax.Array,
+        *,
         n_chains: int = 4,
-        n_sweeps: int | None = None,
+        n_draws: int | None = None,
         n_warmup: int | None = None,
+        n_sweeps: int | None = None,
         thin: int = 1,
         draws_per_call: int = 10,
         time_budget: float | None = None,
@@ -592,16 +593,22 @@ class SupervisedDP:
         test_features : array_like (M, D)
             Test references.
         key : jax.Array
-            PRNG key; the same key gives identical chains.
+            PRNG key; the same key gives identical chains. Positional or ``key=``, as in
+            :meth:`zoo.dirichlet.DPMixture.fit`.
         n_chains : int
             Chains run in parallel.
-        n_sweeps : int, optional
-            Sweeps per chain, warm-up included; with ``until_mixed``, the most to run. Not given:
-            the warm-up and :data:`UNTIL_MIXED_DRAWS` (4,000) draws when the run is until the
-            chains mix, as by default, else :data:`DEFAULT_SWEEPS` (1,000).
+        n_draws : int, optional
+            Draws kept per chain after the warm-up (each ``thin`` sweeps apart), as in
+            :meth:`zoo.dirichlet.DPMixture.fit` and the command line's ``--draws``; with
+            ``until_mixed``, the most to draw. Give this or ``n_sweeps``, not both.
         n_warmup : int, optional
-            Warm-up sweeps (default half of ``n_sweeps``, or of :data:`DEFAULT_SWEEPS` when
-            ``n_sweeps`` is not given).
+            Warm-up sweeps (default half of ``n_sweeps`` when that is given, else half of
+            :data:`DEFAULT_SWEEPS`: 500).
+        n_sweeps : int, optional
+            Sweeps per chain, warm-up included (the length's older form; ``n_draws`` counts the
+            kept draws alone); with ``until_mixed``, the most to run. Neither given: the warm-up
+            and :data:`UNTIL_MIXED_DRAWS` (4,000) draws when the run is until the chains mix, as
+            by default, else :data:`DEFAULT_SWEEPS` (1,000) sweeps.
         thin, draws_per_call, time_budget, progress
             See :func:`inference.chains.sample_chains`.
         init : str or array_like of int
@@ -619,9 +626,9 @@ class SupervisedDP:
             by a tenth (``stop_when`` of :func:`inference.chains.sample_chains`). ``n_sweeps`` is
             then the most to run and ``time_budget`` still applies: give generous ones. Chains
             that do not mix by then end with the usual :class:`~inference.diagnostics.MixingWarning`.
-            Not given: True when ``n_sweeps`` is not given either (since 2026-12-04, as
-            :meth:`zoo.dirichlet.DPMixture.fit`), and False when it is, for exactly ``n_sweeps``
-            sweeps. Where the run ends then depends on the draws: the same key gives the same end.
+            Not given: True when neither ``n_draws`` nor ``n_sweeps`` is given (since 2026-12-04,
+            as :meth:`zoo.dirichlet.DPMixture.fit`), and False when one is, for exactly that
+            length. Where the run ends then depends on the draws: the same key gives the same end.
 
         Returns
         -------
@@ -638,23 +645,28 @@ class SupervisedDP:
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         key = check_key("key", key)
+        check_one_length(n_draws, n_sweeps)
         if until_mixed is None:
-            until_mixed = n_sweeps is None
+            until_mixed = n_sweeps is None and n_draws is None
         until_mixed = check_bool("until_mixed", until_mixed)
         warn_tied_features("train_features and test_features", np.concatenate([train, test]),
                            stacklevel=user_stacklevel())
         n_chains = check_int("n_chains", n_chains, minimum=1)
         thin = check_int("thin", thin, minimum=1)
-        if n_sweeps is None:
+        if n_draws is not None:
+            n_draws = check_int("n_draws", n_draws, minimum=1)
+            n_warmup = check_int("n_warmup", DEFAULT_SWEEPS // 2 if n_warmup is None else n_warmup, minimum=0)
+        else:
+            if n_sweeps is None:
+                if n_warmup is None:
+                    n_warmup = DEFAULT_SWEEPS // 2
+                n_warmup = check_int("n_warmup", n_warmup, minimum=0)
+                n_sweeps = n_warmup + UNTIL_MIXED_DRAWS * thin if until_mixed else DEFAULT_SWEEPS
+            n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
             if n_warmup is None:
-                n_warmup = DEFAULT_SWEEPS // 2
-            n_warmup = check_int("n_warmup", n_warmup, minimum=0)
-            n_sweeps = n_warmup + UNTIL_MIXED_DRAWS * thin if until_mixed else DEFAULT_SWEEPS
-        n_sweeps = check_int("n_sweeps", n_sweeps, minimum=2)
-        if n_warmup is None:
-            n_warmup = n_sweeps // 2
-        n_warmup = check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
-        n_draws = max((n_sweeps - n_warmup) // thin, 1)
+                n_warmup = n_sweeps // 2
+            n_warmup = check_int("n_warmup", n_warmup, minimum=0, maximum=n_sweeps - 1)
+            n_draws = max((n_sweeps - n_warmup) // thin, 1)
         data = _supervised_data(train, labels, test)
         key_init, key_chains = jax.random.split(key)
         states = _initial_states(self, init, n_chains, train, labels, test, key_init)
