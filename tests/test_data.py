@@ -97,6 +97,13 @@ def test_wrong_types_are_type_errors():
         CoOccurrence.from_dataframe(DENSE, row="a", col="b")
     with pytest.raises(TypeError, match="^rng"):
         as_numpy_rng("seed")
+    # The constructor itself takes the COO arrays; given a matrix it names the one that takes that.
+    with pytest.raises(TypeError, match=r"^CoOccurrence: missing cols, counts, shape .*CoOccurrence.from_sparse"):
+        CoOccurrence(sp.csr_matrix(DENSE))
+    with pytest.raises(TypeError, match=r"^CoOccurrence: missing cols, counts, shape .*CoOccurrence.from_dense"):
+        CoOccurrence(DENSE)
+    with pytest.raises(TypeError, match=r"^CoOccurrence: missing shape \(the constructor takes the COO arrays"):
+        CoOccurrence([0], [1], [2.0])
 
 
 @settings(max_examples=40, deadline=None)

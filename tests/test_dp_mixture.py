@@ -75,6 +75,21 @@ def test_prior_number_of_clusters_with_gamma_prior_on_alpha():
     check_frequencies(occupied_clusters(draws), expected)
 
 
+def test_the_program_names_what_it_cannot_simulate_or_observe():
+    # n_points=-1 failed in NumPyro's plate, no n_points in a comparison with None, a list of rows of
+    # the wrong width in .shape: each is now named before the program samples anything.
+    model = DPMixture(normal_gamma(2))
+    simulate = Predictive(model.program, num_samples=2)
+    for kwargs, error, match in ((dict(n_points=-1), ValueError, "^n_points: must be >= 1"),
+                                 ({}, ValueError, "^n_points: give the number of points to simulate, or data"),
+                                 (dict(n_points=2.5), TypeError, "^n_points: expected an integer"),
+                                 (dict(data=[[1.0, 2.0, 3.0]]), ValueError, "^data: expected 2 features"),
+                                 (dict(data=np.array([[np.nan, 1.0]])), ValueError, "^data: contains NaN")):
+        with pytest.raises(error, match=match):
+            simulate(jax.random.key(0), **kwargs)
+    assert simulate(jax.random.key(0), data=[[1.0, 2.0], [0.0, 1.0]])["x"].shape == (2, 2, 2)
+
+
 @pytest.mark.parametrize(
     "family, simulate_counts",
     [

@@ -51,7 +51,12 @@ def as_numpy_rng(rng: Any, name: str = "rng") -> np.random.Generator:
 def not_co_occurrence(name: str, value: Any) -> TypeError:
     """The error for ``value`` given where a :class:`CoOccurrence` is needed, naming ``name`` and the
     constructor that makes one from what was given."""
-    kind = type(value).__name__
+    return TypeError(f"{name}: expected a zoo.data.CoOccurrence, got {type(value).__name__} "
+                     f"({_constructor_hint(name, value)})")
+
+
+def _constructor_hint(name: str, value: Any) -> str:
+    """Which :class:`CoOccurrence` constructor makes one from ``value`` (given as ``name``)."""
     if type(value).__module__.startswith("scipy.sparse"):
         hint = f"CoOccurrence.from_sparse({name}) makes one from it"
     elif hasattr(value, "columns") and hasattr(value, "to_numpy"):
@@ -61,7 +66,7 @@ def not_co_occurrence(name: str, value: Any) -> TypeError:
         hint = f"CoOccurrence.from_dense({name}) makes one from a matrix of counts"
     else:
         hint = "make one with CoOccurrence.from_dense, from_sparse, from_pairs or from_dataframe"
-    return TypeError(f"{name}: expected a zoo.data.CoOccurrence, got {kind} ({hint})")
+    return hint
 
 
 def _float_dtype(dtype: Any) -> Any:
@@ -161,13 +166,19 @@ class CoOccurrence:
     """
 
     rows: np.ndarray
-    cols: np.ndarray
-    counts: np.ndarray
-    shape: tuple[int, int]
+    cols: np.ndarray = field(default=None)
+    counts: np.ndarray = field(default=None)
+    shape: tuple[int, int] = field(default=None)
     row_names: tuple | None = field(default=None)
     col_names: tuple | None = field(default=None)
 
     def __post_init__(self) -> None:
+        missing = [name for name in ("cols", "counts", "shape") if getattr(self, name) is None]
+        if missing:  # CoOccurrence(matrix): the constructor takes the canonical arrays
+            given = "" if len(missing) < 3 else f"; for the {type(self.rows).__name__} given, " + _constructor_hint(
+                "matrix", self.rows)
+            raise TypeError(f"CoOccurrence: missing {', '.join(missing)} (the constructor takes the COO arrays rows, "
+                            f"cols, counts and shape{given})")
         if not isinstance(self.shape, (tuple, list)) or len(self.shape) != 2:
             raise ValueError(f"shape: expected (n_rows, n_cols), got {self.shape!r}")
         n_rows = check_int("shape[0]", self.shape[0], minimum=1)

@@ -146,8 +146,16 @@ def dp_mixture_program(
     """
     if family.program_params is None or family.program_observe is None:
         raise ValueError(f"family: {family.name!r} has no NumPyro sites; build it with a built-in constructor")
+    max_clusters = check_int("max_clusters", max_clusters, minimum=1)
     if data is not None:
+        if not isinstance(data, jax.core.Tracer):  # concrete data is checked as a fit checks it
+            checked = family.check_data("data", data) if family.check_data is not None else np.asarray(data)
+            data = data if hasattr(data, "shape") else jnp.asarray(checked, dtype=jnp.result_type(float))
         n_points = data.shape[0]
+    elif n_points is None:
+        raise ValueError("n_points: give the number of points to simulate, or data")
+    else:
+        n_points = check_int("n_points", n_points, minimum=1)
     if alpha_prior is not None:
         alpha = numpyro.sample("alpha", dist.Gamma(alpha_prior.shape, alpha_prior.rate))
     if max_clusters > 1:
