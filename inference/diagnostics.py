@@ -230,19 +230,24 @@ def label_invariant(idata: az.InferenceData) -> az.InferenceData:
     """The label-invariant quantities K, α, log joint and partition entropy in one ``posterior`` group.
 
     ArviZ's plots and diagnostics read the ``posterior`` group, so this view is what to pass to
-    ``az.plot_trace``, ``az.plot_rank``, ``az.rhat``, ``az.ess`` or ``az.summary``.
+    ``az.plot_trace``, ``az.plot_rank``, ``az.rhat``, ``az.ess`` or ``az.summary`` (given the
+    whole ``InferenceData``, they would judge the ``assignments``, whose labels are exchangeable:
+    their R-hat says nothing of mixing).
 
     Parameters
     ----------
     idata : arviz.InferenceData
-        From :func:`to_inference_data`.
+        From :func:`to_inference_data`, or a supervised DP fit's ``idata``.
 
     Returns
     -------
     arviz.InferenceData
         ``posterior`` with variables ``n_clusters``, ``alpha``, ``log_joint`` and
         ``partition_entropy`` (computed from ``assignments`` when ``sample_stats`` lacks it, as in
-        an ``InferenceData`` saved before it was recorded).
+        an ``InferenceData`` saved before it was recorded), then every other numeric scalar per
+        draw of ``sample_stats`` and ``posterior`` (a supervised DP fit's ``n_types`` and
+        ``alpha_types``), with the attributes of ``idata.posterior`` (warm-up, thinning,
+        provenance).
     """
     idata = _check_idata(idata)
     stats_group = idata.sample_stats
@@ -251,15 +256,17 @@ def label_invariant(idata: az.InferenceData) -> az.InferenceData:
     else:
         entropy = xr.DataArray(partition_entropy(idata.posterior["assignments"].values), dims=("chain", "draw"),
                                coords={"chain": stats_group["chain"], "draw": stats_group["draw"]})
-    dataset = xr.Dataset(
-        {
-            "n_clusters": stats_group["n_clusters"],
-            "alpha": idata.posterior["alpha"],
-            "log_joint": stats_group["log_joint"],
-            "partition_entropy": entropy,
-        }
-    )
-    return az.InferenceData(posterior=dataset)
+    variables = {
+        "n_clusters": stats_group["n_clusters"],
+        "alpha": idata.posterior["alpha"],
+        "log_joint": stats_group["log_joint"],
+        "partition_entropy": entropy,
+    }
+    for group in (stats_group, idata.posterior):
+        variables |= {name: array for name, array in group.data_vars.items()
+                      if name not in variables and set(array.dims) == {"chain", "draw"}
+                      and np.issubdtype(array.dtype, np.number)}
+    return az.InferenceData(posterior=xr.Dataset(variables, attrs=dict(idata.posterior.attrs)))
 
 
 def summary(
@@ -620,6 +627,20 @@ def _check_table(table: Any) -> pd.DataFrame:
     return table
 
 
+def rhat_text(rhat: float, rhat_max: float = RHAT_MAX) -> str:
+    """R-hat to three decimals (``1.012``), with as many more as it takes not to print a value above
+    ``rhat_max`` as ``rhat_max`` itself (1.0100313 as ``1.01003``, not ``1.01``, when 1.01 passes)."""
+    if np.isinf(rhat):
+        return "inf"
+    if not np.isfinite(rhat) or rhat >= 10:
+        return f"{rhat:.3g}"
+    for decimals in range(3, 10):
+        text = f"{rhat:.{decimals}f}"
+        if (float(text) > rhat_max) == (rhat > rhat_max):
+            break
+    return text.rstrip("0").rstrip(".")
+
+
 def _problem(name: str, row: pd.Series, table: pd.DataFrame) -> str:
     """``name (status: details)`` for a quantity that fails."""
     status = row["status"]
@@ -639,9 +660,7 @@ def _problem(name: str, row: pd.Series, table: pd.DataFrame) -> str:
             parts.append(("chain " if len(stuck) == 1 else "chains ")
                          + ", ".join(f"{chain} at {_format_value(value)}" for chain, value in stuck)
                          + " never move" + ("s" if len(stuck) == 1 else ""))
-        rhat = row["r_hat"]
-        rhat_text = "inf" if np.isinf(rhat) else (f"{rhat:.3f}".rstrip("0").rstrip(".") if rhat < 10 else f"{rhat:.3g}")
-        parts.append(f"R-hat {rhat_text}")
+        parts.append(f"R-hat {rhat_text(row['r_hat'], table.attrs.get('rhat_max', RHAT_MAX))}")
         parts.append(f"bulk ESS {row['ess_bulk']:.0f}")
         if row["ess_tail"] < ess_min:
             parts.append(f"tail ESS {row['ess_tail']:.0f}")

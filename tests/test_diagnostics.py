@@ -10,6 +10,7 @@ import warnings
 import arviz as az
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -90,6 +91,27 @@ def test_summary_is_label_invariant_and_marks_constants():
     assert constant.loc["alpha", ["r_hat", "ess_bulk", "ess_tail"]].isna().all()  # not computed
     view = diagnostics.label_invariant(diagnostics.to_inference_data(result))
     np.testing.assert_allclose(az.rhat(view)["n_clusters"].values, table.loc["n_clusters", "r_hat"], atol=0.01)
+
+
+def test_label_invariant_keeps_the_attributes_and_every_scalar_of_the_draws():
+    # The view az.summary or a report gets: the fit's warm-up, thinning and provenance kept (they were
+    # dropped), and any other numeric scalar per draw, as a supervised fit's n_types and alpha_types.
+    idata = diagnostics.to_inference_data(synthetic_result())
+    idata.sample_stats["n_types"] = idata.sample_stats["n_clusters"] + 1
+    view = diagnostics.label_invariant(idata)
+    assert list(view.posterior.data_vars) == ["n_clusters", "alpha", "log_joint", "partition_entropy", "n_types"]
+    assert view.posterior.attrs == idata.posterior.attrs and view.posterior.attrs["n_warmup"] == 10
+    assert list(diagnostics.summary(idata, warn=False).index)[-1] == "n_types"
+
+
+def test_r_hat_above_the_limit_is_never_printed_as_the_limit():
+    # 1.0100313 fails R-hat <= 1.01; printed to three decimals as "1.01", the warning read as a contradiction.
+    assert diagnostics.rhat_text(1.0100313) == "1.01003" and diagnostics.rhat_text(1.010455) == "1.0105"
+    assert diagnostics.rhat_text(1.00987) == "1.01" and diagnostics.rhat_text(1.0123) == "1.012"
+    assert diagnostics.rhat_text(float("inf")) == "inf" and diagnostics.rhat_text(12.34) == "12.3"
+    table = pd.DataFrame({"r_hat": [1.0100313], "ess_bulk": [900.0], "ess_tail": [900.0], "status": ["not mixing"]},
+                         index=["partition_entropy"])
+    assert "partition_entropy (not mixing: R-hat 1.01003, bulk ESS 900)" in diagnostics.mixing_verdict(table)
 
 
 def test_partition_entropy_tells_apart_chains_with_the_same_k_in_different_cuts():

@@ -447,6 +447,25 @@ def test_loo_fits_again_without_the_points_it_cannot_reweight():
         fit.loo(DATA_6, refit="yes")
 
 
+def test_loo_of_points_whose_draws_never_change_is_exact_not_unreliable():
+    # Two groups 40 sd apart: every draw holds the same partition, so each point's leave-one-out
+    # log-likelihood is one number, its importance weights uniform and its estimate exact. ArviZ's tail
+    # fit of constant weights gave k̂ = inf for all 60 points, its warning, and with refit=True 60 refits.
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(-20, 1, (30, 2)), rng.normal(20, 1, (30, 2))])
+    fit = DPMixture(normal_gamma(2)).fit(points, jax.random.key(0), n_chains=2, n_draws=50, n_warmup=20,
+                                         progress=False)
+    assert (fit.mixing["status"] == "constant").all()
+    samples = fit.result.samples
+    each = leave_one_out_log_likelihood(fit._continuation.model.family, points.astype(np.float32),
+                                        samples["assignments"], samples["alpha"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loo = fit.loo(points)
+    assert np.all(np.asarray(loo.pareto_k) == 0) and not loo.warning
+    np.testing.assert_allclose(np.asarray(loo.loo_i), np.asarray(each)[0, 0], rtol=1e-6)
+
+
 def test_log_predictive_density_refuses_what_it_cannot_score(fitted):
     model, fit = fitted
     with pytest.raises(ValueError, match="^data: not the data"):

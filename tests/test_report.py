@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from inference.diagnostics import from_dict_in_order, mixing_table, mixing_verdict
+from inference.diagnostics import from_dict_in_order, mixing_table, mixing_verdict, rhat_text
 from inference.em import EMResult, tempered_em
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
@@ -115,8 +115,9 @@ def test_chains_report_has_label_invariant_diagnostics_and_co_clustering(tmp_pat
     assert len(_images(document)) == 3
     view = az.InferenceData(posterior=idata.posterior[["alpha"]].merge(idata.sample_stats))
     table = mixing_table(view)
-    for column in ("r_hat", "ess_bulk", "ess_tail"):
+    for column in ("ess_bulk", "ess_tail"):
         assert f"<td>{table.loc['alpha', column]:.4g}</td>" in document
+    assert f"<td>{rhat_text(table.loc['alpha', 'r_hat'])}</td>" in document  # never 1.01 for a failing 1.0100x
     np.testing.assert_allclose(table.loc["alpha", "r_hat"], az.rhat(idata)["alpha"].values)
     # 3 chains of 60 draws: far too few for ESS >= 400, and the verdict says so
     assert '<p class="verdict not-mixing">' + html.escape(mixing_verdict(table)) + "</p>" in document
@@ -172,6 +173,28 @@ def test_chains_report_says_whether_chains_mix():
     one = report_html(_iid_chains(n_chains=1, n_draws=1000))
     assert '<p class="verdict mixing">The chain mixes: split R-hat &lt;= 1.01' in one
     assert "<h2>Rank plots</h2>" not in one
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_a_fits_report_judges_what_the_fit_judges_and_names_its_calls():
+    # The report of a fit gives the fit's own mixing table and verdict: an IRM run's relation
+    # hyperparameters value by value (the report left them out, and called undecided what the
+    # run's warning called not mixing), and a DP fit's advice with the call that continues it.
+    from zoo.dirichlet import DPMixture
+    from zoo.dirichlet.families import normal_gamma
+    from zoo.relational import InfiniteRelational, load_florentine_families
+
+    irm = InfiniteRelational().sample(load_florentine_families(), jax.random.key(0), n_chains=2, n_draws=40,
+                                      n_warmup=10, progress=False)
+    dp = DPMixture(normal_gamma(2)).fit(np.random.default_rng(0).normal(size=(30, 2)), jax.random.key(0),
+                                        n_chains=2, n_warmup=10, n_draws=40, progress=False)
+    for fit in (irm, dp):
+        document = report_html(fit)
+        assert '">' + html.escape(mixing_verdict(fit.mixing)) + "</p>" in document
+        for name in fit.mixing.index:
+            assert f"<th>{html.escape(name)}</th>" in document
+    assert "hyper_marriage[0]" in irm.mixing.index
+    assert "fit.resume(data, n_draws=..., until_mixed=True) continues these chains" in report_html(dp)
 
 
 def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_result):

@@ -1310,6 +1310,8 @@ def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_b
     in_sweeps = model.fit(train, labels, test, key=key, n_sweeps=10, **run)
     in_draws = model.fit(train, labels, test, key, n_draws=6, **run)
     assert in_draws.result.n_warmup == 4 and in_draws.idata.posterior.sizes["draw"] == 6
+    view = in_draws.label_invariant().posterior  # for ArviZ: what mixing judges, with the fit's attributes
+    assert list(view.data_vars) == list(in_draws.mixing.index) and view.attrs["n_warmup"] == 4
     for name, values in in_sweeps.result.samples.items():
         np.testing.assert_array_equal(in_draws.result.samples[name], values)
     thinned = model.fit(train, labels, test, key, n_draws=3, thin=2, **run)

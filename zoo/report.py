@@ -617,22 +617,27 @@ def _block_order(matrix: np.ndarray) -> np.ndarray:
     return leaves_list(linkage(distances, method="average"))
 
 
-def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
+def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
+                    quantities: Any = None) -> list[str]:
     """HTML sections for Gibbs chains: mixing verdict and diagnostics, trace and rank plots, co-clustering.
 
-    The verdict is :func:`inference.diagnostics.mixing_verdict` of the table of
-    :func:`inference.diagnostics.mixing_table`, shown in green when every quantity is "ok" or
-    "constant", in red when some quantity does not mix ("not mixing", "stuck", "chains
-    disagree") and in amber otherwise (R-hat passes with too few effective draws, or mixing
-    cannot be judged); ``advice`` replaces its closing advice for the
-    Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). Constant quantities
-    keep their row in the table but are left out of the trace and rank plots, as are quantities
-    with non-finite draws.
+    The verdict is :func:`inference.diagnostics.mixing_verdict` of ``table`` (by default the
+    table of :func:`inference.diagnostics.mixing_table` of every numeric (chain, draw) variable),
+    shown in green when every quantity is "ok" or "constant", in red when some quantity does not
+    mix ("not mixing", "stuck", "chains disagree") and in amber otherwise (R-hat passes with too
+    few effective draws, or mixing cannot be judged); ``advice`` replaces its closing advice for
+    the Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). A fit's report
+    passes the fit's own ``mixing`` table, so that the report and the fit's warning judge the same
+    quantities, and ``quantities`` (an ``xarray.Dataset`` of (chain, draw) scalars) where the fit
+    keeps its quantities otherwise than as scalars, as the IRM's ``scalar_quantities()``.
+    Constant quantities keep their row in the table but are left out of the trace and rank plots,
+    as are quantities with non-finite draws.
     """
     import arviz as az
     from matplotlib.ticker import MaxNLocator
 
-    from inference.diagnostics import NOT_MIXING_STATUSES, PASSING_STATUSES, mixing_table, mixing_verdict
+    from inference.diagnostics import (NOT_MIXING_STATUSES, PASSING_STATUSES, mixing_table, mixing_verdict,
+                                       rhat_text)
     from inference.partitions import co_clustering
 
     if not isinstance(idata, az.InferenceData):
@@ -644,10 +649,10 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
     rows.extend((str(name), value) for name, value in posterior.attrs.items()
                 if isinstance(value, (int, float, str, np.number)) and not str(name).startswith("latentzoo"))
     sections = ["<h2>Chains</h2>" + _table(rows)]
-    view = _scalar_variables(idata)
+    view = _scalar_variables(idata) if quantities is None else az.InferenceData(posterior=quantities)
     names: list[str] = []
-    if view is not None:
-        table = mixing_table(view)
+    if view is not None or table is not None:
+        table = mixing_table(view) if table is None else table.copy()
         if advice:
             table.attrs["advice"] = advice
         statuses = table["status"].astype(str)
@@ -656,14 +661,17 @@ def chains_sections(idata: Any, advice: str | None = None) -> list[str]:
         sections.append(
             "<h2>Label-invariant diagnostics</h2>"
             + f'<p class="verdict {verdict_class}">{html.escape(mixing_verdict(table))}</p>'
-            + table.to_html(float_format=lambda value: f"{value:.4g}", na_rep="n/a")
+            + table.to_html(float_format=lambda value: f"{value:.4g}", na_rep="n/a",
+                            formatters={"r_hat": lambda value: "n/a" if np.isnan(value) else rhat_text(
+                                value, table.attrs.get("rhat_max", 1.01))})
             + '<p class="note">Cluster labels are exchangeable, so R-hat and ESS are reported for '
             "label-invariant quantities only. Rank-normalised split R-hat and bulk and tail ESS; "
             f"chains mix when R-hat &lt;= {table.attrs['rhat_max']:g} and both ESS &gt;= "
             f"{table.attrs['ess_min']:g} (Vehtari et al. 2021). Constant quantities have no R-hat or "
             "ESS and are not plotted.</p>"
         )
-        names = [name for name, status in table["status"].items() if status not in ("constant", "not finite")]
+        names = [name for name, status in table["status"].items()
+                 if status not in ("constant", "not finite") and view is not None and name in view.posterior]
     if names:
         with warnings.catch_warnings():
             # ArviZ's own use of a deprecated matplotlib helper.
@@ -716,6 +724,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
                 col_names: Sequence[Any] | None = None) -> str:
     """The report of ``fitted`` as one HTML string (see :func:`write_report`)."""
     import arviz as az
+    import pandas as pd
 
     if data is not None and not isinstance(data, CoOccurrence):
         raise not_co_occurrence("data", data)
@@ -728,18 +737,24 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         # whose advice names the estimator's ways (a warm-started fit) instead of the fit's calls
         estimator_calls = fitted._estimator_calls() if hasattr(fitted, "_estimator_calls") else {}
         fitted = fitted.fit_
-    advice = None
+    # A fit's own mixing table: the quantities its warning judges, and its advice for its sampler
+    # (SupervisedDPFit's names what SCDP offers, the IRM's its split-merge moves), naming the call
+    # that continues its chains (an estimator's: a warm-started fit).
+    table, quantities = None, None
     if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit
-        # A fit's own mixing table carries the advice for its sampler (SupervisedDPFit's names
-        # what SCDP offers, not the sub-cluster sampler).
-        advice = getattr(getattr(fitted, "mixing", None), "attrs", {}).get("advice")
-        for call, estimator_call in estimator_calls.items() if advice else ():
-            advice = advice.replace(call, estimator_call)
+        table = getattr(fitted, "mixing", None)
         fitted = fitted.idata
     elif callable(getattr(fitted, "to_inference_data", None)) and hasattr(fitted, "scalar_quantities"):
-        # zoo.relational.IRMResult: its own advice (split-merge moves of the IRM, its resume)
-        advice = fitted.mixing.attrs.get("advice")
+        # zoo.relational.IRMResult: its relations' hyperparameters are judged value by value
+        table, quantities = fitted.mixing, fitted.scalar_quantities()
         fitted = fitted.to_inference_data()
+    if isinstance(table, pd.DataFrame):
+        table = table.copy()
+        for attribute in ("advice", "continue_with"):
+            for call, estimator_call in estimator_calls.items() if table.attrs.get(attribute) else ():
+                table.attrs[attribute] = table.attrs[attribute].replace(call, estimator_call)
+    else:
+        table = None
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if isinstance(fitted, EMResult):
@@ -747,7 +762,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
                                 col_names if col_names is not None else getattr(data, "col_names", None))
         default_title = f"EM fit: {type(fitted.model).__name__}"
     elif isinstance(fitted, az.InferenceData):
-        sections = chains_sections(fitted, advice=advice)
+        sections = chains_sections(fitted, table=table, quantities=quantities)
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains"

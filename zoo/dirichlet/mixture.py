@@ -274,7 +274,8 @@ class DPMixtureFit(Described):
         return table.copy()
 
     def summary(self) -> pd.DataFrame:
-        """Mean, sd, ESS, R-hat and mixing status of the number of clusters, α and the log joint.
+        """Mean, sd, ESS, R-hat and mixing status of the number of clusters, α, the log joint and the
+        entropy of the cluster sizes.
 
         See :func:`inference.diagnostics.summary`; issues an
         :class:`inference.diagnostics.MixingWarning` naming the quantities that do not mix, unless
@@ -287,8 +288,9 @@ class DPMixtureFit(Described):
         return table
 
     def label_invariant(self) -> az.InferenceData:
-        """K, α, log joint and partition entropy as a ``posterior`` group, for ``az.plot_trace`` /
-        ``az.plot_rank``."""
+        """K, α, log joint and partition entropy as a ``posterior`` group with the fit's attributes,
+        for ``az.plot_trace``, ``az.plot_rank`` or ``az.summary`` (``idata``'s posterior holds the
+        assignments too, whose labels are exchangeable: their R-hat says nothing of mixing)."""
         return diagnostics.label_invariant(self.idata)
 
     def co_clustering(self) -> xr.DataArray:
@@ -443,10 +445,20 @@ class DPMixtureFit(Described):
         idata = az.InferenceData(posterior=posterior, log_likelihood=xr.Dataset(
             {"x": (("chain", "draw", "point"), log_likelihood)},
             coords={"chain": posterior.chain, "draw": posterior.draw}))
-        with np.errstate(over="ignore"), warnings.catch_warnings():  # overflow: the tail fit's weights of
-            if refit:  # negligible candidates, harmlessly; ArviZ's k̂ warning: the points it names are fitted again
-                warnings.filterwarnings("ignore", "Estimated shape parameter of Pareto", UserWarning)
+        # A point whose log-likelihood is the same in every draw (the chains never changed what it
+        # depends on) has uniform importance weights: its estimate is exact, but ArviZ's tail fit
+        # of constant weights gives k̂ = inf (and its warning, with refit=True a refit).
+        values = log_likelihood.reshape(n_chains * n_draws, -1)
+        constant = np.ptp(values, axis=0) <= 1e-12 * (1.0 + np.abs(values[0]))
+        with np.errstate(over="ignore"), warnings.catch_warnings(record=True) as caught:  # overflow: the
+            warnings.simplefilter("always")  # tail fit's weights of negligible candidates, harmlessly
             result = az.loo(idata, pointwise=True, reff=reff)
+        result.pareto_k[constant] = 0.0
+        flagged = bool(np.any(np.asarray(result.pareto_k) > result.good_k))
+        result["warning"] = flagged
+        for warning in caught:  # ArviZ's k̂ warning only where a point's k̂ is still high and is not refitted
+            if not (str(warning.message).startswith("Estimated shape parameter of Pareto") and (refit or not flagged)):
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
         # ArviZ's p_loo is the in-sample lppd less elpd_loo; these log-likelihoods already leave each
         # point out, so that difference is not an effective number of parameters: not reported.
         result["p_loo"] = np.nan

@@ -251,6 +251,17 @@ class SupervisedDPFit(Described):
         self.idata  # a ValueError if the chains stopped before their first draw
         return np.asarray(self.result.samples["assignments"])
 
+    def label_invariant(self) -> az.InferenceData:
+        """The quantities of :attr:`mixing` (K, the number of reference types, the log joint, the
+        entropy of the test publications' sizes, α^p and α^t) as a ``posterior`` group with the
+        fit's attributes: what to give ``az.plot_trace``, ``az.plot_rank`` or ``az.summary``
+        (``idata``'s posterior holds the assignments too, whose labels are exchangeable)."""
+        view = xr.Dataset(
+            {name: self.idata.sample_stats[name] for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
+            | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")},
+            attrs=dict(self.idata.posterior.attrs))
+        return az.InferenceData(posterior=view)
+
     @property
     def mixing(self) -> pd.DataFrame:
         """Mean, sd, bulk and tail ESS, R-hat and mixing status of the label-invariant quantities
@@ -275,12 +286,7 @@ class SupervisedDPFit(Described):
         (:func:`inference.diagnostics.equal_height_advice`)."""
         table = getattr(self, "_mixing", None)
         if table is None:
-            view = xr.Dataset(
-                {name: self.idata.sample_stats[name]
-                 for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
-                | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")}
-            )
-            table = self._mixing = diagnostics.mixing_table(view)
+            table = self._mixing = diagnostics.mixing_table(self.label_invariant())
             table.attrs["advice"] = self._advice(table)
         return table.copy()
 
