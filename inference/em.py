@@ -33,6 +33,11 @@ probability 0, perplexity of the others) in lexicographic order (:func:`inferenc
 so a fit whose every iterate has such tokens still keeps the one with the fewest, then the lowest
 perplexity of the rest. ``prior_count > 0`` (MAP-EM) makes every prediction positive.
 
+A model may also provide ``check_heldout(name, params, arrays)``, which raises a ``ValueError``
+naming ``name`` (``valid``, or ``data`` of :meth:`EMResult.perplexity`) when held-out arrays cannot
+be scored with parameters fitted to the training arrays: :class:`inference.enumerated.EnumeratedEM`
+refuses a program whose param sites follow the data's size (one value per observation).
+
 :func:`tempered_em` runs the schedule's state machine in a ``lax.while_loop`` inside one jitted
 function; several random restarts are ``vmap``-ped and the best kept (lowest validation perplexity,
 or highest training log-likelihood without validation data). Data are arguments of the jitted
@@ -501,7 +506,10 @@ class EMResult(Described):
             return evaluate(self.params, data, floor=floor).log_lik
         if floor is not None:
             raise TypeError(f"floor: {type(self.model).__name__} has no held-out evaluation with a floor")
-        return float(self.model.heldout_log_lik(self.params, self._arrays(data)))
+        arrays = self._arrays(data)
+        if hasattr(self.model, "check_heldout"):  # e.g. a program's params per observation
+            self.model.check_heldout("data", self.params, arrays)
+        return float(self.model.heldout_log_lik(self.params, arrays))
 
     def _arrays(self, data: Any) -> Any:
         # Co-occurrence containers (to_arrays and a shape, as tempered_em's valid=): the rows and
@@ -772,6 +780,8 @@ def tempered_em(
     prepared = model.prepare(data)
     valid_prepared = renamed("valid", model.prepare, valid) if valid is not None else None  # errors name valid
     start = jax.eval_shape(model.init_params, key, prepared)  # the shapes of a start: traced, not run
+    if valid is not None and hasattr(model, "check_heldout"):  # e.g. a program's params per observation
+        model.check_heldout("valid", start, valid_prepared)
     # The loop holds the parameters, the kept best, the new iterate and their statistics per restart.
     check_memory("model", 4 * n_restarts * tree_nbytes(start), f"fitting {model!r} with n_restarts={n_restarts}")
     if init is not None:  # against the shapes of the model's own start

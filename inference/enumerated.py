@@ -821,6 +821,27 @@ class EnumeratedEM:
 
     heldout_log_lik = log_likelihood
 
+    def check_heldout(self, name: str, params: dict, arrays: Any) -> None:
+        """A ``ValueError`` naming ``name`` when the program, run on held-out ``arrays``, declares a
+        param site of another shape than the fitted ``params`` (arrays or shape structs): a site
+        with one value per observation (a rate per document, say) has fitted values for the
+        training observations only. Held-out values of the same observations (a token split of
+        the same rows, as ``CoOccurrence.split_tokens`` makes) keep the shapes and pass; other
+        observations of the same number cannot be told from them, and score against the training
+        observations' values."""
+        args, _ = _unpack(arrays)
+        sites = self._param_sites(args)
+        shapes = {site: (tuple(params[site].shape), tuple(jnp.shape(sites[site].init))) for site in sites
+                  if site in params}
+        differ = {site: pair for site, pair in shapes.items() if pair[0] != pair[1]}
+        if differ:
+            shapes = "; ".join(f"{site!r}: fitted {fitted}, here {here}" for site, (fitted, here) in differ.items())
+            raise ValueError(
+                f"{name}: param site(s) of another shape than fitted ({shapes}): their shape follows the "
+                f"data, one value per observation, so the fitted values belong to the training observations "
+                f"and cannot score others. Score held-out values of the same observations (a token split of "
+                f"the same rows), or write the program with parameters shared by all observations")
+
     def distribution_problems(self, params: dict, data: Any) -> list[str]:
         """The program's distributions whose arguments ``params`` put outside their constraints.
 

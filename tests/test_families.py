@@ -350,6 +350,18 @@ def test_custom_family_functions_are_tried_on_the_data_before_any_chain():
         (custom_family(base.log_likelihood, base.sample_base, point_stats=base.point_stats,
                        log_marginal=base.log_marginal, sample_posterior=lambda key, stats: jnp.zeros(())), ValueError,
          r"^sample_posterior: returned parameters of shapes \[\(\)\]"),
+        # Functions that run on concrete values but not as the compiled sweeps trace them: they passed
+        # here and failed inside the chains with JAX's tracer errors (or a NumPy draw, JAX's assertion).
+        (custom_family(base.log_likelihood, base.sample_base, point_stats=base.point_stats,
+                       log_marginal=lambda stats: base.log_marginal(jax.tree_util.tree_map(np.asarray, stats))),
+         TypeError, r"^log_marginal: calling it as log_marginal\(stats\) failed: TracerArrayConversionError"),
+        (custom_family(base.log_likelihood, base.sample_base, point_stats=base.point_stats,
+                       log_marginal=lambda stats: base.log_marginal(stats) if stats.count > 0 else 0.0),
+         TypeError, r"^log_marginal: calling it as log_marginal\(stats\) failed: TracerBoolConversionError"),
+        (custom_family(base.log_likelihood, base.sample_base, point_stats=lambda x: base.point_stats(np.asarray(x))),
+         TypeError, r"^point_stats: calling it as point_stats\(x\) failed"),
+        (custom_family(good.log_likelihood, lambda key, shape: np.random.default_rng(0).gamma(1.0, 1.0, shape + (2,))),
+         ValueError, r"^sample_base: returns NumPy arrays that do not depend on rng_key"),
     ]
     for family, error, message in cases:
         with pytest.raises(error, match=message):

@@ -917,6 +917,11 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
             raise TypeError(f"{function_name}: calling it as {function_name}{signature} failed: "
                             f"{type(error).__name__}: {str(error)[:300]}") from None
 
+    def traced(function_name: str, function: Callable, *args: Any) -> Any:
+        """``function`` traced as the compiled sweeps call it, on abstract values: NumPy on its
+        arguments, ``float()`` or a Python ``if`` on them fail here, naming it, not in the chains."""
+        return call(function_name, lambda *values: jax.eval_shape(function, *values), *args)
+
     def scalar(function_name: str, value: Any, what: str) -> Any:
         value = jnp.asarray(value)
         if value.shape != ():
@@ -928,6 +933,18 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
     if not leaves or any(jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != PROBE_DRAWS for leaf in leaves):
         raise ValueError(f"sample_base: sample_base(rng_key, ({PROBE_DRAWS},)) must return parameters whose every "
                          f"leaf has leading axis {PROBE_DRAWS}, got shapes {[jnp.shape(leaf) for leaf in leaves]}")
+    constants: list[bool] = []
+
+    def draw_traced(key: Any) -> Any:  # what the traced draws are: NumPy arrays do not depend on the key
+        drawn = sample_base(key, (PROBE_DRAWS,))
+        constants.extend(isinstance(leaf, np.ndarray) for leaf in jax.tree_util.tree_leaves(drawn))
+        return drawn
+
+    traced("sample_base", draw_traced, key)
+    if any(constants):
+        raise ValueError("sample_base: returns NumPy arrays that do not depend on rng_key (NumPy's random "
+                         "generator?): inside the compiled chains every call would return the same draws; "
+                         "draw them with jax.random from rng_key")
     first = jax.tree_util.tree_map(lambda leaf: leaf[0], draws)
     scalar("log_likelihood", call("log_likelihood", log_likelihood, first, points[0]), "per point (log F(x | φ))")
     values = call("log_likelihood", jax.vmap(lambda params: jax.vmap(lambda x: log_likelihood(params, x))(points)),
@@ -941,17 +958,24 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
     if nowhere.any():
         row = int(np.flatnonzero(nowhere)[0])
         raise ValueError(f"{name}: row {row} ({array[row].tolist()!r:.80}) has probability 0 (log_likelihood -inf) "
-                         f"under each of {PROBE_DRAWS} draws of sample_base: outside the family's support?")
+                         f"under each of {PROBE_DRAWS} draws of sample_base: outside the family's support? (or "
+                         "log_likelihood takes its arguments in another order than (params, x))")
     if log_base_density is not None:
+        traced("log_base_density", log_base_density, first)
         density = scalar("log_base_density", call("log_base_density", log_base_density, first), "per draw (log G0)")
         if not np.isfinite(float(density)):
             raise ValueError(f"log_base_density: returned {float(density)} for a draw of sample_base")
-    stats = call("point_stats", point_stats, points[0]) if point_stats is not None else None
+    stats = None
+    if point_stats is not None:
+        traced("point_stats", point_stats, points[0])
+        stats = call("point_stats", point_stats, points[0])
     if log_marginal is not None:
+        traced("log_marginal", log_marginal, stats)
         marginal = scalar("log_marginal", call("log_marginal", log_marginal, stats), "per cluster")
         if not np.isfinite(float(marginal)):
             raise ValueError(f"log_marginal: returned {float(marginal)} for the cluster of {name} row 0 alone")
     if sample_posterior is not None:
+        traced("sample_posterior", sample_posterior, key, stats)
         drawn = call("sample_posterior", sample_posterior, key, stats)
         expected = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(first)]
         got = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(drawn)]
