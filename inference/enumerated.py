@@ -244,6 +244,43 @@ def _raise_naming_the_site(error: ValueError) -> None:
     ) from error
 
 
+def _check_call(program: Callable, args: tuple, kwargs: dict) -> None:
+    """A ``TypeError`` naming ``static_kwargs`` when the program cannot take the data arguments and
+    them (a missing or misspelled keyword, which Python named without saying where it came from)."""
+    try:
+        signature = inspect.signature(program)
+    except (TypeError, ValueError):  # a callable without a signature: its own call says
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as error:
+        name = getattr(program, "__name__", type(program).__name__)
+        raise TypeError(f"static_kwargs: the program {name}{signature} cannot be called with the data's "
+                        f"{len(args)} positional argument(s) and static_kwargs {dict(kwargs)!r}: {error}") from None
+
+
+def _raise_naming_a_start_outside_its_constraint(seeded: Callable, args: tuple, kwargs: dict,
+                                                 error: ValueError) -> None:
+    """Re-raise NumPyro's "distribution got invalid ... parameter", raised while the program ran at
+    its params' starting values, naming the param whose starting value leaves its constraint."""
+    if "got invalid" not in str(error):
+        return
+    try:
+        with validation_enabled(False):
+            trace = handlers.trace(seeded).get_trace(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the original error stands
+        return
+    for name, site in trace.items():
+        if site["type"] != "param":
+            continue
+        constraint = site["kwargs"].get("constraint", dist.constraints.real)
+        value = jnp.asarray(site["value"])
+        if not bool(jnp.all(constraint.check(value))):
+            raise ValueError(f"program: the starting value of param site {name!r} (numpyro.param's init_value, "
+                             f"{np.asarray(value).tolist()!r:.120}) lies outside its constraint {constraint}; "
+                             f"NumPyro said: {error}") from error
+
+
 def inspect_program(program: Callable, args: tuple, kwargs: dict,
                     max_plate_nesting: int | None = None) -> dict[str, ParamSite]:
     """Check that ``program`` can be fitted by enumerated EM and return its param sites.
@@ -257,11 +294,13 @@ def inspect_program(program: Callable, args: tuple, kwargs: dict,
         not their distribution's (batch shape from the plates, then event shape), or, with
         ``max_plate_nesting``, plates nested deeper than it.
     """
+    _check_call(program, args, kwargs)
     seeded = handlers.seed(program, rng_seed=0)
     try:
         trace = handlers.trace(seeded).get_trace(*args, **kwargs)
     except ValueError as error:
         _raise_naming_the_site(error)
+        _raise_naming_a_start_outside_its_constraint(seeded, args, kwargs, error)
         raise
     if max_plate_nesting is not None:
         deepest = min((frame for site in trace.values() for frame in site.get("cond_indep_stack", ())),
@@ -711,10 +750,13 @@ class EnumeratedEM:
         """Check the program against ``data`` (host side) and return the argument arrays.
 
         ``data``: one array, a tuple of arrays (positional arguments), a dict of arrays by
-        argument name, or a :class:`ProgramData`.
+        argument name, or a :class:`ProgramData`. The enumerated log-likelihood is traced once per
+        shape of the arguments (abstractly, nothing computed), so that a program whose latents
+        cannot be summed out is named here and not inside the compiled fit.
         """
         args = self._program_args(data)
         sites = self._param_sites(args)
+        self._check_enumerable(args, sites)
         # What the program declares of its parameters, for ``probability_axes`` / ``positive_fields``
         # (not a dataclass field: no part of the model's identity, hash or saved settings).
         object.__setattr__(self, "_param_constraints", {name: site.constraint for name, site in sites.items()})
@@ -767,6 +809,36 @@ class EnumeratedEM:
                                  "only parameters shared by all observations can be fitted on several devices")
         observed = (jnp.arange(padded_size) < n_observations).reshape(n_shards, block_size)
         return ShardedProgramArgs(sharded, observed)
+
+    def _check_enumerable(self, args: tuple, sites: dict[str, ParamSite]) -> None:
+        """The program's enumerated log density traced abstractly once per argument shape: funsor's
+        bare "intractable!" (latents of plates that cross) and "Expected the joint log density is a
+        scalar" (a latent indexing a parameter without ``Vindex`` in nested plates) named."""
+        shapes = tuple((np.shape(arg), str(getattr(arg, "dtype", type(arg).__name__))) for arg in args)
+        checked = self.__dict__.setdefault("_enumerable_shapes", set())
+        if shapes in checked:
+            return
+        params = {name: site.init for name, site in sites.items()}
+        try:
+            jax.eval_shape(lambda values: self.log_likelihood(values, args), params)
+        except (ValueError, AssertionError, NotImplementedError) as error:
+            text = str(error)
+            if "intractable" in text:
+                raise ValueError(
+                    "program: its latents cannot be summed out exactly (funsor: intractable): latent sites in "
+                    "plates that cross (one per row and one per column, as in a co-clustering) make every "
+                    "observation depend on all of them. Enumerated EM needs each observation to depend on "
+                    "latents of plates that nest; for a two-sided clustering use zoo.dyadic.TwoSided "
+                    "(mean-field EM)") from error
+            if "joint log density is a scalar" in text:
+                raise ValueError(
+                    f"program: its enumerated log density is not a scalar ({text.splitlines()[0]}): a "
+                    "latent indexes a parameter inside nested plates with plain indexing (theta[z]), so the "
+                    "enumeration dimension does not broadcast; index with "
+                    "numpyro.ops.indexing.Vindex(theta)[z, jnp.arange(n)] (see "
+                    "notebooks/new_model_variant.ipynb)") from error
+            raise
+        checked.add(shapes)
 
     def _plate_size(self, args: tuple) -> int:
         """Size of ``data_plate`` in a trace of the program; checks every sample site is inside it."""

@@ -9,6 +9,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from numpyro.ops.indexing import Vindex
 from scipy import special
 
 from inference.em import tempered_em
@@ -549,3 +550,57 @@ def test_plate_and_shape_mistakes_are_named_before_the_fit():
     with pytest.raises(ValueError, match=r"^max_plate_nesting: the program's plate 'documents' lies at dim -2, deeper "
                                          r"than max_plate_nesting=1; give EnumeratedEM\(\.\.\., max_plate_nesting=2\)"):
         fit(EnumeratedEM(_presence, static_kwargs={"n_classes": 2}), (points > 0).astype(np.float32))
+
+
+def _crossed_latents(y, *, n_row, n_col):
+    row_weights = numpyro.param("row_weights", jnp.ones(n_row) / n_row, constraint=dist.constraints.simplex)
+    col_weights = numpyro.param("col_weights", jnp.ones(n_col) / n_col, constraint=dist.constraints.simplex)
+    rates = numpyro.param("rates", 1.0 + jnp.arange(n_row * n_col, dtype=jnp.float32).reshape(n_row, n_col),
+                          constraint=dist.constraints.positive)
+    with numpyro.plate("rows", y.shape[0], dim=-2):
+        a = numpyro.sample("a", dist.Categorical(row_weights), infer={"enumerate": "parallel"})
+    with numpyro.plate("cols", y.shape[1], dim=-1):
+        b = numpyro.sample("b", dist.Categorical(col_weights), infer={"enumerate": "parallel"})
+    with numpyro.plate("rows", y.shape[0], dim=-2), numpyro.plate("cols", y.shape[1], dim=-1):
+        numpyro.sample("y", dist.Poisson(Vindex(rates)[a, b]), obs=y)
+
+
+def _plain_indexing_in_nested_plates(present, *, n_classes):
+    weights = numpyro.param("weights", jnp.ones(n_classes) / n_classes, constraint=dist.constraints.simplex)
+    theta = numpyro.param("theta", jnp.full((n_classes, present.shape[1]), 0.5)
+                          + jnp.linspace(-0.1, 0.1, n_classes)[:, None], constraint=dist.constraints.unit_interval)
+    with numpyro.plate("documents", present.shape[0], dim=-2):
+        c = numpyro.sample("c", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        with numpyro.plate("words", present.shape[1], dim=-1):
+            numpyro.sample("present", dist.Bernoulli(theta[c]), obs=present)
+
+
+def _start_outside(x, *, n_classes):
+    weights = numpyro.param("weights", jnp.ones(n_classes), constraint=dist.constraints.simplex)  # sums to 2
+    rate = numpyro.param("rate", jnp.linspace(1.0, 10.0, n_classes), constraint=dist.constraints.positive)
+    with numpyro.plate("points", x.shape[0]):
+        z = numpyro.sample("z", dist.Categorical(weights), infer={"enumerate": "parallel"})
+        numpyro.sample("x", dist.Poisson(rate[z]), obs=x)
+
+
+def test_programs_em_cannot_run_are_named_at_prepare_not_inside_the_compiled_fit():
+    # From writing one's own variants: each failed inside the jitted fit with funsor's or NumPyro's
+    # message ("intractable!", "Expected the joint log density is a scalar", "CategoricalProbs
+    # distribution got invalid probs parameter", Python's missing keyword argument).
+    rng = np.random.default_rng(0)
+    fit = lambda model, data: tempered_em(model, data, key=jax.random.key(0), max_iter=2)  # noqa: E731
+    crossed = EnumeratedEM(_crossed_latents, static_kwargs={"n_row": 2, "n_col": 2}, max_plate_nesting=2)
+    with pytest.raises(ValueError, match=r"^program: its latents cannot be summed out exactly .*zoo\.dyadic\.TwoSided"):
+        crossed.prepare(rng.poisson(3.0, (10, 8)).astype(np.float32))
+    present = (rng.random((20, 6)) < 0.5).astype(np.float32)
+    with pytest.raises(ValueError, match=r"^program: its enumerated log density is not a scalar .*Vindex\(theta\)"):
+        fit(EnumeratedEM(_plain_indexing_in_nested_plates, static_kwargs={"n_classes": 2}, max_plate_nesting=2),
+            present)
+    counts = rng.poisson(3.0, 40).astype(np.float32)
+    with pytest.raises(ValueError, match=r"^program: the starting value of param site 'weights' .* lies outside its "
+                                         r"constraint Simplex\(\)"):
+        fit(EnumeratedEM(_start_outside, static_kwargs={"n_classes": 2}), counts)
+    for static in ({}, {"n_class": 2}):
+        with pytest.raises(TypeError, match=r"^static_kwargs: the program _poisson_mixture\(x, \*, n_classes, "
+                                            r"constrained=True\) cannot be called .*'n_classes'"):
+            fit(EnumeratedEM(_poisson_mixture, static_kwargs=static), counts)
