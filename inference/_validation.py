@@ -189,6 +189,15 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return value
 
 
+def row_names(value: Any) -> list | None:
+    """The row labels of a pandas DataFrame or Series whose index is not pandas' default 0, 1, ...
+    (to name the points of a fit's draws); None for anything else."""
+    index = getattr(value, "index", None)
+    if index is None or not hasattr(value, "to_numpy") or type(index).__name__ == "RangeIndex":
+        return None
+    return list(index)
+
+
 def check_one_length(n_draws: Any, n_sweeps: Any) -> None:
     """A sampler's length is its kept draws (``n_draws``) or its sweeps with the warm-up (``n_sweeps``), not both."""
     if n_draws is not None and n_sweeps is not None:

@@ -464,6 +464,16 @@ def test_loo_of_points_whose_draws_never_change_is_exact_not_unreliable():
         loo = fit.loo(points)
     assert np.all(np.asarray(loo.pareto_k) == 0) and not loo.warning
     np.testing.assert_allclose(np.asarray(loo.loo_i), np.asarray(each)[0, 0], rtol=1e-6)
+    # Rows of a DataFrame with labels of their own name the points of the draws and of the LOO, also resumed.
+    import pandas as pd
+
+    frame = pd.DataFrame(points, index=[f"p{i}" for i in range(60)])
+    named = DPMixture(normal_gamma(2)).fit(frame, jax.random.key(0), n_chains=2, n_draws=50, n_warmup=20,
+                                           progress=False)
+    np.testing.assert_array_equal(named.result.samples["assignments"], fit.result.samples["assignments"])
+    for idata in (named.idata, named.resume(frame, n_draws=5, progress=False).idata):
+        assert list(idata.posterior.points.values[:2]) == ["p0", "p1"]
+    assert list(named.loo(frame).loo_i.points.values[-1:]) == ["p59"]
 
 
 def test_log_predictive_density_refuses_what_it_cannot_score(fitted):

@@ -331,6 +331,8 @@ def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_b
         in_sweeps = model.sample(data, key=key, n_chains=2, n_sweeps=12, n_warmup=4, progress=False)
         in_draws = model.sample(data, key, n_chains=2, n_draws=8, n_warmup=4, progress=False)
     assert in_draws.warmup_log_joint.shape[1] == 4 and in_draws.log_joint.shape[1] == 8
+    attrs = in_draws.to_inference_data().posterior.attrs  # as a DP or SCDP fit's, for the report's table
+    assert attrs["n_warmup"] == 4 and attrs["thin"] == 1 and attrs["completed"] == 1
     _assert_same_draws(in_draws, in_sweeps)
     with pytest.raises(ValueError, match="^n_draws, n_sweeps: give one length, not both"):
         model.sample(data, key, n_draws=8, n_sweeps=12)

@@ -1316,6 +1316,11 @@ def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_b
         np.testing.assert_array_equal(in_draws.result.samples[name], values)
     thinned = model.fit(train, labels, test, key, n_draws=3, thin=2, **run)
     assert thinned.result.next_sweep == 10 and thinned.idata.posterior.sizes["draw"] == 3
+    import pandas as pd  # test rows with labels of their own name the draws' points (ArviZ's coords)
+
+    named = model.fit(train, labels, pd.DataFrame(test, index=[f"r{i}" for i in range(6)]), key, n_draws=6, **run)
+    assert list(named.idata.posterior.points.values) == [f"r{i}" for i in range(6)]
+    np.testing.assert_array_equal(named.assignments, in_draws.assignments)
     with pytest.raises(ValueError, match="^n_draws, n_sweeps: give one length, not both"):
         model.fit(train, labels, test, key, n_draws=6, n_sweeps=10)
     with pytest.raises(ValueError, match="^n_draws"):

@@ -43,7 +43,8 @@ from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
 from inference._validation import (arrays_digest, as_index_array, check_bool, check_choice, check_int, check_key,
-                                   check_memory, check_real, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
+                                   check_memory, check_real, key_as_data, key_from_data, row_names, tree_nbytes,
+                                   user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.metrics import clustering_scores
@@ -188,9 +189,9 @@ class DPMixtureFit(Described):
     its HTML in Jupyter) says what the chains hold and whether they mix.
     """
 
-    def __init__(self, result: ChainResult):
+    def __init__(self, result: ChainResult, *, point_names: Any = None):
         self.result = result
-        self._idata = diagnostics.to_inference_data(result) if result.samples else None
+        self._idata = diagnostics.to_inference_data(result, point_names=point_names) if result.samples else None
         self._warned = False  # whether the fit that made this object issued its MixingWarning
         self._continuation: _Continuation | None = None  # set by DPMixture.fit: what resume() needs
 
@@ -443,8 +444,8 @@ class DPMixtureFit(Described):
             ess = [value for value in ess if np.isfinite(value)]  # a constant quantity (α fixed) has none
             reff = float(np.clip(np.mean(ess) / (n_chains * n_draws), 1e-3, None)) if ess else 1.0
         idata = az.InferenceData(posterior=posterior, log_likelihood=xr.Dataset(
-            {"x": (("chain", "draw", "point"), log_likelihood)},
-            coords={"chain": posterior.chain, "draw": posterior.draw}))
+            {"x": (("chain", "draw", "points"), log_likelihood)},  # the posterior's points and their names
+            coords={"chain": posterior.chain, "draw": posterior.draw, "points": self.idata.posterior.points}))
         # A point whose log-likelihood is the same in every draw (the chains never changed what it
         # depends on) has uniform importance weights: its estimate is exact, but ArviZ's tail fit
         # of constant weights gives k̂ = inf (and its warning, with refit=True a refit).
@@ -512,6 +513,7 @@ class _Continuation:
     key_impl: str | None  # inference._validation.key_as_data
     data_digest: str
     data_shape: tuple
+    point_names: tuple | None = None  # the rows' labels of a DataFrame given as data (the draws' coords)
 
 
 class DPMixture:
@@ -799,11 +801,13 @@ class DPMixture:
             on_overflow=self.on_overflow,
             stop_when=_when_mixed if until_mixed else None,
         )
-        continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape)
+        names = row_names(data)
+        continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape,
+                                     None if names is None else tuple(names))
         return self._finish(result, continuation, "DPMixture.fit")
 
     def _finish(self, result: ChainResult, continuation: _Continuation, caller: str) -> DPMixtureFit:
-        fitted = DPMixtureFit(result)
+        fitted = DPMixtureFit(result, point_names=getattr(continuation, "point_names", None))
         fitted._continuation = continuation
         if not result.samples:  # stopped during warm-up: the states are kept, nothing to summarise
             warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fitted._continue_with)}", RuntimeWarning,

@@ -906,7 +906,9 @@ class IRMResult(Described):
         posterior["log_joint"] = self.log_joint
         dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
         idata = diagnostics.from_dict_in_order(posterior=posterior, dims=dims)
-        idata.posterior.attrs.update(completed=int(self.completed), sampling_seconds=float(self.seconds))
+        n_warmup = np.shape(self.warmup_log_joint)[1] if np.ndim(self.warmup_log_joint) == 2 else 0
+        idata.posterior.attrs.update(n_warmup=int(n_warmup), thin=1, completed=int(self.completed),
+                                     sampling_seconds=float(self.seconds))  # as DPMixture's and SCDP's
         idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
         return idata
 

@@ -23,7 +23,7 @@ from inference.display import Card, Described, call_text, chains_card, init_defa
 from inference.partitions import point_partition
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
                                    check_key, check_memory, check_one_length, check_real, key_as_data, key_from_data,
-                                   tree_nbytes, user_stacklevel)
+                                   row_names, tree_nbytes, user_stacklevel)
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
@@ -97,6 +97,7 @@ class _Continuation:
     key_impl: str | None  # inference._validation.key_as_data
     data_digest: str
     n_split_merge: int
+    point_names: tuple | None = None  # the test rows' labels of a DataFrame (the draws' coords)
 
 
 def _supervised_data(train: np.ndarray, labels: np.ndarray, test: np.ndarray) -> SupervisedData:
@@ -137,7 +138,7 @@ class SupervisedDPFit(Described):
     """
 
     def __init__(self, result: ChainResult, *, model: int | None = None, n_type_split_merge: int | None = None,
-                 n_split_merge: int | None = None, pair_moves: bool | None = None):
+                 n_split_merge: int | None = None, pair_moves: bool | None = None, point_names: Any = None):
         self.result = result
         # The settings the chains ran with (None: unknown), for the advice of :attr:`mixing`.
         self._model, self._n_type_split_merge, self._n_split_merge = model, n_type_split_merge, n_split_merge
@@ -161,7 +162,7 @@ class SupervisedDPFit(Described):
                 "log_joint": samples["log_joint"],
                 "partition_entropy": diagnostics.partition_entropy(samples["assignments"]),
             },
-            coords={"points": np.arange(n_test)},
+            coords={"points": np.arange(n_test) if point_names is None else list(point_names)},
             dims={"assignments": ["points"]},
         )
         # On the posterior group, as DPMixture's (inference.diagnostics.to_inference_data) and where
@@ -689,20 +690,22 @@ class SupervisedDP:
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
             on_overflow="grow", stop_when=self._when_mixed(step) if until_mixed else None,
         )
+        names = row_names(test_features)
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(train, labels, test),
-                                     n_split_merge)
+                                     n_split_merge, None if names is None else tuple(names))
         return self._finish(result, continuation, step, "SupervisedDP.fit")
 
-    def _fit_object(self, result: ChainResult, step: Any) -> SupervisedDPFit:
+    def _fit_object(self, result: ChainResult, step: Any, point_names: Any = None) -> SupervisedDPFit:
         return SupervisedDPFit(result, model=self.model, n_type_split_merge=self.n_type_split_merge,
-                               n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves)
+                               n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves,
+                               point_names=point_names)
 
     def _when_mixed(self, step: Any) -> Callable[[ChainResult], bool]:
         """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes."""
         return lambda so_far: diagnostics.mixes(self._fit_object(so_far, step).mixing)
 
     def _finish(self, result: ChainResult, continuation: _Continuation, step: Any, caller: str) -> SupervisedDPFit:
-        fit = self._fit_object(result, step)
+        fit = self._fit_object(result, step, getattr(continuation, "point_names", None))
         fit._continuation = continuation
         if not result.samples:
             warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fit._continue_with)}", RuntimeWarning,
