@@ -98,11 +98,11 @@ def test_wrong_types_are_type_errors():
     with pytest.raises(TypeError, match="^rng"):
         as_numpy_rng("seed")
     # The constructor itself takes the COO arrays; given a matrix it names the one that takes that.
-    with pytest.raises(TypeError, match=r"^CoOccurrence: missing cols, counts, shape .*CoOccurrence.from_sparse"):
+    with pytest.raises(TypeError, match=r"^cols, counts, shape: missing .*CoOccurrence.from_sparse"):
         CoOccurrence(sp.csr_matrix(DENSE))
-    with pytest.raises(TypeError, match=r"^CoOccurrence: missing cols, counts, shape .*CoOccurrence.from_dense"):
+    with pytest.raises(TypeError, match=r"^cols, counts, shape: missing .*CoOccurrence.from_dense"):
         CoOccurrence(DENSE)
-    with pytest.raises(TypeError, match=r"^CoOccurrence: missing shape \(the constructor takes the COO arrays"):
+    with pytest.raises(TypeError, match=r"^shape: missing \(the CoOccurrence constructor takes the COO arrays"):
         CoOccurrence([0], [1], [2.0])
 
 

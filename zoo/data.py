@@ -177,7 +177,7 @@ class CoOccurrence:
         if missing:  # CoOccurrence(matrix): the constructor takes the canonical arrays
             given = "" if len(missing) < 3 else f"; for the {type(self.rows).__name__} given, " + _constructor_hint(
                 "matrix", self.rows)
-            raise TypeError(f"CoOccurrence: missing {', '.join(missing)} (the constructor takes the COO arrays rows, "
+            raise TypeError(f"{', '.join(missing)}: missing (the CoOccurrence constructor takes the COO arrays rows, "
                             f"cols, counts and shape{given})")
         if not isinstance(self.shape, (tuple, list)) or len(self.shape) != 2:
             raise ValueError(f"shape: expected (n_rows, n_cols), got {self.shape!r}")
