@@ -258,7 +258,8 @@ class SupervisedDPFit(Described):
         fit's attributes: what to give ``az.plot_trace``, ``az.plot_rank`` or ``az.summary``
         (``idata``'s posterior holds the assignments too, whose labels are exchangeable)."""
         view = xr.Dataset(
-            {name: self.idata.sample_stats[name] for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
+            {name: self.idata.sample_stats[name]
+             for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
             | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")},
             attrs=dict(self.idata.posterior.attrs))
         return az.InferenceData(posterior=view)
