@@ -122,6 +122,23 @@ def test_gaussian_mixture_fits_the_rows_as_feature_vectors(tmp_path):
     assert main(["fit", "gaussian-mixture", str(tmp_path / "points.mtx"), "--prior-count", "1"]) == 1
 
 
+def test_gaussian_mixture_fits_a_table_of_points_as_the_dp_mixtures_read_it(tmp_path, capsys):
+    # A CSV table (a row per point, a column per feature) was read as an edge list: "source: column
+    # 'source' not in the file". Now as the DP mixtures read it, standardised unless --no-standardize.
+    from sklearn.metrics import adjusted_rand_score
+
+    truth = _blobs_table(tmp_path / "blobs.csv")
+    out = tmp_path / "gmm"
+    assert main(["fit", "gaussian-mixture", str(tmp_path / "blobs.csv"), "--id-column", "point", "--label-column",
+                 "blob", *FIT_OPTIONS, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("gaussian-mixture: 36 rows x 6 features, standardised: x0, x1, x2, x3, x4, x5")
+    labels = pd.read_csv(out / "labels.csv")
+    assert list(labels.columns) == ["row", "cluster"] and list(labels["row"][:2]) == ["p0", "p1"]
+    assert adjusted_rand_score(truth, labels["cluster"]) == 1.0
+    assert load_result(out / "result.npz").params.locs.shape == (3, 6)
+
+
 def test_format_option_and_unknown_extensions(tmp_path, capsys):
     write_matrix_market(tmp_path / "counts.mtx", COUNTS)
     (tmp_path / "counts.mtx").rename(tmp_path / "counts.txt")

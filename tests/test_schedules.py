@@ -150,8 +150,13 @@ def test_fit_counts_validation_tokens_of_probability_zero_instead_of_flooring_th
 
 def test_fit_whose_every_iterate_has_tokens_of_probability_zero_keeps_the_fewest_then_the_lowest_perplexity():
     train, _, valid = _crossing_blocks()
-    counted = tempered_em(OneSided(2), train, key=jax.random.key(0), valid=valid, schedule=FixedBeta(1.0),
-                          max_iter=100)
+    # The fit says so: its validation perplexity is inf throughout (on 20 Newsgroups the one-sided model's
+    # default annealing kept its first β, 0.01, for the fewest such tokens, with clusters near uniform).
+    with pytest.warns(RuntimeWarning, match=r"^tempered_em: every iterate left validation tokens of probability 0 "
+                                            r"\(1 at the kept one, β = 1\), .* compared by the number of such "
+                                            r"tokens\. Give floor="):
+        counted = tempered_em(OneSided(2), train, key=jax.random.key(0), valid=valid, schedule=FixedBeta(1.0),
+                              max_iter=100)
     floored = tempered_em(OneSided(2), train, key=jax.random.key(0), valid=valid, schedule=FixedBeta(1.0),
                           max_iter=100, floor=1e-30)
     zeros = counted.history["valid_zero_tokens"]

@@ -173,6 +173,9 @@ def test_score_reports_tokens_of_probability_zero_instead_of_flooring_them(estim
     fitted = clone(estimator).set_params(**settings).fit(train)
     with pytest.warns(ZeroProbabilityWarning, match=f"^{n_zero:g} of {test.sum():g} held-out tokens") as scored:
         assert fitted.score(test) == -np.inf
+    # The advice is the estimator's own: its floor hyperparameter (score and perplexity take none).
+    assert r"set the estimator's floor (estimator.set_params(floor=1e-6))" in str(scored[0].message)
+    assert "the estimator's prior_count > 0 (MAP-EM)" in str(scored[0].message)
     with pytest.warns(ZeroProbabilityWarning) as perplexity:
         assert fitted.perplexity(test) == np.inf
     with pytest.warns(ZeroProbabilityWarning) as evaluated:

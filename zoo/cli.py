@@ -9,6 +9,8 @@
                       [--max-iter N] [--seed S]
                       [--out DIR] [--format mtx|ldac|csv]
                       [--processes N [--process-id I --coordinator HOST:PORT]]
+    python -m zoo fit gaussian-mixture TABLE.csv [--classes K] [--id-column NAME] [--label-column NAME]
+                      [--no-standardize] [the EM options above]
     python -m zoo fit dp-mixture|cdp TABLE.csv [--chains 4] [--warmup 200] [--draws N]
                       [--id-column NAME] [--label-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
@@ -21,7 +23,10 @@
 schedule on a validation split, ``--schedule auto``) and writes ``result.npz``
 (:func:`zoo.io.save_result`), ``labels.csv`` (each row's cluster, the CAM's leaf or the aspect
 model's likeliest aspect; ``column_labels.csv`` too for the two-sided model's columns) and
-``report.html`` (:func:`zoo.report.write_report`) to ``--out``.
+``report.html`` (:func:`zoo.report.write_report`) to ``--out``. The Gaussian mixture
+(``gaussian-mixture``) reads a CSV file as a table of points instead, as the Dirichlet-process
+mixtures do (``--id-column``, ``--label-column``, ``--no-standardize``), and a MatrixMarket or
+LDA-C file as one row of features per point.
 The Dirichlet-process mixtures (``dp-mixture``: Normal–Gamma Gaussians; ``cdp``: DM05's
 identity-precision Gaussians) read a CSV table instead, one row per point and one numeric column
 per feature (:func:`read_table`), standardise the features unless ``--no-standardize``, and run
@@ -72,7 +77,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -302,15 +307,18 @@ def build_parser() -> argparse.ArgumentParser:
     chains.add_argument("--directed", action="store_true", help="irm: the edge list's links have a direction")
     chains.add_argument("--split-merge", type=int, default=10,
                         help="irm: split-merge moves of the nodes' partition per sweep (default 10)")
-    chains.add_argument("--id-column", default=None, help="column of row names (not a feature)")
+    chains.add_argument("--id-column", default=None,
+                        help="column of row names (not a feature; a gaussian-mixture CSV table's too)")
     chains.add_argument("--label-column", default=None,
                         help="column of known classes: not a feature; the point estimate is scored against it "
-                             "(scdp-*: the training rows' publications, empty in the test rows to cluster)")
+                             "(scdp-*: the training rows' publications, empty in the test rows to cluster; "
+                             "gaussian-mixture: left out of its table's features)")
     chains.add_argument("--truth-column", default=None,
                         help="scdp-*: column of the true classes of the test rows (not a feature): their point "
                              "estimate is scored against it")
     chains.add_argument("--no-standardize", action="store_true",
-                        help="fit the features as they are (default: centred and scaled to unit variance)")
+                        help="fit the features as they are (default: centred and scaled to unit variance; "
+                             "gaussian-mixture's CSV table too)")
     return parser
 
 
@@ -595,6 +603,18 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         data, result = _fit_in_processes(arguments, estimator)
         if arguments.process_id != 0:  # every process has the result; process 0 writes it
             return
+    elif not estimator._count_data and _format_of(Path(arguments.datafile), arguments.format) == "csv":
+        # A table of points, one row per point and a column per feature, read as the DP mixtures read it
+        # (an edge list of (source, target) pairs before, so that no feature table could be fitted).
+        features, names, row_names, _ = read_table(arguments.datafile, id_column=arguments.id_column,
+                                                   label_column=arguments.label_column)
+        if not arguments.no_standardize:
+            scale = features.std(axis=0)
+            features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constants stay 0
+        estimator.fit(features)
+        result = estimator.result_
+        data = _PointTable(features.shape, None if row_names is None else tuple(row_names), tuple(names),
+                           not arguments.no_standardize)
     else:
         data = read_data(arguments.datafile, arguments.format, source=arguments.source, target=arguments.target,
                          weight=arguments.weight)
@@ -627,7 +647,8 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         label_paths.append(out / file_name)
         table.to_csv(label_paths[-1], index=False)
     report_path = write_report(out / "report.html", result, title=f"{arguments.model} on {Path(arguments.datafile).name}",
-                               settings=settings, data=whole)
+                               settings=settings, data=None if isinstance(whole, _PointTable) else whole,
+                               col_names=list(data.col_names) if isinstance(data, _PointTable) else None)
     seconds = time.perf_counter() - start
     held = f" in process 0 of {arguments.processes}" if arguments.processes > 1 else ""
     stream.write(f"{arguments.model}: {data!r}{held}\n")
@@ -637,6 +658,19 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     stream.write(f"{result.n_iter} iterations ({result.stopped_by}), β = {result.beta:.3g}, {quality}, "
                  f"{seconds:.1f} s\n")
     stream.write("".join(f"wrote {path}\n" for path in (result_path, *label_paths, report_path)))
+
+
+class _PointTable(NamedTuple):
+    """What the command line says of a table of points fitted by an EM model (the Gaussian mixture)."""
+
+    shape: tuple[int, int]
+    row_names: tuple | None
+    col_names: tuple
+    standardised: bool
+
+    def __repr__(self) -> str:
+        return (f"{self.shape[0]} rows x {self.shape[1]} features{', standardised' if self.standardised else ''}: "
+                + ", ".join(map(str, self.col_names[:20])) + (", ..." if len(self.col_names) > 20 else ""))
 
 
 def _em_labels(params: Any, data: Any, estimator: Any) -> dict[str, Any]:
@@ -659,8 +693,8 @@ def _em_labels(params: Any, data: Any, estimator: Any) -> dict[str, Any]:
         return {"labels.csv": table("row", "cluster", params.assignments(), rows)}
     if hasattr(params, "class_given_row"):  # the aspect model: no hard clusters, the likeliest aspect
         return {"labels.csv": table("row", "aspect", np.argmax(np.asarray(params.class_given_row()), axis=1), rows)}
-    if estimator is not None and hasattr(estimator, "labels_"):
-        return {"labels.csv": table("row", "cluster", estimator.labels_, None)}
+    if estimator is not None and hasattr(estimator, "labels_"):  # the Gaussian mixture's component per point
+        return {"labels.csv": table("row", "cluster", estimator.labels_, rows)}
     return {}
 
 

@@ -282,13 +282,16 @@ def heldout_evaluation(model: Any, params: Any, data: CoOccurrence, *, floor: fl
 
 
 def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence, *, floor: float | None = None,
-                         warn: bool = True, model_name: str = "model", stacklevel: int | None = None) -> HeldOut:
+                         warn: bool = True, model_name: str = "model", stacklevel: int | None = None,
+                         set_floor: str = "pass floor=", map_em: str = "prior_count > 0") -> HeldOut:
     """:func:`heldout_evaluation` from the predictive factors: P(y_k|x_i) = Σ_c R_ic C_kc.
 
     For predictions that are not a model's own parameters, e.g. rows folded in
     (:mod:`zoo.sklearn`). ``row_factors`` is (n_rows, C), ``col_factors`` (n_cols, C), in the
     orientation of ``data``; ``model_name`` names the model in the warning, which points at the
-    ``stacklevel``-th frame (by default the first frame outside latentzoo: the user's line).
+    ``stacklevel``-th frame (by default the first frame outside latentzoo: the user's line), and
+    ``set_floor`` and ``map_em`` say how the caller sets a floor and MAP-EM (an estimator: its
+    hyperparameters).
     """
     floor = _check_floor(floor)
     working_dtype = _working_dtype(row_factors)  # the precision the fit worked in: its zeros
@@ -317,12 +320,12 @@ def heldout_from_factors(row_factors: Any, col_factors: Any, data: CoOccurrence,
         log_lik = -math.inf
     if n_zero > 0 and warn:
         share = n_zero / data.total
-        what = (f"they are scored at floor={floor:g}" if floor is not None else
-                "the held-out log-likelihood is -inf and the perplexity inf; pass floor= to score them at an "
-                "explicit floor")
+        what = (f"they are scored at floor={floor:g} (a fit with {map_em}, MAP-EM, leaves no prediction at 0)"
+                if floor is not None else
+                f"the held-out log-likelihood is -inf and the perplexity inf; {set_floor} to score them at an "
+                f"explicit floor, or fit with {map_em} (MAP-EM) so that no prediction is 0")
         warnings.warn(f"{n_zero:g} of {data.total:g} held-out tokens ({share:.3%}) have probability 0 under "
-                      f"the fitted {model_name}: {what}, or fit with prior_count > 0 (MAP-EM) so that "
-                      "no prediction is 0", ZeroProbabilityWarning,
+                      f"the fitted {model_name}: {what}", ZeroProbabilityWarning,
                       stacklevel=user_stacklevel() if stacklevel is None else stacklevel)
     return HeldOut(log_lik=log_lik, n_tokens=float(data.total), n_zero_tokens=n_zero, floor=floor)
 

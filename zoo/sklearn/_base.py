@@ -326,7 +326,9 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             raise ValueError("X: contains no positive counts to score")
         row_factors, col_factors = self._heldout_factors(X)
         return heldout_from_factors(row_factors, col_factors, CoOccurrence.from_sparse(X), floor=self.floor,
-                                    model_name=type(self).__name__)
+                                    model_name=type(self).__name__,
+                                    set_floor="set the estimator's floor (estimator.set_params(floor=1e-6))",
+                                    map_em="the estimator's prior_count > 0")
 
     def _heldout_factors(self, X: sp.csr_matrix) -> tuple[Any, Any]:
         """(R, C) with P(y_k|x_i) = Σ_c R_ic C_kc for the rows of X folded in."""

@@ -129,7 +129,9 @@ DP_FAMILIES = ("normal-gamma", "beta-bernoulli")
 
 class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                          BaseEstimator):
-    """Dirichlet-process mixture (the CDP of DM05) fitted by Gibbs sampling, as a scikit-learn clusterer.
+    """Dirichlet-process mixture fitted by Gibbs sampling, as a scikit-learn clusterer (by default of
+    diagonal Gaussians with Normal–Gamma priors; DM05's CDP, Gaussians of identity precision, is the
+    registry's ``cdp``, ``zoo.get_model("cdp", n_features=D)``).
 
     ``fit`` runs :class:`zoo.dirichlet.mixture.DPMixture` (Neal 2000 Algorithm 8, 2 or 3 on
     ``n_chains`` chains) and keeps the posterior point-estimate partition as ``labels_``. New points
@@ -140,7 +142,8 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
     posterior predictive (``fit_.log_predictive_density``; until 2026-12-04 that of the point
     estimate alone). The number of classes is not fixed: it is inferred. Features should
     be standardised for the default Normal–Gamma prior (mean 0, unit scales), e.g. with
-    ``StandardScaler`` in a pipeline.
+    ``StandardScaler`` in a pipeline; the estimator fits them as given (``python -m zoo fit
+    dp-mixture`` standardises a table unless ``--no-standardize``).
 
     Parameters
     ----------
