@@ -573,9 +573,9 @@ def _warn_if_chosen_by_zero_tokens(n_zero: float, history: dict, beta: float) ->
               "fewer, so the kept β may be chosen for that alone" if several else "")
     warnings.warn(f"tempered_em: every iterate left validation tokens of probability 0 ({n_zero:,.0f} at the kept "
                   f"one, β = {beta:.3g}), so the validation perplexity was inf throughout and iterates"
-                  f"{', β levels' if several else ''} and restarts were compared by the number of such tokens{levels}. "
-                  "Give floor= (e.g. 1e-6) to compare them by a perplexity, or fit with prior_count > 0 (MAP-EM) "
-                  "so that no prediction is 0.", RuntimeWarning, stacklevel=user_stacklevel())
+                  f"{', β levels' if several else ''} and restarts were compared by the number of such "
+                  f"tokens{levels}. Give floor= (e.g. 1e-6) to compare them by a perplexity, or fit with "
+                  "prior_count > 0 (MAP-EM) so that no prediction is 0.", RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def _warn_if_outside_constraints(model: Any, params: Any, data: Any) -> None:
