@@ -522,8 +522,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 is_train = _training_rows(labels, arguments.label_column, Path(arguments.datafile).name)
                 truth = _test_truth(arguments.datafile, arguments.truth_column, is_train)
             if not arguments.no_standardize:  # over all rows, training and test alike (DM05 §5)
-                scale = features.std(axis=0)
-                features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constants stay 0
+                features = _standardised(features)
             what = f"{features.shape[0]} rows x {features.shape[1]} features"
             settings["features"] = (f"{what}{'' if arguments.no_standardize else ', standardised'}: "
                                     + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
@@ -609,8 +608,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         features, names, row_names, _ = read_table(arguments.datafile, id_column=arguments.id_column,
                                                    label_column=arguments.label_column)
         if not arguments.no_standardize:
-            scale = features.std(axis=0)
-            features = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)  # constants stay 0
+            features = _standardised(features)
         estimator.fit(features)
         result = estimator.result_
         data = _PointTable(features.shape, None if row_names is None else tuple(row_names), tuple(names),
@@ -658,6 +656,12 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     stream.write(f"{result.n_iter} iterations ({result.stopped_by}), β = {result.beta:.3g}, {quality}, "
                  f"{seconds:.1f} s\n")
     stream.write("".join(f"wrote {path}\n" for path in (result_path, *label_paths, report_path)))
+
+
+def _standardised(features: np.ndarray) -> np.ndarray:
+    """Each feature centred and scaled to unit variance over all rows (DM05 §5); constant ones stay 0."""
+    scale = features.std(axis=0)
+    return (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
 
 
 class _PointTable(NamedTuple):
