@@ -907,9 +907,9 @@ class EnumeratedEM:
                   if site in params}
         differ = {site: pair for site, pair in shapes.items() if pair[0] != pair[1]}
         if differ:
-            shapes = "; ".join(f"{site!r}: fitted {fitted}, here {here}" for site, (fitted, here) in differ.items())
+            listed = "; ".join(f"{site!r}: fitted {fitted}, here {here}" for site, (fitted, here) in differ.items())
             raise ValueError(
-                f"{name}: param site(s) of another shape than fitted ({shapes}): their shape follows the "
+                f"{name}: param site(s) of another shape than fitted ({listed}): their shape follows the "
                 f"data, one value per observation, so the fitted values belong to the training observations "
                 f"and cannot score others. Score held-out values of the same observations (a token split of "
                 f"the same rows), or write the program with parameters shared by all observations")

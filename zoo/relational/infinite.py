@@ -848,6 +848,11 @@ class IRMResult(Described):
         return model._draw(continuation, data, arrays, n_sweeps=n_sweeps, deadline=deadline, progress=progress,
                            previous=self, sweeps_per_call=sweeps_per_call, until_mixed=until_mixed)
 
+    @property
+    def _n_warmup(self) -> int:
+        """Warm-up sweeps per chain that the run kept the log joints of (for the card and ArviZ's attrs)."""
+        return int(np.shape(self.warmup_log_joint)[1]) if np.ndim(self.warmup_log_joint) == 2 else 0
+
     def _card(self) -> Card:
         continuation = getattr(self, "_continuation", None)
         card = Card(f"IRMResult of {continuation.model!r}" if continuation is not None else "IRMResult")
@@ -855,8 +860,7 @@ class IRMResult(Described):
                              zip(self.schema.domain_names, self.schema.domain_sizes)])
         card.add("relations", list(self.schema.relation_names))
         n_chains, n_draws = np.shape(self.log_joint)[:2] if np.ndim(self.log_joint) == 2 else (0, 0)
-        n_warmup = np.shape(self.warmup_log_joint)[1] if np.ndim(self.warmup_log_joint) == 2 else 0
-        card.add("chains", chains_text(n_chains=n_chains, n_draws=n_draws, n_warmup=n_warmup, thin=1,
+        card.add("chains", chains_text(n_chains=n_chains, n_draws=n_draws, n_warmup=self._n_warmup, thin=1,
                                        seconds=self.seconds, completed=self.completed))
         if n_draws == 0:
             card.add("draws", "none: the run stopped during its warm-up"
@@ -906,8 +910,7 @@ class IRMResult(Described):
         posterior["log_joint"] = self.log_joint
         dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
         idata = diagnostics.from_dict_in_order(posterior=posterior, dims=dims)
-        n_warmup = np.shape(self.warmup_log_joint)[1] if np.ndim(self.warmup_log_joint) == 2 else 0
-        idata.posterior.attrs.update(n_warmup=int(n_warmup), thin=1, completed=int(self.completed),
+        idata.posterior.attrs.update(n_warmup=self._n_warmup, thin=1, completed=int(self.completed),
                                      sampling_seconds=float(self.seconds))  # as DPMixture's and SCDP's
         idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
         return idata
