@@ -668,6 +668,12 @@ def _problem(name: str, row: pd.Series, table: pd.DataFrame) -> str:
     return f"{name} ({status}{': ' + details if details else ''})"
 
 
+#: How :func:`mixing_verdict`'s advice names the moves a DP mixture's chains can add (the command
+#: line names its options for them).
+MORE_MOVES = "more split-merge moves per sweep"
+SUBCLUSTER_SAMPLER = "the sub-cluster sampler"
+
+
 def run_longer(continue_with: str | None, start: str = "Run longer") -> str:
     """The opening of the advice to run longer, naming the call that continues the chains:
     ``"Run longer (fit.resume(data, n_draws=...) continues these chains), or again"``, to be
@@ -751,10 +757,9 @@ def mixing_verdict(table: pd.DataFrame) -> str:
     if not_mixing:
         longer = run_longer(table.attrs.get("continue_with"))
         advice = table.attrs.get("advice") or equal_height_advice(table) or (
-            f"{longer} with more split-merge moves per sweep or the sub-cluster sampler, and check with "
-            "several chains from dispersed starts." if single else
-            f"{longer} with more split-merge moves per sweep, the sub-cluster sampler or more chains "
-            "from dispersed starts.")
+            f"{longer} with {MORE_MOVES} or {SUBCLUSTER_SAMPLER}, and check with several chains from dispersed "
+            "starts." if single else
+            f"{longer} with {MORE_MOVES}, {SUBCLUSTER_SAMPLER} or more chains from dispersed starts.")
         return f"{subject} {'does' if single else 'do'} NOT mix: {problems}.{_separate_modes(table)} {advice}"
     return f"Mixing cannot be judged: {problems}."
 

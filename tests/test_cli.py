@@ -215,6 +215,41 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
     assert load_chains(tmp_path / "short" / "chains.nc").posterior.sizes["draw"] == 30
 
 
+def test_chain_options_choose_the_sampler_and_its_moves(tmp_path, capsys):
+    _blobs_table(tmp_path / "blobs.csv")
+    for model, options, expected in (
+            ("dp-mixture", ["--sampler", "auxiliary", "--split-merge", "3"], "algorithm='auxiliary', n_split_merge=3"),
+            ("cdp", ["--sampler", "subcluster"], "algorithm='subcluster'")):
+        out = tmp_path / model
+        assert main(["fit", model, str(tmp_path / "blobs.csv"), "--id-column", "point", "--label-column", "blob",
+                     "--chains", "2", "--warmup", "5", "--draws", "10", "--quiet", "--out", str(out)] + options) == 0
+        settings = chains_settings(load_chains(out / "chains.nc"))["settings"]
+        assert expected in settings["model"], settings["model"]
+    capsys.readouterr()
+
+
+def test_chains_advice_names_the_command_lines_options():
+    # The fits' advice names Python's settings; the command line prints and reports its options.
+    import arviz as az
+
+    from inference.diagnostics import mixing_table, mixing_verdict
+    from inference.neal import ALGORITHMS
+    from zoo.cli import DP_SAMPLERS, _command_line_calls
+
+    calls = _command_line_calls()
+    # Four chains that hold K apart and log joints far apart: the generic advice for DP mixtures.
+    n_clusters = np.repeat(np.array([[9], [10], [11], [10]]), 100, axis=1) + (np.arange(100) % 7 == 0)
+    log_joint = np.random.default_rng(0).normal(size=(4, 100)) + 50.0 * np.arange(4)[:, None]
+    verdict = mixing_verdict(mixing_table(az.from_dict(posterior={"n_clusters": n_clusters,
+                                                                  "log_joint": log_joint})))
+    for call, option in calls.items():
+        verdict = verdict.replace(call, option)
+    assert ("more split-merge moves per sweep (a larger --split-merge), the sub-cluster sampler (--sampler "
+            "subcluster) or more chains") in verdict, verdict
+    assert all("--" in option or "in Python: " in option for option in calls.values()), calls
+    assert set(DP_SAMPLERS) == {*ALGORITHMS, "subcluster"}  # --sampler offers every DPMixture algorithm
+
+
 def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_path, capsys):
     truth = _blobs_table(tmp_path / "blobs.csv")
     # Training rows: the first half of blobs 0 and 1, labelled; the other rows are the test rows. Every
@@ -270,6 +305,12 @@ def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_
     ("irm", "source,target\nx,y\nz,\n", [], "DATAFILE: line 3 of t.csv lacks a source or a target"),
     ("irm", "source,target\nx,x\n", [], "DATAFILE: t.csv names fewer than two nodes"),
     ("irm", "source,target\nx,y\n", ["--split-merge", "-1"], "--split-merge: must be >= 0, got -1"),
+    ("scdp-1", "a,b,pub\n1,2,x\n3,4,\n", ["--label-column", "pub", "--sampler", "auxiliary"],
+     "--sampler: only for dp-mixture, cdp, not scdp-1"),
+    ("scdp-3", "a,b,pub\n1,2,x\n3,4,\n", ["--label-column", "pub", "--type-split-merge", "2"],
+     "--type-split-merge: only for scdp-1, scdp-2, not scdp-3"),
+    ("dp-mixture", "a,b\n1,2\n3,4\n", ["--sampler", "subcluster", "--split-merge", "3"],
+     "--sampler (algorithm): 'subcluster' makes its own splits and merges"),
 ])
 def test_bad_data_files_and_chain_options_are_reported_without_a_traceback(tmp_path, capsys, model, table, options,
                                                                          message):

@@ -163,6 +163,12 @@ def test_chains_report_says_whether_chains_mix():
            "9, 10, 11, 10), log_joint (not mixing: R-hat " in stuck
     assert "Run longer, or again with more split-merge moves per sweep, the sub-cluster sampler or more chains" in stuck
     assert "<td>chains disagree</td>" in stuck and "<td>inf</td>" in stuck and "<td>NaN</td>" not in stuck
+    # A reader's own ways in place of the calls and settings the advice names (the command line's options).
+    told = report_html(_iid_chains(n_clusters=disagree, log_joint=drift),
+                       calls={"the sub-cluster sampler": "the sub-cluster sampler (--sampler subcluster)"})
+    assert "per sweep, the sub-cluster sampler (--sampler subcluster) or more chains" in told
+    with pytest.raises(TypeError, match="^calls: expected a dict of str to str"):
+        report_html(_iid_chains(), calls={"the sub-cluster sampler": 1})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a chain stuck at one real value: plotted without ArviZ's warning
         held = report_html(_iid_chains(log_joint=np.where(np.arange(4)[:, None] == 1, -521.1, drift)))

@@ -12,7 +12,11 @@
     python -m zoo fit gaussian-mixture TABLE.csv [--classes K] [--id-column NAME] [--label-column NAME]
                       [--no-standardize] [the EM options above]
     python -m zoo fit dp-mixture|cdp TABLE.csv [--chains 4] [--warmup 200] [--draws N]
+                      [--sampler collapsed|auxiliary|conjugate|subcluster] [--split-merge 10]
                       [--id-column NAME] [--label-column NAME] [--no-standardize] [--seed S] [--out DIR]
+    python -m zoo fit scdp-1|scdp-2|scdp-3 TABLE.csv --label-column NAME [--truth-column NAME]
+                      [--chains 4] [--warmup 500] [--draws N] [--split-merge N] [--type-split-merge 0]
+                      [--id-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
                       [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
     python -m zoo demo [--classes K] [--seed S]
@@ -32,7 +36,8 @@ identity-precision Gaussians) read a CSV table instead, one row per point and on
 per feature (:func:`read_table`), standardise the features unless ``--no-standardize``, and run
 :meth:`zoo.dirichlet.mixture.DPMixture.fit` with the model's registry settings
 (:func:`zoo.registry.get_model`): by default until the chains mix, 10,000 draws per chain at most
-(``--draws N`` for exactly N). They write ``chains.nc`` (:func:`zoo.io.save_chains`: ArviZ
+(``--draws N`` for exactly N), with Algorithm 3 and ten split–merge moves per sweep unless
+``--sampler`` and ``--split-merge`` say otherwise. They write ``chains.nc`` (:func:`zoo.io.save_chains`: ArviZ
 netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each row, by
 ``--id-column`` when given) and ``report.html``, and print the chains' mixing verdict; a
 ``--label-column`` of known classes is left out of the fit and the point estimate is scored
@@ -48,6 +53,10 @@ their publication, the rows whose label is empty are the test references to clus
 :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its chains mix (500 warm-up sweeps, at
 most 4,000 draws per chain), and ``labels.csv`` holds each test row's publication in the point
 estimate; a ``--truth-column`` of the test rows' true classes (not a feature) scores it (DM05 §6).
+The mixing verdict, printed and in the report, names these options where the fits' advice names
+Python's settings (``--split-merge`` for ``n_split_merge``, ``--sampler subcluster`` for the
+sub-cluster sampler, ``--type-split-merge`` for ``n_type_split_merge``, a larger ``--draws`` for
+``fit.resume``).
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -94,6 +103,9 @@ CHAIN_MODELS = ("dp-mixture", "cdp", *SUPERVISED_MODELS, "irm")
 #: supervised models take theirs, ``zoo.relational.infinite.DEFAULT_WARMUP`` and half of
 #: ``zoo.dirichlet.supervised.fit.DEFAULT_SWEEPS``).
 DP_WARMUP = 200
+#: ``--sampler``'s choices for dp-mixture and cdp: ``DPMixture``'s algorithms (Neal's 3, 8 and 2, and
+#: the sub-cluster sampler).
+DP_SAMPLERS = ("collapsed", "auxiliary", "conjugate", "subcluster")
 
 
 def _format_of(path: Path, requested: str | None) -> str:
@@ -305,8 +317,16 @@ def build_parser() -> argparse.ArgumentParser:
     chains.add_argument("--draws", type=int, default=None,
                         help="draws per chain (default: until the chains mix, at most 10,000; 4,000 for scdp-*)")
     chains.add_argument("--directed", action="store_true", help="irm: the edge list's links have a direction")
-    chains.add_argument("--split-merge", type=int, default=10,
-                        help="irm: split-merge moves of the nodes' partition per sweep (default 10)")
+    chains.add_argument("--split-merge", type=int, default=None, metavar="N",
+                        help="split-merge moves per sweep of the partition (default: the model's; 10 for the DP "
+                             "mixtures and irm, for scdp-* one per two test classes the training rows lead one to "
+                             "expect, 10 to 100)")
+    chains.add_argument("--sampler", choices=DP_SAMPLERS, default=None,
+                        help="dp-mixture, cdp: Neal's Algorithm 3 (collapsed, the default), 8 (auxiliary) or 2 "
+                             "(conjugate), with --split-merge moves, or the sub-cluster split/merge sampler of "
+                             "Chang & Fisher (subcluster, its own splits and merges)")
+    chains.add_argument("--type-split-merge", type=int, default=None, metavar="N",
+                        help="scdp-1, scdp-2: split-merge moves of the reference types per sweep (default 0)")
     chains.add_argument("--id-column", default=None,
                         help="column of row names (not a feature; a gaussian-mixture CSV table's too)")
     chains.add_argument("--label-column", default=None,
@@ -484,9 +504,19 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
 
     start = time.perf_counter()
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
-                                   ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0)):
+                                   ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0),
+                                   ("--type-split-merge", arguments.type_split_merge, 0)):
         if value is not None and value < minimum:
             raise ValueError(f"{option}: must be >= {minimum}, got {value}")
+    for option, value, models in (("--sampler", arguments.sampler, ("dp-mixture", "cdp")),
+                                  ("--type-split-merge", arguments.type_split_merge, ("scdp-1", "scdp-2"))):
+        if value is not None and arguments.model not in models:
+            raise ValueError(f"{option}: only for {', '.join(models)}, not {arguments.model}")
+    # The settings given (the others are the model's defaults), by the model's names for them.
+    moves = {name: value for name, value in (("n_split_merge", arguments.split_merge),
+                                             ("algorithm", arguments.sampler),
+                                             ("n_type_split_merge", arguments.type_split_merge))
+             if value is not None}
     name = Path(arguments.datafile).name
     key = jax.random.key(arguments.seed)
     until_mixed = arguments.draws is None
@@ -498,7 +528,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
                                 directed=arguments.directed)
             warmup = DEFAULT_IRM_WARMUP if arguments.warmup is None else arguments.warmup
-            model = get_model("irm", n_split_merge=arguments.split_merge)
+            model = get_model("irm", **moves)
             nodes = data.domain("nodes")
             links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
             what = f"{nodes.size} nodes, {links} links"
@@ -529,7 +559,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             id_column, kind = arguments.id_column, "point estimate"
             if supervised:
                 warmup = DEFAULT_SWEEPS // 2 if arguments.warmup is None else arguments.warmup
-                model = get_model(arguments.model)
+                model = get_model(arguments.model, **moves)
                 what += f" ({int(is_train.sum())} training, {int((~is_train).sum())} test)"
                 fit = model.fit(features[is_train], labels[is_train].to_numpy(), features[~is_train], key,
                                 n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
@@ -541,12 +571,12 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 labels, resume = truth, SCDP_RESUME_CALL
             else:
                 warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
-                model = get_model(arguments.model, n_features=features.shape[1])
+                model = get_model(arguments.model, n_features=features.shape[1], **moves)
                 fit = model.fit(features, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet)
                 resume = RESUME_CALL
             idata, n_draws = (fit.idata if fit.result.samples else None), fit.result.n_draws
-    settings |= {"chains": arguments.chains, "warm-up sweeps": warmup,
+    settings |= {"model": repr(model), "chains": arguments.chains, "warm-up sweeps": warmup,
                  "draws": arguments.draws if not until_mixed else "until the chains mix",
                  "seed": arguments.seed, "time budget": arguments.time_budget}
     stream.write(f"{arguments.model}: {what} from {name}\n")
@@ -563,7 +593,10 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         table.insert(0, id_column, row_names.to_numpy())
     labels_path = out / "labels.csv"
     table.to_csv(labels_path, index=False)
-    report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {name}", settings=settings)
+    # The fit's advice names Python's ways to run longer and with other moves; here they are the command's.
+    calls = {f"({resume} continues these chains)": "(a larger --draws)"} | _command_line_calls()
+    report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {name}", settings=settings,
+                               calls=calls)
     completed = fit.completed if arguments.model == "irm" else fit.result.completed
     stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
                  f"{kind}: {int(partition.max()) + 1} clusters; {time.perf_counter() - start:.1f} s\n")
@@ -573,8 +606,10 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                    else arguments.label_column)
         stream.write(f"against {against}: F {scores['F']:.3f}, VI {scores['VI']:.3f}, "
                      f"NVI {scores['NVI']:.3f} (DM05 §6)\n")
-    # The fit's advice names Python's way to run longer; here it is the command's.
-    stream.write(mixing_verdict(fit.mixing).replace(f"({resume} continues these chains)", "(a larger --draws)") + "\n")
+    verdict = mixing_verdict(fit.mixing)
+    for call, option in calls.items():
+        verdict = verdict.replace(call, option)
+    stream.write(verdict + "\n")
     for warning in caught:
         if not issubclass(warning.category, MixingWarning):  # its text is the verdict above
             stream.write(f"{warning.category.__name__}: {warning.message}\n")
@@ -744,12 +779,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _command_line_calls() -> dict[str, str]:
+    """The Python settings and calls that the chains' advice names, each with the command line's way
+    to do the same."""
+    from inference import diagnostics
+    from zoo.dirichlet.supervised import fit as supervised
+    from zoo.relational import infinite
+
+    return {
+        f"with {diagnostics.MORE_MOVES} or {diagnostics.SUBCLUSTER_SAMPLER}":
+            f"with {diagnostics.MORE_MOVES} (a larger --split-merge) or {diagnostics.SUBCLUSTER_SAMPLER} "
+            "(--sampler subcluster)",
+        f"with {diagnostics.MORE_MOVES}, {diagnostics.SUBCLUSTER_SAMPLER}":
+            f"with {diagnostics.MORE_MOVES} (a larger --split-merge), {diagnostics.SUBCLUSTER_SAMPLER} "
+            "(--sampler subcluster)",
+        infinite.MORE_MOVES: infinite.MORE_MOVES.replace("(n_split_merge)", "(a larger --split-merge)"),
+        infinite.MOVES_ON: "split-merge moves (--split-merge 10)",
+        supervised.MORE_MOVES: supervised.MORE_MOVES.replace("(n_split_merge)", "(a larger --split-merge)"),
+        supervised.TYPE_MOVES_ON: "--type-split-merge 5",
+        f"({supervised.RESTART_CALL})": f"(in Python: SupervisedDP.fit(..., {supervised.RESTART_CALL}))",
+    }
+
+
 #: The Python arguments that errors name, by the command-line option that sets them.
 _OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--classes", "n_leaves": "--classes",
             "valid_fraction": "--valid-fraction", "n_restarts": "--restarts", "max_iter": "--max-iter",
             "time_budget": "--time-budget", "prior_count": "--prior-count", "floor": "--floor", "X": "DATAFILE",
             "n_chains": "--chains", "n_warmup": "--warmup", "n_draws": "--draws", "n_sweeps": "--draws",
-            "n_split_merge": "--split-merge"}
+            "n_split_merge": "--split-merge", "algorithm": "--sampler", "n_type_split_merge": "--type-split-merge"}
 
 
 def _named_as_option(message: str) -> str:

@@ -618,7 +618,7 @@ def _block_order(matrix: np.ndarray) -> np.ndarray:
 
 
 def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
-                    quantities: Any = None) -> list[str]:
+                    quantities: Any = None, calls: dict[str, str] | None = None) -> list[str]:
     """HTML sections for Gibbs chains: mixing verdict and diagnostics, trace and rank plots, co-clustering.
 
     The verdict is :func:`inference.diagnostics.mixing_verdict` of ``table`` (by default the
@@ -629,7 +629,9 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
     the Dirichlet-process samplers (as a fit's ``mixing.attrs["advice"]`` does). A fit's report
     passes the fit's own ``mixing`` table, so that the report and the fit's warning judge the same
     quantities, and ``quantities`` (an ``xarray.Dataset`` of (chain, draw) scalars) where the fit
-    keeps its quantities otherwise than as scalars, as the IRM's ``scalar_quantities()``.
+    keeps its quantities otherwise than as scalars, as the IRM's ``scalar_quantities()``. The
+    verdict names the reader's ways in place of the calls and settings that are ``calls``' keys
+    (an estimator's warm start, the command line's options).
     Constant quantities keep their row in the table but are left out of the trace and rank plots,
     as are quantities with non-finite draws.
     """
@@ -658,9 +660,12 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
         statuses = table["status"].astype(str)
         verdict_class = ("mixing" if statuses.isin(PASSING_STATUSES).all() else
                          "not-mixing" if statuses.isin(NOT_MIXING_STATUSES).any() else "undecided")
+        verdict = mixing_verdict(table)
+        for call, reader_call in (calls or {}).items():
+            verdict = verdict.replace(call, reader_call)
         sections.append(
             "<h2>Label-invariant diagnostics</h2>"
-            + f'<p class="verdict {verdict_class}">{html.escape(mixing_verdict(table))}</p>'
+            + f'<p class="verdict {verdict_class}">{html.escape(verdict)}</p>'
             + table.to_html(float_format=lambda value: f"{value:.4g}", na_rep="n/a",
                             formatters={"r_hat": lambda value: "n/a" if np.isnan(value) else rhat_text(
                                 value, table.attrs.get("rhat_max", 1.01))})
@@ -721,7 +726,7 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
 # ----------------------------------------------------------------------------- the report
 def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, Any] | None = None,
                 data: CoOccurrence | None = None, row_names: Sequence[Any] | None = None,
-                col_names: Sequence[Any] | None = None) -> str:
+                col_names: Sequence[Any] | None = None, calls: dict[str, str] | None = None) -> str:
     """The report of ``fitted`` as one HTML string (see :func:`write_report`)."""
     import arviz as az
     import pandas as pd
@@ -732,6 +737,9 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         col_names = list(fitted.feature_names_in_)
     if hasattr(fitted, "result_") and isinstance(getattr(fitted, "result_"), EMResult):
         fitted = fitted.result_
+    if calls is not None and not (isinstance(calls, dict)
+                                  and all(isinstance(item, str) for pair in calls.items() for item in pair)):
+        raise TypeError(f"calls: expected a dict of str to str, got {type(calls).__name__}")
     estimator_calls: dict[str, str] = {}
     if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator or SupervisedDPEstimator
         # whose advice names the estimator's ways (a warm-started fit) instead of the fit's calls
@@ -748,12 +756,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         # zoo.relational.IRMResult: its relations' hyperparameters are judged value by value
         table, quantities = fitted.mixing, fitted.scalar_quantities()
         fitted = fitted.to_inference_data()
-    if isinstance(table, pd.DataFrame):
-        table = table.copy()
-        for attribute in ("advice", "continue_with"):
-            for call, estimator_call in estimator_calls.items() if table.attrs.get(attribute) else ():
-                table.attrs[attribute] = table.attrs[attribute].replace(call, estimator_call)
-    else:
+    if not isinstance(table, pd.DataFrame):
         table = None
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
@@ -762,7 +765,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
                                 col_names if col_names is not None else getattr(data, "col_names", None))
         default_title = f"EM fit: {type(fitted.model).__name__}"
     elif isinstance(fitted, az.InferenceData):
-        sections = chains_sections(fitted, table=table, quantities=quantities)
+        sections = chains_sections(fitted, table=table, quantities=quantities, calls=estimator_calls | (calls or {}))
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains"
@@ -787,7 +790,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
 
 def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = None,
                  settings: dict[str, Any] | None = None, data: CoOccurrence | None = None,
-                 row_names: Sequence[Any] | None = None, col_names: Sequence[Any] | None = None) -> Path:
+                 row_names: Sequence[Any] | None = None, col_names: Sequence[Any] | None = None,
+                 calls: dict[str, str] | None = None) -> Path:
     """Write a self-contained HTML report of an EM fit or of Gibbs chains.
 
     Parameters
@@ -804,6 +808,10 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     row_names, col_names : sequence, optional
         Labels of the rows and columns, taking precedence over ``data``'s. Without any labels
         (nor an estimator's ``feature_names_in_`` for the columns) objects are named by index.
+    calls : dict of str to str, optional
+        Gibbs chains: the calls and settings that the mixing advice names (such as
+        ``zoo.dirichlet.mixture.RESUME_CALL``), each with the reader's way to do the same, as the
+        command line gives its options (a fitted estimator's are its own).
 
     Returns
     -------
@@ -824,7 +832,7 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
     document = report_html(fitted, title=title, settings=settings, data=data, row_names=row_names,
-                           col_names=col_names)
+                           col_names=col_names, calls=calls)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(document, encoding="utf-8")

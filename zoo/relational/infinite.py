@@ -95,6 +95,10 @@ HYPER_GRID = _infinite_kernel.HYPER_GRID
 #: The call that continues a result's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (the command line names its own).
 RESUME_CALL = "result.resume(data, n_draws=..., until_mixed=True)"
+#: How the advice for chains that do not mix names more split-merge moves per sweep, and moves
+#: for a run without them (the command line names its option).
+MORE_MOVES = "more split-merge moves per sweep (n_split_merge)"
+MOVES_ON = "split-merge moves (InfiniteRelational(n_split_merge=10))"
 #: What a run stopped during its warm-up says, when it returns and when it is asked for draws.
 NO_DRAWS = f"the run kept no draws: it stopped during its warm-up; {RESUME_CALL} finishes the warm-up and draws"
 
@@ -942,10 +946,8 @@ class IRMResult(Described):
         moved = any(np.asarray(counts).any() for counts in (self.split_merge or {}).values())
         more = diagnostics.run_longer(RESUME_CALL if getattr(self, "_continuation", None) is not None else None,
                                       start="Run more sweeps")
-        table.attrs["advice"] = (f"{more} with more split-merge moves per sweep (n_split_merge), or more "
-                                 "chains from dispersed starts." if moved else
-                                 f"{more} with split-merge moves (InfiniteRelational(n_split_merge=10)), "
-                                 "or more chains from dispersed starts.")
+        table.attrs["advice"] = (f"{more} with {MORE_MOVES}, or more chains from dispersed starts." if moved else
+                                 f"{more} with {MOVES_ON}, or more chains from dispersed starts.")
         return table
 
     def summary(self):

@@ -85,6 +85,10 @@ SCDP_QUANTITIES = (("test publications (K)", "n_clusters", ".3g"), ("reference t
                    ("type split-merges accepted", "type_split_merge_accepted", ".3g"))
 #: How the messages say to restart each chain from its last partition.
 RESTART_CALL = "init=fit.assignments[:, -1]"
+#: How the advice names more split-merge moves of the test partition per sweep, and the moves of
+#: the reference types (the command line names its options).
+MORE_MOVES = "more split-merge moves of the test publications per sweep (n_split_merge)"
+TYPE_MOVES_ON = "SupervisedDP(..., n_type_split_merge=5)"
 
 
 @dataclass(frozen=True)
@@ -296,8 +300,8 @@ class SupervisedDPFit(Described):
         """What to try when the chains do not mix (SupervisedDP has no sub-cluster sampler)."""
         continue_with = self._continue_with
         advice = (diagnostics.equal_height_advice(table, measured=ONE_HEIGHT_MEASURED)
-                  or f"{diagnostics.run_longer(continue_with)} with more split-merge moves of the test publications "
-                     "per sweep (n_split_merge), or more chains from dispersed starts.")
+                  or f"{diagnostics.run_longer(continue_with)} with {MORE_MOVES}, or more chains from dispersed "
+                     "starts.")
         r_hat = table["r_hat"].astype(float)
         r_hat_max = table.attrs.get("rhat_max", diagnostics.RHAT_MAX)
         accepted = self.result.samples.get("split_merge_accepted")
@@ -330,9 +334,8 @@ class SupervisedDPFit(Described):
                       "of test references together, which moved the number of test publications where one-reference "
                       "updates did not (build_kernel's docstring gives the data). " + advice)
         if types_apart and self._model in (1, 2) and self._n_type_split_merge == 0:
-            advice = ("The reference types do not mix: SupervisedDP(..., n_type_split_merge=5) moves them in "
-                      "blocks (off by default; build_kernel's docstring says where it helped and where it did "
-                      "not). " + advice)
+            advice = (f"The reference types do not mix: {TYPE_MOVES_ON} moves them in blocks (off by default; "
+                      "build_kernel's docstring says where it helped and where it did not). " + advice)
         return advice
 
     def summary(self) -> pd.DataFrame:
