@@ -77,6 +77,18 @@ def test_tempered_fit_of_a_csv_edge_list_with_a_progress_bar(tmp_path, capsys):
     np.testing.assert_array_equal(labels["aspect"], np.argmax(np.asarray(result.params.class_given_row()), axis=1))
 
 
+def test_a_fit_whose_validation_tokens_all_have_probability_zero_says_so(tmp_path, capsys):
+    # Every document has a word of its own, seen once: held out, it has probability 0 under every
+    # iterate, so no validation perplexity is finite and the summary says why instead of hiding it.
+    lines = ["source,target"] + [f"doc{doc},{word}" for doc in range(12) for word in ("a", "b", "c", f"own{doc}")]
+    (tmp_path / "edges.csv").write_text("\n".join(lines) + "\n")
+    assert main(["fit", "aspect", str(tmp_path / "edges.csv"), "--classes", "2", "--valid-fraction", "0.5",
+                 "--max-iter", "20", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "validation perplexity inf at every iterate (held-out tokens of probability 0; --floor or " \
+           "--prior-count gives them some), training log-likelihood" in printed, printed
+
+
 @pytest.mark.parametrize("model", ["one-sided", "two-sided", "cam"])
 def test_default_schedule_is_the_models_own_and_the_clusters_are_written(tmp_path, capsys, model):
     # The one-sided model anneals up from a low beta (its default_schedule): plain TemperedEM kept

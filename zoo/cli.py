@@ -685,9 +685,13 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     seconds = time.perf_counter() - start
     held = f" in process 0 of {arguments.processes}" if arguments.processes > 1 else ""
     stream.write(f"{arguments.model}: {data!r}{held}\n")
-    perplexities = result.history["valid_perplexity"]
+    perplexities = np.asarray(result.history["valid_perplexity"], dtype=float)
     quality = (f"best validation perplexity {float(np.nanmin(perplexities)):.4g}" if np.isfinite(perplexities).any()
                else f"training log-likelihood {result.log_lik:.6g}")
+    if np.isinf(perplexities).any() and not np.isfinite(perplexities).any():
+        # Validation tokens of probability 0 at every iterate: no perplexity chose β (the warning says how).
+        quality = ("validation perplexity inf at every iterate (held-out tokens of probability 0; --floor or "
+                   f"--prior-count gives them some), {quality}")
     stream.write(f"{result.n_iter} iterations ({result.stopped_by}), β = {result.beta:.3g}, {quality}, "
                  f"{seconds:.1f} s\n")
     stream.write("".join(f"wrote {path}\n" for path in (result_path, *label_paths, report_path)))
