@@ -356,12 +356,14 @@ def test_irm_fits_an_edge_list_until_the_chains_mix(tmp_path, capsys):
     idata = load_chains(out / "chains.nc")
     assert 200 <= idata.posterior.sizes["draw"] < 10_000
     assert chains_settings(idata)["settings"]["network"] == "undirected, 12 nodes, 31 links"
-    # Too short to mix: the command's advice names --draws, the report the IRM's own moves.
+    # Too short to mix: the command's advice names --draws, and the report too, with the IRM's own moves
+    # by their option.
     assert main(["fit", "irm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--chains", "2",
                  "--warmup", "10", "--draws", "20", "--quiet", "--out", str(tmp_path / "short")]) == 0
     assert "Run more sweeps (a larger --draws), or again" in capsys.readouterr().out
     report = (tmp_path / "short" / "report.html").read_text(encoding="utf-8")
-    assert "split-merge moves per sweep (n_split_merge)" in report and "sub-cluster" not in report
+    assert "more split-merge moves per sweep (a larger --split-merge)" in report and "(a larger --draws)" in report
+    assert "(n_split_merge)" not in report and "result.resume" not in report and "sub-cluster" not in report
 
 
 def test_missing_files_and_unknown_models(tmp_path, capsys):

@@ -308,7 +308,7 @@ def test_sample_warns_when_its_chains_do_not_mix():
 
 
 def test_the_default_run_goes_on_until_the_chains_mix():
-    # The Florentine marriages mix under plain Gibbs. By default the run keeps drawing after its 1,000
+    # The Florentine marriages mix by default. The run keeps drawing after its 1,000
     # warm-up sweeps until every quantity passes (a fixed 200 sweeps always warned, mixing or not), and
     # stops there, far below the limit (the draws of a run without until_mixed, cut there: tested below).
     data = load_florentine_families()
@@ -378,9 +378,9 @@ def test_until_mixed_ends_the_run_once_the_chains_mix_with_the_draws_of_a_run_wi
 
 def test_resume_continues_the_chains_as_one_longer_run():
     # Sweeps of 4 per call everywhere, so that one compiled call serves every run at a capacity; with
-    # this key 24 sweeps fit in 8 clusters, and 4 sweeps in 4 while 24 need 8.
+    # this key and Gibbs sweeps alone 24 sweeps fit in 8 clusters, and 4 sweeps in 4 while 24 need 8.
     data = load_florentine_families()
-    model = InfiniteRelational(max_clusters=8, init_clusters=1)
+    model = InfiniteRelational(max_clusters=8, init_clusters=1, n_split_merge=0)
     run = partial(model.sample, data, key=jax.random.key(0), n_chains=2, n_warmup=8, sweeps_per_call=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MixingWarning)
