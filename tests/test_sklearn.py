@@ -446,6 +446,16 @@ def _normal_gamma_log_predictive(members, new_points):
     return student_t.logpdf(new_points, df=2.0 * shape, loc=mean, scale=scale).sum(axis=1)
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # a few draws
+def test_dp_mixture_names_the_draws_points_by_a_data_frames_index(fitted_dp):
+    import pandas as pd
+
+    _, points, _ = fitted_dp
+    frame = pd.DataFrame(points, index=[f"row{index}" for index in range(36)], columns=["a", "b"])
+    estimator = DPMixtureEstimator(n_chains=1, n_warmup=2, n_draws=3, random_state=0).fit(frame)
+    assert estimator.fit_.idata.posterior["points"].values.tolist() == list(frame.index)
+
+
 def test_dp_mixture_predictive_is_the_student_t_of_each_cluster(fitted_dp):
     estimator, points, _ = fitted_dp
     new_points = np.array([[0.1, -0.2], [3.0, 3.0], [-1.0, 0.5]])
@@ -607,11 +617,23 @@ def test_supervised_dp_clusters_the_unlabelled_rows_as_the_core_model_does(fitte
     core = SupervisedDP(1).fit(X[:20], y[:20], X[20:], key=jax_key(0), n_chains=2, n_sweeps=60, n_warmup=20,
                                progress=False)
     np.testing.assert_array_equal(estimator.fit_.assignments, core.assignments)
+    # The draws' points are X's rows (by position in X, not among the unlabelled rows).
+    assert estimator.fit_.idata.posterior["points"].values.tolist() == list(range(20, 40))
     assert clone(estimator).get_params() == estimator.get_params()
     restored = pickle.loads(pickle.dumps(estimator))
     np.testing.assert_array_equal(restored.labels_, labels)
     page = write_report(tmp_path / "report.html", estimator).read_text()  # the chains' report
     assert "n_types" in page and "estimator.set_params(" in page and "fit.resume" not in page  # the estimator's advice
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # a few draws
+def test_supervised_dp_names_the_draws_points_by_a_data_frames_index():
+    import pandas as pd
+
+    X, y, _ = _labelled_blobs()
+    frame = pd.DataFrame(X, index=[f"row{index}" for index in range(40)], columns=["a", "b"])
+    estimator = SupervisedDPEstimator(n_chains=1, n_warmup=2, n_draws=3, random_state=0).fit(frame, y)
+    assert estimator.fit_.idata.posterior["points"].values.tolist() == [f"row{index}" for index in range(20, 40)]
 
 
 def test_supervised_dp_warm_start_continues_the_chains_as_one_longer_fit(fitted_supervised):

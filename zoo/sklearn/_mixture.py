@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from inference._validation import check_choice, check_int, check_real
+from inference._validation import check_choice, check_int, check_real, row_names
 from zoo.dirichlet.predictive import crp_log_weights
 from zoo.finite_mixture import GaussianMixture
 from zoo.sklearn._chains import ChainEstimatorMixin, check_gamma_prior
@@ -258,11 +258,15 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
         from zoo.dirichlet.mixture import DPMixture
 
         prior, key = self._check_params()
+        names = row_names(X)  # a DataFrame's row labels name the draws' points, as DPMixture.fit does
 
         def start(X):
+            import pandas as pd
+
             model = DPMixture(self._component_family(X.shape[1]), alpha=self.alpha, alpha_prior=prior,
                               algorithm=self.algorithm, max_clusters=self.max_clusters)
-            return model.fit(X, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
+            data = X if names is None else pd.DataFrame(X, index=pd.Index(names))
+            return model.fit(data, key, n_chains=self.n_chains, n_warmup=self.n_warmup, n_draws=self.n_draws,
                              time_budget=self.time_budget, progress=self.progress, init=self.init,
                              until_mixed=bool(self.until_mixed))
 

@@ -208,10 +208,15 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
 
         alpha_prior, alpha_types_prior, key = self._check_params()
 
-        def split(reset: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        def split(reset: bool) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray]:
+            import pandas as pd
+
             points, labels = self._validate(X, y, reset=reset)
             train = labels != UNLABELLED
-            return points[train], labels[train], points[~train], labels
+            # The rows to cluster, named by their labels in X (a DataFrame's index, else their
+            # positions), so that the draws' points are X's rows, not positions among the unlabelled.
+            names = np.asarray(X.index if isinstance(X, pd.DataFrame) else np.arange(labels.size))[~train]
+            return points[train], labels[train], pd.DataFrame(points[~train], index=pd.Index(names)), labels
 
         def start(data):
             train, train_labels, test, _ = data
