@@ -765,7 +765,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
                                 col_names if col_names is not None else getattr(data, "col_names", None))
         default_title = f"EM fit: {type(fitted.model).__name__}"
     elif isinstance(fitted, az.InferenceData):
-        sections = chains_sections(fitted, table=table, quantities=quantities, calls=estimator_calls | (calls or {}))
+        sections = chains_sections(fitted, table=table, quantities=quantities,
+                                   calls=estimator_calls | (calls or {}))
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains"
