@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.segments import segment_sum
-from inference._validation import as_float_array, check_choice
+from inference._validation import as_float_array, check_choice, check_memory
 from inference.jit import jit
 
 __all__ = [
@@ -46,10 +46,9 @@ __all__ = [
     "expected_variation_of_information",
 ]
 
-_ONE_HOT_ELEMENTS_PER_CHUNK = 1 << 22
+_ELEMENTS_PER_CHUNK = 1 << 22
 _MAX_SEARCH_ITERATIONS = 1000
 _N_SAMPLED_STARTS = 3
-_MAX_LABELS_FOR_ONE_HOT = 64
 _INT32_MAX = np.iinfo(np.int32).max
 
 
@@ -79,6 +78,29 @@ def _as_label_array(name: str, value: Any, *, min_ndim: int, max_ndim: int | Non
 def _relabel_rows(labels: np.ndarray) -> np.ndarray:
     """Relabel every row of a (D, N) array to 0..K_d-1 in order of first appearance."""
     n_rows, n_points = labels.shape
+    low = int(labels.min())
+    span = int(labels.max()) - low + 1
+    if span > n_points:  # labels spread wide: sort each row
+        return _relabel_rows_by_sorting(labels)
+    # Few distinct values (a sampler's cluster slots): the first position of each value in each
+    # row, by a minimum over positions, in blocks of rows; then the values ranked by it.
+    relabelled = np.empty_like(labels)
+    rows = _rows_per_block(max(n_points, span))
+    positions = np.arange(n_points)
+    for first_row in range(0, n_rows, rows):
+        codes = labels[first_row:first_row + rows] - low
+        n_block = codes.shape[0]
+        first = np.full(n_block * span, n_points, dtype=np.int64)
+        np.minimum.at(first, (codes + span * np.arange(n_block)[:, None]).ravel(), np.tile(positions, n_block))
+        # Absent values (first position N) rank after every present one.
+        rank = np.argsort(np.argsort(first.reshape(n_block, span), axis=1, kind="stable"), axis=1)
+        relabelled[first_row:first_row + n_block] = np.take_along_axis(rank, codes, axis=1)
+    return relabelled
+
+
+def _relabel_rows_by_sorting(labels: np.ndarray) -> np.ndarray:
+    """:func:`_relabel_rows` for labels of any range: a stable sort of each row."""
+    n_rows, n_points = labels.shape
     rows = np.arange(n_rows)[:, None]
     order = np.argsort(labels, axis=1, kind="stable")
     sorted_labels = np.take_along_axis(labels, order, axis=1)
@@ -105,51 +127,123 @@ def _unique_draws(assignments: Any) -> tuple[np.ndarray, np.ndarray, int]:
     return unique, counts, draws.shape[0]
 
 
+def _check_matrix_memory(n_points: int, bytes_per_entry: int, what: str) -> None:
+    """Refuse, before any JAX code, N points whose N × N matrices would not fit in memory."""
+    check_memory("assignments", bytes_per_entry * n_points**2,
+                 f"{what} of {n_points:,} points ({n_points:,} x {n_points:,} matrices)")
+
+
 def _bucket(size: int) -> int:
-    """Round up to a power of two, so that varying numbers of draws reuse few compilations."""
+    """Round up to a power of two, so that varying sizes reuse few compilations."""
     return 1 << max(0, size - 1).bit_length()
 
 
-def _chunk_draws(partitions: np.ndarray, weights: np.ndarray, elements_per_row: int):
-    """Pad (U, N) partitions with label -1 rows into (n_chunks, chunk, N) chunks.
+class _Clusters(NamedTuple):
+    """The distinct clusters (blocks) of U distinct partitions (U, N) labelled 0..L-1 per row.
 
-    A chunk's working array holds about ``_ONE_HOT_ELEMENTS_PER_CHUNK`` elements, given
-    ``elements_per_row`` per partition; the number of chunks is rounded up to a power of two.
-    Returns the chunks and their weights (n_chunks, chunk).
+    A cluster is a set of points; it is counted once however many draws hold it (a chain that
+    moves a few points per sweep keeps most of its clusters from one draw to the next).
+    """
+
+    draw: np.ndarray  # (M,) a partition that holds each cluster
+    label: np.ndarray  # (M,) its label there
+    size: np.ndarray  # (M,) its number of points
+    weight: np.ndarray  # (M,) how many draws hold it (sum of the partitions' counts)
+    of: np.ndarray  # (U, L) the cluster of each partition's label, -1 where the label is empty
+
+
+def _rows_per_block(n_points: int) -> int:
+    return max(1, _ELEMENTS_PER_CHUNK // n_points)
+
+
+def _distinct_clusters(partitions: np.ndarray, counts: np.ndarray) -> _Clusters:
+    """Find the distinct clusters of ``partitions`` (U, N), labels 0..L-1 in each row.
+
+    Each cluster is identified by its size and two sums of random keys over its points, summed
+    in point order (so that one set always gives the same floating-point sums), then checked
+    point by point against the cluster taken to represent it: the result is exact, and a
+    collision of the sums (never seen; about 2^-100 per pair) only makes it draw new keys.
+    Costs O(U N) time and memory in blocks of about ``_ELEMENTS_PER_CHUNK`` labels.
     """
     n_partitions, n_points = partitions.shape
-    chunk = int(max(1, min(n_partitions, _ONE_HOT_ELEMENTS_PER_CHUNK // elements_per_row)))
-    n_chunks = _bucket(-(-n_partitions // chunk))
-    padded = np.full((n_chunks * chunk, n_points), -1, dtype=np.int32)
-    padded[:n_partitions] = partitions
-    padded_weights = np.zeros(n_chunks * chunk, dtype=np.float32)
-    padded_weights[:n_partitions] = weights
-    return (
-        jnp.asarray(padded.reshape(n_chunks, chunk, n_points)),
-        jnp.asarray(padded_weights.reshape(n_chunks, chunk)),
-    )
+    n_labels = int(partitions.max()) + 1
+    rows = _rows_per_block(n_points)
+    for seed in range(4):
+        keys = np.random.default_rng(seed).random((2, n_points))
+        table = np.zeros((n_partitions * n_labels, 3))
+        for first in range(0, n_partitions, rows):
+            block = partitions[first:first + rows]
+            flat = (block + n_labels * np.arange(block.shape[0])[:, None]).ravel()
+            cells = slice(first * n_labels, (first + block.shape[0]) * n_labels)
+            for column, key in enumerate(keys):
+                table[cells, column] = np.bincount(flat, weights=np.tile(key, block.shape[0]),
+                                                   minlength=block.shape[0] * n_labels)
+            table[cells, 2] = np.bincount(flat, minlength=block.shape[0] * n_labels)
+        occupied = np.flatnonzero(table[:, 2])
+        _, representative, inverse = np.unique(table[occupied], axis=0, return_index=True, return_inverse=True)
+        of = np.full(n_partitions * n_labels, -1, dtype=np.int64)
+        of[occupied] = inverse.ravel()
+        of = of.reshape(n_partitions, n_labels)
+        draw, label = np.divmod(occupied[representative], n_labels)
+        if _members_match(partitions, draw, label, of):
+            weight = np.bincount(of[of >= 0], weights=np.broadcast_to(counts[:, None], of.shape)[of >= 0],
+                                 minlength=len(draw))
+            return _Clusters(draw, label, table[occupied[representative], 2].astype(np.int64), weight, of)
+    raise RuntimeError("partitions: the distinct clusters could not be told apart by random keys")
 
 
-@partial(jit, static_argnames=("n_labels",))
-def _co_clustering_counts_chunked(draws, weights, n_labels):
-    """Σ_d w_d 1(c_di = c_dj) over chunks of draws (n_chunks, chunk, N); label -1 pads."""
-    n_points = draws.shape[-1]
+def _members_match(partitions, draw, label, of) -> bool:
+    """Whether every point of every partition lies in its cluster's representative: with the
+    sizes equal, each (partition, label) then holds exactly its representative's points."""
+    n_partitions, n_points = partitions.shape
+    rows = _rows_per_block(n_points)
+    for first in range(0, n_partitions, rows):
+        block = partitions[first:first + rows]
+        cluster = of[first + np.arange(block.shape[0])[:, None], block]
+        if not (partitions[draw[cluster], np.arange(n_points)] == label[cluster]).all():
+            return False
+    return True
 
-    def add_chunk(total, chunk):
-        chunk_draws, chunk_weights = chunk
-        one_hot = jax.nn.one_hot(chunk_draws, n_labels, dtype=jnp.float32)  # (chunk, N, K)
-        weighted = one_hot * chunk_weights[:, None, None]
-        return total + jnp.einsum("cnk,cmk->nm", weighted, one_hot, precision="highest"), None
 
+def _cluster_chunks(partitions: np.ndarray, clusters: _Clusters):
+    """Chunks of the clusters' membership rows: yields (rows (chunk, N) int32, labels (chunk,), slice).
+
+    The chunk length is a power of two holding about ``_ELEMENTS_PER_CHUNK`` labels (fewer when
+    there are fewer clusters), the last chunk padded with label -1, which matches no point.
+    """
+    n_clusters = len(clusters.draw)
+    n_points = partitions.shape[1]
+    chunk = min(_bucket(n_clusters), 1 << (_rows_per_block(n_points).bit_length() - 1))
+    for first in range(0, n_clusters, chunk):
+        part = slice(first, min(first + chunk, n_clusters))
+        rows = np.zeros((chunk, n_points), dtype=np.int32)
+        labels = np.full(chunk, -1, dtype=np.int32)
+        rows[:part.stop - first] = partitions[clusters.draw[part]]
+        labels[:part.stop - first] = clusters.label[part]
+        yield jnp.asarray(rows), jnp.asarray(labels), part
+
+
+@jit
+def _add_co_clustering(total, rows, labels, weights):
+    """total + Σ_c w_c 1_c 1_c^T over a chunk of clusters (membership: rows == labels)."""
+    member = (rows == labels[:, None]).astype(total.dtype)  # (chunk, N)
+    return total + jnp.einsum("cn,cm->nm", member * weights[:, None], member, precision="highest")
+
+
+def _co_clustering_counts(unique: np.ndarray, counts: np.ndarray, clusters: _Clusters | None = None) -> np.ndarray:
+    """Integer co-clustering counts C_ij = #draws with c_i = c_j, shape (N, N), int64.
+
+    C = Σ_S w_S 1_S 1_S^T over the distinct clusters S of the draws, w_S the number of draws
+    that hold S: a matrix product over chunks of clusters, O(N² M) for M distinct clusters,
+    against O(N² K U) over the U distinct draws' K labels each.
+    """
+    clusters = _distinct_clusters(unique, counts) if clusters is None else clusters
+    n_points = unique.shape[1]
     total = jnp.zeros((n_points, n_points), jnp.float32)
-    return jax.lax.scan(add_chunk, total, (draws, weights))[0]
-
-
-def _co_clustering_counts(unique: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Integer co-clustering counts C_ij = #draws with c_i = c_j, shape (N, N), int64."""
-    n_labels = int(unique.max()) + 1
-    chunks, weights = _chunk_draws(unique, counts, unique.shape[1] * n_labels)
-    total = _co_clustering_counts_chunked(chunks, weights, n_labels)
+    for rows, labels, part in _cluster_chunks(unique, clusters):
+        weights = np.zeros(rows.shape[0], np.float32)
+        weights[:part.stop - part.start] = clusters.weight[part]
+        total = _add_co_clustering(total, rows, labels, jnp.asarray(weights))
     # Float32 sums of whole numbers below 2^24 draws are exact.
     return np.rint(np.asarray(total)).astype(np.int64)
 
@@ -170,9 +264,12 @@ def co_clustering(assignments: Any) -> np.ndarray:
 
     Notes
     -----
-    Identical draws are counted once with a weight, and the sum Σ_d 1(c_di = c_dj) is a one-hot
-    matrix product over chunks of draws (``einsum('cnk,cmk->nm')`` in JAX), never a loop over
-    pairs.
+    The sum Σ_d 1(c_di = c_dj) is Σ_S w_S 1(i ∈ S) 1(j ∈ S) over the distinct clusters S of the
+    draws, w_S the number of draws holding S: a matrix product over chunks of clusters in JAX,
+    O(N² M) for M distinct clusters, never a loop over pairs. A chain that moves a few points per
+    sweep keeps most of its clusters from one draw to the next (8,000 draws of DM05's CDP on the
+    1,797 digits hold 330,332 clusters, 139,068 of them distinct). Memory is O(N²); N points whose
+    matrices would not fit are refused with a ``ValueError`` before any work.
 
     Examples
     --------
@@ -182,6 +279,8 @@ def co_clustering(assignments: Any) -> np.ndarray:
            [0. , 0.5, 1. ]])
     """
     unique, counts, n_draws = _unique_draws(assignments)
+    # The float32 sums (old and new), the int64 counts and the float64 result.
+    _check_matrix_memory(unique.shape[1], 24, "the co-clustering matrix")
     return _co_clustering_counts(unique, counts) / n_draws
 
 
@@ -190,30 +289,6 @@ def co_clustering(assignments: Any) -> np.ndarray:
 
 def _integer_dtype():
     return jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
-
-
-@partial(jit, static_argnames=("n_labels",))
-def _size_and_mass_chunked(draws, co_counts, n_labels):
-    """For each partition and point: cluster size m_i and mass s_i = Σ_{j in its cluster} C_ij.
-
-    Over chunks of partitions (n_chunks, chunk, N), in floating point: by one-hot matrix
-    products (O(N² K) per partition) when there are few labels, else by comparing all pairs
-    (O(N²)); ``n_labels = None`` selects the latter.
-    """
-    co_counts = co_counts.astype(jnp.result_type(float))
-
-    def chunk_sizes_and_masses(carry, chunk_draws):
-        if n_labels is None:
-            same = chunk_draws[:, :, None] == chunk_draws[:, None, :]  # (chunk, N, N)
-            return carry, (same.sum(axis=2), jnp.where(same, co_counts, 0.0).sum(axis=2))
-        one_hot = jax.nn.one_hot(chunk_draws, n_labels, dtype=co_counts.dtype)  # (chunk, N, K)
-        per_label = jnp.einsum("nm,cmk->cnk", co_counts, one_hot, precision="highest")  # Σ_{j labelled k} C_nj
-        own = jnp.maximum(chunk_draws, 0)
-        masses = jnp.take_along_axis(per_label, own[..., None], axis=2)[..., 0]
-        sizes = jnp.take_along_axis(one_hot.sum(axis=1), own, axis=1)
-        return carry, (sizes, masses)
-
-    return jax.lax.scan(chunk_sizes_and_masses, None, draws)[1]
 
 
 def _objective(sizes: np.ndarray, masses: np.ndarray, n_draws: int, loss: str) -> np.ndarray:
@@ -229,20 +304,38 @@ def _objective(sizes: np.ndarray, masses: np.ndarray, n_draws: int, loss: str) -
     return (np.log(sizes) - 2.0 * np.log(masses)).sum(axis=1)
 
 
-def _rank_objective(partitions: np.ndarray, co_counts: np.ndarray, n_draws: int, loss: str):
-    """The objective of many partitions (U, N) in JAX float32, to rank the sampled partitions."""
-    n_partitions, n_points = partitions.shape
-    n_labels = int(partitions.max()) + 1
-    by_one_hot = n_labels <= _MAX_LABELS_FOR_ONE_HOT
-    chunks, _ = _chunk_draws(
-        partitions, np.ones(n_partitions), n_points * (n_labels if by_one_hot else n_points)
-    )
-    sizes, masses = _size_and_mass_chunked(
-        chunks, jnp.asarray(co_counts, jnp.float32), n_labels if by_one_hot else None
-    )
-    sizes = np.asarray(sizes, np.float64).reshape(-1, n_points)[:n_partitions]
-    masses = np.asarray(masses, np.float64).reshape(-1, n_points)[:n_partitions]
-    return _objective(sizes, masses, n_draws, loss)
+@jit
+def _cluster_masses(co_counts, rows, labels):
+    """For a chunk of clusters S: Σ_{i in S} log s_i and Σ_{i in S} s_i, s_i = Σ_{j in S} C_ij."""
+    member = rows == labels[:, None]  # (chunk, N)
+    within = jnp.einsum("cn,nm->cm", member.astype(co_counts.dtype), co_counts, precision="highest")
+    log_mass = jnp.where(member, jnp.log(jnp.where(member, within, 1.0)), 0.0).sum(axis=1)
+    return log_mass, jnp.where(member, within, 0.0).sum(axis=1)
+
+
+def _rank_objective(partitions: np.ndarray, co_counts: np.ndarray, n_draws: int, loss: str,
+                    clusters: _Clusters | None = None) -> np.ndarray:
+    """The objective of many partitions (U, N), to rank the sampled partitions, shape (U,).
+
+    By cluster: the objective is a sum over a partition's clusters S of a term that depends on S
+    alone (VI bound: n_S log n_S - 2 Σ_{i in S} log s_i; Binder: D n_S (n_S - 1) / 2 - Σ_{i,j in S}
+    C_ij + D n_S), so each distinct cluster is scored once (in JAX's default float, O(N² M)) and
+    the partitions sum their clusters' scores in float64.
+    """
+    clusters = _distinct_clusters(partitions, np.ones(len(partitions))) if clusters is None else clusters
+    matrix = jnp.asarray(co_counts, jnp.result_type(float))
+    log_mass = np.zeros(len(clusters.draw))
+    quadratic = np.zeros(len(clusters.draw))
+    for rows, labels, part in _cluster_chunks(partitions, clusters):
+        chunk_log_mass, chunk_quadratic = _cluster_masses(matrix, rows, labels)
+        log_mass[part] = np.asarray(chunk_log_mass, np.float64)[:part.stop - part.start]
+        quadratic[part] = np.asarray(chunk_quadratic, np.float64)[:part.stop - part.start]
+    size = clusters.size.astype(np.float64)
+    if loss == "binder":
+        score = n_draws * size * (size - 1) / 2 - quadratic + n_draws * size
+    else:
+        score = size * np.log(size) - 2.0 * log_mass
+    return np.where(clusters.of >= 0, score[clusters.of], 0.0).sum(axis=1)
 
 
 def _exact_objective(partitions: np.ndarray, co_counts: np.ndarray, n_draws: int, loss: str):
@@ -259,7 +352,7 @@ def _exact_objective(partitions: np.ndarray, co_counts: np.ndarray, n_draws: int
 class _SearchState(NamedTuple):
     labels: jax.Array  # (N,) cluster slot of every point, slots 0..N-1
     sizes: jax.Array  # (N,) points per slot
-    within: jax.Array  # (N, N) within[j, k] = Σ_{l in slot k} C_jl
+    own_mass: jax.Array  # (N,) s_j = Σ_{l in j's slot} C_jl
     improved: jax.Array  # bool: the last iteration changed the partition
     n_iterations: jax.Array  # int
 
@@ -281,18 +374,20 @@ def _merge_gain(size_a, size_b):
     return jnp.where((size_a > 0) & (size_b > 0), value, 0.0)
 
 
-def _move_deltas(state, point, co_counts, n_draws, loss):
-    """Change of the objective when ``point`` moves to each slot (N,), for slots != its own."""
+def _move_deltas(state, point, row, co_counts, n_draws, loss):
+    """Change of the objective when ``point`` moves to each slot (N,), for slots != its own.
+
+    ``row[k]`` is the point's mass in slot k, S[point, k] = Σ_{l in slot k} C_point,l.
+    """
     n_points = co_counts.shape[0]
     slots = jnp.arange(n_points)
     source = state.labels[point]
     to_point = co_counts[:, point]  # C_j,point
-    row = state.within[point]  # S[point, k]
     if loss == "binder":
         leave = n_draws * (state.sizes[source] - 1) - 2 * (row[source] - n_draws)
         return n_draws * state.sizes - 2 * row - leave
     dtype = jnp.result_type(float)
-    own_mass = state.within[slots, state.labels].astype(dtype)  # S[j, ĉ_j]
+    own_mass = state.own_mass.astype(dtype)  # S[j, ĉ_j]
     to_point = to_point.astype(dtype)
     others = slots != point
     in_source = others & (state.labels == source)
@@ -321,7 +416,13 @@ def _sweep_points(state, co_counts, n_draws, loss, tolerance):
 
     def visit(point, carry):
         state, moved = carry
-        deltas = _move_deltas(state, point, co_counts, n_draws, loss)
+        column = co_counts[:, point]
+        # The point's mass in every slot, from its column of C: O(N), where reading it from an
+        # (N, N) matrix of masses carried through the loop made XLA copy that matrix at every
+        # visit (the scatter that updates it in place must follow every read of it; measured
+        # 2026-12-06 on 1,797 points: 6 s a sweep, now well under one).
+        row = segment_sum(column, state.labels, n_points)
+        deltas = _move_deltas(state, point, row, co_counts, n_draws, loss)
         source = state.labels[point]
         first_empty = jnp.argmin(state.sizes > 0)
         allowed = (slots != source) & ((state.sizes > 0) | (slots == first_empty))
@@ -329,11 +430,15 @@ def _sweep_points(state, co_counts, n_draws, loss, tolerance):
         target = jnp.argmin(deltas)
         accept = deltas[target] < -tolerance
         target = jnp.where(accept, target, source)
-        column = co_counts[:, point]
-        within = state.within.at[:, source].add(-column).at[:, target].add(column)
+        # Masses of the other points: those in the source lose C_j,point, those in the target gain
+        # it (nothing changes when the point stays); the point's own is its mass in the target.
+        others = slots != point
+        change = (jnp.where(others & (state.labels == target), column, 0)
+                  - jnp.where(others & (state.labels == source), column, 0))
+        own_mass = (state.own_mass + change).at[point].set(row[target] + jnp.where(accept, n_draws, 0))
         sizes = state.sizes.at[source].add(-1).at[target].add(1)
         labels = state.labels.at[point].set(target)
-        state = state._replace(labels=labels, sizes=sizes, within=within)
+        state = state._replace(labels=labels, sizes=sizes, own_mass=own_mass)
         return state, moved | accept
 
     return jax.lax.fori_loop(0, n_points, visit, (state, jnp.asarray(False)))
@@ -345,7 +450,8 @@ def _best_merge(state, co_counts, n_draws, loss, tolerance):
     slots = jnp.arange(n_points)
     active = state.sizes > 0
     dtype = jnp.result_type(float)
-    mass = state.within.astype(dtype)
+    within = segment_sum(co_counts, state.labels, n_points).T  # S[j, k] = Σ_{l in slot k} C_jl
+    mass = within.astype(dtype)
     size = state.sizes.astype(dtype)
     if loss == "binder":
         # Q[a, b] = Σ_{i in a, j in b} C_ij; merging a and b adds m_a m_b pairs. The change is a
@@ -367,10 +473,10 @@ def _best_merge(state, co_counts, n_draws, loss, tolerance):
     absorb = jnp.where(accept, absorb, keep)
     labels = jnp.where(state.labels == absorb, keep, state.labels)
     moved_sizes = jnp.where(accept, state.sizes[absorb], 0)
-    moved_mass = jnp.where(accept, state.within[:, absorb], 0)
     sizes = state.sizes.at[absorb].add(-moved_sizes).at[keep].add(moved_sizes)
-    within = state.within.at[:, absorb].add(-moved_mass).at[:, keep].add(moved_mass)
-    return state._replace(labels=labels, sizes=sizes, within=within), accept
+    merged = accept & (labels == keep)
+    own_mass = jnp.where(merged, within[:, keep] + within[:, absorb], state.own_mass)
+    return state._replace(labels=labels, sizes=sizes, own_mass=own_mass), accept
 
 
 def _greedy_search(initial_labels, co_counts, n_draws, tolerance, loss):
@@ -378,7 +484,8 @@ def _greedy_search(initial_labels, co_counts, n_draws, tolerance, loss):
     n_points = co_counts.shape[0]
     sizes = jnp.zeros(n_points, co_counts.dtype).at[initial_labels].add(1)
     within = segment_sum(co_counts, initial_labels, n_points).T
-    state = _SearchState(initial_labels, sizes, within, jnp.asarray(True), jnp.asarray(0))
+    own_mass = within[jnp.arange(n_points), initial_labels]
+    state = _SearchState(initial_labels, sizes, own_mass, jnp.asarray(True), jnp.asarray(0))
 
     def keep_going(state):
         return state.improved & (state.n_iterations < _MAX_SEARCH_ITERATIONS)
@@ -424,7 +531,10 @@ def point_partition(assignments: Any, loss: str = "vi") -> np.ndarray:
     The search starts from the three sampled partitions with the lowest objective and from the
     two trivial partitions, alternates sweeps of single-point moves with the best merge of two
     clusters until neither improves, and keeps the best end point. Each iteration costs O(N²)
-    time, memory is O(N²), and ranking the U distinct draws costs O(U N²). Binder's objective is
+    time, memory is O(N²), and ranking the distinct draws costs O(N² M) for their M distinct
+    clusters, as :func:`co_clustering` does (8,000 draws of 1,797 digits: about 20 s on 2 CPU
+    cores, 107-141 s before 2026-12-06, which ranked each draw's labels by one-hot products and
+    searched with a matrix that XLA copied at every point visited). Binder's objective is
     evaluated in exact integer arithmetic (merges in floating point, see ``_best_merge``); the
     VI bound in floating point, ignoring improvements below 1e-4 (float32) or 1e-10 (float64,
     with ``jax_enable_x64``).
@@ -438,14 +548,17 @@ def point_partition(assignments: Any, loss: str = "vi") -> np.ndarray:
     unique, counts, n_draws = _unique_draws(assignments)
     loss = check_choice("loss", loss, ("vi", "binder"))
     n_points = unique.shape[1]
+    # The counts on the host and in JAX, and the search's masses, merge gains and temporaries.
+    _check_matrix_memory(n_points, 40, "a point estimate")
     integer_dtype = _integer_dtype()
     if integer_dtype == jnp.int32 and 2 * n_draws * n_points > _INT32_MAX:
         raise ValueError(
             f"assignments: {n_draws} draws x {n_points} points overflow the int32 search; thin "
             "the draws or enable jax_enable_x64"
         )
-    co_counts = _co_clustering_counts(unique, counts)
-    objectives = _rank_objective(unique, co_counts, n_draws, loss)
+    clusters = _distinct_clusters(unique, counts)
+    co_counts = _co_clustering_counts(unique, counts, clusters)
+    objectives = _rank_objective(unique, co_counts, n_draws, loss, clusters)
     ranked = unique[np.argsort(objectives, kind="stable")[:_N_SAMPLED_STARTS]]
     ranked = ranked[np.arange(_N_SAMPLED_STARTS) % ranked.shape[0]]  # fixed number of starts
     starts = np.concatenate([ranked, np.zeros((1, n_points)), np.arange(n_points)[None, :]])

@@ -65,10 +65,53 @@ def test_co_clustering_matches_brute_force_with_arbitrary_labels():
 
 
 def test_co_clustering_in_several_chunks(monkeypatch):
-    monkeypatch.setattr(partitions, "_ONE_HOT_ELEMENTS_PER_CHUNK", 40)
+    monkeypatch.setattr(partitions, "_ELEMENTS_PER_CHUNK", 24)
     rng = np.random.default_rng(1)
-    draws = rng.integers(0, 4, size=(23, 6))  # 6 points x 4 labels: one draw per chunk, padded
+    draws = rng.integers(0, 4, size=(23, 6))  # 6 points: blocks of 4 draws, chunks of 4 clusters, padded
     np.testing.assert_allclose(co_clustering(draws), brute_force_co_clustering(draws))
+
+
+def test_distinct_clusters_are_the_sets_the_draws_hold():
+    # A chain that moves one point per draw: most clusters recur from draw to draw.
+    rng = np.random.default_rng(11)
+    draws = [rng.integers(0, 6, 40)]
+    for _ in range(60):
+        draw = draws[-1].copy()
+        draw[rng.integers(40)] = rng.integers(0, 7)
+        draws.append(draw)
+    unique, counts, _ = partitions._unique_draws(np.array(draws))
+    clusters = partitions._distinct_clusters(unique, counts)
+    expected = {}
+    for draw, count in zip(unique, counts):
+        for label in np.unique(draw):
+            members = tuple(np.flatnonzero(draw == label))
+            expected[members] = expected.get(members, 0) + count
+    found = {tuple(np.flatnonzero(unique[d] == label)): weight
+             for d, label, weight in zip(clusters.draw, clusters.label, clusters.weight)}
+    assert found == expected
+    assert len(clusters.draw) < sum(len(np.unique(draw)) for draw in unique)
+    np.testing.assert_array_equal(clusters.size, [len(members) for members in found])
+    for d, draw in enumerate(unique):  # each draw's labels point at its own clusters, -1 where empty
+        np.testing.assert_array_equal(np.flatnonzero(clusters.of[d] >= 0), np.unique(draw))
+        for label in np.unique(draw):
+            cluster = clusters.of[d, label]
+            assert np.array_equal(unique[clusters.draw[cluster]] == clusters.label[cluster], draw == label)
+
+
+def test_distinct_clusters_survive_colliding_keys(monkeypatch):
+    # Keys that give every cluster of one size the same sums: the point-by-point check catches the
+    # collision and new keys are drawn.
+    real_generator = np.random.default_rng
+    calls = []
+
+    def generator(seed):
+        calls.append(seed)
+        return real_generator(seed) if seed else type("Constant", (), {"random": lambda self, shape: np.ones(shape)})()
+
+    monkeypatch.setattr(partitions.np.random, "default_rng", generator)
+    draws = np.array([[0, 0, 1, 1], [0, 1, 0, 1]])
+    np.testing.assert_allclose(co_clustering(draws), brute_force_co_clustering(draws))
+    assert calls == [0, 1]
 
 
 def test_co_clustering_of_one_draw_and_properties():
@@ -171,17 +214,36 @@ def test_ranking_of_draws_matches_exact_objective(monkeypatch, loss):
     draws = partitions._relabel_rows(rng.integers(0, 5, size=(30, 12)))
     co_counts = np.rint(co_clustering(draws) * 30).astype(np.int64)
     exact = partitions._exact_objective(draws, co_counts, 30, loss)
-    by_one_hot = partitions._rank_objective(draws, co_counts, 30, loss)
-    monkeypatch.setattr(partitions, "_MAX_LABELS_FOR_ONE_HOT", 1)
-    by_pairs = partitions._rank_objective(draws, co_counts, 30, loss)
-    np.testing.assert_allclose(by_one_hot, exact, rtol=1e-5)
-    np.testing.assert_allclose(by_pairs, exact, rtol=1e-5)
+    in_one_chunk = partitions._rank_objective(draws, co_counts, 30, loss)
+    monkeypatch.setattr(partitions, "_ELEMENTS_PER_CHUNK", 40)  # chunks of 2 clusters
+    in_chunks = partitions._rank_objective(draws, co_counts, 30, loss)
+    np.testing.assert_allclose(in_one_chunk, exact, rtol=1e-5)
+    np.testing.assert_allclose(in_chunks, exact, rtol=1e-5)
     # Binder's objective, (E[loss] D - Σ_{i<j} C_ij), is exact in integers.
     if loss == "binder":
         matrix = co_counts / 30
         expected = [expected_binder_loss(draw, matrix) for draw in draws]
         upper = np.triu_indices(12, 1)
         np.testing.assert_allclose((exact + co_counts[upper].sum()) / 30, expected, rtol=1e-12)
+
+
+def test_relabelling_by_first_positions_equals_sorting_each_row():
+    rng = np.random.default_rng(12)
+    for low, high in ((0, 5), (-3, 8), (100, 130), (0, 40)):  # spans below and above N = 30
+        labels = rng.integers(low, high, size=(50, 30))
+        relabelled = partitions._relabel_rows(labels)
+        np.testing.assert_array_equal(relabelled, partitions._relabel_rows_by_sorting(labels))
+        for row, new in zip(labels, relabelled):  # same partition, labels in order of first appearance
+            _, first, inverse = np.unique(row, return_index=True, return_inverse=True)
+            np.testing.assert_array_equal(new, np.argsort(np.argsort(first))[inverse])
+
+
+def test_points_too_many_for_memory_are_refused_before_any_work(monkeypatch):
+    monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(30 * 100**2))
+    draws = np.random.default_rng(13).integers(0, 3, size=(4, 100))
+    assert co_clustering(draws).shape == (100, 100)  # 24 bytes an entry fit
+    with pytest.raises(ValueError, match=r"^assignments: a point estimate of 100 points .* needs about"):
+        point_partition(draws)
 
 
 def test_outputs_are_relabelled_in_order_of_first_appearance():
