@@ -43,6 +43,7 @@ QUICK_ARGUMENTS = {
     "bench_dp_mixing": ["--quick"],
     "bench_estep_order": ["--nnz", "1e4", "3e4"],
     "bench_cam_estep": ["--rows", "60", "--depth", "2", "--repeats", "3"],
+    "bench_partitions": ["--quick"],
 }
 # An accelerator's run is kept as its own section of RESULTS.md, between these lines, so that a CPU
 # run and a GPU run of the same tree each keep the other's figures.

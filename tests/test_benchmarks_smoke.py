@@ -134,3 +134,22 @@ def test_run_all_only_keeps_the_other_benchmarks():
     report = "# Benchmark results\n\n" + run_all.render("Measured now.", rows, sections, "## Full output")
     assert run_all.report_parts(report) == (rows, sections)  # a merged report merges again unchanged
     assert "SUMMARY b" not in report and "new b" in report and "SUMMARY a" in report
+
+
+def test_bench_partitions_peer_computes_the_same_co_clustering():
+    from inference.partitions import co_clustering
+
+    bench = _load("bench_partitions")
+    draws = np.random.default_rng(2).integers(0, 5, size=(3, 40, 30))
+    draws[:, 1::2] = draws[:, ::2]  # repeated draws: the peer counts them by multiplicity too
+    np.testing.assert_array_equal(bench.numpy_co_clustering(draws, elements=600), co_clustering(draws))
+
+
+@pytest.mark.slow  # about 15 s on 2 cores: a short digits chain, then the summaries
+def test_bench_partitions_quick(capsys):
+    code = _load("bench_partitions").main(["--quick"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    summaries = [json.loads(line[len("SUMMARY "):]) for line in out.splitlines() if line.startswith("SUMMARY ")]
+    assert len(summaries) == 2 and "DIFFERENT" not in summaries[0]["value"]
+    assert "same matrix: True" in out
