@@ -35,12 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.segments import segment_sum
-from inference._validation import as_float_array, check_choice, check_memory
+from inference._validation import as_float_array, check_choice, check_memory, memory_shortfall
 from inference.jit import jit
 
 __all__ = [
     "co_clustering",
     "point_partition",
+    "point_partition_shortfall",
     "expected_binder_loss",
     "expected_vi_lower_bound",
     "expected_variation_of_information",
@@ -127,10 +128,28 @@ def _unique_draws(assignments: Any) -> tuple[np.ndarray, np.ndarray, int]:
     return unique, counts, draws.shape[0]
 
 
-def _check_matrix_memory(n_points: int, bytes_per_entry: int, what: str) -> None:
-    """Refuse, before any JAX code, N points whose N × N matrices would not fit in memory."""
-    check_memory("assignments", bytes_per_entry * n_points**2,
-                 f"{what} of {n_points:,} points ({n_points:,} x {n_points:,} matrices)")
+#: Bytes per pair of points that :func:`point_partition` holds at once, about: the co-clustering
+#: counts on the host and in JAX, and the search's masses, merge gains and temporaries.
+_POINT_PARTITION_BYTES = 40
+#: The same for :func:`co_clustering`: the float32 sums (old and new), int64 counts, float64 result.
+_CO_CLUSTERING_BYTES = 24
+
+
+def _matrix_memory(n_points: int, bytes_per_entry: int, what: str) -> tuple[int, str]:
+    return bytes_per_entry * n_points**2, f"{what} of {n_points:,} points ({n_points:,} x {n_points:,} matrices)"
+
+
+def point_partition_shortfall(n_points: int) -> str | None:
+    """None if :func:`point_partition` of ``n_points`` points fits in memory, else the sentence
+    saying it does not (its O(N²) matrices; ``$LATENTZOO_MEMORY_LIMIT`` sets another limit).
+
+    For a caller that decides before sampling what to do instead (the command line keeps the draw
+    of highest log joint).
+
+    >>> point_partition_shortfall(100) is None
+    True
+    """
+    return memory_shortfall(*_matrix_memory(n_points, _POINT_PARTITION_BYTES, "a point estimate"))
 
 
 def _bucket(size: int) -> int:
@@ -279,8 +298,7 @@ def co_clustering(assignments: Any) -> np.ndarray:
            [0. , 0.5, 1. ]])
     """
     unique, counts, n_draws = _unique_draws(assignments)
-    # The float32 sums (old and new), the int64 counts and the float64 result.
-    _check_matrix_memory(unique.shape[1], 24, "the co-clustering matrix")
+    check_memory("assignments", *_matrix_memory(unique.shape[1], _CO_CLUSTERING_BYTES, "the co-clustering matrix"))
     return _co_clustering_counts(unique, counts) / n_draws
 
 
@@ -548,8 +566,7 @@ def point_partition(assignments: Any, loss: str = "vi") -> np.ndarray:
     unique, counts, n_draws = _unique_draws(assignments)
     loss = check_choice("loss", loss, ("vi", "binder"))
     n_points = unique.shape[1]
-    # The counts on the host and in JAX, and the search's masses, merge gains and temporaries.
-    _check_matrix_memory(n_points, 40, "a point estimate")
+    check_memory("assignments", *_matrix_memory(n_points, _POINT_PARTITION_BYTES, "a point estimate"))
     integer_dtype = _integer_dtype()
     if integer_dtype == jnp.int32 and 2 * n_draws * n_points > _INT32_MAX:
         raise ValueError(

@@ -227,6 +227,28 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
     assert load_chains(tmp_path / "short" / "chains.nc").posterior.sizes["draw"] == 30
 
 
+def test_rows_too_many_for_a_point_estimate_get_the_most_probable_draw(tmp_path, capsys, monkeypatch):
+    import inference.partitions
+
+    _blobs_table(tmp_path / "blobs.csv")
+    shortfall = "a point estimate of 36 points needs about 1 TiB, more than the 1 GiB of host memory"
+    monkeypatch.setattr(inference.partitions, "point_partition_shortfall", lambda n_points: shortfall)
+    monkeypatch.setattr(inference.partitions, "point_partition", lambda *args, **kwargs: pytest.fail("estimated"))
+    out = tmp_path / "large"
+    assert main(["fit", "dp-mixture", str(tmp_path / "blobs.csv"), "--id-column", "point", "--label-column", "blob",
+                 "--chains", "2", "--warmup", "20", "--draws", "30", "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"the most probable draw goes to labels.csv, not the point estimate: {shortfall}" in printed
+    assert "the most probable draw:" in printed and f"wrote {out / 'labels.csv'}" in printed
+    idata = load_chains(out / "chains.nc")
+    log_joint = idata.sample_stats["log_joint"].values
+    chain, draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
+    best = idata.posterior["assignments"].values[chain, draw]
+    clusters = np.array([int(line.split(",")[1]) for line in (out / "labels.csv").read_text().splitlines()[1:]])
+    assert len(clusters) == 36 and (clusters[:, None] == clusters[None, :]).tolist() == (
+        best[:, None] == best[None, :]).tolist()
+
+
 def test_chain_options_choose_the_sampler_and_its_moves(tmp_path, capsys):
     _blobs_table(tmp_path / "blobs.csv")
     for model, options, expected in (

@@ -39,7 +39,9 @@ per feature (:func:`read_table`), standardise the features unless ``--no-standar
 (``--draws N`` for exactly N), with Algorithm 3 and ten split–merge moves per sweep unless
 ``--sampler`` and ``--split-merge`` say otherwise. They write ``chains.nc`` (:func:`zoo.io.save_chains`: ArviZ
 netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each row, by
-``--id-column`` when given) and ``report.html``, and print the chains' mixing verdict; a
+``--id-column`` when given; the draw of highest log joint instead, said before sampling, when the
+point estimate's N × N matrices would not fit in memory) and ``report.html``, and print the chains'
+mixing verdict; a
 ``--label-column`` of known classes is left out of the fit and the point estimate is scored
 against it (DM05 §6). The infinite relational model (``irm``) reads a CSV edge list (columns
 ``--source`` and ``--target``; :func:`read_network`) as a network in which every pair of nodes is
@@ -487,6 +489,13 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
     return RelationalData.from_networkx(graph)
 
 
+def _most_probable_draw(samples: dict) -> np.ndarray:
+    """The assignments of the draw of highest log joint among every chain's draws."""
+    log_joint = np.asarray(samples["log_joint"])
+    chain, draw = np.unravel_index(int(np.nanargmax(log_joint)), log_joint.shape)
+    return np.asarray(samples["assignments"])[chain, draw]
+
+
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     """``fit dp-mixture|cdp|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
     network (the IRM); write chains.nc, labels.csv and report.html."""
@@ -494,6 +503,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     import pandas as pd
 
     from inference.diagnostics import MixingWarning, mixing_verdict
+    from inference.partitions import point_partition_shortfall
     from zoo.dirichlet.mixture import RESUME_CALL
     from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS, RESUME_CALL as SCDP_RESUME_CALL
     from zoo.relational.infinite import DEFAULT_WARMUP as DEFAULT_IRM_WARMUP, RESUME_CALL as IRM_RESUME_CALL
@@ -557,6 +567,11 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             settings["features"] = (f"{what}{'' if arguments.no_standardize else ', standardised'}: "
                                     + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
             id_column, kind = arguments.id_column, "point estimate"
+            # Decided before sampling: a point estimate holds N x N matrices of the rows it clusters.
+            too_large = point_partition_shortfall(int((~is_train).sum()) if supervised else features.shape[0])
+            if too_large is not None:
+                kind = "the most probable draw"
+                stream.write(f"{kind} goes to labels.csv, not the point estimate: {too_large}\n")
             if supervised:
                 warmup = DEFAULT_SWEEPS // 2 if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model, **moves)
@@ -586,7 +601,12 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
     chains_path = save_chains(out / "chains.nc", idata, model=model, settings=settings)
-    partition = fit.map_partition()["nodes"] if arguments.model == "irm" else fit.point_estimate()
+    if arguments.model == "irm":
+        partition = fit.map_partition()["nodes"]
+    elif kind == "the most probable draw":
+        partition = _most_probable_draw(fit.result.samples)
+    else:
+        partition = fit.point_estimate()
     partition = np.unique(np.asarray(partition), return_inverse=True)[1]
     table = pd.DataFrame({"cluster": partition})
     if row_names is not None:
