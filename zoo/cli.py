@@ -532,6 +532,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     until_mixed = arguments.draws is None
     settings = {"command": "python -m zoo " + " ".join(argv), "model name": arguments.model,
                 "data file": str(Path(arguments.datafile).resolve())}
+    keep_best_draw = False  # labels.csv: the draw of highest log joint instead of the point estimate
     with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
         warnings.simplefilter("always")
         if arguments.model == "irm":
@@ -569,7 +570,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             id_column, kind = arguments.id_column, "point estimate"
             # Decided before sampling: a point estimate holds N x N matrices of the rows it clusters.
             too_large = point_partition_shortfall(int((~is_train).sum()) if supervised else features.shape[0])
-            if too_large is not None:
+            keep_best_draw = too_large is not None
+            if keep_best_draw:
                 kind = "the most probable draw"
                 stream.write(f"{kind} goes to labels.csv, not the point estimate: {too_large}\n")
             if supervised:
@@ -603,7 +605,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     chains_path = save_chains(out / "chains.nc", idata, model=model, settings=settings)
     if arguments.model == "irm":
         partition = fit.map_partition()["nodes"]
-    elif kind == "the most probable draw":
+    elif keep_best_draw:
         partition = _most_probable_draw(fit.result.samples)
     else:
         partition = fit.point_estimate()
