@@ -43,6 +43,7 @@ from scipy import special, stats
 from inference.chains import ChainResult
 from inference.partitions import co_clustering, point_partition
 from inference.provenance import provenance
+from inference._validation import check_bool
 
 __all__ = [
     "to_inference_data",
@@ -50,6 +51,7 @@ __all__ = [
     "rank_split_rhat",
     "provenance",
     "label_invariant",
+    "without_fixed_concentrations",
     "summary",
     "mixing_table",
     "mixing_verdict",
@@ -226,7 +228,7 @@ def _check_idata(idata: Any) -> az.InferenceData:
     return idata
 
 
-def label_invariant(idata: az.InferenceData) -> az.InferenceData:
+def label_invariant(idata: az.InferenceData, *, keep_fixed: bool = False) -> az.InferenceData:
     """The label-invariant quantities K, α, log joint and partition entropy in one ``posterior`` group.
 
     ArviZ's plots and diagnostics read the ``posterior`` group, so this view is what to pass to
@@ -238,6 +240,8 @@ def label_invariant(idata: az.InferenceData) -> az.InferenceData:
     ----------
     idata : arviz.InferenceData
         From :func:`to_inference_data`, or a supervised DP fit's ``idata``.
+    keep_fixed : bool
+        Keep a concentration held fixed (see below), as :func:`summary` does to list it.
 
     Returns
     -------
@@ -247,9 +251,13 @@ def label_invariant(idata: az.InferenceData) -> az.InferenceData:
         an ``InferenceData`` saved before it was recorded), then every other numeric scalar per
         draw of ``sample_stats`` and ``posterior`` (a supervised DP fit's ``n_types`` and
         ``alpha_types``), with the attributes of ``idata.posterior`` (warm-up, thinning,
-        provenance).
+        provenance). A concentration held fixed (``alpha`` or ``alpha_types`` with one value in
+        every draw of every chain) is left out: it was not sampled, its R-hat is undefined, and
+        ``az.summary`` and ``az.rhat`` would warn of a division by zero for it. :func:`summary`
+        still lists it, as ``constant``.
     """
     idata = _check_idata(idata)
+    keep_fixed = check_bool("keep_fixed", keep_fixed)
     stats_group = idata.sample_stats
     if "partition_entropy" in stats_group:
         entropy = stats_group["partition_entropy"]
@@ -266,7 +274,19 @@ def label_invariant(idata: az.InferenceData) -> az.InferenceData:
         variables |= {name: array for name, array in group.data_vars.items()
                       if name not in variables and set(array.dims) == {"chain", "draw"}
                       and np.issubdtype(array.dtype, np.number)}
-    return az.InferenceData(posterior=xr.Dataset(variables, attrs=dict(idata.posterior.attrs)))
+    return az.InferenceData(posterior=xr.Dataset(variables if keep_fixed else without_fixed_concentrations(variables),
+                                                 attrs=dict(idata.posterior.attrs)))
+
+
+def without_fixed_concentrations(variables: dict) -> dict:
+    """``variables`` (name: array of draws) without ``alpha`` and ``alpha_types`` where they hold one
+    value in every draw of every chain: a concentration held fixed, not sampled."""
+    def fixed(values) -> bool:
+        values = np.asarray(values)
+        return values.size > 0 and bool(np.all(values == values.flat[0]))
+
+    return {name: array for name, array in variables.items()
+            if not (name in ("alpha", "alpha_types") and fixed(array.values))}
 
 
 def summary(
@@ -299,7 +319,7 @@ def summary(
     MixingWarning
         If ``warn`` and some quantity does not mix (see :func:`warn_if_not_mixing`).
     """
-    table = mixing_table(label_invariant(idata), rhat_max=rhat_max, ess_min=ess_min)
+    table = mixing_table(label_invariant(idata, keep_fixed=True), rhat_max=rhat_max, ess_min=ess_min)
     if warn:
         warn_if_not_mixing(table, stacklevel=2)
     return table

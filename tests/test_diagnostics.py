@@ -104,6 +104,21 @@ def test_label_invariant_keeps_the_attributes_and_every_scalar_of_the_draws():
     assert list(diagnostics.summary(idata, warn=False).index)[-1] == "n_types"
 
 
+def test_the_view_for_arviz_leaves_out_a_concentration_held_fixed():
+    # A fixed alpha (one value in every draw) has no R-hat: az.summary of the view warned
+    # "invalid value encountered in scalar divide" for it. summary() still lists it as constant.
+    idata = diagnostics.to_inference_data(synthetic_result(constant_alpha=True))
+    idata.posterior["alpha_types"] = idata.posterior["alpha"] * 0 + 0.5
+    idata.sample_stats["n_types"] = idata.sample_stats["n_clusters"] * 0 + 3  # constant, but not a setting: kept
+    view = diagnostics.label_invariant(idata)
+    assert list(view.posterior.data_vars) == ["n_clusters", "log_joint", "partition_entropy", "n_types"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        az.summary(diagnostics.label_invariant(diagnostics.to_inference_data(synthetic_result(constant_alpha=True))))
+    assert diagnostics.summary(idata, warn=False).loc["alpha", "status"] == "constant"
+    assert "alpha" in diagnostics.label_invariant(diagnostics.to_inference_data(synthetic_result())).posterior
+
+
 def test_r_hat_above_the_limit_is_never_printed_as_the_limit():
     # 1.0100313 fails R-hat <= 1.01; printed to three decimals as "1.01", the warning read as a contradiction.
     assert diagnostics.rhat_text(1.0100313) == "1.01003" and diagnostics.rhat_text(1.010455) == "1.0105"

@@ -167,7 +167,8 @@ def test_fit_recovers_separated_clusters(fitted):
         assert DPMixtureFit(fit.result).summary().equals(table)
     assert "n_clusters" in table.index and table.loc["alpha", "status"] == "constant"
     assert fit.co_clustering().shape == (len(SEPARATED), len(SEPARATED))
-    assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "alpha", "log_joint", "partition_entropy"}
+    # alpha=1.0 is held fixed: the view for ArviZ leaves it out (az.summary warned of a division by zero for it).
+    assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "log_joint", "partition_entropy"}
 
 
 def test_warnings_point_at_the_users_line_also_through_a_library_function():

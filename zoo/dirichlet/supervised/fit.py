@@ -260,13 +260,18 @@ class SupervisedDPFit(Described):
         """The quantities of :attr:`mixing` (K, the number of reference types, the log joint, the
         entropy of the test publications' sizes, α^p and α^t) as a ``posterior`` group with the
         fit's attributes: what to give ``az.plot_trace``, ``az.plot_rank`` or ``az.summary``
-        (``idata``'s posterior holds the assignments too, whose labels are exchangeable)."""
-        view = xr.Dataset(
-            {name: self.idata.sample_stats[name]
-             for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
-            | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")},
-            attrs=dict(self.idata.posterior.attrs))
-        return az.InferenceData(posterior=view)
+        (``idata``'s posterior holds the assignments too, whose labels are exchangeable). A
+        concentration held fixed (``alpha_prior=None`` or ``alpha_types_prior=None``) is left out,
+        as by :func:`inference.diagnostics.label_invariant`: it was not sampled."""
+        return self._label_invariant(keep_fixed=False)
+
+    def _label_invariant(self, *, keep_fixed: bool) -> az.InferenceData:
+        variables = ({name: self.idata.sample_stats[name]
+                      for name in ("n_clusters", "n_types", "log_joint", "partition_entropy")}
+                     | {name: self.idata.posterior[name] for name in ("alpha", "alpha_types")})
+        if not keep_fixed:
+            variables = diagnostics.without_fixed_concentrations(variables)
+        return az.InferenceData(posterior=xr.Dataset(variables, attrs=dict(self.idata.posterior.attrs)))
 
     @property
     def mixing(self) -> pd.DataFrame:
@@ -292,7 +297,7 @@ class SupervisedDPFit(Described):
         (:func:`inference.diagnostics.equal_height_advice`)."""
         table = getattr(self, "_mixing", None)
         if table is None:
-            table = self._mixing = diagnostics.mixing_table(self.label_invariant())
+            table = self._mixing = diagnostics.mixing_table(self._label_invariant(keep_fixed=True))
             table.attrs["advice"] = self._advice(table)
         return table.copy()
 
