@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.segments import segment_sum
-from inference._validation import as_float_array, check_choice, check_memory, memory_shortfall
+from inference._validation import as_float_array, check_choice, check_int, check_memory, memory_shortfall
 from inference.jit import jit
 
 __all__ = [
@@ -60,7 +60,10 @@ def _as_label_array(name: str, value: Any, *, min_ndim: int, max_ndim: int | Non
     """Integer labels as an ``int64`` array, validated before any JAX code."""
     if value is None or isinstance(value, (str, bytes)):
         raise TypeError(f"{name}: expected an integer array, got {type(value).__name__}")
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except ValueError as error:  # ragged lists
+        raise ValueError(f"{name}: cannot be read as an array ({error})") from None
     if array.ndim < min_ndim or (max_ndim is not None and array.ndim > max_ndim):
         expected = f"{min_ndim}" if max_ndim == min_ndim else f"at least {min_ndim}"
         raise ValueError(f"{name}: expected {expected} dimension(s), got shape {array.shape}")
@@ -71,6 +74,8 @@ def _as_label_array(name: str, value: Any, *, min_ndim: int, max_ndim: int | Non
             raise ValueError(f"{name}: contains NaN or infinite values")
         if (array != np.round(array)).any():
             raise ValueError(f"{name}: labels must be whole numbers")
+        if (np.abs(array) >= 2.0**62).any():  # beyond int64 after the cast
+            raise ValueError(f"{name}: labels must lie between -2**62 and 2**62")
     elif not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"{name}: expected integer labels, got dtype {array.dtype}")
     return array.astype(np.int64)
@@ -149,6 +154,7 @@ def point_partition_shortfall(n_points: int) -> str | None:
     >>> point_partition_shortfall(100) is None
     True
     """
+    n_points = check_int("n_points", n_points, minimum=1)
     return memory_shortfall(*_matrix_memory(n_points, _POINT_PARTITION_BYTES, "a point estimate"))
 
 

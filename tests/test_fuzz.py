@@ -557,7 +557,7 @@ def test_metrics_on_any_valid_labels_are_finite(labels_true, labels_pred):
 
 
 BAD_ASSIGNMENTS = st.sampled_from([np.array([[0.5, 1.0]]), np.array([[np.nan, 0.0]]), np.array([]), "labels", None,
-                                   np.array([["a", "b"]]), 3])
+                                   np.array([["a", "b"]]), 3, [[0, 1], [1]], np.array([[0.0, 1e300]])])
 
 
 @counted(60)
@@ -566,6 +566,7 @@ BAD_ASSIGNMENTS = st.sampled_from([np.array([[0.5, 1.0]]), np.array([[np.nan, 0.
     BAD_ASSIGNMENTS.map(lambda value: ("assignments", lambda: partitions.co_clustering(value))),
     BAD_ASSIGNMENTS.map(lambda value: ("assignments", lambda: partitions.point_partition(value))),
     not_one_of(("vi", "binder")).map(lambda loss: ("loss", lambda: partitions.point_partition([[0, 1]], loss=loss))),
+    ints_below(1).map(lambda value: ("n_points", lambda: partitions.point_partition_shortfall(value))),
     st.sampled_from([
         ("co_clustering_matrix", lambda: partitions.expected_binder_loss([0, 1], np.eye(3))),
         ("co_clustering_matrix", lambda: partitions.expected_vi_lower_bound([0, 1], np.full((2, 2), np.nan))),
