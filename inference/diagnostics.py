@@ -373,8 +373,19 @@ def rank_split_rhat(values: np.ndarray) -> float:
     al. 2021, eqs. 4-5).
 
     The same computation as ``az.rhat(values, method="rank")``, but also for a single chain, whose
-    two halves are then compared (ArviZ returns NaN for fewer than two chains).
+    two halves are then compared (ArviZ returns NaN for fewer than two chains). ``values`` needs at
+    least 4 draws per chain (two halves of two) and no NaN; infinite values have ranks like any other.
     """
+    if values is None or isinstance(values, (str, bytes)):
+        raise TypeError(f"values: expected an array of numbers (chains, draws), got {type(values).__name__}")
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"values: expected an array of numbers (chains, draws) ({error})") from None
+    if values.ndim != 2 or values.shape[1] < 4:
+        raise ValueError(f"values: expected shape (chains, draws) with at least 4 draws, got shape {values.shape}")
+    if np.isnan(values).any():
+        raise ValueError("values: contains NaN")
     half = values.shape[1] // 2
     split = np.concatenate([values[:, :half], values[:, values.shape[1] - half:]], axis=0)
 

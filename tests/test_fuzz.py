@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inference import concentration, neal, partitions
+from inference import concentration, diagnostics, neal, partitions
 from inference.chains import ChainResult, sample_chains
 from inference.components import sample_log_gamma
 from inference.em import EMResult, tempered_em
@@ -53,8 +53,9 @@ from zoo.finite_mixture import GaussianMixture, gaussian_mixture_program
 from zoo.io import load_chains, load_checkpoint, load_result, save_chains, save_checkpoint, save_result
 from zoo.dirichlet.families import beta_bernoulli, dirichlet_multinomial, normal_gamma
 from zoo.dirichlet.known_precision import normal_known_precision
-from zoo.dirichlet.mixture import INITS as DP_INITS, DPMixture
+from zoo.dirichlet.mixture import INITS as DP_INITS, DPMixture, stick_breaking_weights
 from zoo.dirichlet.supervised import SupervisedDP
+from zoo.dirichlet.ties import tied_features
 from zoo.relational.data import Domain, RelationalData, Relation
 from zoo.relational.evaluation import cross_validated_log_loss, fold_cases, held_out_cases, leave_one_out_log_loss
 from zoo.relational.infinite import InfiniteRelational, init as irm_init
@@ -577,6 +578,27 @@ BAD_ASSIGNMENTS = st.sampled_from([np.array([[0.5, 1.0]]), np.array([[np.nan, 0.
 def test_partitions(case):
     name, call = case
     rejects(call, name, "assignments")
+
+
+NOT_DRAWS = st.sampled_from([None, "draws", [1.0, 2.0], [[1.0, 2.0], [1.0]], np.zeros((2, 3)), np.zeros((2, 4, 1)),
+                             np.array([[0.0, 1.0, np.nan, 2.0]]), np.array([["a", "b", "c", "d"]]), 3.0])
+NOT_FEATURES = st.sampled_from([None, "x", 3.0, [1.0, 2.0], [[1.0], [1.0, 2.0]], np.array([[np.nan, 1.0]]),
+                                np.array([["a"]]), np.zeros((2, 2, 2))])
+NOT_STICKS = st.sampled_from([None, "v", 0.5, np.array(0.3), [0.5, 1.5], [-0.1], [[0.2, np.nan]]])
+
+
+@counted(25)
+@settings(FUZZ, max_examples=40)
+@given(st.one_of(
+    NOT_DRAWS.map(lambda value: ("values", lambda: diagnostics.rank_split_rhat(value))),
+    NOT_FEATURES.map(lambda value: ("data", lambda: tied_features(value))),
+    st.one_of(NON_FINITE, st.sampled_from([0.0, -0.5, 1.5, "half", None, True])).map(
+        lambda share: ("share", lambda: tied_features(np.zeros((3, 2)), share=share))),
+    NOT_STICKS.map(lambda value: ("fractions", lambda: stick_breaking_weights(value))),
+))
+def test_diagnostic_helpers(case):
+    name, call = case
+    rejects(call, name)
 
 
 # ----------------------------------------------------------------------------- concentration

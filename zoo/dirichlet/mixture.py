@@ -42,9 +42,9 @@ from inference.display import Card, Described, call_text, chains_card, init_defa
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
-from inference._validation import (arrays_digest, as_index_array, check_bool, check_choice, check_int, check_key,
-                                   check_memory, check_real, key_as_data, key_from_data, row_names, tree_nbytes,
-                                   user_stacklevel)
+from inference._validation import (arrays_digest, as_float_array, as_index_array, check_bool, check_choice, check_int,
+                                   check_key, check_memory, check_real, key_as_data, key_from_data, row_names,
+                                   tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.metrics import clustering_scores
@@ -97,6 +97,13 @@ def stick_breaking_weights(fractions: jax.Array) -> jax.Array:
     -------
     jax.Array (..., K)
     """
+    if fractions is None or isinstance(fractions, (str, bytes)):
+        raise TypeError(f"fractions: expected an array of stick fractions, got {type(fractions).__name__}")
+    if not isinstance(fractions, jax.core.Tracer):  # inside a program the values are traced: not checked
+        values = as_float_array("fractions", fractions, allow_empty=True)
+        if values.ndim == 0 or ((values < 0) | (values > 1)).any():
+            raise ValueError(f"fractions: expected stick fractions in [0, 1] of shape (..., K - 1), got {values!r}")
+    fractions = jnp.asarray(fractions)
     remaining = jnp.cumprod(1.0 - fractions, axis=-1)
     ones = jnp.ones(fractions.shape[:-1] + (1,), fractions.dtype)
     before = jnp.concatenate([ones, remaining], axis=-1)

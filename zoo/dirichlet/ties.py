@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from inference._validation import as_float_array, check_real
+
 __all__ = ["TIED_SHARE", "TiedValuesWarning", "tied_features", "warn_tied_features"]
 
 #: A feature counts as tied when one value is held by at least this share of the points.
@@ -25,7 +27,8 @@ class TiedValuesWarning(UserWarning):
 
 
 def tied_features(data: Any, share: float = TIED_SHARE) -> np.ndarray:
-    """Columns of ``data`` (N, D) whose most frequent value is held by at least ``share`` of the rows.
+    """Columns of ``data`` (N, D) whose most frequent value is held by at least ``share`` (in (0, 1]) of
+    the rows; a ``ValueError`` or ``TypeError`` naming the argument for anything else (NaN included).
 
     Why it matters. Under Gaussian components with a Normal–Gamma prior, the marginal likelihood
     of a cluster whose n points share a feature's value exactly grows like log Γ(n/2) (the
@@ -46,8 +49,9 @@ def tied_features(data: Any, share: float = TIED_SHARE) -> np.ndarray:
     >>> tied_features([[0.0, 1.5], [0.0, 2.5], [0.0, 0.1]]).tolist()
     [0]
     """
-    array = np.asarray(data)
-    if array.ndim != 2 or array.shape[0] == 0:
+    array = as_float_array("data", data, ndim=2, allow_empty=True)
+    share = check_real("share", share, low=0.0, high=1.0, low_open=True)
+    if array.shape[0] == 0:
         return np.zeros(0, np.int64)
     ordered = np.sort(array, axis=0)
     # Longest run of equal values per column of the sorted matrix.
