@@ -1,5 +1,7 @@
 """Bundled data loads offline; file formats round-trip."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,14 @@ def test_20newsgroups_from_orange_text():
         pytest.skip(str(error))
     assert data.n_rows == labels.shape[0] <= 300
     assert len(set(labels)) > 5 and data.col_names is not None
+
+
+@pytest.mark.parametrize("read", [read_matrix_market, read_ldac, read_edge_list])
+def test_a_path_that_is_not_a_file_is_named(read, tmp_path):
+    # Python's own error said "[Errno 2] No such file or directory: ..." without the argument's name.
+    for path in (tmp_path / "missing.txt", tmp_path):
+        with pytest.raises(FileNotFoundError, match=rf"^path: {re.escape(repr(str(path)))} is not a file"):
+            read(path)
 
 
 def test_matrix_market_round_trip(tmp_path):

@@ -121,9 +121,12 @@ def load_20newsgroups(
 
 # ----------------------------------------------------------------------------- file formats
 def _check_path(path: Any) -> None:
-    """A file name or an open file; anything else is a TypeError naming ``path``."""
+    """A file name or an open file; anything else is a TypeError naming ``path``, and a name that is
+    not a file a ``FileNotFoundError`` naming it (Python's own said "[Errno 2] No such file ...")."""
     if not isinstance(path, (str, os.PathLike)) and not hasattr(path, "read"):
         raise TypeError(f"path: expected a file path or an open file, got {type(path).__name__}")
+    if isinstance(path, (str, os.PathLike)) and not os.path.isfile(path):
+        raise FileNotFoundError(f"path: {os.fspath(path)!r} is not a file")
 
 
 def read_matrix_market(path: str | os.PathLike, *, row_names=None, col_names=None) -> CoOccurrence:
@@ -163,6 +166,7 @@ def read_ldac(
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    _check_path(path)
     if n_cols is not None:
         n_cols = check_int("n_cols", n_cols, minimum=1)
     rows, cols, counts = [], [], []
