@@ -398,3 +398,33 @@ def test_figures_come_in_pairs_and_a_lone_one_spans_the_row():
     # the history shares its row with the fit table
     assert re.search(r'<div class="row"><div><h2>Fit</h2>.*?</div><div><h2>History</h2><figure><img', document,
                      flags=re.S)
+
+
+def test_latent_class_relational_report_names_the_individuals_and_shows_each_relation(tmp_path):
+    """An LRMResult (CP): fit summary and restarts, each domain's classes with their members named by
+    the data's labels, and each relation's θ_r drawn, a relation of three values as three heat maps."""
+    from zoo.relational import LatentClassRelational, RelationalData
+
+    rng = np.random.default_rng(0)
+    users, items = np.repeat([0, 1], 6), np.repeat([0, 1, 2], 4)
+    ratings = np.where(users[:, None] == (items[None, :] % 2), 2, 0) + (rng.random((12, 12)) < 0.1)
+    data = RelationalData.from_adjacency(np.minimum(ratings, 2).astype(float), domains=("users", "films"),
+                                         relation="rates", values=(0, 1, 2),
+                                         labels=([f"user {index}" for index in range(12)],
+                                                 [f"film {index}" for index in range(12)]))
+    result = LatentClassRelational({"users": 2, "films": 3}).fit(data, key=jax.random.key(0), n_restarts=3)
+    document = write_report(tmp_path / "lrm.html", result, data=data, settings={"command": "fit"}).read_text()
+    _assert_self_contained(document)
+    assert "<h1>Incremental EM fit: LatentClassRelational</h1>" in document
+    assert "Classes of the users" in document and "Classes of the films" in document
+    assert "user 7" in document and "film 11" in document and "relation rates" in document
+    members = re.findall(r"(\d+) members</span>", document)
+    assert sorted(map(int, members[:2])) == [6, 6] and sum(map(int, members[2:])) == 12
+    assert len(re.findall(r"<tr><td>\d</td><td>-?[\d.]+</td></tr>", document)) == 3  # one row per restart
+    assert len(_images(document)) == 2  # the history, and θ_r (its three values in one figure)
+    # Without the data the individuals are numbered; data of other domains is refused.
+    assert "users 7" in report_html(result)
+    with pytest.raises(ValueError, match="data: its domains are not those of the fit"):
+        report_html(result, data=RelationalData.from_adjacency(np.eye(3), domains="people"))
+    with pytest.raises(TypeError, match="data: an LRMResult's report takes the fitted zoo.relational.RelationalData"):
+        report_html(result, data=CoOccurrence.from_dense(np.ones((12, 12))))

@@ -15,6 +15,12 @@
   table. Parameter arrays that nothing summarises (the cluster-abstraction and Gaussian-mixture
   parameters, for example) are drawn as bars (vectors) and heat maps (matrices, at most
   :data:`MAX_HEATMAP_SIDE` rows and columns);
+* a :class:`zoo.relational.latent_class.LRMResult` (Chiang and Poole's latent-class relational
+  model, fitted by incremental EM): the same summary and restarts beside the kept restart's
+  objective and bound per pass; one card per class of every domain with its prior θ_h and the
+  individuals of largest posterior q_a(h), named by the domains' labels when ``data`` (the fitted
+  ``RelationalData``) is given; and each relation's θ_r as heat maps of the probability of its
+  values given the argument classes;
 * an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`,
   or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator`` or
   ``SupervisedDPEstimator``):
@@ -47,11 +53,14 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from inference._validation import as_float_array, check_int, check_real
+from inference.display import stopped_text
 from inference.em import EMResult
 from zoo.data import CoOccurrence, not_co_occurrence
 from zoo.dyadic.aspect import AspectParams
 from zoo.dyadic.one_sided import OneSidedParams
 from zoo.dyadic.two_sided import TwoSidedParams
+from zoo.relational.data import RelationalData
+from zoo.relational.latent_class import LRMResult
 
 __all__ = [
     "write_report",
@@ -577,6 +586,124 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: A
     return sections
 
 
+# ----------------------------------------------------------------------------- latent-class relational models
+def _lrm_history_figure(result: LRMResult, *, width: float = _HALF_WIDTH) -> Any:
+    """The kept restart's objective and bound per pass of incremental EM (CP §2)."""
+    history = result.history or {}
+    panels = [(name, label) for name, label in (("objective", "objective"), ("bound", "bound"))
+              if name in history and np.isfinite(np.asarray(history[name], np.float64)).any()]
+    figure = _new_figure(width, 1.9 * max(len(panels), 1))
+    axes = figure.subplots(max(len(panels), 1), 1, sharex=True, squeeze=False)[:, 0]
+    for axis, (name, label) in zip(axes, panels):
+        values = np.asarray(history[name], np.float64)
+        axis.plot(np.arange(values.shape[0]), values, marker="." if values.shape[0] < 60 else None)
+        axis.set_ylabel(label, fontsize=8)
+    axes[-1].set_xlabel("pass")
+    if not panels:
+        axes[0].text(0.5, 0.5, "no passes recorded", ha="center", va="center")
+    return figure
+
+
+def _lrm_profiles(result: LRMResult, names: dict[str, tuple | None], n_top: int = N_TOP_LABELS) -> list[ProfileGroup]:
+    """Per domain, each class's prior θ_h and the individuals of largest posterior q_a(h) (CP eq. 4)."""
+    groups = []
+    for domain, weights, responsibilities in zip(result.schema.domain_names, result.params.class_weights,
+                                                 result.params.responsibilities):
+        posterior = np.asarray(responsibilities, np.float64)
+        most_probable = posterior.argmax(axis=1)
+        counts = np.bincount(most_probable, minlength=posterior.shape[1])
+        # A class lists its members (the individuals whose most probable class it is), surest first.
+        members = np.where(most_probable[:, None] == np.arange(posterior.shape[1]), posterior, 0.0)
+        note = (f"Each class h of the {domain} with its prior θ_h (CP eq. 5) and its members, the individuals a "
+                "whose most probable class it is, by their posterior q_a(h) (CP eq. 4).")
+        groups.append(_group(f"Classes of the {domain}", note, "θ_h", "class", np.asarray(weights, np.float64),
+                             [("members, q_a(h)", members, names.get(domain), domain)], n_top, counts))
+    return groups
+
+
+def _relation_figure(result: LRMResult, index: int, value_labels: tuple | None, width: float) -> Any:
+    """θ_r of one relation as heat maps: for each value but the first (every one when |r| > 2, at
+    most four), its probability given the argument classes; a unary relation as classes × values,
+    a relation of more than two arguments over its first two, the others' classes averaged under
+    their priors θ_h."""
+    schema = result.schema
+    probs = np.asarray(result.params.relation_probs[index], np.float64)
+    domains = [schema.domain_names[d] for d in schema.relation_domains[index]]
+    n_values = probs.shape[-1]
+    labels = value_labels if value_labels is not None else tuple(range(n_values))
+    caption = f"relation {schema.relation_names[index]}"
+    if probs.ndim == 2:  # unary: classes x values
+        panels = [(probs, f"P(value | class of the {domains[0]})", (f"{domains[0]} class", "value"))]
+    else:
+        while probs.ndim > 3:  # average the last argument's classes under their prior
+            weights = np.asarray(result.params.class_weights[schema.relation_domains[index][probs.ndim - 2]],
+                                 np.float64)
+            probs = np.tensordot(probs, weights, axes=([probs.ndim - 2], [0]))
+            caption += f", {domains[probs.ndim - 1]} classes averaged under θ_h"
+        shown = list(range(1, n_values)) if n_values == 2 else list(range(min(n_values, 4)))
+        panels = [(probs[:, :, value], f"P({labels[value]} | classes)", (f"{domains[0]} class", f"{domains[1]} class"))
+                  for value in shown]
+    figure = _new_figure(width, min(1.4 + 0.25 * max(panel.shape[0] for panel, _, _ in panels), 6.0))
+    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    from matplotlib.ticker import MaxNLocator
+
+    for axis, (values, title, (ylabel, xlabel)) in zip(axes, panels):
+        image = axis.imshow(values, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0.0, vmax=1.0)
+        for (row, col), value in (np.ndenumerate(values) if values.size <= 64 else ()):
+            axis.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=9,
+                          color="white" if value < 0.6 else "black")
+        axis.set_title(title, fontsize=9)
+        axis.set_ylabel(ylabel, fontsize=8)
+        axis.set_xlabel(xlabel, fontsize=8)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    figure.colorbar(image, ax=list(axes))
+    if n_values > 4 and probs.ndim == 3:
+        caption += f", the first 4 of its {n_values} values"
+    return figure, caption
+
+
+def _lrm_sections(result: LRMResult, settings: dict[str, Any] | None, data: Any) -> list[str]:
+    """Fit, restarts and history; each domain's classes; each relation's θ_r (CP §1–2)."""
+    schema = result.schema
+    names = {domain.name: domain.labels for domain in data.domains} if data is not None else {}
+    history = result.history or {}
+    rows = [("model", repr(result.model)),
+            ("domains", "; ".join(f"{name}: {size:,} individuals, {np.shape(weights)[0]} classes"
+                                  for name, size, weights in zip(schema.domain_names, schema.domain_sizes,
+                                                                 result.params.class_weights))),
+            ("relations", ", ".join(schema.relation_names)),
+            ("passes of the kept restart", result.n_passes),
+            ("stopped by", stopped_text(result.stopped_by)),
+            ("converged", result.converged),
+            ("restarts", f"{np.size(result.restart_scores)} (best: {result.best_restart})")]
+    for name in ("objective", "bound"):
+        values = np.asarray(history.get(name, []), np.float64)
+        if values.size and np.isfinite(values[-1]):
+            rows.append((f"{name} after the last pass", f"{values[-1]:.6g}"))
+    rows.extend((str(name), value) for name, value in (settings or {}).items())
+    rows.extend((str(name), value) for name, value in (getattr(result, "provenance", None) or {}).items())
+    scores = np.atleast_1d(np.asarray(result.restart_scores, np.float64))
+    restart_rows = "".join(f"<tr><td>{index}</td><td>{score:.6g}</td></tr>" for index, score in enumerate(scores))
+    summary = ("<div><h2>Fit</h2>" + _table(rows)
+               + "<h2>Restarts</h2><table><tr><th>restart</th><th>objective</th></tr>" + restart_rows + "</table>"
+               '<p class="note">The objective of each restart after its last pass (higher is better): the '
+               "best is kept.</p></div>")
+    history_cell = ("<div><h2>History</h2>" + _figure(_lrm_history_figure(result), "incremental EM history",
+                                                      "The kept restart's objective and bound per pass over "
+                                                      "the individuals (CP §2).") + "</div>")
+    sections = [_row([summary, history_cell]), _profiles_html(_lrm_profiles(result, names))]
+    value_labels = {relation.name: tuple(relation.value_labels) for relation in data.relations} if data is not None \
+        else {}
+    cells = []
+    for index, name in enumerate(schema.relation_names):
+        figure, caption = _relation_figure(result, index, value_labels.get(name), _FULL_WIDTH)
+        cells.append(_figure(figure, caption, html.escape(caption) + ": θ_r, the probability of each value of a "
+                             "cell given its arguments' classes (CP eq. 5).", wide=True))
+    sections.append("<h2>Relations</h2>" + _row(cells))
+    return sections
+
+
 # ----------------------------------------------------------------------------- Gibbs chains
 def _scalar_variables(idata: Any) -> Any:
     """The label-invariant view: every numeric (chain, draw) variable of posterior and sample_stats."""
@@ -731,7 +858,16 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     import arviz as az
     import pandas as pd
 
-    if data is not None and not isinstance(data, CoOccurrence):
+    if isinstance(fitted, LRMResult):  # its data are relational: the domains' labels name the individuals
+        if data is not None and not isinstance(data, RelationalData):
+            raise TypeError(f"data: an LRMResult's report takes the fitted zoo.relational.RelationalData, got "
+                            f"{type(data).__name__}")
+        if data is not None and (data.schema.domain_names, data.schema.domain_sizes) != (
+                fitted.schema.domain_names, fitted.schema.domain_sizes):
+            raise ValueError("data: its domains are not those of the fit "
+                             f"({dict(zip(data.schema.domain_names, data.schema.domain_sizes))} against "
+                             f"{dict(zip(fitted.schema.domain_names, fitted.schema.domain_sizes))})")
+    elif data is not None and not isinstance(data, CoOccurrence):
         raise not_co_occurrence("data", data)
     if col_names is None and getattr(fitted, "feature_names_in_", None) is not None:  # fitted on a DataFrame
         col_names = list(fitted.feature_names_in_)
@@ -764,6 +900,9 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         sections = _em_sections(fitted, settings, row_names if row_names is not None else getattr(data, "row_names", None),
                                 col_names if col_names is not None else getattr(data, "col_names", None))
         default_title = f"EM fit: {type(fitted.model).__name__}"
+    elif isinstance(fitted, LRMResult):
+        sections = _lrm_sections(fitted, settings, data)
+        default_title = f"Incremental EM fit: {type(fitted.model).__name__}"
     elif isinstance(fitted, az.InferenceData):
         sections = chains_sections(fitted, table=table, quantities=quantities,
                                    calls=estimator_calls | (calls or {}))
@@ -773,7 +912,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     else:
         raise TypeError(
             f"fitted: expected an inference.em.EMResult, a fitted zoo.sklearn estimator, a DPMixtureFit, an "
-            f"IRMResult or an arviz.InferenceData, got {type(fitted).__name__}"
+            f"IRMResult, an LRMResult or an arviz.InferenceData, got {type(fitted).__name__}"
         )
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title: expected a string, got {type(title).__name__}")
@@ -799,13 +938,15 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     ----------
     path : str or PathLike
         Destination file (conventionally ``.html``).
-    fitted : EMResult, fitted zoo.sklearn estimator, DPMixtureFit, SupervisedDPFit, IRMResult or arviz.InferenceData
+    fitted : EMResult, zoo.sklearn estimator, DPMixtureFit, SupervisedDPFit, IRMResult, LRMResult or InferenceData
     title : str, optional
     settings : dict, optional
         Extra name/value rows for the summary table (e.g. the command line's options).
-    data : zoo.data.CoOccurrence, optional
+    data : zoo.data.CoOccurrence or zoo.relational.RelationalData, optional
         The fitted data (or any data of the same shape): its ``row_names`` and ``col_names`` label
-        the classes' most probable rows and columns (see :func:`class_profiles`).
+        the classes' most probable rows and columns (see :func:`class_profiles`); for an
+        ``LRMResult`` the fitted ``RelationalData``, whose domains' labels name the individuals
+        and whose relations' ``value_labels`` name the values.
     row_names, col_names : sequence, optional
         Labels of the rows and columns, taking precedence over ``data``'s. Without any labels
         (nor an estimator's ``feature_names_in_`` for the columns) objects are named by index.
