@@ -8,7 +8,7 @@ import pytest
 
 from inference.schedules import FixedBeta, TemperedEM
 from zoo.__main__ import main
-from zoo.cli import CHAIN_MODELS
+from zoo.cli import CHAIN_MODELS, RELATIONAL_EM_MODELS
 from zoo.data import CoOccurrence
 from zoo.datasets import write_ldac, write_matrix_market
 from zoo.io import chains_settings, load_chains, load_result, read_metadata
@@ -25,7 +25,7 @@ def test_list_prints_every_model(capsys):
     lines = capsys.readouterr().out.splitlines()
     for name in MODEL_NAMES:
         (line,) = [line for line in lines if line.split() and line.split()[0] == name]
-        assert (" fit " in line) == (name in ESTIMATORS or name in CHAIN_MODELS)
+        assert (" fit " in line) == (name in ESTIMATORS or name in CHAIN_MODELS or name in RELATIONAL_EM_MODELS)
     printed = "\n".join(lines)
     assert "[counts]" in printed and "[features]" in printed and "[relational]" in printed
 
@@ -388,6 +388,54 @@ def test_irm_fits_an_edge_list_until_the_chains_mix(tmp_path, capsys):
     assert "(n_split_merge)" not in report and "result.resume" not in report and "sub-cluster" not in report
 
 
+def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(tmp_path, capsys):
+    """``fit lrm`` (CP): restarts of incremental EM on the network, the best kept; each node's class
+    and its probability, the classes' link probabilities, and a report that names the nodes."""
+    _two_cliques(tmp_path / "links.csv")
+    out = tmp_path / "lrm"
+    assert main(["fit", "lrm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--seed", "0",
+                 "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("latent-class-relational: 12 nodes, 31 links from links.csv\n10 restarts, the best ")
+    assert "classes of 6, 6 nodes" in printed, printed
+    labels = pd.read_csv(out / "labels.csv")
+    assert list(labels.columns) == ["node", "class", "probability"] and len(labels) == 12
+    cluster = dict(zip(labels.node, labels["class"]))
+    assert {cluster[f"a{index}"] for index in range(6)} != {cluster[f"b{index}"] for index in range(6)}
+    assert len({cluster[f"a{index}"] for index in range(6)}) == 1 and (labels.probability > 0.5).all()
+    blocks = pd.read_csv(out / "blocks.csv")
+    assert list(blocks.columns) == ["source_class", "target_class", "link_probability"] and len(blocks) == 4
+    within = blocks.link_probability[blocks.source_class == blocks.target_class]
+    across = blocks.link_probability[blocks.source_class != blocks.target_class]
+    assert within.min() > 0.8 and across.max() < 0.1, blocks
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "Classes of the nodes" in report and "a3" in report and "relation edge" in report
+    assert "undirected, 12 nodes, 31 links" in report
+    # Three classes, given: the option is the model's n_classes.
+    assert main(["fit", "lrm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--classes", "3",
+                 "--restarts", "2", "--max-iter", "5", "--quiet", "--out", str(tmp_path / "three")]) == 0
+    assert "2 restarts" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "three" / "blocks.csv").shape[0] == 9
+
+
+@pytest.mark.parametrize("model, options, message", [
+    ("lrm", ["--draws", "5"], "--draws: for the Gibbs chains and feature tables, not latent-class-relational"),
+    ("lrm", ["--valid-fraction", "0.2"], "--valid-fraction: not for latent-class-relational"),
+    ("lrm", ["--schedule", "em"], "--schedule: latent-class-relational runs incremental EM at β = 1"),
+    ("lrm", ["--format", "mtx"], "--format: latent-class-relational reads a CSV edge list, not mtx"),
+    ("lrm", ["--classes", "0"], "--classes: must be >= 1, got 0"),
+    ("lrm", ["--prior-count", "-1"], "--prior-count (prior_count): "),
+    ("lrm", ["--processes", "2"], "--processes: latent-class-relational is fitted in one process"),
+    ("irm", ["--classes", "3"], "--classes: for the EM models, not irm, whose chains sample their clusters"),
+    ("cdp", ["--restarts", "3"], "--restarts: for the EM models, not cdp"),
+])
+def test_options_a_model_has_no_use_for_are_refused(tmp_path, capsys, model, options, message):
+    _two_cliques(tmp_path / "links.csv")
+    assert main(["fit", model, str(tmp_path / "links.csv"), *options, "--out", str(tmp_path / "out")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("python -m zoo fit: error: ") and message in error, error
+
+
 def test_missing_files_and_unknown_models(tmp_path, capsys):
     assert main(["fit", "aspect", str(tmp_path / "missing.mtx")]) == 1
     assert "DATAFILE:" in capsys.readouterr().err
@@ -395,8 +443,8 @@ def test_missing_files_and_unknown_models(tmp_path, capsys):
         main(["fit", "no-such-model", str(tmp_path / "missing.mtx")])
     assert "invalid choice: no model 'no-such-model' in the zoo" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["fit", "lrm", str(tmp_path / "missing.mtx")])
-    assert "'lrm' (latent-class-relational) is in the zoo but has no fit command" in capsys.readouterr().err
+        main(["fit", "aspect_alternating", str(tmp_path / "missing.mtx")])
+    assert "'aspect_alternating' (aspect-alternating) is in the zoo but has no fit command" in capsys.readouterr().err
 
 
 def test_fit_takes_the_registrys_aliases(tmp_path, capsys):

@@ -7,7 +7,7 @@ import inspect
 import pandas as pd
 import pytest
 
-from zoo.cli import CHAIN_MODELS
+from zoo.cli import CHAIN_MODELS, RELATIONAL_EM_MODELS
 from zoo.dirichlet.families import beta_bernoulli
 from zoo.dyadic.cluster_abstraction import Tree
 from zoo.registry import MODEL_NAMES, ModelCard, describe, get_model, list_models
@@ -70,7 +70,7 @@ def test_list_models_is_a_table_indexed_by_name():
     assert {"class", "data", "summary", "equations", "latent_structure", "engines", "cli_fit"} <= set(table.columns)
     assert table.loc["scdp-3", "equations"].startswith("DM05 §5.2")
     # The names marked for the command line are exactly what `python -m zoo fit` accepts.
-    assert set(table.index[table["cli_fit"]]) == set(ESTIMATORS) | set(CHAIN_MODELS)
+    assert set(table.index[table["cli_fit"]]) == set(ESTIMATORS) | set(CHAIN_MODELS) | set(RELATIONAL_EM_MODELS)
 
 
 def test_settings_pass_through():

@@ -19,6 +19,8 @@
                       [--id-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
                       [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
+    python -m zoo fit latent-class-relational EDGES.csv [--source COLUMN] [--target COLUMN] [--directed]
+                      [--classes 2] [--restarts 10] [--max-iter 200] [--prior-count 1] [--seed S] [--out DIR]
     python -m zoo demo [--classes K] [--seed S]
 
 ``fit`` reads MatrixMarket (``.mtx``), LDA-C (``.ldac``, ``.lda-c``, ``.dat``) or CSV edge lists
@@ -55,6 +57,15 @@ their publication, the rows whose label is empty are the test references to clus
 :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its chains mix (500 warm-up sweeps, at
 most 4,000 draws per chain), and ``labels.csv`` holds each test row's publication in the point
 estimate; a ``--truth-column`` of the test rows' true classes (not a feature) scores it (DM05 §6).
+The latent-class relational model (``latent-class-relational``, alias ``lrm``; Chiang and Poole)
+reads the same edge lists as the IRM and fits
+:meth:`zoo.relational.latent_class.LatentClassRelational.fit` by incremental EM, its restarts in
+parallel and the best kept (``--classes`` classes per domain, default 2; ``--restarts``, default 10;
+``--max-iter`` passes over the nodes at most, default 200; ``--prior-count`` the model's
+``prior_count``, default 1), and writes ``labels.csv`` (each node's most probable class and its
+probability), ``blocks.csv`` (the probability of a link from a node of one class to one of
+another, θ_r of CP eq. 5) and ``report.html``. Options that a model has no use for (the EM
+options for the Gibbs models, the chains' options for the EM ones) are refused, not ignored.
 The mixing verdict, printed and in the report, names these options where the fits' advice names
 Python's settings (``--split-merge`` for ``n_split_merge``, ``--sampler subcluster`` for the
 sub-cluster sampler, ``--type-split-merge`` for ``n_type_split_merge``, a larger ``--draws`` for
@@ -92,7 +103,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "read_data", "read_table", "read_network", "FORMATS", "CHAIN_MODELS"]
+__all__ = ["main", "build_parser", "read_data", "read_table", "read_network", "FORMATS", "CHAIN_MODELS",
+           "RELATIONAL_EM_MODELS"]
 
 #: File formats by name, with the extensions that select them.
 FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (".csv",)}
@@ -101,6 +113,12 @@ FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (
 #: unsupervised and supervised, from a CSV table of features, the IRM from a CSV edge list.
 SUPERVISED_MODELS = ("scdp-1", "scdp-2", "scdp-3")
 CHAIN_MODELS = ("dp-mixture", "cdp", *SUPERVISED_MODELS, "irm")
+#: The models ``fit`` fits by incremental EM on a CSV edge list (CP): the latent-class relational model.
+RELATIONAL_EM_MODELS = ("latent-class-relational",)
+#: The EM options' values when not given, for the EM models of :data:`zoo.sklearn.ESTIMATORS` and for
+#: the latent-class relational model (its Python defaults: CP §3's ten restarts, two classes).
+EM_DEFAULTS = {"classes": 8, "restarts": 1, "max_iter": 500, "valid_fraction": 0.1, "prior_count": 0.0}
+RELATIONAL_EM_DEFAULTS = {"classes": 2, "restarts": 10, "max_iter": 200}
 #: Warm-up sweeps of the DP mixtures without ``--warmup`` (their Python default; the IRM and the
 #: supervised models take theirs, ``zoo.relational.infinite.DEFAULT_WARMUP`` and half of
 #: ``zoo.dirichlet.supervised.fit.DEFAULT_SWEEPS``).
@@ -250,7 +268,7 @@ def _fit_model(name: str) -> str:
     from zoo.registry import canonical_name
     from zoo.sklearn import ESTIMATORS
 
-    fitted = [*ESTIMATORS, *CHAIN_MODELS]
+    fitted = [*ESTIMATORS, *CHAIN_MODELS, *RELATIONAL_EM_MODELS]
     try:
         key = canonical_name(name)
     except ValueError as error:
@@ -276,25 +294,30 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("model", metavar="MODEL", help="a name printed by `list` (or an alias such as acm)")
     fit = commands.add_parser("fit", help="fit a model to a data file; write the fit and report.html")
     fit.add_argument("model", type=_fit_model, metavar="MODEL",
-                     help="one of: " + ", ".join([*ESTIMATORS, *CHAIN_MODELS]) + " (or an alias such as plsa or acm)")
+                     help="one of: " + ", ".join([*ESTIMATORS, *CHAIN_MODELS, *RELATIONAL_EM_MODELS])
+                          + " (or an alias such as plsa, acm or lrm)")
     fit.add_argument("datafile", metavar="DATAFILE",
                      help="MatrixMarket, LDA-C or CSV edge list; for dp-mixture, cdp and scdp-* a CSV table of "
                           "features")
-    fit.add_argument("--classes", type=int, default=8, help="number of classes K (default 8)")
+    fit.add_argument("--classes", type=int, default=None,
+                     help="number of classes K (default 8; latent-class-relational: classes per domain, default 2)")
     fit.add_argument("--schedule", choices=SCHEDULES, default="auto",
                      help="β schedule: the model's own with a validation split (auto, the default: annealing up "
                           "from β = 0.01 for one-sided and cam, tempered EM for the others), tempered EM, plain EM, "
                           "or annealing")
-    fit.add_argument("--valid-fraction", type=float, default=0.1,
+    fit.add_argument("--valid-fraction", type=float, default=None,
                      help="share of tokens held out to choose β (auto and tempered; default 0.1)")
-    fit.add_argument("--prior-count", type=float, default=0.0, metavar="C",
+    fit.add_argument("--prior-count", type=float, default=None, metavar="C",
                      help="count models: MAP-EM, C pseudo-counts added to every expected count, so that no held-out "
-                          "token has probability 0 (default 0: maximum likelihood)")
+                          "token has probability 0 (default 0: maximum likelihood); latent-class-relational: its "
+                          "prior_count (default 1)")
     fit.add_argument("--floor", type=float, default=None, metavar="P",
                      help="count models: score held-out tokens of probability 0 at P in the validation perplexity "
                           "(default: count them, preferring iterates with fewer)")
-    fit.add_argument("--restarts", type=int, default=1, help="random restarts, run in parallel (default 1)")
-    fit.add_argument("--max-iter", type=int, default=500, help="iteration cap (default 500)")
+    fit.add_argument("--restarts", type=int, default=None,
+                     help="random restarts, run in parallel (default 1; latent-class-relational: 10, the best kept)")
+    fit.add_argument("--max-iter", type=int, default=None,
+                     help="iteration cap (default 500; latent-class-relational: passes over the individuals, 200)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--out", default="zoo-fit", help="output directory (default ./zoo-fit)")
     fit.add_argument("--format", choices=sorted(FORMATS), default=None, help="input format (default: from the extension)")
@@ -318,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "for the IRM)")
     chains.add_argument("--draws", type=int, default=None,
                         help="draws per chain (default: until the chains mix, at most 10,000; 4,000 for scdp-*)")
-    chains.add_argument("--directed", action="store_true", help="irm: the edge list's links have a direction")
+    chains.add_argument("--directed", action="store_true",
+                        help="irm, latent-class-relational: the edge list's links have a direction")
     chains.add_argument("--split-merge", type=int, default=None, metavar="N",
                         help="split-merge moves per sweep of the partition (default: the model's; 10 for the DP "
                              "mixtures and irm, for scdp-* one per two test classes the training rows lead one to "
@@ -496,6 +520,100 @@ def _most_probable_draw(samples: dict) -> np.ndarray:
     return np.asarray(samples["assignments"])[chain, draw]
 
 
+#: Options whose default is None, by their attribute: given, they are named when a model has no use for them.
+_OPTIONAL = {"classes": "--classes", "restarts": "--restarts", "max_iter": "--max-iter",
+             "valid_fraction": "--valid-fraction", "prior_count": "--prior-count", "floor": "--floor",
+             "weight": "--weight", "warmup": "--warmup", "draws": "--draws", "split_merge": "--split-merge",
+             "sampler": "--sampler", "type_split_merge": "--type-split-merge", "id_column": "--id-column",
+             "label_column": "--label-column", "truth_column": "--truth-column"}
+
+
+def _refuse_options(arguments: argparse.Namespace, names: Sequence[str], why: str) -> None:
+    """A ``ValueError`` naming the first of ``names`` (attributes of :data:`_OPTIONAL`) that was given."""
+    for name in names:
+        if getattr(arguments, name, None) is not None:
+            raise ValueError(f"{_OPTIONAL[name]}: {why}")
+
+
+def _with_defaults(arguments: argparse.Namespace, defaults: dict[str, Any]) -> None:
+    """The options of ``defaults`` that were not given set to their values there."""
+    for name, value in defaults.items():
+        if getattr(arguments, name) is None:
+            setattr(arguments, name, value)
+
+
+def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
+    """``fit latent-class-relational``: incremental EM (CP §2) on a network read from a CSV edge list,
+    restarts in parallel and the best kept; write labels.csv, blocks.csv and report.html."""
+    import jax
+    import pandas as pd
+
+    from zoo.registry import get_model
+    from zoo.report import write_report
+
+    start = time.perf_counter()
+    model_name = arguments.model
+    _refuse_options(arguments, ("valid_fraction", "floor", "weight"),
+                    f"not for {model_name}: incremental EM fits every cell of the network, and each line of the "
+                    "edge list is one link")
+    _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "id_column",
+                                "label_column", "truth_column"),
+                    f"for the Gibbs chains and feature tables, not {model_name}")
+    if arguments.schedule != "auto":
+        raise ValueError(f"--schedule: {model_name} runs incremental EM at β = 1 (CP §2), not {arguments.schedule}")
+    if arguments.format not in (None, "csv"):
+        raise ValueError(f"--format: {model_name} reads a CSV edge list, not {arguments.format}")
+    _with_defaults(arguments, RELATIONAL_EM_DEFAULTS)
+    for option, value in (("--classes", arguments.classes), ("--restarts", arguments.restarts),
+                          ("--max-iter", arguments.max_iter)):
+        if value < 1:
+            raise ValueError(f"{option}: must be >= 1, got {value}")
+    settings = {"n_classes": arguments.classes}
+    if arguments.prior_count is not None:
+        settings["prior_count"] = arguments.prior_count
+    model = get_model(model_name, **settings)  # its settings checked before the file is read
+    data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
+                        directed=arguments.directed)
+    name = Path(arguments.datafile).name
+    nodes = data.domain("nodes")
+    links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
+    what = f"{nodes.size} nodes, {links} links"
+    with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
+        warnings.simplefilter("always")
+        result = model.fit(data, key=jax.random.key(arguments.seed), n_restarts=arguments.restarts,
+                           max_passes=arguments.max_iter, time_budget=arguments.time_budget,
+                           progress=not arguments.quiet)
+    out = Path(arguments.out)
+    out.mkdir(parents=True, exist_ok=True)
+    posterior = np.asarray(result.params.responsibilities[0], np.float64)
+    classes = posterior.argmax(axis=1)
+    labels_path = out / "labels.csv"
+    pd.DataFrame({"node": list(nodes.labels if nodes.labels is not None else range(nodes.size)), "class": classes,
+                  "probability": posterior[np.arange(classes.size), classes]}).to_csv(labels_path, index=False)
+    # θ_r (CP eq. 5) of the link value: the probability of a link from a node of one class to one of another.
+    links_given = np.asarray(result.params.relation_probs[0], np.float64)[..., 1]
+    sources, targets = np.meshgrid(np.arange(links_given.shape[0]), np.arange(links_given.shape[1]), indexing="ij")
+    blocks_path = out / "blocks.csv"
+    pd.DataFrame({"source_class": sources.ravel(), "target_class": targets.ravel(),
+                  "link_probability": links_given.ravel()}).to_csv(blocks_path, index=False)
+    settings = {"command": "python -m zoo " + " ".join(argv), "model name": model_name,
+                "data file": str(Path(arguments.datafile).resolve()),
+                "network": ("directed" if arguments.directed else "undirected") + f", {what}",
+                "restarts": arguments.restarts, "max passes": arguments.max_iter, "seed": arguments.seed,
+                "time budget": arguments.time_budget}
+    report_path = write_report(out / "report.html", result, title=f"{model_name} on {name}", settings=settings,
+                               data=data)
+    sizes = np.bincount(classes, minlength=posterior.shape[1])
+    stream.write(f"{model_name}: {what} from {name}\n")
+    stream.write(f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after "
+                 f"{result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
+                 f"{float(result.history['objective'][-1]):.6g}; classes of {', '.join(map(str, sizes))} nodes; "
+                 f"{time.perf_counter() - start:.1f} s\n")
+    for warning in caught:  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
+        stream.write(f"{warning.category.__name__}: {warning.message}\n")
+    stream.write(f"wrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
+
+
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     """``fit dp-mixture|cdp|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
     network (the IRM); write chains.nc, labels.csv and report.html."""
@@ -513,6 +631,9 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     from zoo.report import write_report
 
     start = time.perf_counter()
+    _refuse_options(arguments, ("classes", "restarts", "max_iter", "valid_fraction", "prior_count", "floor"),
+                    f"for the EM models, not {arguments.model}, whose chains sample their clusters (--chains, "
+                    "--warmup, --draws)")
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
                                    ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0),
                                    ("--type-split-merge", arguments.type_split_merge, 0)):
@@ -644,6 +765,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     from zoo.sklearn import ESTIMATORS, make_schedule
 
     start = time.perf_counter()
+    _with_defaults(arguments, EM_DEFAULTS)
     estimator_type = ESTIMATORS[arguments.model]
     counts = ({"prior_count": arguments.prior_count, "floor": arguments.floor}
               if "prior_count" in estimator_type._get_param_names() else {})
@@ -789,7 +911,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.processes < 1:
         sys.stderr.write(f"python -m zoo fit: error: --processes: expected at least 1, got {arguments.processes}\n")
         return 1
-    if arguments.processes > 1 and arguments.model in CHAIN_MODELS:
+    if arguments.processes > 1 and arguments.model in (*CHAIN_MODELS, *RELATIONAL_EM_MODELS):
         sys.stderr.write(f"python -m zoo fit: error: --processes: {arguments.model} is fitted in one process\n")
         return 1
     if arguments.processes > 1 and arguments.process_id is None:
@@ -798,7 +920,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return _launch_processes(arguments, argv)
     try:
-        (_fit_chains if arguments.model in CHAIN_MODELS else _fit)(arguments, argv, sys.stdout)
+        fit = (_fit_chains if arguments.model in CHAIN_MODELS
+               else _fit_relational if arguments.model in RELATIONAL_EM_MODELS else _fit)
+        fit(arguments, argv, sys.stdout)
     except (ValueError, TypeError, FileNotFoundError) as error:
         sys.stderr.write(f"python -m zoo fit: error: {_named_as_option(str(error))}\n")
         return 1

@@ -342,6 +342,7 @@ _CARDS = (
         program_path="zoo.relational.latent_class.latent_class_program",
         settings=(("n_classes", 2),),
         aliases=("lrm", "iem"),
+        cli_fit=True,
     ),
     ModelCard(
         name="irm",
