@@ -402,8 +402,10 @@ def test_figures_come_in_pairs_and_a_lone_one_spans_the_row():
 
 def test_latent_class_relational_report_names_the_individuals_and_shows_each_relation(tmp_path):
     """An LRMResult (CP): fit summary and restarts, each domain's classes with their members named by
-    the data's labels, and each relation's θ_r drawn, a relation of three values as three heat maps."""
+    the data's labels, and each relation's θ_r drawn: a relation of three values as three heat maps,
+    a unary one as classes × values."""
     from zoo.relational import LatentClassRelational, RelationalData
+    from zoo.relational.data import Relation
 
     rng = np.random.default_rng(0)
     users, items = np.repeat([0, 1], 6), np.repeat([0, 1, 2], 4)
@@ -412,6 +414,9 @@ def test_latent_class_relational_report_names_the_individuals_and_shows_each_rel
                                          relation="rates", values=(0, 1, 2),
                                          labels=([f"user {index}" for index in range(12)],
                                                  [f"film {index}" for index in range(12)]))
+    # and a unary relation: each user's age group
+    age = Relation("age", ("users",), (12,), np.arange(12)[:, None], users, value_labels=("young", "old"))
+    data = RelationalData(data.domains, (*data.relations, age))
     result = LatentClassRelational({"users": 2, "films": 3}).fit(data, key=jax.random.key(0), n_restarts=3)
     document = write_report(tmp_path / "lrm.html", result, data=data, settings={"command": "fit"}).read_text()
     _assert_self_contained(document)
@@ -421,7 +426,8 @@ def test_latent_class_relational_report_names_the_individuals_and_shows_each_rel
     members = re.findall(r"(\d+) members</span>", document)
     assert sorted(map(int, members[:2])) == [6, 6] and sum(map(int, members[2:])) == 12
     assert len(re.findall(r"<tr><td>\d</td><td>-?[\d.]+</td></tr>", document)) == 3  # one row per restart
-    assert len(_images(document)) == 2  # the history, and θ_r (its three values in one figure)
+    assert "relation age" in document
+    assert len(_images(document)) == 3  # the history, and each relation's θ_r (three values in one figure)
     # Without the data the individuals are numbered; data of other domains is refused.
     assert "users 7" in report_html(result)
     with pytest.raises(ValueError, match="data: its domains are not those of the fit"):

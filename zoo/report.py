@@ -621,45 +621,42 @@ def _lrm_profiles(result: LRMResult, names: dict[str, tuple | None], n_top: int 
     return groups
 
 
-def _relation_figure(result: LRMResult, index: int, value_labels: tuple | None, width: float) -> Any:
-    """θ_r of one relation as heat maps: for each value but the first (every one when |r| > 2, at
-    most four), its probability given the argument classes; a unary relation as classes × values,
-    a relation of more than two arguments over its first two, the others' classes averaged under
-    their priors θ_h."""
+def _relation_figure(result: LRMResult, index: int, value_labels: tuple | None, width: float) -> tuple[Any, str]:
+    """θ_r of one relation (CP eq. 5) as heat maps, and its caption: a binary relation (arity 2)
+    as the probability of its second value given the two argument classes (one map per value,
+    at most four, when it has more than two values); a unary one as classes × values."""
+    from matplotlib.ticker import MaxNLocator
+
     schema = result.schema
     probs = np.asarray(result.params.relation_probs[index], np.float64)
     domains = [schema.domain_names[d] for d in schema.relation_domains[index]]
     n_values = probs.shape[-1]
-    labels = value_labels if value_labels is not None else tuple(range(n_values))
+    labels = tuple(value_labels) if value_labels is not None else tuple(range(n_values))
     caption = f"relation {schema.relation_names[index]}"
-    if probs.ndim == 2:  # unary: classes x values
-        panels = [(probs, f"P(value | class of the {domains[0]})", (f"{domains[0]} class", "value"))]
+    if probs.ndim == 2:  # unary: classes x values, the values named on the x axis
+        panels = [(probs, f"P(value | class of the {domains[0]})", f"{domains[0]} class", "value")]
     else:
-        while probs.ndim > 3:  # average the last argument's classes under their prior
-            weights = np.asarray(result.params.class_weights[schema.relation_domains[index][probs.ndim - 2]],
-                                 np.float64)
-            probs = np.tensordot(probs, weights, axes=([probs.ndim - 2], [0]))
-            caption += f", {domains[probs.ndim - 1]} classes averaged under θ_h"
-        shown = list(range(1, n_values)) if n_values == 2 else list(range(min(n_values, 4)))
-        panels = [(probs[:, :, value], f"P({labels[value]} | classes)", (f"{domains[0]} class", f"{domains[1]} class"))
+        shown = [1] if n_values == 2 else list(range(min(n_values, 4)))
+        panels = [(probs[:, :, value], f"P({labels[value]} | classes)", f"{domains[0]} class", f"{domains[1]} class")
                   for value in shown]
-    figure = _new_figure(width, min(1.4 + 0.25 * max(panel.shape[0] for panel, _, _ in panels), 6.0))
+        if n_values > 4:
+            caption += f", the first 4 of its {n_values} values"
+    figure = _new_figure(width, min(1.4 + 0.25 * max(panel.shape[0] for panel, *_ in panels), 6.0))
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
-    from matplotlib.ticker import MaxNLocator
-
-    for axis, (values, title, (ylabel, xlabel)) in zip(axes, panels):
+    for axis, (values, title, ylabel, xlabel) in zip(axes, panels):
         image = axis.imshow(values, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0.0, vmax=1.0)
         for (row, col), value in (np.ndenumerate(values) if values.size <= 64 else ()):
             axis.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=9,
-                          color="white" if value < 0.6 else "black")
+                      color="white" if value < 0.6 else "black")
         axis.set_title(title, fontsize=9)
         axis.set_ylabel(ylabel, fontsize=8)
         axis.set_xlabel(xlabel, fontsize=8)
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if probs.ndim == 2:
+            axis.set_xticks(np.arange(n_values), [str(label) for label in labels])
+        else:
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     figure.colorbar(image, ax=list(axes))
-    if n_values > 4 and probs.ndim == 3:
-        caption += f", the first 4 of its {n_values} values"
     return figure, caption
 
 
