@@ -428,12 +428,65 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
     ("lrm", ["--processes", "2"], "--processes: latent-class-relational is fitted in one process"),
     ("irm", ["--classes", "3"], "--classes: for the EM models, not irm, whose chains sample their clusters"),
     ("cdp", ["--restarts", "3"], "--restarts: for the EM models, not cdp"),
+    ("cdp", ["--rating", "stars"], "--rating: for the relational models, not cdp"),
+    ("dp-mixture", ["--directed"], "--directed: for the relational models' edge lists, not dp-mixture"),
+    ("aspect", ["--draws", "3"], "--draws: for the Gibbs chains, not aspect"),
+    ("aspect", ["--rating", "stars"], "--rating: for the relational models, not aspect"),
+    ("lrm", ["--threshold", "2"], "--threshold: only with --rating (a table of ratings, not an edge list)"),
+    ("irm", ["--rating", "stars", "--directed"], "--directed: ratings go from a --source to a --target"),
+    ("lrm", ["--rating", "stars", "--source", "who", "--target", "who"],
+     "--target: the ratings' items need a column of their own, not --source's 'who'"),
+    ("lrm", ["--rating", "stars", "--source", "who", "--target", "whom"], "--rating: no column 'stars' in links.csv"),
+    ("lrm", ["--rating", "whom", "--source", "who", "--target", "who2"], "--target: no column 'who2' in links.csv"),
+    ("irm", ["--rating", "whom", "--source", "who", "--target", "whom"],
+     "--rating: line 2 of links.csv has 'a1' in 'whom', not a number"),
 ])
 def test_options_a_model_has_no_use_for_are_refused(tmp_path, capsys, model, options, message):
     _two_cliques(tmp_path / "links.csv")
     assert main(["fit", model, str(tmp_path / "links.csv"), *options, "--out", str(tmp_path / "out")]) == 1
     error = capsys.readouterr().err
     assert error.startswith("python -m zoo fit: error: ") and message in error, error
+
+
+def _ratings(path):
+    """Ten users who rate eight films: the even users like the even films and dislike the odd ones,
+    the odd users the other way round; a third of the pairs unrated."""
+    rng = np.random.default_rng(0)
+    lines = ["user,film,stars"] + [
+        f"user{user},film{film},{(5 if user % 2 == film % 2 else 1) - rng.integers(0, 2)}"
+        for user in range(10) for film in range(8) if (user + film) % 3]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_relational_models_fit_a_table_of_ratings_as_likes_above_the_mean(tmp_path, capsys):
+    """--rating: CP §3's likes(user, film), 1 where the rating is above the mean rating, over two
+    domains named after the columns; only the rated pairs are observed."""
+    _ratings(tmp_path / "ratings.csv")
+    options = [str(tmp_path / "ratings.csv"), "--source", "user", "--target", "film", "--rating", "stars", "--quiet"]
+    assert main(["fit", "lrm", *options, "--out", str(tmp_path / "lrm")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("latent-class-relational: user (10) x film (8), 53 ratings, 27 above the mean rating "
+                              "from ratings.csv\n"), printed
+    assert "classes of 5, 5 in user; classes of 4, 4 in film" in printed
+    labels = pd.read_csv(tmp_path / "lrm" / "labels.csv")
+    assert list(labels.columns) == ["domain", "individual", "class", "probability"] and len(labels) == 18
+    users = labels[labels.domain == "user"].set_index("individual")["class"]
+    assert users[[f"user{index}" for index in range(0, 10, 2)]].nunique() == 1 != users.nunique()
+    blocks = pd.read_csv(tmp_path / "lrm" / "blocks.csv")
+    assert list(blocks.columns) == ["user_class", "film_class", "likes_probability"]
+    likes = np.sort(blocks.likes_probability)
+    assert likes[1] < 0.1 and likes[2] > 0.9, blocks  # each user class likes one film class
+    assert "user (10) x film (8), 53 ratings" in (tmp_path / "lrm" / "report.html").read_text(encoding="utf-8")
+    # The IRM on the same table, and a threshold given.
+    assert main(["fit", "irm", *options, "--threshold", "3", "--chains", "2", "--warmup", "20", "--draws", "30",
+                 "--out", str(tmp_path / "irm")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("irm: user (10) x film (8), 53 ratings, 27 above 3 from ratings.csv"), printed
+    assert "clusters of the user; " in printed and " clusters of the film; " in printed
+    labels = pd.read_csv(tmp_path / "irm" / "labels.csv")
+    assert list(labels.columns) == ["domain", "individual", "cluster"] and list(labels.domain).count("film") == 8
+    assert chains_settings(load_chains(tmp_path / "irm" / "chains.nc"))["settings"]["ratings"].startswith(
+        "user (10) x film (8)")
 
 
 def test_missing_files_and_unknown_models(tmp_path, capsys):

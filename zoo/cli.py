@@ -21,6 +21,8 @@
                       [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
     python -m zoo fit latent-class-relational EDGES.csv [--source COLUMN] [--target COLUMN] [--directed]
                       [--classes 2] [--restarts 10] [--max-iter 200] [--prior-count 1] [--seed S] [--out DIR]
+    python -m zoo fit irm|latent-class-relational RATINGS.csv --source USER --target ITEM --rating COLUMN
+                      [--threshold T] [the options above]
     python -m zoo demo [--classes K] [--seed S]
 
 ``fit`` reads MatrixMarket (``.mtx``), LDA-C (``.ldac``, ``.lda-c``, ``.dat``) or CSV edge lists
@@ -64,7 +66,11 @@ parallel and the best kept (``--classes`` classes per domain, default 2; ``--res
 ``--max-iter`` passes over the nodes at most, default 200; ``--prior-count`` the model's
 ``prior_count``, default 1), and writes ``labels.csv`` (each node's most probable class and its
 probability), ``blocks.csv`` (the probability of a link from a node of one class to one of
-another, θ_r of CP eq. 5) and ``report.html``. Options that a model has no use for (the EM
+another, θ_r of CP eq. 5) and ``report.html``. With ``--rating COLUMN`` both relational models read a
+table of ratings instead (:func:`read_ratings`: one line per rated ``--source``, ``--target`` pair)
+as CP §3 do, a binary ``likes`` between two domains named after the two columns, 1 where the rating
+is above ``--threshold`` (default: the mean rating), the pairs not rated missing; ``labels.csv``
+then gives each individual's domain as well. Options that a model has no use for (the EM
 options for the Gibbs models, the chains' options for the EM ones) are refused, not ignored.
 The mixing verdict, printed and in the report, names these options where the fits' advice names
 Python's settings (``--split-merge`` for ``n_split_merge``, ``--sampler subcluster`` for the
@@ -103,8 +109,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "read_data", "read_table", "read_network", "FORMATS", "CHAIN_MODELS",
-           "RELATIONAL_EM_MODELS"]
+__all__ = ["main", "build_parser", "read_data", "read_table", "read_network", "read_ratings", "FORMATS",
+           "CHAIN_MODELS", "RELATIONAL_EM_MODELS"]
 
 #: File formats by name, with the extensions that select them.
 FORMATS = {"mtx": (".mtx", ".mm"), "ldac": (".ldac", ".lda-c", ".dat"), "csv": (".csv",)}
@@ -343,6 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="draws per chain (default: until the chains mix, at most 10,000; 4,000 for scdp-*)")
     chains.add_argument("--directed", action="store_true",
                         help="irm, latent-class-relational: the edge list's links have a direction")
+    chains.add_argument("--rating", default=None, metavar="COLUMN",
+                        help="irm, latent-class-relational: DATAFILE is a table of ratings, one line per rated "
+                             "--source and --target pair (two domains), fitted as likes = rating above --threshold "
+                             "(CP §3); pairs not rated are missing")
+    chains.add_argument("--threshold", type=float, default=None,
+                        help="with --rating: the rating above which a pair counts as liked (default: the mean "
+                             "rating, as CP §3)")
     chains.add_argument("--split-merge", type=int, default=None, metavar="N",
                         help="split-merge moves per sweep of the partition (default: the model's; 10 for the DP "
                              "mixtures and irm, for scdp-* one per two test classes the training rows lead one to "
@@ -513,6 +526,85 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
     return RelationalData.from_networkx(graph)
 
 
+def read_ratings(path: str | os.PathLike, *, source: str = "source", target: str = "target",
+                 rating: str = "rating", threshold: float | str = "mean") -> Any:
+    """Read a CSV table of ratings (one line per rated pair: columns ``source``, ``target`` and
+    ``rating``) as CP §3's binary relation ``likes(source, target)``, 1 where the rating is above
+    ``threshold`` (``"mean"``: the global mean rating), between two domains named after the two
+    columns (:meth:`~zoo.relational.data.RelationalData.from_ratings`). Only the rated pairs are
+    observed; the others are missing, not "dislikes".
+
+    Raises
+    ------
+    ValueError
+        A missing column, a line without both individuals or a rating that is not a number, a pair
+        rated twice, or a ``source`` column that is the ``target`` column.
+    """
+    import pandas as pd
+
+    from zoo.relational.data import RelationalData
+
+    if source == target:
+        raise ValueError(f"--target: the ratings' items need a column of their own, not --source's {source!r}")
+    path, frame = _read_csv(path, {"--source": source, "--target": target, "--rating": rating})
+    pairs = frame[[source, target]]
+    if pairs.isna().any().any():
+        row = int(np.flatnonzero(pairs.isna().any(axis=1).to_numpy())[0])
+        raise ValueError(f"DATAFILE: line {row + 2} of {path.name} lacks a {source} or a {target}")
+    values = pd.to_numeric(frame[rating], errors="coerce")
+    if (values.isna() & frame[rating].notna()).any():
+        row = int(np.flatnonzero((values.isna() & frame[rating].notna()).to_numpy())[0])
+        raise ValueError(f"--rating: line {row + 2} of {path.name} has {frame[rating].iloc[row]!r} in {rating!r}, "
+                         "not a number")
+    frame = frame.assign(**{rating: values})
+    return RelationalData.from_ratings(frame, user=source, item=target, rating=rating, threshold=threshold,
+                                       domains=(str(source), str(target)), relation="likes")
+
+
+def _relational_data(arguments: argparse.Namespace) -> tuple[Any, str, str]:
+    """The network (an edge list) or the ratings (``--rating``) that the IRM and the latent-class
+    relational model fit; what the command prints of them, and the report's line."""
+    if arguments.rating is None:
+        if arguments.threshold is not None:
+            raise ValueError("--threshold: only with --rating (a table of ratings, not an edge list)")
+        data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
+                            directed=arguments.directed)
+        links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
+        what = f"{data.domain('nodes').size} nodes, {links} links"
+        return data, what, ("directed" if arguments.directed else "undirected") + f", {what}"
+    if arguments.directed:
+        raise ValueError("--directed: ratings go from a --source to a --target of another domain already")
+    threshold = "mean" if arguments.threshold is None else arguments.threshold
+    data = read_ratings(arguments.datafile, source=arguments.source, target=arguments.target,
+                        rating=arguments.rating, threshold=threshold)
+    likes = data.relation()
+    sources, targets = (data.domain(name) for name in data.schema.domain_names)
+    cut = "the mean rating" if threshold == "mean" else f"{threshold:g}"
+    what = (f"{sources.name} ({sources.size}) x {targets.name} ({targets.size}), {likes.n_observed} ratings, "
+            f"{int(np.sum(likes.values))} above {cut}")
+    return data, what, what
+
+
+def _class_table(data: Any, classes: dict[str, np.ndarray], column: str,
+                 probabilities: dict[str, np.ndarray] | None = None) -> Any:
+    """labels.csv of a relational fit: each node's class (a network), or each individual's with its
+    domain (ratings: two domains), and the probability of that class where there is one."""
+    import pandas as pd
+
+    frames = []
+    for name in data.schema.domain_names:
+        domain = data.domain(name)
+        frame = pd.DataFrame({"node" if name == "nodes" else "individual":
+                              list(domain.labels if domain.labels is not None else range(domain.size)),
+                              column: classes[name]})
+        if probabilities is not None:
+            frame["probability"] = probabilities[name]
+        if name != "nodes":
+            frame.insert(0, "domain", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
 def _most_probable_draw(samples: dict) -> np.ndarray:
     """The assignments of the draw of highest log joint among every chain's draws."""
     log_joint = np.asarray(samples["log_joint"])
@@ -525,7 +617,8 @@ _OPTIONAL = {"classes": "--classes", "restarts": "--restarts", "max_iter": "--ma
              "valid_fraction": "--valid-fraction", "prior_count": "--prior-count", "floor": "--floor",
              "weight": "--weight", "warmup": "--warmup", "draws": "--draws", "split_merge": "--split-merge",
              "sampler": "--sampler", "type_split_merge": "--type-split-merge", "id_column": "--id-column",
-             "label_column": "--label-column", "truth_column": "--truth-column"}
+             "label_column": "--label-column", "truth_column": "--truth-column", "rating": "--rating",
+             "threshold": "--threshold"}
 
 
 def _refuse_options(arguments: argparse.Namespace, names: Sequence[str], why: str) -> None:
@@ -572,43 +665,44 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
     if arguments.prior_count is not None:
         settings["prior_count"] = arguments.prior_count
     model = get_model(model_name, **settings)  # its settings checked before the file is read
-    data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
-                        directed=arguments.directed)
     name = Path(arguments.datafile).name
-    nodes = data.domain("nodes")
-    links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
-    what = f"{nodes.size} nodes, {links} links"
     with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
         warnings.simplefilter("always")
+        data, what, described = _relational_data(arguments)
         result = model.fit(data, key=jax.random.key(arguments.seed), n_restarts=arguments.restarts,
                            max_passes=arguments.max_iter, time_budget=arguments.time_budget,
                            progress=not arguments.quiet)
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
-    posterior = np.asarray(result.params.responsibilities[0], np.float64)
-    classes = posterior.argmax(axis=1)
+    domains = data.schema.domain_names
+    posteriors = {domain: np.asarray(posterior, np.float64)
+                  for domain, posterior in zip(domains, result.params.responsibilities)}
+    classes = {domain: posterior.argmax(axis=1) for domain, posterior in posteriors.items()}
     labels_path = out / "labels.csv"
-    pd.DataFrame({"node": list(nodes.labels if nodes.labels is not None else range(nodes.size)), "class": classes,
-                  "probability": posterior[np.arange(classes.size), classes]}).to_csv(labels_path, index=False)
-    # θ_r (CP eq. 5) of the link value: the probability of a link from a node of one class to one of another.
-    links_given = np.asarray(result.params.relation_probs[0], np.float64)[..., 1]
-    sources, targets = np.meshgrid(np.arange(links_given.shape[0]), np.arange(links_given.shape[1]), indexing="ij")
+    _class_table(data, classes, "class", {domain: posterior[np.arange(posterior.shape[0]), classes[domain]]
+                                          for domain, posterior in posteriors.items()}).to_csv(labels_path, index=False)
+    # θ_r (CP eq. 5) of the value 1: the probability of a link (a like) from a class to another.
+    given = np.asarray(result.params.relation_probs[0], np.float64)[..., 1]
+    sources, targets = np.meshgrid(np.arange(given.shape[0]), np.arange(given.shape[1]), indexing="ij")
+    ends = ("source", "target") if domains == ("nodes",) else domains
     blocks_path = out / "blocks.csv"
-    pd.DataFrame({"source_class": sources.ravel(), "target_class": targets.ravel(),
-                  "link_probability": links_given.ravel()}).to_csv(blocks_path, index=False)
+    pd.DataFrame({f"{ends[0]}_class": sources.ravel(), f"{ends[1]}_class": targets.ravel(),
+                  ("link" if domains == ("nodes",) else "likes") + "_probability": given.ravel()}
+                 ).to_csv(blocks_path, index=False)
     settings = {"command": "python -m zoo " + " ".join(argv), "model name": model_name,
                 "data file": str(Path(arguments.datafile).resolve()),
-                "network": ("directed" if arguments.directed else "undirected") + f", {what}",
+                ("network" if arguments.rating is None else "ratings"): described,
                 "restarts": arguments.restarts, "max passes": arguments.max_iter, "seed": arguments.seed,
                 "time budget": arguments.time_budget}
     report_path = write_report(out / "report.html", result, title=f"{model_name} on {name}", settings=settings,
                                data=data)
-    sizes = np.bincount(classes, minlength=posterior.shape[1])
+    sizes = "; ".join(
+        f"classes of {', '.join(map(str, np.bincount(classes[domain], minlength=posteriors[domain].shape[1])))} "
+        f"{'nodes' if domain == 'nodes' else 'in ' + domain}" for domain in domains)
     stream.write(f"{model_name}: {what} from {name}\n")
     stream.write(f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after "
                  f"{result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
-                 f"{float(result.history['objective'][-1]):.6g}; classes of {', '.join(map(str, sizes))} nodes; "
-                 f"{time.perf_counter() - start:.1f} s\n")
+                 f"{float(result.history['objective'][-1]):.6g}; {sizes}; {time.perf_counter() - start:.1f} s\n")
     for warning in caught:  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
         stream.write(f"{warning.category.__name__}: {warning.message}\n")
     stream.write(f"wrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
@@ -634,6 +728,10 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     _refuse_options(arguments, ("classes", "restarts", "max_iter", "valid_fraction", "prior_count", "floor"),
                     f"for the EM models, not {arguments.model}, whose chains sample their clusters (--chains, "
                     "--warmup, --draws)")
+    if arguments.model != "irm":
+        _refuse_options(arguments, ("rating", "threshold"), f"for the relational models, not {arguments.model}")
+        if arguments.directed:
+            raise ValueError(f"--directed: for the relational models' edge lists, not {arguments.model}")
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
                                    ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0),
                                    ("--type-split-merge", arguments.type_split_merge, 0)):
@@ -657,20 +755,16 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
         warnings.simplefilter("always")
         if arguments.model == "irm":
-            data = read_network(arguments.datafile, source=arguments.source, target=arguments.target,
-                                directed=arguments.directed)
+            data, what, described = _relational_data(arguments)
             warmup = DEFAULT_IRM_WARMUP if arguments.warmup is None else arguments.warmup
             model = get_model("irm", **moves)
-            nodes = data.domain("nodes")
-            links = int(np.sum(data.relation().values)) // (1 if arguments.directed else 2)  # both ways stored
-            what = f"{nodes.size} nodes, {links} links"
-            settings["network"] = ("directed" if arguments.directed else "undirected") + f", {what}"
+            settings["network" if arguments.rating is None else "ratings"] = described
             fit = model.sample(data, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                time_budget=arguments.time_budget, progress=not arguments.quiet,
                                until_mixed=until_mixed)
             n_draws = fit.log_joint.shape[1]
             idata = fit.to_inference_data() if n_draws else None
-            row_names, labels, id_column, kind = pd.Series(nodes.labels), None, "node", "the most probable draw"
+            labels, kind = None, "the most probable draw"
             resume = IRM_RESUME_CALL
         else:
             supervised = arguments.model in SUPERVISED_MODELS
@@ -724,16 +818,19 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
     chains_path = save_chains(out / "chains.nc", idata, model=model, settings=settings)
-    if arguments.model == "irm":
-        partition = fit.map_partition()["nodes"]
-    elif keep_best_draw:
-        partition = _most_probable_draw(fit.result.samples)
+    if arguments.model == "irm":  # each domain's clusters in the draw of highest log joint
+        partitions = {domain: np.unique(np.asarray(partition), return_inverse=True)[1]
+                      for domain, partition in fit.map_partition().items()}
+        table = _class_table(data, partitions, "cluster")
+        clusters = "; ".join(f"{int(partition.max()) + 1} clusters" + ("" if domain == "nodes" else f" of the {domain}")
+                             for domain, partition in partitions.items())
     else:
-        partition = fit.point_estimate()
-    partition = np.unique(np.asarray(partition), return_inverse=True)[1]
-    table = pd.DataFrame({"cluster": partition})
-    if row_names is not None:
-        table.insert(0, id_column, row_names.to_numpy())
+        partition = _most_probable_draw(fit.result.samples) if keep_best_draw else fit.point_estimate()
+        partition = np.unique(np.asarray(partition), return_inverse=True)[1]
+        table = pd.DataFrame({"cluster": partition})
+        if row_names is not None:
+            table.insert(0, id_column, row_names.to_numpy())
+        clusters = f"{int(partition.max()) + 1} clusters"
     labels_path = out / "labels.csv"
     table.to_csv(labels_path, index=False)
     # The fit's advice names Python's ways to run longer and with other moves; here they are the command's.
@@ -742,7 +839,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                                calls=calls)
     completed = fit.completed if arguments.model == "irm" else fit.result.completed
     stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
-                 f"{kind}: {int(partition.max()) + 1} clusters; {time.perf_counter() - start:.1f} s\n")
+                 f"{kind}: {clusters}; {time.perf_counter() - start:.1f} s\n")
     if labels is not None:
         scores = clustering_scores(labels.to_numpy(), partition)
         against = (f"{arguments.truth_column} ({partition.size} test rows)" if arguments.truth_column is not None
@@ -765,6 +862,11 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     from zoo.sklearn import ESTIMATORS, make_schedule
 
     start = time.perf_counter()
+    _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "truth_column"),
+                    f"for the Gibbs chains, not {arguments.model}")
+    _refuse_options(arguments, ("rating", "threshold"), f"for the relational models, not {arguments.model}")
+    if arguments.directed:
+        raise ValueError(f"--directed: for the relational models' edge lists, not {arguments.model}")
     _with_defaults(arguments, EM_DEFAULTS)
     estimator_type = ESTIMATORS[arguments.model]
     counts = ({"prior_count": arguments.prior_count, "floor": arguments.floor}
