@@ -340,7 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --processes and --coordinator: this process's id, 0 to N-1 (one per machine)")
     fit.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 (jax.distributed's coordinator)")
     chains = fit.add_argument_group("dp-mixture, cdp, scdp-1, scdp-2, scdp-3 and irm (Gibbs chains; --classes, "
-                                    "--schedule and the EM options do not apply)")
+                                    "--schedule and the EM options do not apply), and the relational models' data "
+                                    "(--directed, --rating, --threshold: irm and latent-class-relational)")
     chains.add_argument("--chains", type=int, default=4, help="chains from dispersed starts (default 4)")
     chains.add_argument("--warmup", type=int, default=None,
                         help="warm-up sweeps per chain (default 200 for the DP mixtures, 500 for scdp-*, 1000 "
