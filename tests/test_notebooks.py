@@ -116,3 +116,23 @@ def test_the_readme_names_every_notebook():
     section = readme.split("\n## Notebooks\n", 1)[1].split("\n## ", 1)[0]
     missing = [path.stem for path in NOTEBOOKS if f"`{path.stem}`" not in section]
     assert not missing, f"README.md's Notebooks section does not name {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_stored_warnings_echo_the_cells_own_lines(path):
+    # A warning that a cell raised is stored with its line number in the cell and that line's text
+    # ("/tmp/ipykernel_1/2.py:6: MixingWarning: ...\n  irm = ..."). When the cell's source no longer
+    # has that text on that line, the source was edited after the run the reader sees: one notebook
+    # showed warnings from code it no longer held, advising a setting its cell had since changed.
+    header = re.compile(r"^\S*ipykernel\S*\.py:(\d+): \w+: .*\n(.*)$", re.MULTILINE)
+    stale = []
+    for number, cell in enumerate(_code_cells(path)):
+        lines = cell.source.splitlines()
+        for output in cell.get("outputs", []):
+            if output.get("name") != "stderr":
+                continue
+            for line, echo in header.findall(output.get("text", "")):
+                index = int(line) - 1
+                if index >= len(lines) or lines[index].strip() != echo.strip():
+                    stale.append(f"code cell {number}, line {line}: {echo.strip()[:60]!r}")
+    assert not stale, f"{path.name}: stored warnings name lines the cell no longer holds (re-run it): {stale}"
