@@ -159,22 +159,28 @@ def history_figure(result: EMResult, *, width: float = _HALF_WIDTH) -> Any:
     """
     if not isinstance(result, EMResult):
         raise TypeError(f"result: expected an inference.em.EMResult, got {type(result).__name__}")
-    history = result.history
-    panels = [("log_lik", "training log-likelihood (β = 1)"), ("valid_perplexity", "validation perplexity"),
-              ("beta", "β")]
+    return _history_panels(result.history, [("log_lik", "training log-likelihood (β = 1)"),
+                                            ("valid_perplexity", "validation perplexity"), ("beta", "β")],
+                           "iteration", width, marked=result.best_iteration)
+
+
+def _history_panels(history: dict, panels: list[tuple[str, str]], step: str, width: float,
+                    marked: int = -1) -> Any:
+    """One panel per recorded quantity of ``history`` (name, axis label) against its ``step``, the
+    step ``marked`` (the kept iteration) as a dashed line."""
     panels = [(name, label) for name, label in panels
-              if name in history and np.isfinite(np.asarray(history[name], np.float64)).any()]
+              if name in (history or {}) and np.isfinite(np.asarray(history[name], np.float64)).any()]
     figure = _new_figure(width, 1.9 * max(len(panels), 1))
     axes = figure.subplots(max(len(panels), 1), 1, sharex=True, squeeze=False)[:, 0]
     for axis, (name, label) in zip(axes, panels):
         values = np.asarray(history[name], np.float64)
         axis.plot(np.arange(values.shape[0]), values, marker="." if values.shape[0] < 60 else None)
         axis.set_ylabel(label, fontsize=8)
-        if 0 <= result.best_iteration < values.shape[0]:
-            axis.axvline(result.best_iteration, color="tab:red", linestyle="--", linewidth=1)
-    axes[-1].set_xlabel("iteration")
+        if 0 <= marked < values.shape[0]:
+            axis.axvline(marked, color="tab:red", linestyle="--", linewidth=1)
+    axes[-1].set_xlabel(step)
     if not panels:
-        axes[0].text(0.5, 0.5, "no iterations recorded", ha="center", va="center")
+        axes[0].text(0.5, 0.5, f"no {step}{'es' if step.endswith('s') else 's'} recorded", ha="center", va="center")
     return figure
 
 
@@ -531,6 +537,17 @@ def _association_html(params: TwoSidedParams) -> str:
             "than independent clusters would (H99 eq. 9).</p>")
 
 
+def _fit_summary(rows: list[tuple[str, Any]], result: Any, settings: dict[str, Any] | None, score: str,
+                 note: str) -> str:
+    """The "Fit" table (``rows``, then the settings and what made the fit) and the restarts' scores."""
+    rows = [*rows, *((str(name), value) for name, value in (settings or {}).items()),
+            *((str(name), value) for name, value in (getattr(result, "provenance", None) or {}).items())]
+    scores = np.atleast_1d(np.asarray(result.restart_scores, np.float64))
+    restart_rows = "".join(f"<tr><td>{index}</td><td>{value:.6g}</td></tr>" for index, value in enumerate(scores))
+    return ("<div><h2>Fit</h2>" + _table(rows) + f"<h2>Restarts</h2><table><tr><th>restart</th><th>{score}</th></tr>"
+            + restart_rows + f'</table><p class="note">{note}</p></div>')
+
+
 def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: Any, col_names: Any) -> list[str]:
     history = result.history
     log_lik = np.asarray(history.get("log_lik", []), np.float64)
@@ -551,14 +568,9 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: A
         rows.append(("training log-likelihood at the last E-step", f"{log_lik[np.isfinite(log_lik)][-1]:.6g}"))
     if perplexity.size and np.isfinite(perplexity).any():
         rows.append(("best validation perplexity", f"{np.nanmin(perplexity):.6g}"))
-    rows.extend((str(name), value) for name, value in (settings or {}).items())
-    rows.extend((str(name), value) for name, value in (getattr(result, "provenance", None) or {}).items())
-    scores = np.atleast_1d(np.asarray(result.restart_scores, np.float64))
-    restart_rows = "".join(f"<tr><td>{index}</td><td>{score:.6g}</td></tr>" for index, score in enumerate(scores))
-    summary = ("<div><h2>Fit</h2>" + _table(rows)
-               + "<h2>Restarts</h2><table><tr><th>restart</th><th>score</th></tr>" + restart_rows + "</table>"
-               '<p class="note">Validation perplexity (lower is better) with validation data, '
-               "else the training log-likelihood of each restart's kept parameters (higher is better).</p></div>")
+    summary = _fit_summary(rows, result, settings, "score", "Validation perplexity (lower is better) with validation "
+                           "data, else the training log-likelihood of each restart's kept parameters (higher is "
+                           "better).")
     history_cell = ("<div><h2>History</h2>"
                     + _figure(history_figure(result), "EM history", "Dashed line: the iteration whose parameters "
                               "were kept.") + "</div>")
@@ -589,19 +601,7 @@ def _em_sections(result: EMResult, settings: dict[str, Any] | None, row_names: A
 # ----------------------------------------------------------------------------- latent-class relational models
 def _lrm_history_figure(result: LRMResult, *, width: float = _HALF_WIDTH) -> Any:
     """The kept restart's objective and bound per pass of incremental EM (CP §2)."""
-    history = result.history or {}
-    panels = [(name, label) for name, label in (("objective", "objective"), ("bound", "bound"))
-              if name in history and np.isfinite(np.asarray(history[name], np.float64)).any()]
-    figure = _new_figure(width, 1.9 * max(len(panels), 1))
-    axes = figure.subplots(max(len(panels), 1), 1, sharex=True, squeeze=False)[:, 0]
-    for axis, (name, label) in zip(axes, panels):
-        values = np.asarray(history[name], np.float64)
-        axis.plot(np.arange(values.shape[0]), values, marker="." if values.shape[0] < 60 else None)
-        axis.set_ylabel(label, fontsize=8)
-    axes[-1].set_xlabel("pass")
-    if not panels:
-        axes[0].text(0.5, 0.5, "no passes recorded", ha="center", va="center")
-    return figure
+    return _history_panels(result.history, [("objective", "objective"), ("bound", "bound")], "pass", width)
 
 
 def _lrm_profiles(result: LRMResult, names: dict[str, tuple | None], n_top: int = N_TOP_LABELS) -> list[ProfileGroup]:
@@ -678,14 +678,8 @@ def _lrm_sections(result: LRMResult, settings: dict[str, Any] | None, data: Any)
         values = np.asarray(history.get(name, []), np.float64)
         if values.size and np.isfinite(values[-1]):
             rows.append((f"{name} after the last pass", f"{values[-1]:.6g}"))
-    rows.extend((str(name), value) for name, value in (settings or {}).items())
-    rows.extend((str(name), value) for name, value in (getattr(result, "provenance", None) or {}).items())
-    scores = np.atleast_1d(np.asarray(result.restart_scores, np.float64))
-    restart_rows = "".join(f"<tr><td>{index}</td><td>{score:.6g}</td></tr>" for index, score in enumerate(scores))
-    summary = ("<div><h2>Fit</h2>" + _table(rows)
-               + "<h2>Restarts</h2><table><tr><th>restart</th><th>objective</th></tr>" + restart_rows + "</table>"
-               '<p class="note">The objective of each restart after its last pass (higher is better): the '
-               "best is kept.</p></div>")
+    summary = _fit_summary(rows, result, settings, "objective", "The objective of each restart after its last pass "
+                           "(higher is better): the best is kept.")
     history_cell = ("<div><h2>History</h2>" + _figure(_lrm_history_figure(result), "incremental EM history",
                                                       "The kept restart's objective and bound per pass over "
                                                       "the individuals (CP §2).") + "</div>")
