@@ -618,6 +618,10 @@ def test_feature_mismatch_and_bad_settings_are_rejected():
     with pytest.raises(TypeError, match="^n_precision_split_merge: "):
         SupervisedDP(3, n_precision_split_merge=2.5)
     assert SupervisedDP(3).n_precision_split_merge == 2 and SupervisedDP(2).n_precision_split_merge == 0
+    # Type moves by default for SCDP-2 alone (build_kernel's docstring gives the measurements), and
+    # a repr that shows only what was given.
+    assert [SupervisedDP(model).n_type_split_merge for model in (1, 2, 3)] == [0, 5, 0]
+    assert repr(SupervisedDP(2)) == "SupervisedDP(2)" and SupervisedDP(2, n_type_split_merge=0).n_type_split_merge == 0
     with pytest.raises(ValueError, match="^n_split_merge: "):
         SupervisedDP(1, n_split_merge=-1)
     with pytest.raises(TypeError, match="^n_split_merge: "):

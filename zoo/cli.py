@@ -366,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(conjugate), with --split-merge moves, or the sub-cluster split/merge sampler of "
                              "Chang & Fisher (subcluster, its own splits and merges)")
     chains.add_argument("--type-split-merge", type=int, default=None, metavar="N",
-                        help="scdp-1, scdp-2: split-merge moves of the reference types per sweep (default 0)")
+                        help="scdp-1, scdp-2: split-merge moves of the reference types per sweep (default 0 for "
+                             "scdp-1, 5 for scdp-2)")
     chains.add_argument("--id-column", default=None,
                         help="column of row names (not a feature; a gaussian-mixture CSV table's too)")
     chains.add_argument("--label-column", default=None,

@@ -55,8 +55,9 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     n_split_merge : int, optional
         Split–merge moves of the unlabelled rows' partition per sweep (default None: as many as the
         training data lead one to expect, :func:`zoo.dirichlet.supervised.auto_split_merge`).
-    n_type_split_merge : int, default 0
-        SCDP-1 and -2: split–merge moves of the reference types per sweep (off by default).
+    n_type_split_merge : int, optional
+        SCDP-1 and -2: split–merge moves of the reference types per sweep (default None: 5 for
+        SCDP-2, 0 for SCDP-1).
     pair_moves : bool, optional
         SCDP-1 and -2: joint moves of each unlabelled row and its nearest unlabelled row (default
         None: on for SCDP-1 and -2, off for SCDP-3).
@@ -125,7 +126,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
 
     def __init__(self, model=1, *, share_clusters=False, alpha_prior=(1.0, 1.0), alpha_types_prior=(1.0, 1.0),
                  prior_variance=1.0, precision_shape=1.0, precision_rate=1.0, n_chains=4, n_warmup=100, n_draws=250,
-                 n_split_merge=None, n_type_split_merge=0, pair_moves=None, n_precision_split_merge=None,
+                 n_split_merge=None, n_type_split_merge=None, pair_moves=None, n_precision_split_merge=None,
                  init="dispersed", loss="vi", random_state=None, time_budget=None, progress=False, warm_start=False,
                  until_mixed=False):
         self.model = model

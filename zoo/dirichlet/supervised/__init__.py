@@ -54,7 +54,8 @@ variances, or split between two wrong publications, otherwise changes only throu
 one of them has left.
 
 SCDP-1 and -2 can also move the reference-type partition by split–merge moves (all references,
-the precisions integrated given the means; ``n_type_split_merge``, off by default):
+the precisions integrated given the means; ``n_type_split_merge``, five per sweep by default for
+SCDP-2, none for SCDP-1):
 one-reference updates open a type only from one reference's residual, so in many dimensions a
 chain otherwise keeps the number of types its first sweeps gave it (see :func:`build_kernel`
 for the data where they helped and where they did not).

@@ -339,8 +339,8 @@ class SupervisedDPFit(Described):
                       "of test references together, which moved the number of test publications where one-reference "
                       "updates did not (build_kernel's docstring gives the data). " + advice)
         if types_apart and self._model in (1, 2) and self._n_type_split_merge == 0:
-            advice = (f"The reference types do not mix: {TYPE_MOVES_ON} moves them in blocks (off by default; "
-                      "build_kernel's docstring says where it helped and where it did not). " + advice)
+            advice = (f"The reference types do not mix: {TYPE_MOVES_ON} moves them in blocks (off by default for "
+                      "SCDP-1; build_kernel's docstring says where it helped and where it did not). " + advice)
         return advice
 
     def summary(self) -> pd.DataFrame:
@@ -451,9 +451,10 @@ class SupervisedDP:
         (training publications of 129 digits) it stays 10.
     n_precision_steps : int
         SCDP-3's Metropolis steps on the precisions per sweep (see :func:`build_kernel`).
-    n_type_split_merge : int
-        SCDP-1 and -2: split–merge moves of the reference types per sweep (default 0, off; see
-        :func:`build_kernel` for when they help and when they did not; SCDP-3 has none).
+    n_type_split_merge : int, optional
+        SCDP-1 and -2: split–merge moves of the reference types per sweep (default None: 5 for
+        SCDP-2, 0 for SCDP-1; see :func:`build_kernel` for when they help and when they did not;
+        SCDP-3 has none).
     n_precision_split_merge : int, optional
         SCDP-3: split–merge moves of the test partition per sweep that propose the precisions with
         it, each followed by a singleton move (default None: 2 for SCDP-3, 0 for the others; see
@@ -495,7 +496,7 @@ class SupervisedDP:
         n_split_merge: int | None = None,
         n_precision_steps: int = 8,
         backend: str = "auto",
-        n_type_split_merge: int = 0,
+        n_type_split_merge: int | None = None,
         n_precision_split_merge: int | None = None,
         pair_moves: bool | None = None,
     ):
@@ -526,7 +527,7 @@ class SupervisedDP:
         # The moves per sweep that the step runs (None resolved by build_kernel).
         self.n_precision_split_merge = step.args[0].n_precision_split_merge
         self.pair_moves = step.args[0].pair_moves
-        self.n_type_split_merge = int(n_type_split_merge)
+        self.n_type_split_merge = step.args[0].n_type_split_merge
         self.share_clusters = bool(share_clusters)
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
         self.alpha_types = check_real("alpha_types", alpha_types, low=0.0, low_open=True)
