@@ -15,7 +15,7 @@
                       [--sampler collapsed|auxiliary|conjugate|subcluster] [--split-merge 10]
                       [--id-column NAME] [--label-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit scdp-1|scdp-2|scdp-3 TABLE.csv --label-column NAME [--truth-column NAME]
-                      [--chains 4] [--warmup 500] [--draws N] [--split-merge N] [--type-split-merge 0]
+                      [--chains 4] [--warmup 500] [--draws N] [--split-merge N] [--type-split-merge N]
                       [--id-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
                       [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
