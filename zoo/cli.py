@@ -594,14 +594,15 @@ def _class_table(data: Any, classes: dict[str, np.ndarray], column: str,
     import pandas as pd
 
     frames = []
+    network = len(data.schema.domain_names) == 1
     for name in data.schema.domain_names:
         domain = data.domain(name)
-        frame = pd.DataFrame({"node" if name == "nodes" else "individual":
+        frame = pd.DataFrame({"node" if network else "individual":
                               list(domain.labels if domain.labels is not None else range(domain.size)),
                               column: classes[name]})
         if probabilities is not None:
             frame["probability"] = probabilities[name]
-        if name != "nodes":
+        if not network:
             frame.insert(0, "domain", name)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
@@ -686,10 +687,11 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
     # θ_r (CP eq. 5) of the value 1: the probability of a link (a like) from a class to another.
     given = np.asarray(result.params.relation_probs[0], np.float64)[..., 1]
     sources, targets = np.meshgrid(np.arange(given.shape[0]), np.arange(given.shape[1]), indexing="ij")
-    ends = ("source", "target") if domains == ("nodes",) else domains
+    network = len(domains) == 1
+    ends = ("source", "target") if network else domains
     blocks_path = out / "blocks.csv"
     pd.DataFrame({f"{ends[0]}_class": sources.ravel(), f"{ends[1]}_class": targets.ravel(),
-                  ("link" if domains == ("nodes",) else "likes") + "_probability": given.ravel()}
+                  ("link" if network else "likes") + "_probability": given.ravel()}
                  ).to_csv(blocks_path, index=False)
     settings = {"command": "python -m zoo " + " ".join(argv), "model name": model_name,
                 "data file": str(Path(arguments.datafile).resolve()),
@@ -700,7 +702,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
                                data=data)
     sizes = "; ".join(
         f"classes of {', '.join(map(str, np.bincount(classes[domain], minlength=posteriors[domain].shape[1])))} "
-        f"{'nodes' if domain == 'nodes' else 'in ' + domain}" for domain in domains)
+        f"{'nodes' if network else 'in ' + domain}" for domain in domains)
     stream.write(f"{model_name}: {what} from {name}\n")
     stream.write(f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after "
                  f"{result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
@@ -824,7 +826,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         partitions = {domain: np.unique(np.asarray(partition), return_inverse=True)[1]
                       for domain, partition in fit.map_partition().items()}
         table = _class_table(data, partitions, "cluster")
-        clusters = "; ".join(f"{int(partition.max()) + 1} clusters" + ("" if domain == "nodes" else f" of the {domain}")
+        clusters = "; ".join(f"{int(partition.max()) + 1} clusters"
+                             + ("" if len(partitions) == 1 else f" of the {domain}")
                              for domain, partition in partitions.items())
     else:
         partition = _most_probable_draw(fit.result.samples) if keep_best_draw else fit.point_estimate()
