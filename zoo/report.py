@@ -17,9 +17,9 @@
   :data:`MAX_HEATMAP_SIDE` rows and columns);
 * a :class:`zoo.relational.latent_class.LRMResult` (Chiang and Poole's latent-class relational
   model, fitted by incremental EM): the same summary and restarts beside the kept restart's
-  objective and bound per pass; one card per class of every domain with its prior θ_h and the
-  individuals of largest posterior q_a(h), named by the domains' labels when ``data`` (the fitted
-  ``RelationalData``) is given; and each relation's θ_r as heat maps of the probability of its
+  objective and bound per pass; one card per class of every domain with its prior θ_h and its
+  members (the individuals whose most probable class it is) by their posterior q_a(h), named by the
+  domains' labels when ``data`` (the fitted ``RelationalData``) is given; and each relation's θ_r as heat maps of the probability of its
   values given the argument classes;
 * an ArviZ ``InferenceData`` of Gibbs chains (e.g. from :func:`inference.diagnostics.to_inference_data`,
   or a :class:`zoo.dirichlet.mixture.DPMixtureFit`, or a fitted ``DPMixtureEstimator`` or
