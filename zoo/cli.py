@@ -497,6 +497,16 @@ def _fit_in_processes(arguments: argparse.Namespace, estimator: Any) -> tuple[An
     return data, result
 
 
+def _pairs(path: Path, frame: Any, source: str, target: str) -> Any:
+    """The ``source`` and ``target`` columns of an edge list or a table of ratings, every line
+    holding both (else a ``ValueError`` naming the first line that does not)."""
+    pairs = frame[[source, target]]
+    if pairs.isna().any().any():
+        row = int(np.flatnonzero(pairs.isna().any(axis=1).to_numpy())[0])
+        raise ValueError(f"DATAFILE: line {row + 2} of {path.name} lacks a {source} or a {target}")
+    return pairs
+
+
 def read_network(path: str | os.PathLike, *, source: str = "source", target: str = "target",
                  directed: bool = False) -> Any:
     """Read a CSV edge list (columns ``source`` and ``target``) as a network over its nodes: a
@@ -516,10 +526,7 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
     from zoo.relational.data import RelationalData
 
     path, frame = _read_csv(path, {"--source": source, "--target": target})
-    pairs = frame[[source, target]]
-    if pairs.isna().any().any():
-        row = int(np.flatnonzero(pairs.isna().any(axis=1).to_numpy())[0])
-        raise ValueError(f"DATAFILE: line {row + 2} of {path.name} lacks a {source} or a {target}")
+    pairs = _pairs(path, frame, source, target)
     graph = nx.DiGraph() if directed else nx.Graph()
     graph.add_nodes_from(sorted(set(pairs[source]) | set(pairs[target]), key=str))
     graph.add_edges_from((a, b) for a, b in pairs.itertuples(index=False) if a != b)
@@ -549,10 +556,7 @@ def read_ratings(path: str | os.PathLike, *, source: str = "source", target: str
     if source == target:
         raise ValueError(f"--target: the ratings' items need a column of their own, not --source's {source!r}")
     path, frame = _read_csv(path, {"--source": source, "--target": target, "--rating": rating})
-    pairs = frame[[source, target]]
-    if pairs.isna().any().any():
-        row = int(np.flatnonzero(pairs.isna().any(axis=1).to_numpy())[0])
-        raise ValueError(f"DATAFILE: line {row + 2} of {path.name} lacks a {source} or a {target}")
+    _pairs(path, frame, source, target)
     values = pd.to_numeric(frame[rating], errors="coerce")
     if (values.isna() & frame[rating].notna()).any():
         row = int(np.flatnonzero((values.isna() & frame[rating].notna()).to_numpy())[0])
