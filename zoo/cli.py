@@ -635,6 +635,13 @@ def _refuse_options(arguments: argparse.Namespace, names: Sequence[str], why: st
             raise ValueError(f"{_OPTIONAL[name]}: {why}")
 
 
+def _refuse_relational_options(arguments: argparse.Namespace) -> None:
+    """``--rating``, ``--threshold`` and ``--directed``, given to a model that reads no edge list."""
+    _refuse_options(arguments, ("rating", "threshold"), f"for the relational models, not {arguments.model}")
+    if arguments.directed:
+        raise ValueError(f"--directed: for the relational models' edge lists, not {arguments.model}")
+
+
 def _with_defaults(arguments: argparse.Namespace, defaults: dict[str, Any]) -> None:
     """The options of ``defaults`` that were not given set to their values there."""
     for name, value in defaults.items():
@@ -737,9 +744,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                     f"for the EM models, not {arguments.model}, whose chains sample their clusters (--chains, "
                     "--warmup, --draws)")
     if arguments.model != "irm":
-        _refuse_options(arguments, ("rating", "threshold"), f"for the relational models, not {arguments.model}")
-        if arguments.directed:
-            raise ValueError(f"--directed: for the relational models' edge lists, not {arguments.model}")
+        _refuse_relational_options(arguments)
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
                                    ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0),
                                    ("--type-split-merge", arguments.type_split_merge, 0)):
@@ -873,9 +878,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     start = time.perf_counter()
     _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "truth_column"),
                     f"for the Gibbs chains, not {arguments.model}")
-    _refuse_options(arguments, ("rating", "threshold"), f"for the relational models, not {arguments.model}")
-    if arguments.directed:
-        raise ValueError(f"--directed: for the relational models' edge lists, not {arguments.model}")
+    _refuse_relational_options(arguments)
     _with_defaults(arguments, EM_DEFAULTS)
     estimator_type = ESTIMATORS[arguments.model]
     counts = ({"prior_count": arguments.prior_count, "floor": arguments.floor}
