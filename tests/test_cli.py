@@ -411,6 +411,14 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "Classes of the nodes" in report and "a3" in report and "relation edge" in report
     assert "undirected, 12 nodes, 31 links" in report
+    # The fit itself, loaded back as the LRMResult whose classes labels.csv holds.
+    assert f"wrote {out / 'result.npz'}" in printed
+    fitted = load_result(out / "result.npz")
+    np.testing.assert_array_equal(fitted.classes()["nodes"], labels["class"])
+    np.testing.assert_allclose(np.asarray(fitted.params.relation_probs[0])[..., 1].ravel(), blocks.link_probability,
+                               rtol=1e-6)
+    assert fitted.predict_proba([[0, 1]]).shape == (1, 2)
+    assert read_metadata(out / "result.npz")["settings"]["restarts"] == 10
     # Three classes, given: the option is the model's n_classes.
     assert main(["fit", "lrm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--classes", "3",
                  "--restarts", "2", "--max-iter", "5", "--quiet", "--out", str(tmp_path / "three")]) == 0

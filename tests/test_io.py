@@ -8,6 +8,7 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 from inference.em import EMResult, tempered_em
@@ -142,10 +143,93 @@ def test_bad_files_and_arguments_are_named(tmp_path, tempered_aspect):
     with pytest.raises(ValueError, match="^path: .* no metadata"):
         load_result(tmp_path / "plain.npz")
     np.savez(tmp_path / "other.npz", metadata=np.asarray(json.dumps({"format": "something else"})))
-    with pytest.raises(ValueError, match="^path: .* not a latentzoo EM result"):
+    with pytest.raises(ValueError, match="^path: .* not a latentzoo result"):
         load_result(tmp_path / "other.npz")
     with pytest.raises(TypeError, match="^path:"):
         load_result(3)
+
+
+@pytest.fixture(scope="module")
+def ratings_lrm():
+    """An LRM of two domains (users and films) with a class count of each, and its data."""
+    from zoo.relational import LatentClassRelational, RelationalData
+
+    rng = np.random.default_rng(3)
+    users, films = np.nonzero(rng.random((12, 9)) < 0.6)
+    liked = (users < 6) == (films < 4)
+    table = pd.DataFrame({"user": [f"u{user}" for user in users], "film": [f"f{film}" for film in films],
+                          "stars": np.where(liked, 5, 1) + rng.integers(0, 2, users.size)})
+    data = RelationalData.from_ratings(table, user="user", item="film", rating="stars")
+    model = LatentClassRelational({"users": 2, "items": 3})
+    return model.fit(data, key=jax.random.key(1), n_restarts=3, max_passes=30), data
+
+
+def _rewritten(path, target, change):
+    """A copy of a saved result at ``target`` whose metadata JSON ``change`` edited in place."""
+    with np.load(path) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    metadata = json.loads(str(arrays.pop("metadata")))
+    change(metadata, arrays)
+    np.savez(target, metadata=np.asarray(json.dumps(metadata)), **arrays)
+    return target
+
+
+def test_a_latent_class_relational_result_round_trips_and_its_methods_work(tmp_path, ratings_lrm):
+    from zoo.relational import LRMResult
+    from zoo.report import write_report
+
+    result, data = ratings_lrm
+    path = save_result(tmp_path / "lrm", result, settings={"note": "ratings"})
+    loaded = load_result(path)
+    assert isinstance(loaded, LRMResult) and loaded.model == result.model and loaded.schema == result.schema
+    for saved, kept in zip(jax.tree_util.tree_leaves(loaded.params), jax.tree_util.tree_leaves(result.params)):
+        assert type(saved) is type(kept) and saved.dtype == kept.dtype
+        np.testing.assert_array_equal(np.asarray(saved), np.asarray(kept))
+    assert type(loaded.params) is type(result.params) and loaded.history.keys() == result.history.keys()
+    for name in result.history:
+        np.testing.assert_array_equal(loaded.history[name], result.history[name])
+    np.testing.assert_array_equal(loaded.restart_scores, result.restart_scores)
+    for field in ("best_restart", "n_passes", "converged", "stopped_by", "provenance"):
+        assert getattr(loaded, field) == getattr(result, field), field
+    cells = np.array([[0, 0], [11, 8]])
+    np.testing.assert_array_equal(loaded.predict_proba(cells), result.predict_proba(cells))
+    assert {name: list(labels) for name, labels in loaded.classes().items()} == {
+        name: list(labels) for name, labels in result.classes().items()}
+    assert "made with" in repr(loaded)
+    write_report(tmp_path / "report.html", loaded, data=data)
+    metadata = read_metadata(path)
+    assert metadata["result"] == "zoo.relational.latent_class:LRMResult" and metadata["model"] == result.model
+    assert metadata["settings"] == {"note": "ratings"} and metadata["provenance"] == result.provenance
+    with pytest.raises(TypeError, match="^schedule: only for an EM result, not a LRMResult"):
+        save_result(tmp_path / "x.npz", result, schedule=TemperedEM())
+
+
+def test_a_damaged_latent_class_relational_file_is_named(tmp_path, ratings_lrm):
+    path = save_result(tmp_path / "lrm", ratings_lrm[0])
+
+    def shape_of(metadata, arrays):  # the users' class posteriors, one user short
+        reference = metadata["result"]["fields"]["params"]["fields"]["responsibilities"]["tuple"][0]["array"]
+        arrays[reference] = arrays[reference][1:]
+
+    def untrusted(metadata, arrays):
+        metadata["result"]["dataclass"] = "os:system"
+
+    def missing(metadata, arrays):
+        del arrays[metadata["result"]["fields"]["restart_scores"]["array"]]
+
+    def not_a_result(metadata, arrays):
+        metadata["result"]["dataclass"] = "zoo.relational.latent_class:LatentClassRelational"
+
+    def best(metadata, arrays):
+        metadata["result"]["fields"]["best_restart"] = 7
+
+    for change, message in ((shape_of, r"params.responsibilities has shapes \(\(11, 2\), \(9, 3\)\), where "),
+                            (untrusted, "result: refusing to import 'os'"),
+                            (missing, "result.restart_scores: the array 'arrays/.*' is missing"),
+                            (not_a_result, "'zoo.relational.latent_class:LatentClassRelational' is not a result that"),
+                            (best, "best_restart 7 is not an index of the \\(3,\\) restart scores")):
+        with pytest.raises(ValueError, match=f"^path: '.*{change.__name__}.npz': {message}"):
+            load_result(_rewritten(path, tmp_path / f"{change.__name__}.npz", change))
 
 
 def _chains(seed=0, n_chains=3, n_draws=40, n_points=8):

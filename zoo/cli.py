@@ -64,9 +64,10 @@ reads the same edge lists as the IRM and fits
 :meth:`zoo.relational.latent_class.LatentClassRelational.fit` by incremental EM, its restarts in
 parallel and the best kept (``--classes`` classes per domain, default 2; ``--restarts``, default 10;
 ``--max-iter`` passes over the nodes at most, default 200; ``--prior-count`` the model's
-``prior_count``, default 1), and writes ``labels.csv`` (each node's most probable class and its
-probability), ``blocks.csv`` (the probability of a link from a node of one class to one of
-another, θ_r of CP eq. 5) and ``report.html``. With ``--rating COLUMN`` both relational models read a
+``prior_count``, default 1), and writes ``result.npz`` (:func:`zoo.io.save_result`; ``load_result``
+gives the ``LRMResult`` back), ``labels.csv`` (each node's most probable class and its probability),
+``blocks.csv`` (the probability of a link from a node of one class to one of another, θ_r of CP
+eq. 5) and ``report.html``. With ``--rating COLUMN`` both relational models read a
 table of ratings instead (:func:`read_ratings`: one line per rated ``--source``, ``--target`` pair)
 as CP §3 do, a binary ``likes`` between two domains named after the two columns, 1 where the rating
 is above ``--threshold`` (default: the mean rating), the pairs not rated missing; ``labels.csv``
@@ -651,10 +652,11 @@ def _with_defaults(arguments: argparse.Namespace, defaults: dict[str, Any]) -> N
 
 def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     """``fit latent-class-relational``: incremental EM (CP §2) on a network read from a CSV edge list,
-    restarts in parallel and the best kept; write labels.csv, blocks.csv and report.html."""
+    restarts in parallel and the best kept; write result.npz, labels.csv, blocks.csv and report.html."""
     import jax
     import pandas as pd
 
+    from zoo.io import save_result
     from zoo.registry import get_model
     from zoo.report import write_report
 
@@ -709,6 +711,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
                 ("network" if arguments.rating is None else "ratings"): described,
                 "restarts": arguments.restarts, "max passes": arguments.max_iter, "seed": arguments.seed,
                 "time budget": arguments.time_budget}
+    result_path = save_result(out / "result.npz", result, settings=settings)
     report_path = write_report(out / "report.html", result, title=f"{model_name} on {name}", settings=settings,
                                data=data)
     sizes = "; ".join(
@@ -720,7 +723,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
                  f"{float(result.history['objective'][-1]):.6g}; {sizes}; {time.perf_counter() - start:.1f} s\n")
     for warning in caught:  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
         stream.write(f"{warning.category.__name__}: {warning.message}\n")
-    stream.write(f"wrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
+    stream.write(f"wrote {result_path}\nwrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
 
 
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:

@@ -20,6 +20,15 @@ derived fields (e.g. the tree of a cluster-abstraction model) round-trip exactly
 from the ``zoo`` and ``inference`` packages are imported when loading, unless more module
 prefixes are trusted explicitly: a result file cannot make the loader import arbitrary code.
 
+A result of another kind that can check itself when loaded (a method ``_check_loaded``) is written
+field by field to the same kind of file: :class:`zoo.relational.LRMResult`, Chiang and Poole's
+latent-class relational model fitted by incremental EM, with its model, schema, parameters, history
+and provenance. The arrays go into the archive and the rest into the JSON document, which names
+them; NamedTuples (the schema, the parameters) are stored by class and fields, like dataclasses::
+
+    save_result("lrm.npz", result, settings={"data": "karate club"})
+    result = load_result("lrm.npz")   # an LRMResult: classes(), predict_proba(), write_report
+
 Gibbs chains are ArviZ ``InferenceData``; :func:`save_chains` writes them with
 ``InferenceData.to_netcdf`` and stores the model's settings as a JSON attribute of the posterior
 group; :func:`load_chains` reads them back with ``arviz.from_netcdf``.
@@ -47,6 +56,7 @@ import dataclasses
 import importlib
 import json
 import os
+import sys
 import types
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
@@ -73,6 +83,7 @@ __all__ = [
 
 CHECKPOINT_FORMAT = "latentzoo-chain-checkpoint"
 FORMAT = "latentzoo-em-result"
+RESULT_FORMAT = "latentzoo-result"  # results other than EMResults, field by field
 FORMAT_VERSION = 1
 CHAINS_ATTRIBUTE = "latentzoo_settings"
 _TRUSTED = ("zoo", "inference")
@@ -93,6 +104,12 @@ def encode_settings(value: Any, name: str = "model") -> Any:
     TypeError
         Naming ``name`` (and the field path) for anything else.
     """
+    return _encode(value, name, None)
+
+
+def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None) -> Any:
+    """:func:`encode_settings`; with ``arrays`` (a result's fields), arrays are also accepted, kept in
+    ``arrays`` under ``arrays/<n>`` and referred to by that name, and NamedTuples by class and fields."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -100,26 +117,44 @@ def encode_settings(value: Any, name: str = "model") -> Any:
             return {"float": repr(value)}
         return value
     if isinstance(value, np.generic) and np.ndim(value) == 0 and not isinstance(value, np.str_):
-        return encode_settings(value.item(), name)
+        return _encode(value.item(), name, arrays)
+    if arrays is not None and _is_array(value):
+        stored = np.asarray(value)
+        if stored.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: cannot save an array of {stored.dtype} in a result file")
+        reference = f"arrays/{len(arrays)}"
+        arrays[reference] = stored
+        return {"array": reference}
+    if arrays is not None and isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {"namedtuple": _qualified_name(type(value)),
+                "fields": {field: _encode(getattr(value, field), f"{name}.{field}", arrays) for field in value._fields}}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {"tuple": [encode_settings(item, f"{name}[{index}]") for index, item in enumerate(value)]}
+        return {"tuple": [_encode(item, f"{name}[{index}]", arrays) for index, item in enumerate(value)]}
     if isinstance(value, list):
-        return [encode_settings(item, f"{name}[{index}]") for index, item in enumerate(value)]
+        return [_encode(item, f"{name}[{index}]", arrays) for index, item in enumerate(value)]
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise TypeError(f"{name}: dictionary keys must be strings to be saved")
-        return {"dict": {key: encode_settings(item, f"{name}.{key}") for key, item in value.items()}}
+        return {"dict": {key: _encode(item, f"{name}.{key}", arrays) for key, item in value.items()}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             "dataclass": _qualified_name(type(value)),
             "fields": {
-                field.name: encode_settings(getattr(value, field.name), f"{name}.{field.name}")
+                field.name: _encode(getattr(value, field.name), f"{name}.{field.name}", arrays)
                 for field in dataclasses.fields(value)
             },
         }
     if isinstance(value, types.FunctionType) and "<" not in value.__qualname__:  # module-level functions
         return {"function": _qualified_name(value)}
     raise TypeError(f"{name}: cannot save a {type(value).__name__} ({value!r:.80}) in a result file")
+
+
+def _is_array(value: Any) -> bool:
+    """A NumPy array or a JAX array (JAX is only looked at once something imported it)."""
+    if isinstance(value, np.ndarray):
+        return True
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.Array)
 
 
 def describe_settings(value: Any, name: str = "model") -> Any:
@@ -164,11 +199,15 @@ def _import(qualified: str, trusted: tuple[str, ...], name: str) -> Any:
 
 def decode_settings(value: Any, name: str = "model", *, trusted_modules: Sequence[str] = ()) -> Any:
     """Inverse of :func:`encode_settings` (dataclasses restored field by field, like pickle)."""
-    trusted = _TRUSTED + tuple(trusted_modules)
+    return _decode(value, name, _TRUSTED + tuple(trusted_modules), None)
+
+
+def _decode(value: Any, name: str, trusted: tuple[str, ...], arrays: dict[str, np.ndarray] | None) -> Any:
+    """:func:`decode_settings`; with ``arrays`` (a result's fields), array references and NamedTuples too."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, list):
-        return [decode_settings(item, name, trusted_modules=trusted_modules) for item in value]
+        return [_decode(item, name, trusted, arrays) for item in value]
     if not isinstance(value, dict) or len(value) not in (1, 2):
         raise ValueError(f"{name}: malformed settings entry {value!r:.80}")
     if "float" in value:
@@ -177,27 +216,40 @@ def decode_settings(value: Any, name: str = "model", *, trusted_modules: Sequenc
         return value["repr"]
     if "object" in value:
         attributes = value.get("attributes", {})
-        return {"class": value["object"], **{key: decode_settings(item, f"{name}.{key}", trusted_modules=trusted_modules)
+        return {"class": value["object"], **{key: _decode(item, f"{name}.{key}", trusted, arrays)
                                             for key, item in attributes.items()}}
     if "tuple" in value:
-        return tuple(decode_settings(item, name, trusted_modules=trusted_modules) for item in value["tuple"])
+        return tuple(_decode(item, name, trusted, arrays) for item in value["tuple"])
     if "dict" in value:
-        return {key: decode_settings(item, f"{name}.{key}", trusted_modules=trusted_modules)
-                for key, item in value["dict"].items()}
+        return {key: _decode(item, f"{name}.{key}", trusted, arrays) for key, item in value["dict"].items()}
     if "function" in value:
         return _import(value["function"], trusted, name)
+    if "array" in value and arrays is not None:
+        reference = value["array"]
+        if not isinstance(reference, str) or reference not in arrays:
+            raise ValueError(f"{name}: the array {reference!r:.60} is missing")
+        if arrays[reference].dtype.kind not in "biuf":
+            raise ValueError(f"{name}: the array {reference!r} holds {arrays[reference].dtype}, not numbers")
+        return arrays[reference]
+    if "namedtuple" in value and arrays is not None:
+        kind = _import(value["namedtuple"], trusted, name)
+        fields = value.get("fields")
+        if not (isinstance(kind, type) and issubclass(kind, tuple) and isinstance(fields, dict)
+                and tuple(fields) == tuple(getattr(kind, "_fields", ()))):
+            raise ValueError(f"{name}: {value['namedtuple']!r:.80} is not a NamedTuple of the fields "
+                             f"{list(fields) if isinstance(fields, dict) else fields!r:.80}")
+        return kind(**{field: _decode(item, f"{name}.{field}", trusted, arrays) for field, item in fields.items()})
     if "dataclass" in value:
         kind = _import(value["dataclass"], trusted, name)
         if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
             raise ValueError(f"{name}: {value['dataclass']!r} is not a dataclass")
         fields = value.get("fields", {})
         expected = {field.name for field in dataclasses.fields(kind)}
-        if set(fields) != expected:
+        if not isinstance(fields, dict) or set(fields) != expected:
             raise ValueError(f"{name}: fields {sorted(fields)} do not match {kind.__name__}'s {sorted(expected)}")
         instance = kind.__new__(kind)
         for field_name, field_value in fields.items():
-            object.__setattr__(instance, field_name,
-                               decode_settings(field_value, f"{name}.{field_name}", trusted_modules=trusted_modules))
+            object.__setattr__(instance, field_name, _decode(field_value, f"{name}.{field_name}", trusted, arrays))
         return instance
     raise ValueError(f"{name}: malformed settings entry {value!r:.80}")
 
@@ -229,18 +281,22 @@ def _npz_path(path: Any) -> Path:
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
-def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = None,
+def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
                 settings: dict[str, Any] | None = None) -> Path:
-    """Write a fitted EM result to one ``.npz`` file.
+    """Write a fitted result to one ``.npz`` file (no pickle).
 
     Parameters
     ----------
     path : str or PathLike
         Destination; ``.npz`` is appended when missing.
-    result : EMResult
+    result : EMResult or LRMResult
+        A fit of tempered EM (:class:`inference.em.EMResult`), or of a model whose result checks
+        itself when loaded: Chiang and Poole's latent-class relational model
+        (:class:`zoo.relational.LRMResult`), stored with its model, schema, parameters, history
+        and provenance.
     schedule : FixedBeta, TemperedEM or DeterministicAnnealing, optional
-        The schedule of the fit, stored so that a resumed fit can use it (default: the one the
-        fit ran, ``result.schedule``).
+        EM results only: the schedule of the fit, stored so that a resumed fit can use it
+        (default: the one the fit ran, ``result.schedule``).
     settings : dict, optional
         Anything else worth keeping with the result (numbers, strings, lists, dicts).
 
@@ -248,10 +304,15 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
     -------
     pathlib.Path of the written file.
     """
-    if not isinstance(result, EMResult):
-        raise TypeError(f"result: expected an inference.em.EMResult, got {type(result).__name__}")
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
+    if not isinstance(result, EMResult):
+        if not (dataclasses.is_dataclass(result) and callable(getattr(result, "_check_loaded", None))):
+            raise TypeError(f"result: expected an inference.em.EMResult or a zoo.relational.LRMResult, got "
+                            f"{type(result).__name__}")
+        if schedule is not None:
+            raise TypeError(f"schedule: only for an EM result, not a {type(result).__name__}")
+        return _save_fields(_npz_path(path), result, settings)
     path = _npz_path(path)
     schedule = getattr(result, "schedule", None) if schedule is None else schedule
     params, params_kind = _params_arrays(result.params)
@@ -284,6 +345,23 @@ def save_result(path: str | os.PathLike, result: EMResult, *, schedule: Any = No
     return path
 
 
+def _save_fields(path: Path, result: Any, settings: dict[str, Any] | None) -> Path:
+    """A result other than an EMResult, field by field: its arrays in the archive, the rest (its
+    model, the schema, the history's names) as JSON that refers to them."""
+    arrays: dict[str, np.ndarray] = {}
+    metadata = {
+        "format": RESULT_FORMAT,
+        "version": FORMAT_VERSION,
+        "result": _encode(result, "result", arrays),
+        "settings": encode_settings(settings, "settings"),
+    }
+    arrays["metadata"] = np.asarray(json.dumps(metadata))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+    return path
+
+
 def _existing_path(path: Any) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
@@ -293,7 +371,7 @@ def _existing_path(path: Any) -> Path:
     return path
 
 
-def _read_archive(path: Path, file_format: str, what: str) -> tuple[dict, dict[str, np.ndarray]]:
+def _read_archive(path: Path, file_format: str | tuple[str, ...], what: str) -> tuple[dict, dict[str, np.ndarray]]:
     """The JSON metadata and the arrays of a ``.npz`` file written by this module.
 
     Every way a file can be damaged (empty, truncated, bytes altered: zip, zlib, CRC and NumPy
@@ -315,7 +393,8 @@ def _read_archive(path: Path, file_format: str, what: str) -> tuple[dict, dict[s
         metadata = json.loads(str(raw))
     except json.JSONDecodeError as error:
         raise ValueError(f"path: {str(path)!r}: metadata is not valid JSON ({error})") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != file_format:
+    formats = (file_format,) if isinstance(file_format, str) else file_format
+    if not isinstance(metadata, dict) or metadata.get("format") not in formats:
         found = metadata.get("format") if isinstance(metadata, dict) else type(metadata).__name__
         raise ValueError(f"path: {str(path)!r} is not a {what} (format {found!r})")
     if metadata.get("version") != FORMAT_VERSION:
@@ -364,29 +443,39 @@ def _numeric_array(path: Path, arrays: dict[str, np.ndarray], name: str, *, ndim
     return values
 
 
-def _decoded(path: Path, value: Any, name: str, trusted_modules: Sequence[str]) -> Any:
-    """:func:`decode_settings` with any failure (a malformed or untrusted entry) naming ``path``."""
+def _decoded(path: Path, value: Any, name: str, trusted_modules: Sequence[str],
+             arrays: dict[str, np.ndarray] | None = None) -> Any:
+    """:func:`decode_settings` (with ``arrays``, a result's fields) with any failure (a malformed or
+    untrusted entry) naming ``path``."""
     try:
-        return decode_settings(value, name, trusted_modules=trusted_modules)
+        return _decode(value, name, _TRUSTED + tuple(trusted_modules), arrays)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise ValueError(f"path: {str(path)!r}: {error}") from None
 
 
 def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
     path = _existing_path(path)
-    return _read_archive(path, FORMAT, "latentzoo EM result")
+    return _read_archive(path, (FORMAT, RESULT_FORMAT), "latentzoo result")
 
 
 def read_metadata(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> dict[str, Any]:
-    """The metadata of a result file, with ``model``, ``schedule`` and ``settings`` decoded."""
-    metadata, _ = _read(path)
+    """The metadata of a result file, with ``model``, ``schedule`` and ``settings`` decoded (an
+    LRMResult's file: ``result``, the result's class, ``model``, ``settings`` and ``provenance``)."""
+    metadata, arrays = _read(path)
+    if metadata["format"] == RESULT_FORMAT:
+        entry = _result_entry(Path(path), metadata)
+        fields = entry["fields"]
+        return {"format": RESULT_FORMAT, "version": metadata["version"], "result": entry["dataclass"],
+                **{key: _decoded(Path(path), value, key, trusted_modules, arrays) for key, value in
+                   (("model", fields.get("model")), ("settings", metadata.get("settings")),
+                    ("provenance", fields.get("provenance")))}}
     for key in ("model", "schedule", "settings"):
         metadata[key] = _decoded(Path(path), metadata.get(key), key, trusted_modules)
     return metadata
 
 
-def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> EMResult:
-    """Read a file written by :func:`save_result` back into an equal :class:`EMResult`.
+def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> Any:
+    """Read a file written by :func:`save_result` back into an equal result.
 
     Parameters
     ----------
@@ -394,11 +483,17 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     trusted_modules : sequence of str
         Module prefixes besides ``zoo`` and ``inference`` whose classes may be imported to
         rebuild the model and the parameters (e.g. the module of a user-defined model).
+
+    Returns
+    -------
+    EMResult, or the result of another kind that was saved (an LRMResult), whose methods work.
     """
     import jax.numpy as jnp
 
     metadata, arrays = _read(path)
     path = Path(path)
+    if metadata["format"] == RESULT_FORMAT:
+        return _load_fields(path, metadata, arrays, trusted_modules)
     if "model" not in metadata:
         raise ValueError(f"path: {str(path)!r}: metadata entry 'model' is missing")
     model = _decoded(path, metadata["model"], "model", trusted_modules)
@@ -457,6 +552,28 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     )
 
 
+def _result_entry(path: Path, metadata: dict) -> dict:
+    """The ``result`` entry of a result saved field by field: its class and its fields."""
+    return _entry(path, metadata, "result", lambda value: isinstance(value, dict) and isinstance(
+        value.get("dataclass"), str) and isinstance(value.get("fields"), dict), "a class and its fields")
+
+
+def _load_fields(path: Path, metadata: dict, arrays: dict[str, np.ndarray], trusted_modules: Sequence[str]) -> Any:
+    """A result saved field by field (:func:`_save_fields`), rebuilt like pickle and then checked by
+    its own ``_check_loaded`` (shapes that agree with each other and with the model)."""
+    entry = _result_entry(path, metadata)
+    kind = _import_for(path, entry["dataclass"], trusted_modules, "result")
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind) and callable(getattr(kind, "_check_loaded",
+                                                                                        None))):
+        raise ValueError(f"path: {str(path)!r}: {entry['dataclass']!r} is not a result that can be loaded")
+    result = _decoded(path, entry, "result", trusted_modules, arrays)
+    try:
+        result._check_loaded()
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        raise ValueError(f"path: {str(path)!r}: {error}") from None
+    return result
+
+
 def _stand_in_data(shape: tuple) -> Any:
     """Data of ``shape`` for the shapes of a model's start: counts on a diagonal band (every row and
     column has one) for an (n_rows, n_cols) co-occurrence shape, else zeros (small shapes only)."""
@@ -504,9 +621,9 @@ def _check_params_shapes(path: Path, model: Any, params: Any, shape: Any) -> Non
                              f"where {model!r:.80} fitted to data of shape {shape} has {tuple(expected[name].shape)}")
 
 
-def _import_for(path: Path, qualified: Any, trusted_modules: Sequence[str]) -> Any:
+def _import_for(path: Path, qualified: Any, trusted_modules: Sequence[str], name: str = "params") -> Any:
     try:
-        return _import(qualified, _TRUSTED + tuple(trusted_modules), "params")
+        return _import(qualified, _TRUSTED + tuple(trusted_modules), name)
     except ValueError as error:
         raise ValueError(f"path: {str(path)!r}: {error}") from None
 

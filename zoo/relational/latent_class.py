@@ -632,6 +632,46 @@ class LRMResult(Described):
                          "result.params"])
         return card
 
+    def _check_loaded(self) -> None:
+        """Called by :func:`zoo.io.load_result` on a result rebuilt from a file: a ``ValueError``
+        unless its parts agree (the parameters' shapes with the schema and the model's classes, the
+        history with the passes, the best restart with the scores); the parameters go back onto
+        JAX arrays, as :meth:`LatentClassRelational.fit` gives them."""
+        if not isinstance(self.model, LatentClassRelational):
+            raise ValueError(f"the model is {self.model!r:.60}, not a LatentClassRelational")
+        schema = self.schema
+        if not (isinstance(schema, RelationalSchema) and all(isinstance(part, tuple) for part in schema)
+                and len(schema.domain_names) == len(schema.domain_sizes)
+                and len(schema.relation_names) == len(schema.relation_domains) == len(schema.n_values)):
+            raise ValueError(f"the schema {schema!r:.80} is not a RelationalSchema of matching parts")
+        n_classes = self.model.classes_for(schema)
+        params = self.params
+        if not (isinstance(params, LRMParams) and all(isinstance(part, tuple) for part in params)):
+            raise ValueError(f"the parameters are {type(params).__name__}, not an LRMParams of tuples")
+        expected = LRMParams(
+            tuple((classes,) for classes in n_classes),
+            tuple(tuple(n_classes[domain] for domain in domains) + (values,)
+                  for domains, values in zip(schema.relation_domains, schema.n_values)),
+            tuple((size, classes) for size, classes in zip(schema.domain_sizes, n_classes)))
+        for name, stored, shapes in zip(LRMParams._fields, params, expected):
+            found = tuple(tuple(np.shape(leaf)) for leaf in stored)
+            if found != shapes:
+                raise ValueError(f"params.{name} has shapes {found}, where {self.model!r:.60} on this schema has "
+                                 f"{shapes}")
+        scores = np.asarray(self.restart_scores)
+        if scores.ndim != 1 or not (isinstance(self.best_restart, int) and 0 <= self.best_restart < scores.shape[0]):
+            raise ValueError(f"best_restart {self.best_restart!r:.20} is not an index of the {scores.shape} restart "
+                             "scores")
+        if not (isinstance(self.n_passes, int) and self.n_passes >= 0 and isinstance(self.converged, bool)):
+            raise ValueError(f"n_passes {self.n_passes!r:.20} or converged {self.converged!r:.20} is not a count "
+                             "and a truth value")
+        if self.stopped_by not in ("converged", "max_passes", "interrupted", "time_budget"):
+            raise ValueError(f"stopped_by is {self.stopped_by!r:.30}")
+        if not (isinstance(self.history, dict) and all(np.shape(values) == (self.n_passes,)
+                                                       for values in self.history.values())):
+            raise ValueError(f"the history does not hold one value per pass ({self.n_passes})")
+        self.params = jax.tree_util.tree_map(jnp.asarray, params)
+
     def classes(self) -> dict[str, np.ndarray]:
         """The most probable class of every individual, by domain name."""
         return {name: np.asarray(jnp.argmax(resp, axis=1))
