@@ -164,6 +164,33 @@ def test_restarts_are_independent_and_the_best_is_kept():
     assert not np.allclose(np.asarray(starts[0]), np.asarray(starts[1]))
 
 
+def test_a_stopped_fit_continues_with_the_passes_it_would_have_made(tmp_path):
+    """``fit(init=...)``: from a fit stopped after 3 passes (or its saved file), 6 more passes are
+    the last 6 of one fit of 9, bit for bit; init of another model or data is refused, named."""
+    from zoo.io import load_result, save_result
+    from zoo.relational.data import load_karate_club
+
+    data = load_karate_club()
+    model = LatentClassRelational(3, starts="random")
+    stopped = model.fit(data, key=jax.random.key(0), n_restarts=1, max_passes=3, tol=0.0)
+    whole = model.fit(data, key=jax.random.key(0), n_restarts=1, max_passes=9, tol=0.0)
+    assert stopped.stopped_by == whole.stopped_by == "max_passes"
+    for init in (stopped, stopped.params, load_result(save_result(tmp_path / "three.npz", stopped))):
+        continued = model.fit(data, key=jax.random.key(1), init=init, max_passes=6, tol=0.0)
+        assert continued.n_passes == 6 and continued.restart_scores.shape == (1,)
+        np.testing.assert_array_equal(continued.history["objective"], whole.history["objective"][3:])
+        for kept, alone in zip(jax.tree_util.tree_leaves(continued.params), jax.tree_util.tree_leaves(whole.params)):
+            np.testing.assert_array_equal(np.asarray(kept), np.asarray(alone))
+    with pytest.raises(ValueError, match="^n_restarts: one run continues init, got n_restarts=3"):
+        model.fit(data, key=jax.random.key(0), init=stopped, n_restarts=3)
+    with pytest.raises(TypeError, match="^init: expected an LRMResult or LRMParams, got dict"):
+        model.fit(data, key=jax.random.key(0), init={})
+    with pytest.raises(ValueError, match=r"^init: class_weights has shapes \(\(3,\),\), not \(\(2,\),\) \(this"):
+        LatentClassRelational(2).fit(data, key=jax.random.key(0), init=stopped)
+    with pytest.raises(ValueError, match="^init: fitted to data of schema"):
+        model.fit(load_florentine_families(), key=jax.random.key(0), init=stopped)
+
+
 def test_recovers_planted_blocks_simulated_from_the_program():
     rng = np.random.default_rng(7)
     sizes, n_classes = (60, 45), (3, 2)

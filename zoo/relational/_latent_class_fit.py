@@ -138,6 +138,16 @@ _ARRAYS_BY_CASE = RelationalArrays(entries=None, values=None, weights=0, blanket
 _STATIC = ("schema", "n_classes", "max_passes", "backend", "seeded")
 
 
+def _continued_state(params: LRMParams, max_passes: int) -> _FitState:
+    """One run (a batch of one, as :func:`_start_restarts` gives) that continues from ``params``:
+    a pass starts from the class posteriors alone (:func:`iem_pass`), so these are the passes the
+    fit that ended at ``params`` would have made next."""
+    dtype = params.responsibilities[0].dtype
+    history = jnp.full((1, max_passes), jnp.nan, dtype)
+    return _FitState(jax.tree_util.tree_map(lambda leaf: leaf[None], params), jnp.zeros((1,), jnp.int32),
+                     jnp.full((1,), -jnp.inf, dtype), history, history, jnp.zeros((1,), bool))
+
+
 @partial(jit, static_argnames=("schema", "n_classes", "max_passes", "seeded"))
 def _start_restarts(keys, arrays, prior_count, *, schema, n_classes, max_passes, seeded=False):
     start = partial(_start_one, schema=schema, n_classes=n_classes, max_passes=max_passes, seeded=seeded)

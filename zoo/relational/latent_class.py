@@ -77,8 +77,8 @@ from inference.provenance import provenance
 from inference.native.backend import resolve_backend
 from inference._validation import (check_bool, check_choice, check_int, check_key, check_memory, check_real,
                                    check_relation, tree_nbytes)
-from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _fit_cases,
-                                              _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
+from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _continued_state,
+                                              _fit_cases, _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
                                               _start_restarts, exact_log_likelihood, predict_proba)
 from zoo.relational._flat_cells import FlatCells, flat_cells
 from zoo.relational._latent_class_passes import (_blanket_message, _domain_scores, _message_score, _sharded_cells,
@@ -280,18 +280,33 @@ class LatentClassRelational:
         check_memory("n_classes", 4 * n_fits * tree_nbytes(start), f"{n_fits} fit(s) of {self!r}")
 
     # ---------------------------------------------------------------- fitting
+    def _checked_init(self, init: Any, schema: RelationalSchema, dtype: Any) -> LRMParams:
+        """``init`` (an LRMResult or its params) checked against this model on ``schema``, as ``dtype``."""
+        if isinstance(init, LRMResult):
+            if init.schema != schema:
+                raise ValueError(f"init: fitted to data of schema {init.schema}, not this data's {schema}")
+            init = init.params
+        if not (isinstance(init, LRMParams) and all(isinstance(part, tuple) for part in init)):
+            raise TypeError(f"init: expected an LRMResult or LRMParams, got {type(init).__name__}")
+        n_classes = self.classes_for(schema)
+        problem = _params_shape_problem(init, n_classes, schema)
+        if problem:
+            raise ValueError(f"init: {problem} (this model's classes per domain on this data: {n_classes})")
+        return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), init)
+
     def fit(
         self,
         data: RelationalData,
         *,
         key: Any,
-        n_restarts: int = 10,
+        n_restarts: int | None = None,
         max_passes: int = 200,
         tol: float = 1e-6,
         beta: float = 1.0,
         passes_per_call: int = 25,
         time_budget: float | None = None,
         progress: bool = False,
+        init: Any = None,
     ) -> "LRMResult":
         """Fit by incremental EM with restarts (CP §3 uses 10, random), keeping the best.
 
@@ -300,7 +315,7 @@ class LatentClassRelational:
         data : RelationalData
         key : jax PRNG key
             Restart r starts from ``jax.random.split(key, n_restarts)[r]``.
-        n_restarts : int
+        n_restarts : int, default 10 (1 with ``init``)
             Independent starts (the model's ``starts``), run in parallel with ``vmap``. With
             ``starts="random"``, when every one of them ends with some domain's classes alike
             (incremental EM's symmetric fixed point, which random starts reach even on data with
@@ -323,12 +338,19 @@ class LatentClassRelational:
             (``result.stopped_by == "time_budget"``).
         progress : bool
             Show a tqdm progress bar of the passes (off by default: a fit usually takes seconds).
+        init : LRMResult or LRMParams, optional
+            Continue a fit (one stopped by ``max_passes``, a time budget or Ctrl-C, or one loaded
+            with :func:`zoo.io.load_result`) on the same data: one run from its class posteriors
+            q_a, which are all that a pass starts from, so the passes are those the fit would have
+            made had it gone on (``key`` is not used; the history counts the new passes only).
 
         Returns
         -------
         LRMResult
         """
-        n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+        if init is not None and n_restarts not in (None, 1):
+            raise ValueError(f"n_restarts: one run continues init, got n_restarts={n_restarts!r}")
+        n_restarts = check_int("n_restarts", 10 if n_restarts is None else n_restarts, minimum=1)
         max_passes = check_int("max_passes", max_passes, minimum=1)
         tol = check_real("tol", tol, low=0.0)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
@@ -343,9 +365,12 @@ class LatentClassRelational:
         dtype = arrays.weights[0].dtype
         keys = jax.random.split(key, n_restarts)
         beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (beta, tol, self.prior_count))
-        seeded = self.starts == "seeded"
-        states = _start_restarts(keys, arrays, prior_count, schema=schema, n_classes=n_classes,
-                                 max_passes=max_passes, seeded=seeded)
+        seeded = self.starts == "seeded" or init is not None  # a continued fit makes no more starts
+        if init is None:
+            states = _start_restarts(keys, arrays, prior_count, schema=schema, n_classes=n_classes,
+                                     max_passes=max_passes, seeded=seeded)
+        else:
+            states = _continued_state(self._checked_init(init, schema, dtype), max_passes)
         backend = resolve_backend(self.backend)
 
         def advance(states, stop_at):
@@ -581,6 +606,21 @@ def _warn_if_classes_alike(responsibilities: tuple, best: int, schema: Relationa
         ClassesAlikeWarning, stacklevel=3)
 
 
+def _params_shape_problem(params: LRMParams, n_classes: tuple[int, ...], schema: RelationalSchema) -> str | None:
+    """None if ``params`` has the shapes of an LRM of ``n_classes`` classes per domain on ``schema``,
+    else which of its fields differs ("responsibilities has shapes ((11, 2), (9, 3)), not ...")."""
+    expected = LRMParams(
+        tuple((classes,) for classes in n_classes),
+        tuple(tuple(n_classes[domain] for domain in domains) + (values,)
+              for domains, values in zip(schema.relation_domains, schema.n_values)),
+        tuple((size, classes) for size, classes in zip(schema.domain_sizes, n_classes)))
+    for name, stored, shapes in zip(LRMParams._fields, params, expected):
+        found = tuple(tuple(np.shape(leaf)) for leaf in stored)
+        if found != shapes:
+            return f"{name} has shapes {found}, not {shapes}"
+    return None
+
+
 @dataclass(repr=False)
 class LRMResult(Described):
     """A fitted LRM.
@@ -644,20 +684,13 @@ class LRMResult(Described):
                 and len(schema.domain_names) == len(schema.domain_sizes)
                 and len(schema.relation_names) == len(schema.relation_domains) == len(schema.n_values)):
             raise ValueError(f"the schema {schema!r:.80} is not a RelationalSchema of matching parts")
-        n_classes = self.model.classes_for(schema)
         params = self.params
         if not (isinstance(params, LRMParams) and all(isinstance(part, tuple) for part in params)):
             raise ValueError(f"the parameters are {type(params).__name__}, not an LRMParams of tuples")
-        expected = LRMParams(
-            tuple((classes,) for classes in n_classes),
-            tuple(tuple(n_classes[domain] for domain in domains) + (values,)
-                  for domains, values in zip(schema.relation_domains, schema.n_values)),
-            tuple((size, classes) for size, classes in zip(schema.domain_sizes, n_classes)))
-        for name, stored, shapes in zip(LRMParams._fields, params, expected):
-            found = tuple(tuple(np.shape(leaf)) for leaf in stored)
-            if found != shapes:
-                raise ValueError(f"params.{name} has shapes {found}, where {self.model!r:.60} on this schema has "
-                                 f"{shapes}")
+        n_classes = self.model.classes_for(schema)
+        problem = _params_shape_problem(params, n_classes, schema)
+        if problem:
+            raise ValueError(f"params.{problem} (the model's classes per domain on this schema: {n_classes})")
         scores = np.asarray(self.restart_scores)
         if scores.ndim != 1 or not (isinstance(self.best_restart, int) and 0 <= self.best_restart < scores.shape[0]):
             raise ValueError(f"best_restart {self.best_restart!r:.20} is not an index of the {scores.shape} restart "
