@@ -187,6 +187,9 @@ def test_a_stopped_fit_continues_with_the_passes_it_would_have_made(tmp_path):
         model.fit(data, key=jax.random.key(0), init={})
     with pytest.raises(ValueError, match=r"^init: class_weights has shapes \(\(3,\),\), not \(\(2,\),\) \(this"):
         LatentClassRelational(2).fit(data, key=jax.random.key(0), init=stopped)
+    nan = stopped.params._replace(responsibilities=(stopped.params.responsibilities[0].at[4, 1].set(jnp.nan),))
+    with pytest.raises(ValueError, match=r"^init: responsibilities\[0\] holds values that are not probabilities"):
+        model.fit(data, key=jax.random.key(0), init=nan)
     with pytest.raises(ValueError, match="^init: fitted to data of schema"):
         model.fit(load_florentine_families(), key=jax.random.key(0), init=stopped)
 

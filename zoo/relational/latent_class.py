@@ -289,7 +289,7 @@ class LatentClassRelational:
         if not (isinstance(init, LRMParams) and all(isinstance(part, tuple) for part in init)):
             raise TypeError(f"init: expected an LRMResult or LRMParams, got {type(init).__name__}")
         n_classes = self.classes_for(schema)
-        problem = _params_shape_problem(init, n_classes, schema)
+        problem = _params_problem(init, n_classes, schema)
         if problem:
             raise ValueError(f"init: {problem} (this model's classes per domain on this data: {n_classes})")
         return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), init)
@@ -606,9 +606,10 @@ def _warn_if_classes_alike(responsibilities: tuple, best: int, schema: Relationa
         ClassesAlikeWarning, stacklevel=3)
 
 
-def _params_shape_problem(params: LRMParams, n_classes: tuple[int, ...], schema: RelationalSchema) -> str | None:
-    """None if ``params`` has the shapes of an LRM of ``n_classes`` classes per domain on ``schema``,
-    else which of its fields differs ("responsibilities has shapes ((11, 2), (9, 3)), not ...")."""
+def _params_problem(params: LRMParams, n_classes: tuple[int, ...], schema: RelationalSchema) -> str | None:
+    """None if ``params`` is an LRM's of ``n_classes`` classes per domain on ``schema`` (its shapes;
+    every value a probability, each distribution summing to 1), else what differs
+    ("responsibilities has shapes ((11, 2), (9, 3)), not ...")."""
     expected = LRMParams(
         tuple((classes,) for classes in n_classes),
         tuple(tuple(n_classes[domain] for domain in domains) + (values,)
@@ -618,6 +619,12 @@ def _params_shape_problem(params: LRMParams, n_classes: tuple[int, ...], schema:
         found = tuple(tuple(np.shape(leaf)) for leaf in stored)
         if found != shapes:
             return f"{name} has shapes {found}, not {shapes}"
+        for index, leaf in enumerate(stored):
+            values = np.asarray(leaf)
+            if values.dtype.kind not in "iuf" or not (np.isfinite(values).all() and (values >= 0).all()):
+                return f"{name}[{index}] holds values that are not probabilities (NaN, infinite or negative)"
+            if not np.allclose(values.sum(axis=-1), 1.0, atol=1e-3):
+                return f"{name}[{index}] has distributions that do not sum to 1 (over the last axis)"
     return None
 
 
@@ -688,7 +695,7 @@ class LRMResult(Described):
         if not (isinstance(params, LRMParams) and all(isinstance(part, tuple) for part in params)):
             raise ValueError(f"the parameters are {type(params).__name__}, not an LRMParams of tuples")
         n_classes = self.model.classes_for(schema)
-        problem = _params_shape_problem(params, n_classes, schema)
+        problem = _params_problem(params, n_classes, schema)
         if problem:
             raise ValueError(f"params.{problem} (the model's classes per domain on this schema: {n_classes})")
         scores = np.asarray(self.restart_scores)
