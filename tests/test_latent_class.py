@@ -175,6 +175,7 @@ def test_a_stopped_fit_continues_with_the_passes_it_would_have_made(tmp_path):
     stopped = model.fit(data, key=jax.random.key(0), n_restarts=1, max_passes=3, tol=0.0)
     whole = model.fit(data, key=jax.random.key(0), n_restarts=1, max_passes=9, tol=0.0)
     assert stopped.stopped_by == whole.stopped_by == "max_passes"
+    assert "continue   result.model.fit(data, key=key, init=result)" in repr(stopped)
     for init in (stopped, stopped.params, load_result(save_result(tmp_path / "three.npz", stopped))):
         continued = model.fit(data, key=jax.random.key(1), init=init, max_passes=6, tol=0.0)
         assert continued.n_passes == 6 and continued.restart_scores.shape == (1,)

@@ -674,6 +674,8 @@ class LRMResult(Described):
             values = (self.history or {}).get(name)
             if values is not None and len(values):
                 card.add(name, f"{float(values[-1]):,.1f} after the last pass")
+        if self.stopped_by != "converged":
+            card.add("continue", "result.model.fit(data, key=key, init=result): the passes it would have made next")
         card.add("made with", made_with(self.provenance))
         card.add("see", ["result.classes()", "result.predict_proba(cells, relation)", "result.history_dataset()",
                          "result.params"])
