@@ -200,6 +200,12 @@ def test_a_latent_class_relational_result_round_trips_and_its_methods_work(tmp_p
     metadata = read_metadata(path)
     assert metadata["result"] == "zoo.relational.latent_class:LRMResult" and metadata["model"] == result.model
     assert metadata["settings"] == {"note": "ratings"} and metadata["provenance"] == result.provenance
+    with pytest.raises(TypeError, match=r"^result: .*, got IRMResult: Gibbs chains, whose draws "
+                                        r"zoo.io.save_chains\(path, result.to_inference_data\(\)\) saves"):
+        from zoo.relational import InfiniteRelational
+
+        save_result(tmp_path / "x.npz", InfiniteRelational(max_clusters=8).sample(
+            data, jax.random.key(0), n_chains=2, n_warmup=2, n_draws=2, progress=False))
     with pytest.raises(TypeError, match="^schedule: only for an EM result, not a LRMResult"):
         save_result(tmp_path / "x.npz", result, schedule=TemperedEM())
 

@@ -308,8 +308,12 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if not isinstance(result, EMResult):
         if not (dataclasses.is_dataclass(result) and callable(getattr(result, "_check_loaded", None))):
+            chains = next((f"result.{name}" + ("()" if name == "to_inference_data" else "")
+                           for name in ("idata", "to_inference_data") if hasattr(type(result), name)), None)
+            advice = "" if chains is None else (f": Gibbs chains, whose draws zoo.io.save_chains(path, {chains}) "
+                                                "saves (or pickle it, to continue it later with resume)")
             raise TypeError(f"result: expected an inference.em.EMResult or a zoo.relational.LRMResult, got "
-                            f"{type(result).__name__}")
+                            f"{type(result).__name__}{advice}")
         if schedule is not None:
             raise TypeError(f"schedule: only for an EM result, not a {type(result).__name__}")
         return _save_fields(_npz_path(path), result, settings)
