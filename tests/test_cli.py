@@ -378,6 +378,9 @@ def test_irm_fits_an_edge_list_until_the_chains_mix(tmp_path, capsys):
     idata = load_chains(out / "chains.nc")
     assert 200 <= idata.posterior.sizes["draw"] < 10_000
     assert chains_settings(idata)["settings"]["network"] == "undirected, 12 nodes, 31 links"
+    # The report shows the clusters of labels.csv, the nodes named, and the relation's blocks.
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "Clusters of the nodes" in report and "b4" in report and "relation edge" in report
     # Too short to mix: the command's advice names --draws, and the report too, with the IRM's own moves
     # by their option.
     assert main(["fit", "irm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--chains", "2",

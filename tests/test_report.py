@@ -17,6 +17,7 @@ from inference.em import EMResult, tempered_em
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.one_sided import OneSided
+from zoo.metrics import adjusted_rand_index
 from zoo.report import (MAX_HEATMAP_SIDE, class_profiles, history_figure, parameter_figures, report_html, top_labels,
                          write_report)
 
@@ -201,6 +202,50 @@ def test_a_fits_report_judges_what_the_fit_judges_and_names_its_calls():
             assert f"<th>{html.escape(name)}</th>" in document
     assert "hyper_marriage[0]" in irm.mixing.index
     assert "fit.resume(data, n_draws=..., until_mixed=True) continues these chains" in report_html(dp)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_an_irm_report_shows_the_clusters_and_blocks_of_its_best_draw(tmp_path):
+    """An IRMResult's report adds, below the chains' diagnostics, each domain's clusters in the kept
+    draw of highest log joint (its members named by the data, each with how often the draws put it
+    with the others) and each relation's block probabilities in that draw, (γ_u + n_u) / (Σγ + n)."""
+    from zoo.relational import InfiniteRelational, RelationalData
+    from zoo.report import _companions, _irm_blocks, _irm_draw
+
+    rng = np.random.default_rng(1)
+    groups = np.repeat([0, 1, 2], 6)
+    links = (groups[:, None] == groups[None, :]) & (rng.random((18, 18)) < 0.9)
+    links = np.triu(links, 1)
+    adjacency = (links | links.T).astype(float)
+    data = RelationalData.from_adjacency(adjacency, domains="people", relation="knows",
+                                         labels=[f"person {index}" for index in range(18)])
+    result = InfiniteRelational().sample(data, jax.random.key(0), n_chains=2, n_draws=60, n_warmup=60,
+                                         progress=False)
+    document = write_report(tmp_path / "irm.html", result, data=data).read_text()
+    _assert_self_contained(document)
+    partition = result.map_partition()["people"]
+    assert adjusted_rand_index(groups, partition) == 1.0
+    assert "<h2>Clusters of the people</h2>" in document and "person 17" in document
+    assert sorted(map(int, re.findall(r"(\d+) members</span>", document))) == [6, 6, 6]
+    assert "relation knows" in document and "<h2>Label-invariant diagnostics</h2>" in document
+    # The blocks: planted links within the groups, none between them.
+    chain, draw = _irm_draw(result)
+    blocks = _irm_blocks(result, result.map_partition(), 0, chain, draw)[..., 1]
+    assert blocks.shape == (3, 3) and np.diag(blocks).min() > 0.7 and (blocks + np.eye(3)).min() < 0.1
+    gamma = result.hyper["knows"][chain, draw]
+    first = np.flatnonzero(partition == 0)
+    within = adjacency[np.ix_(first, first)][~np.eye(6, dtype=bool)]
+    assert blocks[0, 0] == pytest.approx((within.sum() + gamma[1]) / (within.size + gamma.sum()))
+    # How often the draws put each member with its cluster's others: by hand on a small case.
+    draws, labels = rng.integers(0, 3, (40, 7)), np.array([0, 0, 0, 1, 1, 2, 1])
+    expected = [np.mean([np.mean([draw[j] == draw[i] for j in range(7) if labels[j] == labels[i] and j != i])
+                         for draw in draws]) if (labels == labels[i]).sum() > 1
+                else np.mean([(draw == draw[i]).sum() == 1 for draw in draws]) for i in range(7)]
+    np.testing.assert_allclose(_companions(draws, labels), expected)
+    # Without the data the individuals are numbered; other data is refused, named.
+    assert "people 17" in report_html(result)
+    with pytest.raises(TypeError, match="data: an IRMResult's report takes the fitted zoo.relational.RelationalData"):
+        report_html(result, data=CoOccurrence.from_dense(np.ones((18, 18))))
 
 
 def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_result):

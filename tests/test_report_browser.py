@@ -10,18 +10,20 @@ reason.
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
+from inference.diagnostics import MixingWarning
 from inference.em import tempered_em
 from test_report import _chains  # Gibbs chains with label switching
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import ClusterAbstraction
-from zoo.relational import LatentClassRelational, load_florentine_families
+from zoo.relational import InfiniteRelational, LatentClassRelational, load_florentine_families
 from zoo.report import write_report
 
 sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError,
@@ -100,12 +102,17 @@ def _reports(directory: Path) -> dict[str, Path]:
     aspect = tempered_em(Aspect(3, backend="xla"), data, key=jax.random.key(0), max_iter=40)
     tree = tempered_em(ClusterAbstraction(depth=2, backend="xla"), data, key=jax.random.key(1), max_iter=5)
     families = load_florentine_families()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # short chains
+        irm = InfiniteRelational().sample(families, jax.random.key(3), n_chains=2, n_draws=40, n_warmup=40,
+                                          progress=False)
     return {
         "aspect": write_report(directory / "aspect.html", aspect, data=data),
         "cluster abstraction": write_report(directory / "tree.html", tree),
         "chains": write_report(directory / "chains.html", _chains()),
         "relational": write_report(directory / "lrm.html",
                                    LatentClassRelational(2).fit(families, key=jax.random.key(2)), data=families),
+        "irm": write_report(directory / "irm.html", irm, data=families),
     }
 
 
@@ -114,7 +121,7 @@ def reports(tmp_path_factory):
     return _reports(tmp_path_factory.mktemp("reports"))
 
 
-@pytest.mark.parametrize("kind", ["aspect", "cluster abstraction", "chains", "relational"])
+@pytest.mark.parametrize("kind", ["aspect", "cluster abstraction", "chains", "relational", "irm"])
 def test_report_loads_in_chromium_with_every_figure_drawn(browser, reports, kind):
     page, errors = _open(browser, reports[kind])
     try:
@@ -134,7 +141,7 @@ def test_report_loads_in_chromium_with_every_figure_drawn(browser, reports, kind
         page.close()
 
 
-@pytest.mark.parametrize("kind", ["aspect", "chains", "relational"])
+@pytest.mark.parametrize("kind", ["aspect", "chains", "relational", "irm"])
 def test_report_fits_a_narrow_window(browser, reports, kind):
     page, errors = _open(browser, reports[kind], width=600)
     try:

@@ -853,7 +853,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     # The fit's advice names Python's ways to run longer and with other moves; here they are the command's.
     calls = {f"({resume} continues these chains)": "(a larger --draws)"} | _command_line_calls()
     report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {name}", settings=settings,
-                               calls=calls)
+                               calls=calls, data=data if arguments.model == "irm" else None)
     completed = fit.completed if arguments.model == "irm" else fit.result.completed
     stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
                  f"{kind}: {clusters}; {time.perf_counter() - start:.1f} s\n")

@@ -30,7 +30,12 @@
   :func:`inference.diagnostics.mixing_verdict`), trace and rank plots of those that vary, and
   the posterior co-clustering heat map (:func:`inference.partitions.co_clustering`)
   of the cluster assignments, rows ordered by average linkage so that clusters show as blocks,
-  beside the posterior of the number of clusters.
+  beside the posterior of the number of clusters;
+* a :class:`zoo.relational.infinite.IRMResult`: its chains' diagnostics as above, then the clusters
+  of every domain in the kept draw of highest log joint (:meth:`~zoo.relational.infinite.IRMResult.map_partition`)
+  as cards by decreasing share, each member with how often the kept draws of all chains put it with
+  the cluster's other members, named by ``data`` (the fitted ``RelationalData``) when given, and
+  each relation's block probabilities in that draw, (γ_u + n_u) / (Σγ + n), as heat maps.
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas (pyplot is never
 touched, so nothing is shown and no backend is changed) and embedded as base64 PNG, so the file
@@ -60,6 +65,7 @@ from zoo.dyadic.aspect import AspectParams
 from zoo.dyadic.one_sided import OneSidedParams
 from zoo.dyadic.two_sided import TwoSidedParams
 from zoo.relational.data import RelationalData
+from zoo.relational.infinite import IRMResult
 from zoo.relational.latent_class import LRMResult
 
 __all__ = [
@@ -82,7 +88,8 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: .2em; }
 table { border-collapse: collapse; margin: .5em 0 1em; } td, th { border: 1px solid #ccc; padding: .25em .6em; }
-td { overflow-wrap: anywhere; }
+td, th { overflow-wrap: anywhere; }
+table.dataframe { display: block; max-width: 100%; overflow-x: auto; }
 th { background: #f3f3f3; text-align: left; } img { max-width: 100%; } .note { color: #666; font-size: .9em; }
 .verdict { font-weight: 600; padding: .5em .8em; border-left: 5px solid; }
 .verdict.mixing { color: #1b5e20; background: #e8f5e9; border-color: #2e7d32; }
@@ -621,23 +628,25 @@ def _lrm_profiles(result: LRMResult, names: dict[str, tuple | None], n_top: int 
     return groups
 
 
-def _relation_figure(result: LRMResult, index: int, value_labels: tuple | None, width: float) -> tuple[Any, str]:
-    """θ_r of one relation (CP eq. 5) as heat maps, and its caption: a binary relation (arity 2)
-    as the probability of its second value given the two argument classes (one map per value,
-    at most four, when it has more than two values); a unary one as classes × values."""
+def _relation_figure(schema: Any, probs: Any, index: int, value_labels: tuple | None, width: float,
+                     kind: str = "class") -> tuple[Any, str]:
+    """The probabilities ``probs`` of one relation's values given its arguments' classes (an LRM's
+    θ_r, CP eq. 5) or clusters (an IRM's blocks) as heat maps, and the caption: a binary relation
+    (arity 2) as the probability of its second value given the two argument classes (one map per
+    value, at most four, when it has more than two values); a unary one as classes × values."""
     from matplotlib.ticker import MaxNLocator
 
-    schema = result.schema
-    probs = np.asarray(result.params.relation_probs[index], np.float64)
+    probs = np.asarray(probs, np.float64)
     domains = [schema.domain_names[d] for d in schema.relation_domains[index]]
     n_values = probs.shape[-1]
     labels = tuple(value_labels) if value_labels is not None else tuple(range(n_values))
     caption = f"relation {schema.relation_names[index]}"
     if probs.ndim == 2:  # unary: classes x values, the values named on the x axis
-        panels = [(probs, f"P(value | class of the {domains[0]})", f"{domains[0]} class", "value")]
+        panels = [(probs, f"P(value | {kind} of the {domains[0]})", f"{domains[0]} {kind}", "value")]
     else:
         shown = [1] if n_values == 2 else list(range(min(n_values, 4)))
-        panels = [(probs[:, :, value], f"P({labels[value]} | classes)", f"{domains[0]} class", f"{domains[1]} class")
+        panels = [(probs[:, :, value], f"P({labels[value]} | {kind}es)" if kind == "class" else
+                   f"P({labels[value]} | {kind}s)", f"{domains[0]} {kind}", f"{domains[1]} {kind}")
                   for value in shown]
         if n_values > 4:
             caption += f", the first 4 of its {n_values} values"
@@ -688,9 +697,106 @@ def _lrm_sections(result: LRMResult, settings: dict[str, Any] | None, data: Any)
         else {}
     cells = []
     for index, name in enumerate(schema.relation_names):
-        figure, caption = _relation_figure(result, index, value_labels.get(name), _FULL_WIDTH)
+        figure, caption = _relation_figure(schema, result.params.relation_probs[index], index, value_labels.get(name),
+                                           _FULL_WIDTH)
         cells.append(_figure(figure, caption, html.escape(caption) + ": θ_r, the probability of each value of a "
                              "cell given its arguments' classes (CP eq. 5).", wide=True))
+    sections.append("<h2>Relations</h2>" + _row(cells))
+    return sections
+
+
+# ----------------------------------------------------------------------------- infinite relational models
+#: Labels of kept draws × individuals compared at once when the IRM's cards measure how often a
+#: member is with its cluster (memory, not the result, depends on it).
+_COMPANION_BLOCK = 4_000_000
+
+
+def _companions(draws: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """For each individual, the mean over ``draws`` (M, n) of the share of the other members of its
+    cluster in ``labels`` (n,) that are in its cluster in the draw; for a cluster of one, the share
+    of draws in which it is alone. O(M n) time, in blocks of draws."""
+    n = labels.shape[0]
+    n_labels = int(labels.max()) + 1
+    sizes = np.bincount(labels, minlength=n_labels)
+    own = sizes[labels]
+    total = np.zeros(n)
+    rows = max(1, _COMPANION_BLOCK // max(n, 1))
+    for first in range(0, draws.shape[0], rows):
+        block = draws[first:first + rows].astype(np.int64)
+        width = int(block.max()) + 1
+        offsets = np.arange(block.shape[0])[:, None]
+        in_draw = offsets * width + block  # (rows, n): i's cluster in its draw, numbered across the block
+        pair = (offsets * n_labels + labels[None, :]) * width + block  # and with i's cluster in labels
+        together = np.bincount(pair.ravel(), minlength=block.shape[0] * n_labels * width)[pair]  # i included
+        alone = np.bincount(in_draw.ravel(), minlength=block.shape[0] * width)[in_draw] == 1
+        total += np.where(own > 1, (together - 1) / np.maximum(own - 1, 1), alone).sum(axis=0)
+    return total / draws.shape[0]
+
+
+def _irm_draw(result: Any) -> tuple[int, int]:
+    """(chain, draw) of the kept draw of highest log joint: the partition :meth:`map_partition` gives."""
+    chain, draw = np.unravel_index(np.argmax(np.asarray(result.log_joint)), np.shape(result.log_joint))
+    return int(chain), int(draw)
+
+
+def _irm_profiles(result: Any, partitions: dict[str, np.ndarray], names: dict[str, tuple | None],
+                  n_top: int = N_TOP_LABELS) -> list[ProfileGroup]:
+    """Per domain, the clusters of the draw of highest log joint, each with its share of the domain
+    and its members by how often the kept draws put them with the cluster's other members."""
+    groups = []
+    for domain, labels in partitions.items():
+        draws = np.asarray(result.assignments[domain])
+        companions = _companions(draws.reshape(-1, draws.shape[-1]), labels)
+        sizes = np.bincount(labels)
+        members = np.where(labels[:, None] == np.arange(sizes.size), companions[:, None], 0.0)
+        note = (f"The clusters of the {domain} in the kept draw of highest log joint (the partition of labels.csv "
+                "on the command line), each with its share of the individuals and its members, by how often "
+                f"the {draws.shape[0] * draws.shape[1]:,} kept draws of all chains put them with the cluster's "
+                "other members (the mean share of those in the same cluster; a cluster of one: the share of "
+                "draws in which it is alone).")
+        groups.append(_group(f"Clusters of the {domain}", note, "share", "cluster", sizes / labels.size,
+                             [("members, with the others", members, names.get(domain), domain)], n_top, sizes))
+    return groups
+
+
+def _irm_blocks(result: Any, partitions: dict[str, np.ndarray], index: int, chain: int, draw: int) -> np.ndarray:
+    """One relation's (γ_u + n_block,u) / (Σγ + n_block) for every block of ``partitions`` (the IRM's
+    predictive of a cell, Kemp et al. 2006), with the hyperparameters γ of draw (``chain``, ``draw``)."""
+    schema = result.schema
+    arrays = result._arrays
+    domains = schema.relation_domains[index]
+    gamma = np.asarray(result.hyper[schema.relation_names[index]][chain, draw], np.float64)
+    entries = np.asarray(arrays.entries[index])
+    blocks = tuple(partitions[schema.domain_names[domain]][entries[:, position]]
+                   for position, domain in enumerate(domains))
+    counts = np.zeros(tuple(int(partitions[schema.domain_names[domain]].max()) + 1 for domain in domains)
+                      + (gamma.size,))
+    np.add.at(counts, blocks + (np.asarray(arrays.values[index]),), np.asarray(arrays.weights[index], np.float64))
+    mass = counts + gamma
+    return mass / mass.sum(axis=-1, keepdims=True)
+
+
+def _irm_sections(result: Any, data: Any) -> list[str]:
+    """The clusters of every domain and each relation's blocks in the kept draw of highest log joint."""
+    if not result.assignments or np.size(result.log_joint) == 0:
+        return ["<h2>Clusters</h2><p>The run kept no assignments (keep_assignments=False, or no draws), so no "
+                "clusters are shown.</p>"]
+    schema = result.schema
+    names = {domain.name: domain.labels for domain in data.domains} if data is not None else {}
+    partitions = result.map_partition()
+    sections = [_profiles_html(_irm_profiles(result, partitions, names))]
+    if result._arrays is None:  # a result built by hand keeps no cells
+        return sections
+    chain, draw = _irm_draw(result)
+    value_labels = {relation.name: tuple(relation.value_labels) for relation in data.relations} if data is not None \
+        else {}
+    cells = []
+    for index, name in enumerate(schema.relation_names):
+        figure, caption = _relation_figure(schema, _irm_blocks(result, partitions, index, chain, draw), index,
+                                           value_labels.get(name), _FULL_WIDTH, kind="cluster")
+        cells.append(_figure(figure, caption, html.escape(caption) + ": the probability of each value of a cell "
+                             "given its arguments' clusters in that draw, (γ_u + n_u) / (Σγ + n) over the block's "
+                             "observed cells n with the draw's hyperparameters γ.", wide=True))
     sections.append("<h2>Relations</h2>" + _row(cells))
     return sections
 
@@ -849,10 +955,10 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     import arviz as az
     import pandas as pd
 
-    if isinstance(fitted, LRMResult):  # its data are relational: the domains' labels name the individuals
+    if isinstance(fitted, (LRMResult, IRMResult)):  # relational data: the domains' labels name the individuals
         if data is not None and not isinstance(data, RelationalData):
-            raise TypeError(f"data: an LRMResult's report takes the fitted zoo.relational.RelationalData, got "
-                            f"{type(data).__name__}")
+            raise TypeError(f"data: an {type(fitted).__name__}'s report takes the fitted "
+                            f"zoo.relational.RelationalData, got {type(data).__name__}")
         if data is not None and (data.schema.domain_names, data.schema.domain_sizes) != (
                 fitted.schema.domain_names, fitted.schema.domain_sizes):
             raise ValueError("data: its domains are not those of the fit "
@@ -875,13 +981,13 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     # A fit's own mixing table: the quantities its warning judges, and its advice for its sampler
     # (SupervisedDPFit's names what SCDP offers, the IRM's its split-merge moves), naming the call
     # that continues its chains (an estimator's: a warm-started fit).
-    table, quantities = None, None
+    table, quantities, irm = None, None, None
     if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit
         table = getattr(fitted, "mixing", None)
         fitted = fitted.idata
     elif callable(getattr(fitted, "to_inference_data", None)) and hasattr(fitted, "scalar_quantities"):
         # zoo.relational.IRMResult: its relations' hyperparameters are judged value by value
-        table, quantities = fitted.mixing, fitted.scalar_quantities()
+        table, quantities, irm = fitted.mixing, fitted.scalar_quantities(), fitted
         fitted = fitted.to_inference_data()
     if not isinstance(table, pd.DataFrame):
         table = None
@@ -897,6 +1003,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     elif isinstance(fitted, az.InferenceData):
         sections = chains_sections(fitted, table=table, quantities=quantities,
                                    calls=estimator_calls | (calls or {}))
+        if irm is not None:
+            sections += _irm_sections(irm, data)
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains"
@@ -936,8 +1044,8 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     data : zoo.data.CoOccurrence or zoo.relational.RelationalData, optional
         The fitted data (or any data of the same shape): its ``row_names`` and ``col_names`` label
         the classes' most probable rows and columns (see :func:`class_profiles`); for an
-        ``LRMResult`` the fitted ``RelationalData``, whose domains' labels name the individuals
-        and whose relations' ``value_labels`` name the values.
+        ``LRMResult`` or an ``IRMResult`` the fitted ``RelationalData``, whose domains' labels
+        name the individuals and whose relations' ``value_labels`` name the values.
     row_names, col_names : sequence, optional
         Labels of the rows and columns, taking precedence over ``data``'s. Without any labels
         (nor an estimator's ``feature_names_in_`` for the columns) objects are named by index.
