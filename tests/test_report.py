@@ -205,10 +205,11 @@ def test_a_fits_report_judges_what_the_fit_judges_and_names_its_calls():
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
-def test_an_irm_report_shows_the_clusters_and_blocks_of_its_best_draw(tmp_path):
+def test_an_irm_report_shows_the_clusters_and_blocks_of_its_best_draw(tmp_path, monkeypatch):
     """An IRMResult's report adds, below the chains' diagnostics, each domain's clusters in the kept
     draw of highest log joint (its members named by the data, each with how often the draws put it
     with the others) and each relation's block probabilities in that draw, (γ_u + n_u) / (Σγ + n)."""
+    from zoo import report
     from zoo.relational import InfiniteRelational, RelationalData
     from zoo.report import _companions, _irm_blocks, _irm_draw
 
@@ -241,6 +242,8 @@ def test_an_irm_report_shows_the_clusters_and_blocks_of_its_best_draw(tmp_path):
     expected = [np.mean([np.mean([draw[j] == draw[i] for j in range(7) if labels[j] == labels[i] and j != i])
                          for draw in draws]) if (labels == labels[i]).sum() > 1
                 else np.mean([(draw == draw[i]).sum() == 1 for draw in draws]) for i in range(7)]
+    np.testing.assert_allclose(_companions(draws, labels), expected)
+    monkeypatch.setattr(report, "_COMPANION_BLOCK", 30)  # three draws a block: the same shares
     np.testing.assert_allclose(_companions(draws, labels), expected)
     # Without the data the individuals are numbered; other data is refused, named.
     assert "people 17" in report_html(result)

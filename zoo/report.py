@@ -720,10 +720,10 @@ def _companions(draws: np.ndarray, labels: np.ndarray) -> np.ndarray:
     sizes = np.bincount(labels, minlength=n_labels)
     own = sizes[labels]
     total = np.zeros(n)
-    rows = max(1, _COMPANION_BLOCK // max(n, 1))
+    width = int(draws.max()) + 1
+    rows = max(1, _COMPANION_BLOCK // max(n, n_labels * width))  # per draw: n labels, a table of n_labels × width
     for first in range(0, draws.shape[0], rows):
         block = draws[first:first + rows].astype(np.int64)
-        width = int(block.max()) + 1
         offsets = np.arange(block.shape[0])[:, None]
         in_draw = offsets * width + block  # (rows, n): i's cluster in its draw, numbered across the block
         pair = (offsets * n_labels + labels[None, :]) * width + block  # and with i's cluster in labels
