@@ -114,6 +114,8 @@ table.top td.bar { width: 30%; } table.top td.bar span { display: block; height:
 MAX_HEATMAP_SIDE = 60
 #: Largest number of points whose co-clustering matrix is drawn.
 MAX_CO_CLUSTERING_POINTS = 1500
+#: Rank plots in one row of the report's figure (more quantities take more rows).
+RANK_PANELS_PER_ROW = 4
 #: Labels listed per class and side in the class cards (H99 Fig. 1 lists 10 words per aspect).
 N_TOP_LABELS = 10
 #: Widths (inches) of a figure in one column of the page grid and of one that spans the row.
@@ -912,9 +914,16 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
             az.plot_trace(view, var_names=names, axes=axes, show=False)
             sections.append("<h2>Trace plots</h2>" + _figure(trace, "trace plots"))
             if view.posterior.sizes.get("chain", 1) > 1:
-                rank = _new_figure(_FULL_WIDTH, 2.6)
-                rank_axes = rank.subplots(1, len(names), squeeze=False)[0]
-                az.plot_rank(view, var_names=names, ax=rank_axes, show=False)
+                # At most four panels a row, so that the quantities' names do not run into each other.
+                n_rows = -(-len(names) // RANK_PANELS_PER_ROW)
+                n_columns = min(len(names), RANK_PANELS_PER_ROW)
+                rank = _new_figure(_FULL_WIDTH, 2.6 * n_rows)
+                rank_axes = rank.subplots(n_rows, n_columns, squeeze=False).ravel()
+                for unused in rank_axes[len(names):]:
+                    unused.set_axis_off()
+                az.plot_rank(view, var_names=names, ax=rank_axes[:len(names)], show=False)
+                for axis in rank_axes[:len(names)]:
+                    axis.title.set_fontsize(9)
                 sections.append("<h2>Rank plots</h2>" + _figure(
                     rank, "rank plots", "One histogram per chain of the ranks of its draws among all chains' "
                     "draws; the verdict above is computed from R-hat and ESS."))
