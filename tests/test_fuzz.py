@@ -59,7 +59,7 @@ from zoo.dirichlet.ties import tied_features
 from zoo.relational.data import Domain, RelationalData, Relation
 from zoo.relational.evaluation import cross_validated_log_loss, fold_cases, held_out_cases, leave_one_out_log_loss
 from zoo.relational.infinite import InfiniteRelational, init as irm_init
-from zoo.relational.latent_class import LatentClassRelational
+from zoo.relational.latent_class import LatentClassRelational, LRMParams, LRMResult
 from zoo.report import write_report
 from zoo.sklearn import (AspectEstimator, ClusterAbstractionEstimator, DPMixtureEstimator, GaussianMixtureEstimator,
                          SupervisedDPEstimator,
@@ -1065,6 +1065,61 @@ def test_damaged_chain_checkpoints(case):
     how, data = case
     names = ("path", "like") if how.startswith("leaves=") else ("path",)  # the file or the template is wrong
     rejects_file(lambda path: load_checkpoint(path, like=CHAIN_STATE), data, names=names)
+
+
+SAVED_LRM = LRMResult(model=LatentClassRelational(2), schema=RELATIONAL.schema,
+                      params=LRMParams((np.full(2, 0.5), np.full(2, 0.5)), (np.full((2, 2, 2), 0.5),),
+                                       (np.full((4, 2), 0.5), np.full((4, 2), 0.5))),
+                      history={"bound": np.arange(3.0), "objective": np.arange(3.0)},
+                      restart_scores=np.array([1.0, 0.5]), best_restart=0, n_passes=3, converged=True)
+LRM_BYTES = save_result(READER_DIR / "saved-lrm.npz", SAVED_LRM).read_bytes()
+
+
+def _lrm_entry(**changes: Any) -> dict:
+    """The saved LRM's ``result`` entry with some of its fields replaced (JSON values)."""
+    document = json.loads(str(np.load(io.BytesIO(_members(LRM_BYTES)["metadata.npy"]))))["result"]
+    return {**document, "fields": {**document["fields"], **changes}}
+
+
+def _lrm_model(**changes: Any) -> dict:
+    model = _lrm_entry()["fields"]["model"]
+    return {**model, "fields": {**model["fields"], **changes}}
+
+
+LRM_METADATA = {
+    "format": [None, "latentzoo-em-result", 1], "version": [None, 2],
+    "result": [None, "x", 3, {"dataclass": "os:system", "fields": {}},
+               {"dataclass": "zoo.relational.latent_class:LatentClassRelational", "fields": {}},
+               {"dataclass": "zoo.relational.latent_class:LRMResult", "fields": {}},
+               _lrm_entry(best_restart=2), _lrm_entry(best_restart=True), _lrm_entry(n_passes=4),
+               _lrm_entry(stopped_by="finished"), _lrm_entry(converged=1), _lrm_entry(provenance=3),
+               _lrm_entry(model="x"), _lrm_entry(model=_lrm_model(n_classes=0)),
+               _lrm_entry(model=_lrm_model(prior_count=-1.0)), _lrm_entry(model=_lrm_model(n_classes=3)),
+               _lrm_entry(schema={"tuple": []}), _lrm_entry(params={"dict": {}}),
+               _lrm_entry(history={"dict": {"bound": 1}}), _lrm_entry(restart_scores={"array": "arrays/99"})],
+}
+#: The saved LRM's arrays, in the order its fields hold them: θ_h of the rows and the columns, θ_r, q of the
+#: rows and the columns, the bound, the objective, the scores.
+LRM_ARRAYS = [f"arrays/{index}.npy" for index in range(8)]
+
+
+@counted(150)
+@settings(FUZZ, max_examples=150)
+@given(damaged(LRM_BYTES, LRM_METADATA, LRM_ARRAYS, {
+    "arrays/0.npy": [np.full(3, 1 / 3), np.array([np.nan, 1.0]), np.array([0.2, 0.2]), np.array([-0.5, 1.5])],
+    "arrays/2.npy": [np.full((2, 2), 0.5), np.full((2, 2, 2), np.inf), np.full((3, 2, 2), 0.5)],
+    "arrays/4.npy": [np.full((5, 2), 0.5), np.full((4, 2), 0.7), np.full((4,), 1.0)],
+    "arrays/5.npy": [np.zeros(2), np.zeros((3, 1))], "arrays/7.npy": [np.zeros(0), np.zeros((2, 1))],
+}))
+def test_damaged_latent_class_relational_files(case):
+    _, data = case
+    rejects_file(load_result, data)
+
+
+def test_the_undamaged_latent_class_relational_file_loads():
+    # so that each damaged one above is refused for its damage
+    loaded = load_result(_write_bytes(LRM_BYTES, ".npz"))
+    np.testing.assert_array_equal(loaded.params.responsibilities[1], SAVED_LRM.params.responsibilities[1])
 
 
 @counted(60)

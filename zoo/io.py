@@ -573,7 +573,7 @@ def _load_fields(path: Path, metadata: dict, arrays: dict[str, np.ndarray], trus
     result = _decoded(path, entry, "result", trusted_modules, arrays)
     try:
         result._check_loaded()
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as error:
         raise ValueError(f"path: {str(path)!r}: {error}") from None
     return result
 

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, ClassVar
 
@@ -688,6 +688,12 @@ class LRMResult(Described):
         JAX arrays, as :meth:`LatentClassRelational.fit` gives them."""
         if not isinstance(self.model, LatentClassRelational):
             raise ValueError(f"the model is {self.model!r:.60}, not a LatentClassRelational")
+        # Its settings checked as the constructor checks them (the file restored them without it).
+        LatentClassRelational(**{setting.name: getattr(self.model, setting.name)
+                                 for setting in fields(self.model) if setting.init})
+        if not (isinstance(self.provenance, dict) and all(isinstance(key, str) and isinstance(value, str)
+                                                          for key, value in self.provenance.items())):
+            raise ValueError(f"the provenance is {self.provenance!r:.60}, not a dict of strings")
         schema = self.schema
         if not (isinstance(schema, RelationalSchema) and all(isinstance(part, tuple) for part in schema)
                 and len(schema.domain_names) == len(schema.domain_sizes)
@@ -701,10 +707,14 @@ class LRMResult(Described):
         if problem:
             raise ValueError(f"params.{problem} (the model's classes per domain on this schema: {n_classes})")
         scores = np.asarray(self.restart_scores)
-        if scores.ndim != 1 or not (isinstance(self.best_restart, int) and 0 <= self.best_restart < scores.shape[0]):
+        counts = (self.best_restart, self.n_passes)
+        if not all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
+            raise ValueError(f"best_restart {self.best_restart!r:.20} and n_passes {self.n_passes!r:.20} are not "
+                             "both whole numbers")
+        if scores.ndim != 1 or not 0 <= self.best_restart < scores.shape[0]:
             raise ValueError(f"best_restart {self.best_restart!r:.20} is not an index of the {scores.shape} restart "
                              "scores")
-        if not (isinstance(self.n_passes, int) and self.n_passes >= 0 and isinstance(self.converged, bool)):
+        if not (self.n_passes >= 0 and isinstance(self.converged, bool)):
             raise ValueError(f"n_passes {self.n_passes!r:.20} or converged {self.converged!r:.20} is not a count "
                              "and a truth value")
         if self.stopped_by not in ("converged", "max_passes", "interrupted", "time_budget"):
