@@ -1124,7 +1124,7 @@ def test_the_undamaged_latent_class_relational_file_loads():
 
 @counted(60)
 @settings(FUZZ, max_examples=60)
-@given(st.sampled_from([("result", RESULT_BYTES), ("checkpoint", CHECKPOINT_BYTES)]),
+@given(st.sampled_from([("result", RESULT_BYTES), ("checkpoint", CHECKPOINT_BYTES), ("result", LRM_BYTES)]),
        st.integers(0, 10**6), st.integers(0, 7))
 def test_flipped_bits_are_refused_or_harmless(which, position, bit):
     # The archive's checksums catch a flipped bit in any array; flips in fields that nothing
@@ -1151,6 +1151,9 @@ def _contents(loaded: Any) -> list[Any]:
     if isinstance(loaded, EMResult):
         loaded = (loaded.params, loaded.history, loaded.restart_scores, loaded.beta, loaded.n_iter,
                   loaded.best_restart, loaded.converged, loaded.best_iteration, loaded.stopped_by, loaded.model)
+    if isinstance(loaded, LRMResult):
+        loaded = (loaded.params, loaded.history, loaded.restart_scores, loaded.best_restart, loaded.n_passes,
+                  loaded.converged, loaded.stopped_by, loaded.model, tuple(loaded.schema), loaded.provenance)
     is_key = lambda leaf: isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)  # noqa: E731
     return [np.asarray(jax.random.key_data(leaf)) if is_key(leaf) else np.asarray(leaf)
             for leaf in jax.tree_util.tree_leaves(loaded)]
