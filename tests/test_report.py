@@ -251,6 +251,46 @@ def test_an_irm_report_shows_the_clusters_and_blocks_of_its_best_draw(tmp_path, 
         report_html(result, data=CoOccurrence.from_dense(np.ones((18, 18))))
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_a_dp_report_given_the_data_shows_each_clusters_mean_features_and_members(tmp_path):
+    """With the clustered points' features, a DP fit's report adds the clusters of its point estimate
+    (or of the partition given): each cluster's mean of every feature, in sd of all points, and its
+    members named, with how often the draws keep them with the others."""
+    import pandas as pd
+
+    from zoo.dirichlet import DPMixture
+    from zoo.dirichlet.families import normal_gamma
+    from zoo.sklearn import DPMixtureEstimator
+
+    rng = np.random.default_rng(2)
+    points = np.concatenate([rng.normal(-4.0, 0.5, (12, 2)), rng.normal(4.0, 0.5, (8, 2))])
+    table = pd.DataFrame(points, columns=["height", "weight"])
+    names = [f"animal {index}" for index in range(20)]
+    fit = DPMixture(normal_gamma(2)).fit(points, jax.random.key(0), n_chains=2, n_warmup=20, n_draws=60,
+                                         progress=False)
+    document = write_report(tmp_path / "dp.html", fit, data=table, row_names=names).read_text()
+    _assert_self_contained(document)
+    assert "<h2>Clusters of the points</h2>" in document and "for the point estimate" in document
+    assert sorted(map(int, re.findall(r"(\d+) members</span>", document))) == [8, 12]
+    assert "animal 19" in document and "Members of the clusters" in document
+    assert len(_images(document)) == len(_images(report_html(fit))) + 1  # the cluster means
+    # A partition given is the one shown; its size and the data's rows are checked, named.
+    given = np.repeat([5, 7], 10)
+    assert sorted(map(int, re.findall(r"(\d+) members</span>", report_html(fit, data=points, partition=given)))) \
+        == [10, 10]
+    with pytest.raises(ValueError, match="^partition: expected 20 non-negative integer labels"):
+        report_html(fit, data=points, partition=given[:5])
+    with pytest.raises(ValueError, match="^partition: only with data"):
+        report_html(fit, partition=given)
+    with pytest.raises(ValueError, match="^data: 19 rows, where the chains clustered 20 points"):
+        report_html(fit, data=points[1:])
+    with pytest.raises(ValueError, match="^row_names: 3 labels"):
+        report_html(fit, data=points, row_names=names[:3])
+    # An estimator fitted on the table: its own chains, the same section.
+    estimator = DPMixtureEstimator(n_chains=2, n_warmup=20, n_draws=40, random_state=0).fit(table)
+    assert "<h2>Clusters of the points</h2>" in report_html(estimator, data=table)
+
+
 def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_result):
     from zoo.sklearn import AspectEstimator
 

@@ -21,6 +21,7 @@ from inference.diagnostics import MixingWarning
 from inference.em import tempered_em
 from test_report import _chains  # Gibbs chains with label switching
 from zoo.data import CoOccurrence
+from zoo.dirichlet import DPMixture, normal_gamma
 from zoo.dyadic.aspect import Aspect
 from zoo.dyadic.cluster_abstraction import ClusterAbstraction
 from zoo.relational import InfiniteRelational, LatentClassRelational, load_florentine_families
@@ -106,6 +107,9 @@ def _reports(directory: Path) -> dict[str, Path]:
         warnings.simplefilter("ignore", MixingWarning)  # short chains
         irm = InfiniteRelational().sample(families, jax.random.key(3), n_chains=2, n_draws=40, n_warmup=40,
                                           progress=False)
+        points = np.concatenate([rng.normal(-3.0, 1.0, (15, 5)), rng.normal(3.0, 1.0, (15, 5))])
+        dp = DPMixture(normal_gamma(5)).fit(points, jax.random.key(4), n_chains=2, n_warmup=20, n_draws=40,
+                                            progress=False)
     return {
         "aspect": write_report(directory / "aspect.html", aspect, data=data),
         "cluster abstraction": write_report(directory / "tree.html", tree),
@@ -113,6 +117,7 @@ def _reports(directory: Path) -> dict[str, Path]:
         "relational": write_report(directory / "lrm.html",
                                    LatentClassRelational(2).fit(families, key=jax.random.key(2)), data=families),
         "irm": write_report(directory / "irm.html", irm, data=families),
+        "clusters": write_report(directory / "dp.html", dp, data=points, col_names=[f"x{index}" for index in range(5)]),
     }
 
 
@@ -121,7 +126,7 @@ def reports(tmp_path_factory):
     return _reports(tmp_path_factory.mktemp("reports"))
 
 
-@pytest.mark.parametrize("kind", ["aspect", "cluster abstraction", "chains", "relational", "irm"])
+@pytest.mark.parametrize("kind", ["aspect", "cluster abstraction", "chains", "relational", "irm", "clusters"])
 def test_report_loads_in_chromium_with_every_figure_drawn(browser, reports, kind):
     page, errors = _open(browser, reports[kind])
     try:
@@ -141,7 +146,7 @@ def test_report_loads_in_chromium_with_every_figure_drawn(browser, reports, kind
         page.close()
 
 
-@pytest.mark.parametrize("kind", ["aspect", "chains", "relational", "irm"])
+@pytest.mark.parametrize("kind", ["aspect", "chains", "relational", "irm", "clusters"])
 def test_report_fits_a_narrow_window(browser, reports, kind):
     page, errors = _open(browser, reports[kind], width=600)
     try:

@@ -817,12 +817,14 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 # were the training rows').
                 row_names = None if row_names is None else row_names[~is_train]
                 labels, resume = truth, SCDP_RESUME_CALL
+                clustered = features[~is_train]
             else:
                 warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model, n_features=features.shape[1], **moves)
                 fit = model.fit(features, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet)
                 resume = RESUME_CALL
+                clustered = features
             idata, n_draws = (fit.idata if fit.result.samples else None), fit.result.n_draws
     settings |= {"model": repr(model), "chains": arguments.chains, "warm-up sweeps": warmup,
                  "draws": arguments.draws if not until_mixed else "until the chains mix",
@@ -852,8 +854,13 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     table.to_csv(labels_path, index=False)
     # The fit's advice names Python's ways to run longer and with other moves; here they are the command's.
     calls = {f"({resume} continues these chains)": "(a larger --draws)"} | _command_line_calls()
+    # The report shows the clusters of labels.csv: the IRM's by the network's nodes, the others' by the
+    # clustered rows' features (standardised unless --no-standardize) and ids.
+    shown = {"data": data} if arguments.model == "irm" else {
+        "data": clustered, "col_names": list(names), "partition": partition,
+        "row_names": None if row_names is None else [str(name) for name in row_names]}
     report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {name}", settings=settings,
-                               calls=calls, data=data if arguments.model == "irm" else None)
+                               calls=calls, **shown)
     completed = fit.completed if arguments.model == "irm" else fit.result.completed
     stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
                  f"{kind}: {clusters}; {time.perf_counter() - start:.1f} s\n")

@@ -30,7 +30,10 @@
   :func:`inference.diagnostics.mixing_verdict`), trace and rank plots of those that vary, and
   the posterior co-clustering heat map (:func:`inference.partitions.co_clustering`)
   of the cluster assignments, rows ordered by average linkage so that clusters show as blocks,
-  beside the posterior of the number of clusters;
+  beside the posterior of the number of clusters; with ``data``, the features of the clustered
+  points, the clusters of the point estimate (or of ``partition``) follow: each cluster's mean of
+  every feature in standard deviations of all the points, as a heat map, and a card per cluster
+  listing its members (``row_names``) by how often the kept draws put them with the others;
 * a :class:`zoo.relational.infinite.IRMResult`: its chains' diagnostics as above, then the clusters
   of every domain in the kept draw of highest log joint (:meth:`~zoo.relational.infinite.IRMResult.map_partition`)
   as cards by decreasing share, each member with how often the kept draws of all chains put it with
@@ -956,13 +959,91 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
     return sections
 
 
+def _kept_partition(idata: Any, partition: Any, n_points: int) -> tuple[np.ndarray, str]:
+    """The partition the clusters section shows, and how it was chosen: ``partition`` as given, else
+    the point estimate (VI) where its O(N²) matrices fit in memory, else the draw of highest log joint."""
+    from inference.diagnostics import point_estimate
+    from inference.partitions import point_partition_shortfall
+
+    if partition is not None:
+        labels = np.asarray(partition)
+        if labels.shape != (n_points,) or labels.dtype.kind not in "iu" or labels.min() < 0:
+            raise ValueError(f"partition: expected {n_points} non-negative integer labels (one per clustered point), "
+                             f"got an array of {labels.dtype} and shape {labels.shape}")
+        return np.unique(labels, return_inverse=True)[1], "the partition given"
+    if point_partition_shortfall(n_points) is None:
+        return point_estimate(idata), "the point estimate (posterior expected variation of information)"
+    log_joint = np.asarray(idata.sample_stats["log_joint"])
+    chain, draw = np.unravel_index(int(np.nanargmax(log_joint)), log_joint.shape)
+    labels = np.asarray(_assignments(idata)[chain, draw])
+    return np.unique(labels, return_inverse=True)[1], "the draw of highest log joint (a point estimate would not fit)"
+
+
+def _clusters_sections(idata: Any, data: Any, col_names: Any, row_names: Any, partition: Any) -> list[str]:
+    """The clustered points' clusters: a heat map of each cluster's mean of every feature, in standard
+    deviations of all the points from their mean, and a card per cluster whose members are listed by
+    how often the draws keep them with the others."""
+    import pandas as pd
+
+    assignments = _assignments(idata)
+    if assignments is None:
+        raise ValueError("data: these chains keep no cluster assignments to show the data's clusters by")
+    n_points = assignments.shape[-1]
+    if isinstance(data, pd.DataFrame):
+        col_names = list(map(str, data.columns)) if col_names is None else col_names
+        data = data.to_numpy()
+    features = as_float_array("data", data, ndim=2)
+    if features.shape[0] != n_points:
+        raise ValueError(f"data: {features.shape[0]} rows, where the chains clustered {n_points} points (give the "
+                         "clustered points' features, one row each)")
+    columns = _label_tuple("col_names", col_names, features.shape[1]) or tuple(f"feature {index}" for index in
+                                                                               range(features.shape[1]))
+    names = _label_tuple("row_names", row_names, n_points)
+    labels, chosen = _kept_partition(idata, partition, n_points)
+    sizes = np.bincount(labels)
+    spread = features.std(axis=0)
+    scaled = (features - features.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    means = np.stack([scaled[labels == cluster].mean(axis=0) for cluster in range(sizes.size)])
+    order = np.argsort(-sizes, kind="stable")[:MAX_HEATMAP_SIDE]
+    shown = np.sort(np.argsort(-means.std(axis=0), kind="stable")[:MAX_HEATMAP_SIDE])
+    values = means[np.ix_(order, shown)]
+    limit = max(float(np.abs(values).max()), 1e-12)
+    figure = _new_figure(_FULL_WIDTH, min(1.6 + 0.22 * order.size, 12.0))
+    axis = figure.subplots()
+    image = axis.imshow(values, aspect="auto", interpolation="nearest", cmap="RdBu_r", vmin=-limit, vmax=limit)
+    axis.set_yticks(np.arange(order.size), [f"cluster {cluster} ({sizes[cluster]})" for cluster in order], fontsize=7)
+    axis.set_xticks(np.arange(shown.size), [columns[index] for index in shown], rotation=90, fontsize=7)
+    figure.colorbar(image, ax=axis, label="mean (sd of all points)")
+    caption = (f"Each cluster's mean of every feature, in standard deviations of all {n_points:,} points from their "
+               f"mean, for {chosen}; clusters by size" + (f" (the {order.size} largest of {sizes.size})"
+                                                          if order.size < sizes.size else "")
+               + (f", the {shown.size} features whose cluster means differ most" if shown.size < len(columns) else "")
+               + ".")
+    draws = np.asarray(assignments.values).reshape(-1, n_points)
+    companions = _companions(draws, labels)
+    members = np.where(labels[:, None] == np.arange(sizes.size), companions[:, None], 0.0)
+    note = (f"The clusters of {chosen}, each with its share of the points and its members, by how often the "
+            f"{draws.shape[0]:,} kept draws of all chains put them with the cluster's other members (the mean share "
+            "of those in the same cluster; a cluster of one: the share of draws in which it is alone).")
+    group = _group("Clusters of the points", note, "share", "cluster", sizes / n_points,
+                   [("members, with the others", members, names, "point")], N_TOP_LABELS, sizes)
+    return ["<h2>Clusters of the points</h2>" + _figure(figure, "cluster means", html.escape(caption), wide=True),
+            _profiles_html([group._replace(title="Members of the clusters")])]
+
+
 # ----------------------------------------------------------------------------- the report
 def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, Any] | None = None,
-                data: CoOccurrence | None = None, row_names: Sequence[Any] | None = None,
-                col_names: Sequence[Any] | None = None, calls: dict[str, str] | None = None) -> str:
+                data: Any = None, row_names: Sequence[Any] | None = None,
+                col_names: Sequence[Any] | None = None, calls: dict[str, str] | None = None,
+                partition: Any = None) -> str:
     """The report of ``fitted`` as one HTML string (see :func:`write_report`)."""
     import arviz as az
     import pandas as pd
+
+    chains = (isinstance(fitted, az.InferenceData) or hasattr(fitted, "fit_")
+              or isinstance(getattr(fitted, "idata", None), az.InferenceData))
+    if partition is not None and not (chains and data is not None):
+        raise ValueError("partition: only with data, for the clusters of a DP or SCDP fit's points")
 
     if isinstance(fitted, (LRMResult, IRMResult)):  # relational data: the domains' labels name the individuals
         if data is not None and not isinstance(data, RelationalData):
@@ -973,7 +1054,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
             raise ValueError("data: its domains are not those of the fit "
                              f"({dict(zip(data.schema.domain_names, data.schema.domain_sizes))} against "
                              f"{dict(zip(fitted.schema.domain_names, fitted.schema.domain_sizes))})")
-    elif data is not None and not isinstance(data, CoOccurrence):
+    elif data is not None and not isinstance(data, CoOccurrence) and not chains:
         raise not_co_occurrence("data", data)
     if col_names is None and getattr(fitted, "feature_names_in_", None) is not None:  # fitted on a DataFrame
         col_names = list(fitted.feature_names_in_)
@@ -1014,6 +1095,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
                                    calls=estimator_calls | (calls or {}))
         if irm is not None:
             sections += _irm_sections(irm, data)
+        elif data is not None:  # the clustered points' features
+            sections += _clusters_sections(fitted, data, col_names, row_names, partition)
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains"
@@ -1037,9 +1120,9 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
 
 
 def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = None,
-                 settings: dict[str, Any] | None = None, data: CoOccurrence | None = None,
+                 settings: dict[str, Any] | None = None, data: Any = None,
                  row_names: Sequence[Any] | None = None, col_names: Sequence[Any] | None = None,
-                 calls: dict[str, str] | None = None) -> Path:
+                 calls: dict[str, str] | None = None, partition: Any = None) -> Path:
     """Write a self-contained HTML report of an EM fit or of Gibbs chains.
 
     Parameters
@@ -1050,11 +1133,14 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     title : str, optional
     settings : dict, optional
         Extra name/value rows for the summary table (e.g. the command line's options).
-    data : zoo.data.CoOccurrence or zoo.relational.RelationalData, optional
+    data : zoo.data.CoOccurrence, zoo.relational.RelationalData or array_like (N, D), optional
         The fitted data (or any data of the same shape): its ``row_names`` and ``col_names`` label
         the classes' most probable rows and columns (see :func:`class_profiles`); for an
         ``LRMResult`` or an ``IRMResult`` the fitted ``RelationalData``, whose domains' labels
-        name the individuals and whose relations' ``value_labels`` name the values.
+        name the individuals and whose relations' ``value_labels`` name the values; for a DP or
+        SCDP fit (or its estimator, or chains whose posterior holds assignments) the features of
+        the N clustered points (an SCDP fit's test points; a ``pandas.DataFrame`` names its
+        columns), which add the clusters' mean features and their members to the report.
     row_names, col_names : sequence, optional
         Labels of the rows and columns, taking precedence over ``data``'s. Without any labels
         (nor an estimator's ``feature_names_in_`` for the columns) objects are named by index.
@@ -1062,6 +1148,10 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
         Gibbs chains: the calls and settings that the mixing advice names (such as
         ``zoo.dirichlet.mixture.RESUME_CALL``), each with the reader's way to do the same, as the
         command line gives its options (a fitted estimator's are its own).
+    partition : array_like of int (N,), optional
+        With ``data`` for a DP or SCDP fit: the partition whose clusters the report shows (default:
+        the point estimate, or the draw of highest log joint where the point estimate's O(N²)
+        matrices would not fit in memory; the command line passes the one of ``labels.csv``).
 
     Returns
     -------
@@ -1082,7 +1172,7 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
     document = report_html(fitted, title=title, settings=settings, data=data, row_names=row_names,
-                           col_names=col_names, calls=calls)
+                           col_names=col_names, calls=calls, partition=partition)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(document, encoding="utf-8")
