@@ -119,6 +119,8 @@ MAX_HEATMAP_SIDE = 60
 MAX_CO_CLUSTERING_POINTS = 1500
 #: Rank plots in one row of the report's figure (more quantities take more rows).
 RANK_PANELS_PER_ROW = 4
+#: Standard deviations at which the colours of the clusters' mean features saturate.
+CLUSTER_MEAN_LIMIT = 3.0
 #: Labels listed per class and side in the class cards (H99 Fig. 1 lists 10 words per aspect).
 N_TOP_LABELS = 10
 #: Widths (inches) of a figure in one column of the page grid and of one that spans the row.
@@ -1007,18 +1009,21 @@ def _clusters_sections(idata: Any, data: Any, col_names: Any, row_names: Any, pa
     order = np.argsort(-sizes, kind="stable")[:MAX_HEATMAP_SIDE]
     shown = np.sort(np.argsort(-means.std(axis=0), kind="stable")[:MAX_HEATMAP_SIDE])
     values = means[np.ix_(order, shown)]
-    limit = max(float(np.abs(values).max()), 1e-12)
+    # Colours saturate at CLUSTER_MEAN_LIMIT sd, so that a few outlying clusters leave the others visible.
+    largest = float(np.abs(values).max())
+    limit = min(max(largest, 1e-12), CLUSTER_MEAN_LIMIT)
     figure = _new_figure(_FULL_WIDTH, min(1.6 + 0.22 * order.size, 12.0))
     axis = figure.subplots()
     image = axis.imshow(values, aspect="auto", interpolation="nearest", cmap="RdBu_r", vmin=-limit, vmax=limit)
     axis.set_yticks(np.arange(order.size), [f"cluster {cluster} ({sizes[cluster]})" for cluster in order], fontsize=7)
     axis.set_xticks(np.arange(shown.size), [columns[index] for index in shown], rotation=90, fontsize=7)
-    figure.colorbar(image, ax=axis, label="mean (sd of all points)")
+    figure.colorbar(image, ax=axis, label="mean (sd of all points)", extend="both" if largest > limit else "neither")
     caption = (f"Each cluster's mean of every feature, in standard deviations of all {n_points:,} points from their "
                f"mean, for {chosen}; clusters by size" + (f" (the {order.size} largest of {sizes.size})"
                                                           if order.size < sizes.size else "")
                + (f", the {shown.size} features whose cluster means differ most" if shown.size < len(columns) else "")
-               + ".")
+               + (f"; colours saturate at ±{CLUSTER_MEAN_LIMIT:g} sd (the largest mean is {largest:.1f} sd from 0)"
+                  if largest > limit else "") + ".")
     draws = np.asarray(assignments.values).reshape(-1, n_points)
     companions = _companions(draws, labels)
     members = np.where(labels[:, None] == np.arange(sizes.size), companions[:, None], 0.0)
