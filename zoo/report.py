@@ -746,24 +746,28 @@ def _irm_draw(result: Any) -> tuple[int, int]:
     return int(chain), int(draw)
 
 
-def _irm_profiles(result: Any, partitions: dict[str, np.ndarray], names: dict[str, tuple | None],
-                  n_top: int = N_TOP_LABELS) -> list[ProfileGroup]:
+def _cluster_group(title: str, chosen: str, objects: str, draws: np.ndarray, labels: np.ndarray,
+                   names: tuple | None, fallback: str, n_top: int = N_TOP_LABELS) -> ProfileGroup:
+    """Cards of the clusters of ``labels`` (n,), by share of the ``objects``, each listing its members
+    by how often ``draws`` (M, n) keep them with its other members (:func:`_companions`)."""
+    sizes = np.bincount(labels)
+    members = np.where(labels[:, None] == np.arange(sizes.size), _companions(draws, labels)[:, None], 0.0)
+    note = (f"The clusters of {chosen}, each with its share of the {objects} and its members, by how often the "
+            f"{draws.shape[0]:,} kept draws of all chains put them with the cluster's other members (the mean share "
+            "of those in the same cluster; a cluster of one: the share of draws in which it is alone).")
+    return _group(title, note, "share", "cluster", sizes / labels.size,
+                  [("members, with the others", members, names, fallback)], n_top, sizes)
+
+
+def _irm_profiles(result: Any, partitions: dict[str, np.ndarray], names: dict[str, tuple | None]
+                  ) -> list[ProfileGroup]:
     """Per domain, the clusters of the draw of highest log joint, each with its share of the domain
     and its members by how often the kept draws put them with the cluster's other members."""
-    groups = []
-    for domain, labels in partitions.items():
-        draws = np.asarray(result.assignments[domain])
-        companions = _companions(draws.reshape(-1, draws.shape[-1]), labels)
-        sizes = np.bincount(labels)
-        members = np.where(labels[:, None] == np.arange(sizes.size), companions[:, None], 0.0)
-        note = (f"The clusters of the {domain} in the kept draw of highest log joint (the partition of labels.csv "
-                "on the command line), each with its share of the individuals and its members, by how often "
-                f"the {draws.shape[0] * draws.shape[1]:,} kept draws of all chains put them with the cluster's "
-                "other members (the mean share of those in the same cluster; a cluster of one: the share of "
-                "draws in which it is alone).")
-        groups.append(_group(f"Clusters of the {domain}", note, "share", "cluster", sizes / labels.size,
-                             [("members, with the others", members, names.get(domain), domain)], n_top, sizes))
-    return groups
+    return [_cluster_group(f"Clusters of the {domain}", f"the {domain} in the kept draw of highest log joint (the "
+                           "partition of labels.csv on the command line)", "individuals",
+                           np.asarray(result.assignments[domain]).reshape(-1, labels.size), labels,
+                           names.get(domain), domain)
+            for domain, labels in partitions.items()]
 
 
 def _irm_blocks(result: Any, partitions: dict[str, np.ndarray], index: int, chain: int, draw: int) -> np.ndarray:
@@ -1024,16 +1028,10 @@ def _clusters_sections(idata: Any, data: Any, col_names: Any, row_names: Any, pa
                + (f", the {shown.size} features whose cluster means differ most" if shown.size < len(columns) else "")
                + (f"; colours saturate at ±{CLUSTER_MEAN_LIMIT:g} sd (the largest mean is {largest:.1f} sd from 0)"
                   if largest > limit else "") + ".")
-    draws = np.asarray(assignments.values).reshape(-1, n_points)
-    companions = _companions(draws, labels)
-    members = np.where(labels[:, None] == np.arange(sizes.size), companions[:, None], 0.0)
-    note = (f"The clusters of {chosen}, each with its share of the points and its members, by how often the "
-            f"{draws.shape[0]:,} kept draws of all chains put them with the cluster's other members (the mean share "
-            "of those in the same cluster; a cluster of one: the share of draws in which it is alone).")
-    group = _group("Clusters of the points", note, "share", "cluster", sizes / n_points,
-                   [("members, with the others", members, names, "point")], N_TOP_LABELS, sizes)
+    group = _cluster_group("Members of the clusters", chosen, "points",
+                           np.asarray(assignments.values).reshape(-1, n_points), labels, names, "point")
     return ["<h2>Clusters of the points</h2>" + _figure(figure, "cluster means", html.escape(caption), wide=True),
-            _profiles_html([group._replace(title="Members of the clusters")])]
+            _profiles_html([group])]
 
 
 # ----------------------------------------------------------------------------- the report
