@@ -310,6 +310,11 @@ def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_
     assert all(np.unique(clusters[test_truth == blob]).size == 1 for blob in range(3))
     settings = chains_settings(load_chains(out / "chains.nc"))["settings"]
     assert settings["warm-up sweeps"] == 20 and settings["draws"] == "until the chains mix"
+    # The report shows the clusters of labels.csv: the test rows, named by their ids.
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Clusters of the points</h2>" in report and "for the partition given" in report
+    assert sorted(map(int, re.findall(r"(\d+) members</span>", report))) == sorted(np.bincount(clusters).tolist())
+    assert f"<td>{names[0]}</td>" in report  # a test row, by its id
 
 
 @pytest.mark.parametrize("model, table, options, message", [
