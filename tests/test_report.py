@@ -286,6 +286,8 @@ def test_a_dp_report_given_the_data_shows_each_clusters_mean_features_and_member
         report_html(fit, data=points[1:])
     with pytest.raises(ValueError, match="^row_names: 3 labels"):
         report_html(fit, data=points, row_names=names[:3])
+    with pytest.raises(ValueError, match="^col_names: Gibbs chains' report names only the rows and features of data"):
+        report_html(fit, col_names=["height", "weight"])
     # An estimator fitted on the table: its own chains, the same section.
     estimator = DPMixtureEstimator(n_chains=2, n_warmup=20, n_draws=40, random_state=0).fit(table)
     assert "<h2>Clusters of the points</h2>" in report_html(estimator, data=table)

@@ -1047,6 +1047,10 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
               or isinstance(getattr(fitted, "idata", None), az.InferenceData))
     if partition is not None and not (chains and data is not None):
         raise ValueError("partition: only with data, for the clusters of a DP or SCDP fit's points")
+    for name, names in (("row_names", row_names), ("col_names", col_names)):
+        if chains and data is None and names is not None:  # nothing to name: say so rather than drop them
+            raise ValueError(f"{name}: Gibbs chains' report names only the rows and features of data (the clustered "
+                             "points' features), which was not given")
 
     if isinstance(fitted, (LRMResult, IRMResult)):  # relational data: the domains' labels name the individuals
         if data is not None and not isinstance(data, RelationalData):
