@@ -101,7 +101,12 @@ def _start_one(rng_key, arrays, prior_count, *, schema, n_classes, max_passes, s
     """A random (or seeded) start and empty (max_passes,) histories."""
     params = _init_params(rng_key, arrays, schema=schema, n_classes=n_classes, prior_count=prior_count,
                           seeded=seeded)
-    dtype = arrays.weights[0].dtype
+    return _fresh_state(params, max_passes)
+
+
+def _fresh_state(params: LRMParams, max_passes: int) -> _FitState:
+    """A run at ``params`` with no pass made: empty (max_passes,) histories."""
+    dtype = params.responsibilities[0].dtype
     history = jnp.full((max_passes,), jnp.nan, dtype)
     return _FitState(params, jnp.asarray(0, jnp.int32), jnp.asarray(-jnp.inf, dtype), history, history,
                      jnp.asarray(False))
@@ -142,10 +147,7 @@ def _continued_state(params: LRMParams, max_passes: int) -> _FitState:
     """One run (a batch of one, as :func:`_start_restarts` gives) that continues from ``params``:
     a pass starts from the class posteriors alone (:func:`iem_pass`), so these are the passes the
     fit that ended at ``params`` would have made next."""
-    dtype = params.responsibilities[0].dtype
-    history = jnp.full((1, max_passes), jnp.nan, dtype)
-    return _FitState(jax.tree_util.tree_map(lambda leaf: leaf[None], params), jnp.zeros((1,), jnp.int32),
-                     jnp.full((1,), -jnp.inf, dtype), history, history, jnp.zeros((1,), bool))
+    return jax.tree_util.tree_map(lambda leaf: leaf[None], _fresh_state(params, max_passes))
 
 
 @partial(jit, static_argnames=("schema", "n_classes", "max_passes", "seeded"))
