@@ -425,7 +425,8 @@ def check_distributions(name: str, params: Any, axes: dict[str, int | None | Sup
     arrays too) must hold non-negative values that sum to 1 within rounding: the sums are taken in
     float64 and may be off by the larger of 1e-6 and the dtype's epsilon times max(256, number of
     terms) (a float32 M-step that fuses the normaliser's sum into the division may add the terms
-    in another order than the numerators: 16 epsilons off 1 over 12 terms was seen). Reads NumPy
+    in another order than the numerators: 16 epsilons off 1 over 12 terms was seen); NaN and
+    infinite values are refused. Reads NumPy
     copies only: no JAX code.
     """
     import jax
@@ -439,6 +440,8 @@ def check_distributions(name: str, params: Any, axes: dict[str, int | None | Sup
             array = np.asarray(leaf)
             if array.size == 0:
                 continue
+            if not np.isfinite(array).all():  # NaN compares false with everything below
+                raise ValueError(f"{label}: expected probabilities, got NaN or infinite values")
             if (array < 0).any():
                 raise ValueError(f"{label}: expected probabilities, got a negative value ({array.min():.3g})")
             if support is not None:

@@ -229,7 +229,7 @@ def test_a_damaged_latent_class_relational_file_is_named(tmp_path, ratings_lrm):
     def best(metadata, arrays):
         metadata["result"]["fields"]["best_restart"] = 7
 
-    for change, message in ((shape_of, r"params.responsibilities has shapes \(\(11, 2\), \(9, 3\)\), not "),
+    for change, message in ((shape_of, r"params.responsibilities\[0\]: expected shape \(12, 2\) for this model and data, got \(11, 2\)"),
                             (untrusted, "result: refusing to import 'os'"),
                             (missing, "result.restart_scores: the array 'arrays/.*' is missing"),
                             (not_a_result, "'zoo.relational.latent_class:LatentClassRelational' is not a result that"),

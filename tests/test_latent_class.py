@@ -186,11 +186,20 @@ def test_a_stopped_fit_continues_with_the_passes_it_would_have_made(tmp_path):
         model.fit(data, key=jax.random.key(0), init=stopped, n_restarts=3)
     with pytest.raises(TypeError, match="^init: expected an LRMResult or LRMParams, got dict"):
         model.fit(data, key=jax.random.key(0), init={})
-    with pytest.raises(ValueError, match=r"^init: class_weights has shapes \(\(3,\),\), not \(\(2,\),\) \(this"):
+    with pytest.raises(ValueError, match=r"^init.class_weights\[0\]: expected shape \(2,\) for this model and data, "
+                                         r"got \(3,\)"):
         LatentClassRelational(2).fit(data, key=jax.random.key(0), init=stopped)
-    nan = stopped.params._replace(responsibilities=(stopped.params.responsibilities[0].at[4, 1].set(jnp.nan),))
-    with pytest.raises(ValueError, match=r"^init: responsibilities\[0\] holds values that are not probabilities"):
-        model.fit(data, key=jax.random.key(0), init=nan)
+    # The checks tempered_em(init=...) makes (inference._validation): every value finite, each
+    # distribution along the last axis non-negative and summing to 1.
+    responsibilities = stopped.params.responsibilities[0]
+    for damaged, message in ((responsibilities.at[4, 1].set(jnp.nan), r"responsibilities\[0\]: contains NaN"),
+                             (responsibilities.at[4].set(jnp.array([1.5, -0.5, 0.0])),
+                              r"responsibilities\[0\]: expected probabilities, got a negative value \(-0.5\)"),
+                             (responsibilities * 2, r"responsibilities\[0\]: expected probabilities that sum to 1 "
+                                                    r"along axis -1, found a sum of 2"),
+                             (responsibilities.astype(jnp.int32), r"responsibilities\[0\]: expected floating-point")):
+        with pytest.raises((ValueError, TypeError), match=f"^init.{message}"):
+            model.fit(data, key=jax.random.key(0), init=stopped.params._replace(responsibilities=(damaged,)))
     with pytest.raises(ValueError, match="^init: fitted to data of schema"):
         model.fit(load_florentine_families(), key=jax.random.key(0), init=stopped)
 

@@ -105,6 +105,18 @@ def test_an_emptied_aspect_class_stays_finite():
     np.testing.assert_allclose(np.asarray(result.params.class_prior).sum(), 1.0, rtol=1e-5)
 
 
+def test_a_distribution_holding_nan_or_infinity_is_refused_on_its_own():
+    # NaN compares false with everything, so "negative?" and "off 1 by more than the tolerance?" both
+    # let a NaN through: check_distributions must refuse it without check_params_like running first.
+    from inference._validation import check_distributions
+
+    for bad in (np.nan, np.inf):
+        params = {"weights": np.array([[0.5, 0.5], [bad, 0.5]], np.float32)}
+        with pytest.raises(ValueError, match=r"^init.weights: expected probabilities, got NaN or infinite"):
+            check_distributions("init", params, {"weights": -1})
+    check_distributions("init", {"weights": np.array([[0.25, 0.75]])}, {"weights": -1})
+
+
 @pytest.mark.parametrize("name", ["one-sided", "two-sided", "cam"])
 def test_more_clusters_than_distinct_rows_stay_finite(name):
     # Two distinct row profiles and four clusters (or leaves): clusters empty out during EM.

@@ -75,8 +75,8 @@ from inference.interrupts import deadline_after
 from inference.processes import process_max
 from inference.provenance import provenance
 from inference.native.backend import resolve_backend
-from inference._validation import (check_bool, check_choice, check_int, check_key, check_memory, check_real,
-                                   check_relation, tree_nbytes)
+from inference._validation import (check_bool, check_choice, check_distributions, check_int, check_key, check_memory,
+                                   check_params_like, check_real, check_relation, tree_nbytes)
 from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _continued_state,
                                               _fit_cases, _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
                                               _start_restarts, exact_log_likelihood, predict_proba)
@@ -289,9 +289,7 @@ class LatentClassRelational:
         if not (isinstance(init, LRMParams) and all(isinstance(part, tuple) for part in init)):
             raise TypeError(f"init: expected an LRMResult or LRMParams, got {type(init).__name__}")
         n_classes = self.classes_for(schema)
-        problem = _params_problem(init, n_classes, schema)
-        if problem:
-            raise ValueError(f"init: {problem} (this model's classes per domain on this data: {n_classes})")
+        _check_params("init", init, n_classes, schema)
         return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), init)
 
     def fit(
@@ -606,26 +604,22 @@ def _warn_if_classes_alike(responsibilities: tuple, best: int, schema: Relationa
         ClassesAlikeWarning, stacklevel=3)
 
 
-def _params_problem(params: LRMParams, n_classes: tuple[int, ...], schema: RelationalSchema) -> str | None:
-    """None if ``params`` is an LRM's of ``n_classes`` classes per domain on ``schema`` (its shapes;
-    every value a probability, each distribution summing to 1), else what differs
-    ("responsibilities has shapes ((11, 2), (9, 3)), not ...")."""
+def _check_params(name: str, params: LRMParams, n_classes: tuple[int, ...], schema: RelationalSchema) -> None:
+    """A ``ValueError``/``TypeError`` naming ``name`` and the field unless ``params`` are an LRM's of
+    ``n_classes`` classes per domain on ``schema``: its shapes, finite floats
+    (:func:`~inference._validation.check_params_like`), and each distribution along the last axis a
+    probability vector (:func:`~inference._validation.check_distributions`), as ``tempered_em``
+    checks its ``init``."""
+    def shapes(*shape):
+        return jax.ShapeDtypeStruct(shape, jnp.result_type(float))
+
     expected = LRMParams(
-        tuple((classes,) for classes in n_classes),
-        tuple(tuple(n_classes[domain] for domain in domains) + (values,)
+        tuple(shapes(classes) for classes in n_classes),
+        tuple(shapes(*(n_classes[domain] for domain in domains), values)
               for domains, values in zip(schema.relation_domains, schema.n_values)),
-        tuple((size, classes) for size, classes in zip(schema.domain_sizes, n_classes)))
-    for name, stored, shapes in zip(LRMParams._fields, params, expected):
-        found = tuple(tuple(np.shape(leaf)) for leaf in stored)
-        if found != shapes:
-            return f"{name} has shapes {found}, not {shapes}"
-        for index, leaf in enumerate(stored):
-            values = np.asarray(leaf)
-            if values.dtype.kind not in "iuf" or not (np.isfinite(values).all() and (values >= 0).all()):
-                return f"{name}[{index}] holds values that are not probabilities (NaN, infinite or negative)"
-            if not np.allclose(values.sum(axis=-1), 1.0, atol=1e-3):
-                return f"{name}[{index}] has distributions that do not sum to 1 (over the last axis)"
-    return None
+        tuple(shapes(size, classes) for size, classes in zip(schema.domain_sizes, n_classes)))
+    check_params_like(name, params, expected)
+    check_distributions(name, params, LatentClassRelational.probability_axes)
 
 
 @dataclass(repr=False)
@@ -703,9 +697,7 @@ class LRMResult(Described):
         if not (isinstance(params, LRMParams) and all(isinstance(part, tuple) for part in params)):
             raise ValueError(f"the parameters are {type(params).__name__}, not an LRMParams of tuples")
         n_classes = self.model.classes_for(schema)
-        problem = _params_problem(params, n_classes, schema)
-        if problem:
-            raise ValueError(f"params.{problem} (the model's classes per domain on this schema: {n_classes})")
+        _check_params("params", params, n_classes, schema)
         scores = np.asarray(self.restart_scores)
         counts = (self.best_restart, self.n_passes)
         if not all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
