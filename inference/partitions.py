@@ -40,6 +40,7 @@ from inference.jit import jit
 
 __all__ = [
     "co_clustering",
+    "most_probable_draw",
     "point_partition",
     "point_partition_shortfall",
     "expected_binder_loss",
@@ -54,6 +55,19 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 
 # ----------------------------------------------------------------------------- draws
+
+
+def most_probable_draw(log_joint: Any) -> tuple[int, int]:
+    """(chain, draw) of the highest log joint (n_chains, n_draws) among every chain's draws, NaN
+    ignored: the draw a maximum a posteriori partition is read from (one draw, where
+    :func:`point_partition` summarises them all). ``ValueError`` if there is no finite value."""
+    values = np.asarray(log_joint, dtype=np.float64)
+    if values.ndim != 2 or not np.isfinite(values).any():
+        raise ValueError(f"log_joint: expected (n_chains, n_draws) values, some finite, got shape {values.shape}"
+                         + ("" if values.ndim != 2 or values.size == 0 else " without a finite value"))
+    chain, draw = np.unravel_index(int(np.nanargmax(np.where(np.isfinite(values), values, -np.inf))), values.shape)
+    return int(chain), int(draw)
+
 
 
 def _as_label_array(name: str, value: Any, *, min_ndim: int, max_ndim: int | None) -> np.ndarray:

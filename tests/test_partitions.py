@@ -11,6 +11,7 @@ from inference.partitions import (
     expected_binder_loss,
     expected_variation_of_information,
     expected_vi_lower_bound,
+    most_probable_draw,
     point_partition,
 )
 from zoo.metrics import variation_of_information
@@ -309,3 +310,13 @@ def test_bad_input_names_the_argument():
     for call, error, name in cases:
         with pytest.raises(error, match=f"^{name}"):
             call()
+
+
+def test_the_most_probable_draw_skips_nan_and_names_empty_input():
+    log_joint = np.array([[-5.0, np.nan, -3.0], [-4.0, -2.5, np.inf]])
+    # np.argmax would give NaN's (0, 1); an infinite log joint is no draw either.
+    assert most_probable_draw(log_joint) == (1, 1)
+    assert most_probable_draw([[7.0]]) == (0, 0)
+    for bad in (np.full((2, 3), np.nan), np.zeros((0, 4)), np.zeros(5)):
+        with pytest.raises(ValueError, match=r"^log_joint: expected \(n_chains, n_draws\) values"):
+            most_probable_draw(bad)

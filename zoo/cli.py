@@ -613,13 +613,6 @@ def _class_table(data: Any, classes: dict[str, np.ndarray], column: str,
     return pd.concat(frames, ignore_index=True)
 
 
-def _most_probable_draw(samples: dict) -> np.ndarray:
-    """The assignments of the draw of highest log joint among every chain's draws."""
-    log_joint = np.asarray(samples["log_joint"])
-    chain, draw = np.unravel_index(int(np.nanargmax(log_joint)), log_joint.shape)
-    return np.asarray(samples["assignments"])[chain, draw]
-
-
 #: Options whose default is None, by their attribute: given, they are named when a model has no use for them.
 _OPTIONAL = {"classes": "--classes", "restarts": "--restarts", "max_iter": "--max-iter",
              "valid_fraction": "--valid-fraction", "prior_count": "--prior-count", "floor": "--floor",
@@ -733,7 +726,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     import pandas as pd
 
     from inference.diagnostics import MixingWarning, mixing_verdict
-    from inference.partitions import point_partition_shortfall
+    from inference.partitions import most_probable_draw, point_partition_shortfall
     from zoo.dirichlet.mixture import RESUME_CALL
     from zoo.dirichlet.supervised.fit import DEFAULT_SWEEPS, RESUME_CALL as SCDP_RESUME_CALL
     from zoo.relational.infinite import DEFAULT_WARMUP as DEFAULT_IRM_WARMUP, RESUME_CALL as IRM_RESUME_CALL
@@ -844,7 +837,9 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                              + ("" if len(partitions) == 1 else f" of the {domain}")
                              for domain, partition in partitions.items())
     else:
-        partition = _most_probable_draw(fit.result.samples) if keep_best_draw else fit.point_estimate()
+        samples = fit.result.samples
+        partition = (np.asarray(samples["assignments"])[most_probable_draw(samples["log_joint"])] if keep_best_draw
+                     else fit.point_estimate())
         partition = np.unique(np.asarray(partition), return_inverse=True)[1]
         table = pd.DataFrame({"cluster": partition})
         if row_names is not None:

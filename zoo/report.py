@@ -740,12 +740,6 @@ def _companions(draws: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return total / draws.shape[0]
 
 
-def _irm_draw(result: Any) -> tuple[int, int]:
-    """(chain, draw) of the kept draw of highest log joint: the partition :meth:`map_partition` gives."""
-    chain, draw = np.unravel_index(np.argmax(np.asarray(result.log_joint)), np.shape(result.log_joint))
-    return int(chain), int(draw)
-
-
 def _cluster_group(title: str, chosen: str, objects: str, draws: np.ndarray, labels: np.ndarray,
                    names: tuple | None, fallback: str, n_top: int = N_TOP_LABELS) -> ProfileGroup:
     """Cards of the clusters of ``labels`` (n,), by share of the ``objects``, each listing its members
@@ -798,7 +792,9 @@ def _irm_sections(result: Any, data: Any) -> list[str]:
     sections = [_profiles_html(_irm_profiles(result, partitions, names))]
     if result._arrays is None:  # a result built by hand keeps no cells
         return sections
-    chain, draw = _irm_draw(result)
+    from inference.partitions import most_probable_draw
+
+    chain, draw = most_probable_draw(result.log_joint)  # the draw map_partition() reads
     value_labels = {relation.name: tuple(relation.value_labels) for relation in data.relations} if data is not None \
         else {}
     cells = []
@@ -969,7 +965,7 @@ def _kept_partition(idata: Any, partition: Any, n_points: int) -> tuple[np.ndarr
     """The partition the clusters section shows, and how it was chosen: ``partition`` as given, else
     the point estimate (VI) where its O(N²) matrices fit in memory, else the draw of highest log joint."""
     from inference.diagnostics import point_estimate
-    from inference.partitions import point_partition_shortfall
+    from inference.partitions import most_probable_draw, point_partition_shortfall
 
     if partition is not None:
         labels = np.asarray(partition)
@@ -979,8 +975,7 @@ def _kept_partition(idata: Any, partition: Any, n_points: int) -> tuple[np.ndarr
         return np.unique(labels, return_inverse=True)[1], "the partition given"
     if point_partition_shortfall(n_points) is None:
         return point_estimate(idata), "the point estimate (posterior expected variation of information)"
-    log_joint = np.asarray(idata.sample_stats["log_joint"])
-    chain, draw = np.unravel_index(int(np.nanargmax(log_joint)), log_joint.shape)
+    chain, draw = most_probable_draw(idata.sample_stats["log_joint"])
     labels = np.asarray(_assignments(idata)[chain, draw])
     return np.unique(labels, return_inverse=True)[1], "the draw of highest log joint (a point estimate would not fit)"
 

@@ -74,6 +74,7 @@ from inference.concentration import GammaPrior
 from inference.display import Card, Described, add_mixing, chains_text, made_with, quantity_text
 from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
+from inference.partitions import most_probable_draw
 from inference.provenance import provenance, warn_if_made_elsewhere
 from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_one_length,
                                    check_real, check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
@@ -1002,7 +1003,7 @@ class IRMResult(Described):
         """The kept draw with the highest log joint, relabelled 0..K-1 in order of first appearance
         (one draw; :meth:`point_estimate` summarises them all)."""
         self._check_draws()
-        chain, draw = np.unravel_index(np.argmax(self.log_joint), self.log_joint.shape)
+        chain, draw = most_probable_draw(self.log_joint)
         result = {}
         for name, draws in self.assignments.items():
             labels = draws[chain, draw]
