@@ -2,13 +2,14 @@
 
 import re
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
 
 from inference.schedules import FixedBeta, TemperedEM
 from zoo.__main__ import main
-from zoo.cli import CHAIN_MODELS, RELATIONAL_EM_MODELS
+from zoo.cli import CHAIN_MODELS, RELATIONAL_EM_MODELS, read_network
 from zoo.data import CoOccurrence
 from zoo.datasets import write_ldac, write_matrix_market
 from zoo.io import chains_settings, load_chains, load_result, read_metadata
@@ -432,6 +433,30 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
                  "--restarts", "2", "--max-iter", "5", "--quiet", "--out", str(tmp_path / "three")]) == 0
     assert "2 restarts" in capsys.readouterr().out
     assert pd.read_csv(tmp_path / "three" / "blocks.csv").shape[0] == 9
+    # Continued from its result.npz: the classes come from the file, one run goes on from its class
+    # posteriors (the passes LatentClassRelational.fit(init=...) makes), and the file says so.
+    three = load_result(tmp_path / "three" / "result.npz")
+    continued = tmp_path / "continued"
+    assert main(["fit", "lrm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--init",
+                 str(tmp_path / "three" / "result.npz"), "--max-iter", "4", "--quiet", "--out", str(continued)]) == 0
+    assert "continued from result.npz by " in capsys.readouterr().out
+    again = load_result(continued / "result.npz")
+    network = read_network(tmp_path / "links.csv", source="who", target="whom")
+    alone = three.model.fit(network, key=jax.random.key(0), init=three, max_passes=4)
+    assert again.restart_scores.shape == (1,) and again.model == three.model
+    np.testing.assert_array_equal(again.history["objective"], alone.history["objective"])
+    assert read_metadata(continued / "result.npz")["settings"]["continued from"] == str(
+        (tmp_path / "three" / "result.npz").resolve())
+    # Not the classes or the data the file was fitted with, or more restarts: named.
+    (tmp_path / "fewer.csv").write_text("\n".join((tmp_path / "links.csv").read_text().splitlines()[:8]) + "\n")
+    for datafile, options, message in (
+            ("links.csv", ["--classes", "2"], r"--classes: '.*result.npz' holds \(3,\) classes per domain, not \(2,\)"),
+            ("fewer.csv", [], r"--init: '.*result.npz' is a fit to data of domains \{'nodes': 12\}, not to fewer.csv"),
+            ("links.csv", ["--restarts", "3"], "--restarts: a fit continued from --init runs one restart, got 3"),
+            ("links.csv", ["--init", str(tmp_path / "none.npz")], "--init: no file '.*none.npz'")):
+        assert main(["fit", "lrm", str(tmp_path / datafile), "--source", "who", "--target", "whom", "--init",
+                     str(tmp_path / "three" / "result.npz"), *options, "--out", str(tmp_path / "x")]) == 1
+        assert re.search(message, capsys.readouterr().err), message
 
 
 @pytest.mark.parametrize("model, options, message", [
@@ -448,6 +473,8 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
     ("dp-mixture", ["--directed"], "--directed: for the relational models' edge lists, not dp-mixture"),
     ("aspect", ["--draws", "3"], "--draws: for the Gibbs chains, not aspect"),
     ("aspect", ["--rating", "stars"], "--rating: for the relational models, not aspect"),
+    ("aspect", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not aspect"),
+    ("irm", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not irm (the chains continue"),
     ("lrm", ["--threshold", "2"], "--threshold: only with --rating (a table of ratings, not an edge list)"),
     ("irm", ["--rating", "stars", "--directed"], "--directed: ratings go from a --source to a --target"),
     ("lrm", ["--rating", "stars", "--source", "who", "--target", "who"],

@@ -20,7 +20,8 @@
     python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
                       [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
     python -m zoo fit latent-class-relational EDGES.csv [--source COLUMN] [--target COLUMN] [--directed]
-                      [--classes 2] [--restarts 10] [--max-iter 200] [--prior-count 1] [--seed S] [--out DIR]
+                      [--classes 2] [--restarts 10] [--max-iter 200] [--prior-count 1] [--init RESULT.npz]
+                      [--seed S] [--out DIR]
     python -m zoo fit irm|latent-class-relational RATINGS.csv --source USER --target ITEM --rating COLUMN
                       [--threshold T] [the options above]
     python -m zoo demo [--classes K] [--seed S]
@@ -67,7 +68,9 @@ parallel and the best kept (``--classes`` classes per domain, default 2; ``--res
 ``prior_count``, default 1), and writes ``result.npz`` (:func:`zoo.io.save_result`; ``load_result``
 gives the ``LRMResult`` back), ``labels.csv`` (each node's most probable class and its probability),
 ``blocks.csv`` (the probability of a link from a node of one class to one of another, θ_r of CP
-eq. 5) and ``report.html``. With ``--rating COLUMN`` both relational models read a
+eq. 5) and ``report.html``. ``--init RESULT.npz`` continues the fit saved there on the same data
+file: one run from its class posteriors, ``--max-iter`` more passes (those the fit would have made
+next), its classes and ``prior_count`` unless given. With ``--rating COLUMN`` both relational models read a
 table of ratings instead (:func:`read_ratings`: one line per rated ``--source``, ``--target`` pair)
 as CP §3 do, a binary ``likes`` between two domains named after the two columns, 1 where the rating
 is above ``--threshold`` (default: the mean rating), the pairs not rated missing; ``labels.csv``
@@ -325,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random restarts, run in parallel (default 1; latent-class-relational: 10, the best kept)")
     fit.add_argument("--max-iter", type=int, default=None,
                      help="iteration cap (default 500; latent-class-relational: passes over the individuals, 200)")
+    fit.add_argument("--init", default=None, metavar="RESULT.npz",
+                     help="latent-class-relational: continue the fit saved there (its result.npz) on the same "
+                          "data file, one restart, --max-iter more passes")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--out", default="zoo-fit", help="output directory (default ./zoo-fit)")
     fit.add_argument("--format", choices=sorted(FORMATS), default=None, help="input format (default: from the extension)")
@@ -619,7 +625,7 @@ _OPTIONAL = {"classes": "--classes", "restarts": "--restarts", "max_iter": "--ma
              "weight": "--weight", "warmup": "--warmup", "draws": "--draws", "split_merge": "--split-merge",
              "sampler": "--sampler", "type_split_merge": "--type-split-merge", "id_column": "--id-column",
              "label_column": "--label-column", "truth_column": "--truth-column", "rating": "--rating",
-             "threshold": "--threshold"}
+             "threshold": "--threshold", "init": "--init"}
 
 
 def _refuse_options(arguments: argparse.Namespace, names: Sequence[str], why: str) -> None:
@@ -641,6 +647,45 @@ def _with_defaults(arguments: argparse.Namespace, defaults: dict[str, Any]) -> N
     for name, value in defaults.items():
         if getattr(arguments, name) is None:
             setattr(arguments, name, value)
+
+
+def _continued_fit(arguments: argparse.Namespace) -> Any:
+    """The ``LRMResult`` that ``--init`` names, loaded; its model's settings fill in ``--classes`` and
+    ``--prior-count`` where they were not given, and one restart continues it."""
+    from zoo.io import load_result
+    from zoo.relational.latent_class import LRMResult
+
+    if arguments.restarts not in (None, 1):
+        raise ValueError(f"--restarts: a fit continued from --init runs one restart, got {arguments.restarts}")
+    arguments.restarts = 1
+    path = Path(arguments.init)
+    if not path.is_file():
+        raise ValueError(f"--init: no file {str(path)!r} (the result.npz of an earlier fit)")
+    try:
+        init = load_result(path)
+    except ValueError as error:
+        raise ValueError(f"--init: {error}") from None
+    if not isinstance(init, LRMResult):
+        raise ValueError(f"--init: {str(path)!r} holds a fit of {init.model!r:.60}, not of the latent-class "
+                         "relational model")
+    if arguments.classes is None and isinstance(init.model.n_classes, int):
+        arguments.classes = init.model.n_classes
+    if arguments.prior_count is None:
+        arguments.prior_count = init.model.prior_count
+    return init
+
+
+def _check_continued(arguments: argparse.Namespace, init: Any, model: Any, data: Any) -> None:
+    """A ``ValueError`` naming ``--init`` or ``--classes`` unless ``init`` was fitted to data of
+    ``data``'s schema with the classes per domain that ``model`` gives it."""
+    if init.schema != data.schema:
+        fitted, read = ({domain: size for domain, size in zip(schema.domain_names, schema.domain_sizes)}
+                        for schema in (init.schema, data.schema))
+        raise ValueError(f"--init: {arguments.init!r} is a fit to data of domains {fitted}, not to "
+                         f"{Path(arguments.datafile).name}'s {read}: continue it on the data file it was fitted to")
+    fitted, asked = init.model.classes_for(init.schema), model.classes_for(data.schema)
+    if fitted != asked:
+        raise ValueError(f"--classes: {arguments.init!r} holds {fitted} classes per domain, not {asked}")
 
 
 def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
@@ -665,6 +710,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
         raise ValueError(f"--schedule: {model_name} runs incremental EM at β = 1 (CP §2), not {arguments.schedule}")
     if arguments.format not in (None, "csv"):
         raise ValueError(f"--format: {model_name} reads a CSV edge list, not {arguments.format}")
+    init = None if arguments.init is None else _continued_fit(arguments)
     _with_defaults(arguments, RELATIONAL_EM_DEFAULTS)
     for option, value in (("--classes", arguments.classes), ("--restarts", arguments.restarts),
                           ("--max-iter", arguments.max_iter)):
@@ -678,9 +724,11 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
     with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
         warnings.simplefilter("always")
         data, what, described = _relational_data(arguments)
+        if init is not None:
+            _check_continued(arguments, init, model, data)
         result = model.fit(data, key=jax.random.key(arguments.seed), n_restarts=arguments.restarts,
                            max_passes=arguments.max_iter, time_budget=arguments.time_budget,
-                           progress=not arguments.quiet)
+                           progress=not arguments.quiet, init=init)
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
     domains = data.schema.domain_names
@@ -704,6 +752,8 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
                 ("network" if arguments.rating is None else "ratings"): described,
                 "restarts": arguments.restarts, "max passes": arguments.max_iter, "seed": arguments.seed,
                 "time budget": arguments.time_budget}
+    if init is not None:
+        settings["continued from"] = str(Path(arguments.init).resolve())
     result_path = save_result(out / "result.npz", result, settings=settings)
     report_path = write_report(out / "report.html", result, title=f"{model_name} on {name}", settings=settings,
                                data=data)
@@ -711,8 +761,9 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
         f"classes of {', '.join(map(str, np.bincount(classes[domain], minlength=posteriors[domain].shape[1])))} "
         f"{'nodes' if network else 'in ' + domain}" for domain in domains)
     stream.write(f"{model_name}: {what} from {name}\n")
-    stream.write(f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after "
-                 f"{result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
+    run = (f"continued from {Path(arguments.init).name} by" if init is not None else
+           f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after")
+    stream.write(f"{run} {result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
                  f"{float(result.history['objective'][-1]):.6g}; {sizes}; {time.perf_counter() - start:.1f} s\n")
     for warning in caught:  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
         stream.write(f"{warning.category.__name__}: {warning.message}\n")
@@ -739,6 +790,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     _refuse_options(arguments, ("classes", "restarts", "max_iter", "valid_fraction", "prior_count", "floor"),
                     f"for the EM models, not {arguments.model}, whose chains sample their clusters (--chains, "
                     "--warmup, --draws)")
+    _refuse_options(arguments, ("init",), f"continues a latent-class-relational fit, not {arguments.model} (the "
+                    "chains continue from Python, fit.resume)")
     if arguments.model != "irm":
         _refuse_relational_options(arguments)
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
@@ -884,6 +937,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "truth_column"),
                     f"for the Gibbs chains, not {arguments.model}")
     _refuse_relational_options(arguments)
+    _refuse_options(arguments, ("init",), f"continues a latent-class-relational fit, not {arguments.model}")
     _with_defaults(arguments, EM_DEFAULTS)
     estimator_type = ESTIMATORS[arguments.model]
     counts = ({"prior_count": arguments.prior_count, "floor": arguments.floor}
