@@ -147,6 +147,12 @@ def test_bad_files_and_arguments_are_named(tmp_path, tempered_aspect):
         load_result(tmp_path / "other.npz")
     with pytest.raises(TypeError, match="^path:"):
         load_result(3)
+    # A folder given for the file: named, not written beside it as "<folder>.npz".
+    with pytest.raises(ValueError, match=r"^path: '.*' is a folder; give a file name in it, such as '.*result.npz'"):
+        save_result(tmp_path, tempered_aspect)
+    assert not tmp_path.with_name(tmp_path.name + ".npz").exists()
+    with pytest.raises(ValueError, match=r"^path: '.*' is a folder; .*chains.nc"):
+        save_chains(tmp_path, az.from_dict(posterior={"alpha": np.ones((2, 3))}))
 
 
 @pytest.fixture(scope="module")

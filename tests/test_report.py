@@ -308,6 +308,25 @@ def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_re
         write_report(None, tempered_result)
 
 
+def test_chains_without_draws_and_a_folder_for_the_file_are_named(tmp_path, tempered_result):
+    from zoo.relational import InfiniteRelational
+    from zoo.relational.data import load_florentine_families
+
+    with pytest.raises(ValueError, match=r"^path: '.*' is a folder; give a file name in it, such as '.*report.html'"):
+        write_report(tmp_path, tempered_result)
+    # An IRM stopped during its warm-up kept the warm-up and no draws: said so, as a DP fit's report does,
+    # where ArviZ's trace plot failed on the empty draws.
+    stopped = InfiniteRelational().sample(load_florentine_families(), jax.random.key(0), n_chains=2, n_warmup=50,
+                                          n_draws=10, time_budget=1e-9, progress=False)
+    assert np.shape(stopped.log_joint)[-1] == 0
+    with pytest.raises(ValueError, match=r"^fitted: the run kept no draws: it stopped during its warm-up; "
+                                         r"result.resume\(data"):
+        write_report(tmp_path / "irm.html", stopped)
+    empty = az.from_dict(posterior={"alpha": np.zeros((2, 0))})
+    with pytest.raises(ValueError, match=r"^idata: holds no draws"):
+        report_html(empty)
+
+
 def test_reports_leave_pyplot_alone(tmp_path, tempered_result):
     # other tests in the same process may have left figures open: compare before and after
     pyplot = sys.modules.get("matplotlib.pyplot")

@@ -278,6 +278,9 @@ def _npz_path(path: Any) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
     path = Path(path)
+    if path.is_dir():  # np.savez would write "<folder>.npz" beside it
+        raise ValueError(f"path: {str(path)!r} is a folder; give a file name in it, such as "
+                         f"{str(path / 'result.npz')!r}")
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
@@ -650,6 +653,9 @@ def save_chains(path: str | os.PathLike, idata: Any, *, model: Any = None,
         raise ValueError("idata: has no posterior group")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if Path(path).is_dir():
+        raise ValueError(f"path: {str(path)!r} is a folder; give a file name in it, such as "
+                         f"{str(Path(path) / 'chains.nc')!r}")
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     document = json.dumps({"model": describe_settings(model, "model"),

@@ -68,7 +68,7 @@ from zoo.dyadic.aspect import AspectParams
 from zoo.dyadic.one_sided import OneSidedParams
 from zoo.dyadic.two_sided import TwoSidedParams
 from zoo.relational.data import RelationalData
-from zoo.relational.infinite import IRMResult
+from zoo.relational.infinite import NO_DRAWS, IRMResult
 from zoo.relational.latent_class import LRMResult
 
 __all__ = [
@@ -878,6 +878,8 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
     if "posterior" not in idata.groups():
         raise ValueError("idata: has no posterior group")
     posterior = idata.posterior
+    if posterior.sizes.get("draw", 1) == 0:
+        raise ValueError("idata: holds no draws (chains stopped before their first draw have nothing to report)")
     rows = [("chains", posterior.sizes.get("chain", 1)), ("draws per chain", posterior.sizes.get("draw", 0))]
     rows.extend((str(name), value) for name, value in posterior.attrs.items()
                 if isinstance(value, (int, float, str, np.number)) and not str(name).startswith("latentzoo"))
@@ -1079,6 +1081,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         fitted = fitted.idata
     elif callable(getattr(fitted, "to_inference_data", None)) and hasattr(fitted, "scalar_quantities"):
         # zoo.relational.IRMResult: its relations' hyperparameters are judged value by value
+        if np.shape(fitted.log_joint)[-1] == 0:  # stopped during its warm-up: as a DP fit's idata says
+            raise ValueError(f"fitted: {NO_DRAWS}")
         table, quantities, irm = fitted.mixing, fitted.scalar_quantities(), fitted
         fitted = fitted.to_inference_data()
     if not isinstance(table, pd.DataFrame):
@@ -1130,7 +1134,7 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     Parameters
     ----------
     path : str or PathLike
-        Destination file (conventionally ``.html``).
+        Destination file (conventionally ``.html``); its folder is made if it does not exist.
     fitted : EMResult, zoo.sklearn estimator, DPMixtureFit, SupervisedDPFit, IRMResult, LRMResult or InferenceData
     title : str, optional
     settings : dict, optional
@@ -1173,6 +1177,9 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
+    if Path(path).is_dir():
+        raise ValueError(f"path: {str(path)!r} is a folder; give a file name in it, such as "
+                         f"{str(Path(path) / 'report.html')!r}")
     document = report_html(fitted, title=title, settings=settings, data=data, row_names=row_names,
                            col_names=col_names, calls=calls, partition=partition)
     path = Path(path)
