@@ -560,6 +560,16 @@ def _log_joint_gap(table: pd.DataFrame) -> tuple[np.ndarray, float, float] | Non
     return by_chain, float(by_chain.max() - by_chain.min()), spread
 
 
+def _chain_means_differ(table: pd.DataFrame, name: str) -> bool:
+    """Whether the chains' means of ``name`` span more than half its sd over all draws (True when
+    the table keeps no means by chain)."""
+    means = table.attrs.get("means_by_chain", {}).get(name)
+    if not means:
+        return True
+    sd = float(table.loc[name, "sd"])
+    return float(np.ptp(means)) > 0.5 * sd if np.isfinite(sd) else True
+
+
 def _chain_list(chains: list[int]) -> str:
     """'chain 1', 'chains 0 and 2', 'chains 0, 2 and 3'."""
     if len(chains) == 1:
@@ -631,9 +641,11 @@ def equal_height_advice(table: pd.DataFrame, *, measured: str = EQUAL_HEIGHT_MEA
         return ""
     # Only chains that move ("not mixing"): chains that never moved ("chains disagree", "stuck") say
     # nothing of what a move would find, and longer runs with more moves are still the advice.
+    # And only where the chains' means differ: a split R-hat above RHAT_APART with chains of one mean
+    # is a drift within each chain (short runs), for which running longer is the advice.
     apart = [name for name in ("n_clusters", "partition_entropy")
              if name in table.index and table.loc[name, "status"] == "not mixing"
-             and float(table.loc[name, "r_hat"]) > RHAT_APART]
+             and float(table.loc[name, "r_hat"]) > RHAT_APART and _chain_means_differ(table, name)]
     if not apart:
         return ""
     means = table.attrs.get("means_by_chain", {})
@@ -766,7 +778,13 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         if not assessed:
             if not constant:
                 return "Nothing to assess: no quantities."
-            return f"Nothing to assess: {', '.join(constant)} {'is' if len(constant) == 1 else 'are'} constant."
+            held = f"{', '.join(constant)} held one value in every draw of {'the chain' if single else 'every chain'}"
+            if single:
+                return (f"Nothing to assess: {held}. One chain cannot tell a posterior concentrated on one state "
+                        "from a chain that cannot leave it: run several chains from dispersed starts.")
+            return (f"Nothing to assess: {held}, the same in all chains. Chains from dispersed starts that agree "
+                    "so are what a posterior concentrated on one state gives, but R-hat and ESS are not defined: "
+                    "more draws would show any move.")
         sentence = (f"{subject} {'mixes' if single else 'mix'}: {rhat} <= {rhat_max:g} and bulk and tail "
                     f"ESS >= {ess_min:g} for {', '.join(assessed)}")
         if constant:

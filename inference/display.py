@@ -145,8 +145,12 @@ def chains_text(*, n_chains: int, n_draws: int, n_warmup: int, thin: int, second
 
     >>> chains_text(n_chains=2, n_draws=50, n_warmup=10, thin=2, seconds=1.25, completed=False)
     '2 chains × 50 draws (every 2nd sweep) after 10 warm-up sweeps, 1.2 s; stopped early (Ctrl-C or time budget)'
+    >>> chains_text(n_chains=2, n_draws=0, n_warmup=200, thin=1, seconds=2.0, completed=False)
+    '2 chains × 0 draws, stopped during the 200 warm-up sweeps (Ctrl-C or time budget), 2.0 s'
     """
     text = f"{n_chains} chain{'s' if n_chains != 1 else ''} × {n_draws:,} draws"
+    if n_draws == 0 and not completed:  # not "after" sweeps that did not all run
+        return text + f", stopped during the {n_warmup:,} warm-up sweeps (Ctrl-C or time budget), {seconds:.1f} s"
     if thin > 1:
         suffix = "nd" if thin % 10 == 2 and thin % 100 != 12 else "rd" if thin % 10 == 3 and thin % 100 != 13 else "th"
         text += f" (every {thin}{suffix} sweep)"

@@ -303,7 +303,13 @@ def test_constant_quantities_are_kept_marked_and_not_judged():
     assert mixing_verdict(table) == ("Chains mix: R-hat <= 1.01 and bulk and tail ESS >= 400 for x "
                                      "(alpha is constant).")
     only = mixing_table(_dataset(alpha=np.full((2, 10), 1.5)))
-    assert mixing_verdict(only) == "Nothing to assess: alpha is constant."
+    assert mixing_verdict(only) == ("Nothing to assess: alpha held one value in every draw of every chain, the "
+                                    "same in all chains. Chains from dispersed starts that agree so are what a "
+                                    "posterior concentrated on one state gives, but R-hat and ESS are not defined: "
+                                    "more draws would show any move.")
+    one = mixing_table(_dataset(alpha=np.full((1, 10), 1.5)))
+    assert mixing_verdict(one).startswith("Nothing to assess: alpha held one value in every draw of the chain. One "
+                                          "chain cannot tell")
     assert _no_mixing_warning(warn_if_not_mixing, only) is False
 
 
@@ -407,6 +413,13 @@ def test_chains_at_one_height_in_different_partitions_are_told_to_report_the_spr
         table = mixing_table(_dataset(n_clusters=n_clusters, log_joint=log_joint))
         assert table.loc["n_clusters", "status"] != "ok"
         assert "Run longer" in mixing_verdict(table) and "same height" not in mixing_verdict(table)
+    # Chains of one mean K whose split R-hat fails (each drifts the same way, as short runs do) do not
+    # "differ in the number of clusters": run longer.
+    drift = np.repeat(np.repeat([[4.0, 5.0, 6.0, 6.0]], 250, axis=1), 4, axis=0)
+    drifting = mixing_table(_dataset(n_clusters=drift + (RNG.random(drift.shape) < 0.02),
+                                     log_joint=5.0 * IID - 1000.0))
+    assert drifting.loc["n_clusters", "r_hat"] > 1.1 and np.ptp(drifting.attrs["means_by_chain"]["n_clusters"]) < 0.1
+    assert "Run longer" in mixing_verdict(drifting) and "same height" not in mixing_verdict(drifting)
     # A sampler's own advice comes first.
     table.attrs["advice"] = "Do this."
     assert mixing_verdict(table).endswith("Do this.")

@@ -180,6 +180,9 @@ def test_chains_report_says_whether_chains_mix():
     one = report_html(_iid_chains(n_chains=1, n_draws=1000))
     assert '<p class="verdict mixing">The chain mixes: split R-hat &lt;= 1.01' in one
     assert "<h2>Rank plots</h2>" not in one
+    # Every quantity held one value in all chains: nothing was assessed, so amber, not green.
+    frozen = report_html(_iid_chains(n_clusters=np.full((4, 400), 2), log_joint=np.full((4, 400), -641.3)))
+    assert '<p class="verdict undecided">Nothing to assess: alpha, n_clusters, log_joint held one value' in frozen
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains

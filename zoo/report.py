@@ -891,7 +891,8 @@ def chains_sections(idata: Any, advice: str | None = None, *, table: Any = None,
         if advice:
             table.attrs["advice"] = advice
         statuses = table["status"].astype(str)
-        verdict_class = ("mixing" if statuses.isin(PASSING_STATUSES).all() else
+        # Green only where something was assessed: every quantity constant leaves it undecided (amber).
+        verdict_class = ("mixing" if statuses.isin(PASSING_STATUSES).all() and (statuses == "ok").any() else
                          "not-mixing" if statuses.isin(NOT_MIXING_STATUSES).any() else "undecided")
         verdict = mixing_verdict(table)
         for call, reader_call in (calls or {}).items():
