@@ -301,6 +301,11 @@ def test_sample_warns_when_its_chains_do_not_mix():
         result = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_chains=2,
                                              n_sweeps=8, n_warmup=4)
     assert result.mixing.loc["log_joint", "status"] != "ok"
+    # One chain too (split R-hat): its card says "does NOT mix", and so does the warning.
+    with pytest.warns(MixingWarning, match="The chain does NOT mix"):
+        single = InfiniteRelational().sample(load_florentine_families(), key=jax.random.key(0), n_chains=1,
+                                             n_sweeps=8, n_warmup=4)
+    assert "The chain does NOT mix" in repr(single)
     # Once per run: summary() does not repeat the warning sample() issued (its table says the same).
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixingWarning)

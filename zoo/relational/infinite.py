@@ -489,7 +489,7 @@ class InfiniteRelational:
                            seconds=seconds, first_sweep=first_sweep, previous=previous)
         if result.log_joint.shape[1] == 0:  # stopped during warm-up, as DPMixture.fit says
             warnings.warn(f"InfiniteRelational.sample: {NO_DRAWS}", RuntimeWarning, stacklevel=user_stacklevel())
-        elif c.n_chains >= 2 and result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # as DPMixture.fit
+        elif result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # one chain too: its card says what this says
             result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=user_stacklevel())
         return result
 
