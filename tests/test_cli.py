@@ -230,6 +230,7 @@ def test_dp_mixture_with_fixed_draws_says_what_to_run_longer_with(tmp_path, caps
 
 def test_rows_too_many_for_a_point_estimate_get_the_most_probable_draw(tmp_path, capsys, monkeypatch):
     import inference.partitions
+    import zoo.dirichlet.supervised.fit  # noqa: F401  imported before the patch, which its own import would keep
 
     _blobs_table(tmp_path / "blobs.csv")
     shortfall = "a point estimate of 36 points needs about 1 TiB, more than the 1 GiB of host memory"
@@ -316,6 +317,16 @@ def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_
     assert "<h2>Clusters of the points</h2>" in report and "for the partition given" in report
     assert sorted(map(int, re.findall(r"(\d+) members</span>", report))) == sorted(np.bincount(clusters).tolist())
     assert f"<td>{names[0]}</td>" in report  # a test row, by its id
+    # Without --id-column each test row is named by its position in the file (pandas' index), to join on.
+    table = pd.read_csv(tmp_path / "table.csv").drop(columns="point")
+    table.to_csv(tmp_path / "no_ids.csv", index=False)
+    assert main(["fit", "scdp-1", str(tmp_path / "no_ids.csv"), "--label-column", "blob", "--chains", "2",
+                 "--warmup", "10", "--draws", "20", "--quiet", "--out", str(tmp_path / "no_ids")]) == 0
+    capsys.readouterr()
+    positions = pd.read_csv(tmp_path / "no_ids" / "labels.csv")
+    assert list(positions.columns) == ["row", "cluster"]
+    np.testing.assert_array_equal(positions["row"], np.flatnonzero(~is_train))
+    assert table.loc[positions["row"], "blob"].isna().all()  # the test rows: no label
 
 
 @pytest.mark.parametrize("model, table, options, message", [

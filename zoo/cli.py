@@ -44,7 +44,8 @@ per feature (:func:`read_table`), standardise the features unless ``--no-standar
 (``--draws N`` for exactly N), with Algorithm 3 and ten split–merge moves per sweep unless
 ``--sampler`` and ``--split-merge`` say otherwise. They write ``chains.nc`` (:func:`zoo.io.save_chains`: ArviZ
 netCDF with the settings), ``labels.csv`` (the point-estimate cluster of each row, by
-``--id-column`` when given; the draw of highest log joint instead, said before sampling, when the
+``--id-column`` when given, else by its position in the file, ``row``, the index ``pd.read_csv`` gives
+it; the draw of highest log joint instead, said before sampling, when the
 point estimate's N × N matrices would not fit in memory) and ``report.html``, and print the chains'
 mixing verdict; a
 ``--label-column`` of known classes is left out of the fit and the point estimate is scored
@@ -862,6 +863,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 # The partition is of the test rows, scored against --truth-column if given (the labels
                 # were the training rows').
                 row_names = None if row_names is None else row_names[~is_train]
+                positions = np.flatnonzero(~is_train)
                 labels, resume = truth, SCDP_RESUME_CALL
                 clustered = features[~is_train]
             else:
@@ -897,6 +899,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         table = pd.DataFrame({"cluster": partition})
         if row_names is not None:
             table.insert(0, id_column, row_names.to_numpy())
+        else:  # each row's position in DATAFILE (the index pd.read_csv gives it), to join the two on
+            table.insert(0, "row", positions if supervised else np.arange(partition.shape[0]))
         clusters = f"{int(partition.max()) + 1} clusters"
     labels_path = out / "labels.csv"
     table.to_csv(labels_path, index=False)
