@@ -319,3 +319,20 @@ def test_bad_input_names_the_argument(call, argument):
 def test_class_counts_as_a_tuple_of_numbers_are_named(n_classes):
     with pytest.raises(TypeError, match="^n_classes: expected an int, or a dict of ints by domain name"):
         LatentClassRelational(n_classes)
+
+
+def test_more_classes_than_individuals_warn_and_a_fit_result_is_not_a_held_out_model():
+    data = load_florentine_families()  # 15 families
+    with pytest.warns(UserWarning, match=r"^n_classes: more classes than individuals in domain 'families' \(16 "
+                                         r"classes, 15 individuals\); .*give fewer classes$") as caught:
+        result = LatentClassRelational(16).fit(data, key=jax.random.key(0), n_restarts=1, max_passes=2)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ClassesAlikeWarning)
+        LatentClassRelational(15).fit(data, key=jax.random.key(0), n_restarts=1, max_passes=2)
+    # The message was cut inside the result's repr ("got LRMResult LRMResult of LatentClassRelational(...").
+    with pytest.raises(TypeError, match=r"^model: got a fit result \(LRMResult\), which has no predict_held_out; "
+                                        r"leave_one_out_log_loss fits the model anew for each case, with its cells "
+                                        r"hidden, so pass the model itself, result.model \(a LatentClassRelational\)$"):
+        leave_one_out_log_loss(result, data, key=jax.random.key(0))

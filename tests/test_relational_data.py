@@ -1,6 +1,7 @@
 """Relational data: constructors, UCINET DL reader, offline loaders, device arrays, bad input."""
 import importlib.metadata
 import re
+import warnings
 
 import networkx as nx
 import numpy as np
@@ -251,3 +252,139 @@ def test_wrong_kinds_raise_type_errors():
         RelationalData.from_table({"a": [1]}, subject="a", object="a", value="a")
     with pytest.raises(TypeError, match="^matrix"):
         RelationalData.from_adjacency([["x", "y"]], domains=("a", "b"))
+
+
+def test_ragged_rows_are_named_before_numpy_reads_them():
+    # NumPy's "setting an array element with a sequence ... inhomogeneous shape" was all the user saw.
+    with pytest.raises(ValueError, match=r"^matrix: rows of different lengths \(row 0 has 2 values, row 1 has 1 "
+                                         r"value\); give every row one value per column, NaN for a missing cell$"):
+        RelationalData.from_adjacency([[0, 1], [1]])
+    with pytest.raises(ValueError, match=r"^matrix: rows of different lengths \(row 0 has 2 values, row 1 has a "
+                                         r"single number\)"):
+        RelationalData.from_adjacency([[0, 1], 1])
+    with pytest.raises(ValueError, match=r"^matrix: cannot be read as an array of numbers"):
+        RelationalData.from_adjacency([[0, [1]], [1, 0]])
+    with pytest.raises(ValueError, match=r"^mask: rows of different lengths \(row 0 has 2 values, row 1 has 1 value\)"):
+        RelationalData.from_adjacency(np.eye(2), domains=("a", "b"), mask=[[True, True], [True]])
+
+
+def test_relations_that_are_not_a_sequence_are_named():
+    with pytest.raises(TypeError, match="^relations: expected a Relation or a sequence of Relations, got NoneType$"):
+        RelationalData([Domain("p", 2)], None)
+    with pytest.raises(TypeError, match="^relations: expected a Relation or a sequence of Relations, got str$"):
+        RelationalData([Domain("p", 2)], "r")
+
+
+def test_bipartite_rows_and_cols_share_no_node_and_repeat_none():
+    path = nx.path_graph(3)
+    with pytest.raises(ValueError, match=r"^cols: node 1 is also in rows; rows and cols are the two sides of a "
+                                         r"bipartite relation"):
+        RelationalData.from_networkx(path, rows=[0, 1], cols=[1, 2])
+    with pytest.raises(ValueError, match="^rows: node 0 is listed twice$"):
+        RelationalData.from_networkx(path, rows=[0, 0], cols=[1, 2])
+    with pytest.raises(ValueError, match="^cols: is empty$"):
+        RelationalData.from_networkx(path, rows=[0, 2], cols=[])
+    with pytest.raises(ValueError, match="^domains: rows and cols are two domains; give two names, got 'people'$"):
+        RelationalData.from_networkx(path, rows=[0, 2], cols=[1], domains="people")
+
+
+def test_weights_that_are_not_numbers_are_named_with_their_edge():
+    with pytest.raises(ValueError, match=r"^weight: edge \(0, 1\) has 'w' = 'a', not a finite number$"):
+        RelationalData.from_networkx(nx.Graph([(0, 1, {"w": "a"})]), weight="w")
+    with pytest.raises(ValueError, match=r"^weight: edge \(1, 2\) has 'w' = inf, not a finite number$"):
+        RelationalData.from_networkx(nx.Graph([(0, 1, {"w": 1}), (1, 2, {"w": float("inf")})]), weight="w")
+    # A number written as text is read as networkx reads it, as before.
+    text = RelationalData.from_networkx(nx.Graph([(0, 1, {"w": "2"}), (1, 2, {"w": 1})]), weight="w")
+    assert text.relation().value_labels == (0, 1, 2)
+
+
+def test_many_valued_matrices_warn_that_each_value_is_a_category():
+    weights = np.random.default_rng(0).random((6, 6)).round(2)
+    with pytest.warns(UserWarning, match=r"^matrix: the observed cells hold 30 distinct values, some not whole numbers "
+                                         r"\(e\.g\. 0\.\d+\); each one becomes a category of relation 'r'.*"
+                                         r"from_adjacency\(matrix > 0, mask=~np\.isnan\(matrix\)\)") as caught:
+        relation = RelationalData.from_adjacency(weights).relation()
+    assert relation.n_values == 30  # the result itself is unchanged
+    assert len(caught) == 1 and caught[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"^matrix: the observed cells hold 12 distinct values; each one"):
+        RelationalData.from_adjacency(np.arange(16).reshape(4, 4), domains="p")
+    graph = nx.Graph([(node, node + 1, {"w": node / 2}) for node in range(1, 5)])
+    with pytest.warns(UserWarning, match=r"^weight: the edge weights 'w' \(0 between nodes without an edge\) take 5 "
+                                         r"distinct values, .*give threshold= .*or leave weight out") as caught:
+        RelationalData.from_networkx(graph, weight="w")
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RelationalData.from_adjacency(weights, values=sorted(set(weights.ravel().tolist())))  # declared: deliberate
+        RelationalData.from_networkx(graph, weight="w", threshold=1.0)
+        RelationalData.from_adjacency(np.arange(9).reshape(3, 3) % 4, domains="p")  # a few whole numbers
+        load_karate_club(weighted=True)  # 8 whole numbers
+
+
+def test_a_dataframes_index_and_columns_label_the_individuals():
+    links = [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
+    named = pd.DataFrame(links, index=list("abc"), columns=list("abc"))
+    assert RelationalData.from_adjacency(named, domains="p").domains[0].labels == ("a", "b", "c")
+    assert RelationalData.from_adjacency(named, domains="p", labels=list("xyz")).domains[0].labels == ("x", "y", "z")
+    header_only = pd.DataFrame(links, columns=list("abc"))  # e.g. read_csv of a matrix with a header row
+    assert RelationalData.from_adjacency(header_only, domains="p").domains[0].labels == ("a", "b", "c")
+    assert RelationalData.from_adjacency(pd.DataFrame(links), domains="p").domains[0].labels is None
+    rows = pd.DataFrame(links, index=["u1", "u2", "u3"], columns=["f1", "f2", "f3"])
+    two = RelationalData.from_adjacency(rows, domains=("users", "films"))
+    assert [domain.labels for domain in two.domains] == [("u1", "u2", "u3"), ("f1", "f2", "f3")]
+    only_rows = RelationalData.from_adjacency(pd.DataFrame(links, index=["u1", "u2", "u3"]), domains=("u", "f"))
+    assert [domain.labels for domain in only_rows.domains] == [("u1", "u2", "u3"), None]
+    with pytest.raises(ValueError, match=r"^matrix: the DataFrame's index and columns differ \(at position 0: index "
+                                         r"'a', columns 'c'\), but a relation over one domain has one list"):
+        RelationalData.from_adjacency(pd.DataFrame(links, index=list("abc"), columns=list("cba")), domains="p")
+
+
+def test_the_edge_list_warning_names_read_network_with_its_module():
+    positives = pd.DataFrame({"a": ["x", "y"], "b": ["p", "q"], "link": [1, 1]})
+    with pytest.warns(UserWarning, match=r"^frame: .*\(an edge list: zoo\.cli\.read_network or "
+                                         r"RelationalData\.from_networkx observe every pair of nodes\)$"):
+        RelationalData.from_table(positives, subject="a", object="b", value="link")
+
+
+def test_one_column_for_two_arguments_is_named():
+    frame = pd.DataFrame({"u": ["a", "b", "a"], "v": ["b", "a", "a"], "r": [1, 0, 1]})
+    with pytest.raises(ValueError, match=r"^object: the same column as subject \('u'\); subject and object each need "
+                                         r"a column of their own$"):
+        RelationalData.from_table(frame, subject="u", object="u", value="r")
+    with pytest.raises(ValueError, match=r"^value: the same column as object \('v'\)"):
+        RelationalData.from_table(frame, subject="u", object="v", value="v")
+    with pytest.raises(ValueError, match=r"^item: the same column as user \('u'\); user and item each need"):
+        RelationalData.from_ratings(frame, user="u", item="u", rating="r")
+
+
+def test_a_network_of_one_node_is_refused_naming_what_the_user_passed():
+    with pytest.raises(ValueError, match=r"^graph: a network needs at least 2 nodes \(its cells are the pairs of "
+                                         r"distinct nodes\), got only node 0$"):
+        RelationalData.from_networkx(nx.empty_graph(1))
+    with pytest.raises(ValueError, match=r"^matrix: a relation over one domain \(a network\) needs at least 2 "
+                                         r"individuals, got a 1 × 1 matrix"):
+        RelationalData.from_adjacency([[1]], domains="p")
+    with pytest.warns(UserWarning, match="^matrix: every observed cell of relation 'r' holds 1"):  # two domains: fine
+        assert RelationalData.from_adjacency([[1]], domains=("a", "b")).relation().n_observed == 1
+
+
+def test_names_are_checked_under_the_argument_that_gives_them():
+    with pytest.raises(TypeError, match="^domains: expected a non-empty string, got ''$"):
+        RelationalData.from_adjacency(np.eye(2), domains="")
+    with pytest.raises(TypeError, match="^domains: expected a non-empty string, got 3$"):
+        RelationalData.from_adjacency(np.eye(2), domains=("a", 3))
+    with pytest.raises(TypeError, match="^relation: expected a non-empty string, got 5$"):
+        RelationalData.from_adjacency(np.eye(2), relation=5)
+    with pytest.raises(TypeError, match="^relation: expected a non-empty string, got ''$"):
+        RelationalData.from_networkx(nx.path_graph(3), relation="")
+    frame = pd.DataFrame({"s": ["a", "b"], "o": ["b", "c"], "v": [1, 0]})
+    with pytest.raises(TypeError, match="^relation: expected a non-empty string, got 5$"):
+        RelationalData.from_table(frame, subject="s", object="o", value="v", relation=5)
+    with pytest.raises(TypeError, match="^domains: expected a non-empty string, got ''$"):
+        RelationalData.from_table(frame, subject="s", object="o", value="v", domains=("", "o"))
+    numbered = pd.DataFrame({0: ["a", "b"], 1: ["b", "c"], 2: [1, 0]})
+    with pytest.raises(TypeError, match=r"^domains: the default domain names are the subject and object columns, 0 "
+                                        r"and 1, which are not both non-empty strings; give domains=\(name, name\)$"):
+        RelationalData.from_table(numbered, subject=0, object=1, value=2, relation="r")
+    with pytest.raises(TypeError, match=r"^relation: the default relation name is the value column, 2, which"):
+        RelationalData.from_table(numbered, subject=0, object=1, value=2, domains=("a", "b"))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
 
@@ -54,6 +55,65 @@ def _check_name(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise TypeError(f"{name}: expected a non-empty string, got {value!r}")
     return value
+
+
+def _check_rows(name: str, value: Any) -> None:
+    """Refuse a nested list or tuple whose rows differ in length (NumPy cannot make it an array),
+    naming ``name`` and the first row that differs from row 0."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return
+    lengths = [f"{len(row)} value{'' if len(row) == 1 else 's'}" if isinstance(row, (list, tuple)) or np.ndim(row) > 0
+               else "a single number" for row in value]
+    differs = [index for index, length in enumerate(lengths) if length != lengths[0]]
+    if differs:  # (a flat list has rows of one value each: its shape is checked later)
+        raise ValueError(f"{name}: rows of different lengths (row 0 has {lengths[0]}, row {differs[0]} has "
+                         f"{lengths[differs[0]]}); give every row one value per column, NaN for a missing cell")
+
+
+def _as_array(name: str, value: Any) -> np.ndarray:
+    """``numbers_array(value)``, with ragged or otherwise unreadable input refused by ``name``."""
+    _check_rows(name, value)
+    try:
+        return numbers_array(value)
+    except ValueError as error:  # deeper raggedness, e.g. [[0, [1]], [1, 0]]
+        raise ValueError(f"{name}: cannot be read as an array of numbers ({error})") from None
+
+
+def _frame_labels(matrix: Any) -> tuple[list | None, list | None] | None:
+    """The row and column labels of a pandas DataFrame, each None where it is pandas' default
+    ``RangeIndex`` (0, 1, ...); None for anything that is not a DataFrame."""
+    if not type(matrix).__module__.startswith("pandas"):
+        return None
+    import pandas as pd
+
+    if not isinstance(matrix, pd.DataFrame):
+        return None
+    return tuple(None if isinstance(index, pd.RangeIndex) else list(index)  # type: ignore[return-value]
+                 for index in (matrix.index, matrix.columns))
+
+
+def _labels_of_frame(frame_labels: tuple[list | None, list | None], one_domain: bool) -> Any:
+    """The ``labels`` argument of :meth:`RelationalData.from_adjacency` that a DataFrame's index and
+    columns (``frame_labels``, from :func:`_frame_labels`) give, for one domain or two."""
+    index, columns = frame_labels
+    if not one_domain:
+        return None if index is None and columns is None else (index, columns)
+    if index is not None and columns is not None and index != columns:
+        position = next(position for position, (row, column) in enumerate(zip(index, columns)) if row != column)
+        raise ValueError(f"matrix: the DataFrame's index and columns differ (at position {position}: index "
+                         f"{index[position]!r:.40}, columns {columns[position]!r:.40}), but a relation over one "
+                         "domain has one list of individuals; put the columns in the index's order "
+                         "(frame[frame.index]) or pass labels=")
+    return index if index is not None else columns
+
+
+def _check_distinct_columns(columns: Sequence[tuple[str, Any]]) -> None:
+    """Refuse two arguments of a table constructor that name the same column, naming the later one."""
+    for position, (argument, column) in enumerate(columns):
+        for earlier, earlier_column in columns[:position]:
+            if column == earlier_column:
+                raise ValueError(f"{argument}: the same column as {earlier} ({column!r}); {earlier} and {argument} "
+                                 "each need a column of their own")
 
 
 def _labels(name: str, labels: Sequence[Any] | None, size: int) -> tuple | None:
@@ -337,7 +397,13 @@ class RelationalData:
         names = [domain.name for domain in domains]
         if len(set(names)) != len(names):
             raise ValueError(f"domains: repeated domain names in {names}")
-        relations = (self.relations,) if isinstance(self.relations, Relation) else tuple(self.relations)
+        if isinstance(self.relations, Relation):
+            relations = (self.relations,)
+        elif isinstance(self.relations, Iterable) and not isinstance(self.relations, (str, bytes)):
+            relations = tuple(self.relations)
+        else:
+            raise TypeError(f"relations: expected a Relation or a sequence of Relations, got "
+                            f"{type(self.relations).__name__}")
         if not relations:
             raise ValueError("relations: at least one relation is needed")
         sizes = {domain.name: domain.size for domain in domains}
@@ -479,10 +545,16 @@ class RelationalData:
     ) -> "RelationalData":
         """One relation from a dense matrix; NaN (or ``mask == False``) marks missing cells.
 
+        Every distinct value of the observed cells is one category of the relation (CP §1): the
+        models do not see that 0.5 lies between 0.4 and 0.6. Warns (``UserWarning``) when, with
+        ``values`` not given, the observed cells hold values that are not whole numbers or more
+        than 10 distinct values (a weighted network, say), and when they all hold one value.
+
         Parameters
         ----------
         matrix : array_like of numbers, shape (n_rows, n_cols)
-            Observed values; NaN means missing.
+            Observed values; NaN means missing. A pandas DataFrame's index and columns label the
+            individuals (see ``labels``).
         mask : array_like of bool, shape (n_rows, n_cols), optional
             True where observed (combined with the NaNs).
         domains : str or (str, str)
@@ -494,16 +566,36 @@ class RelationalData:
             Declared values v_1, ..., v_|r|; default: the sorted distinct observed values, or
             (0, 1) when the matrix is binary.
         labels : sequence, or pair of sequences, optional
-            Labels of the individuals: one sequence for one domain, a pair for two.
+            Labels of the individuals: one sequence for one domain, a pair for two. Default, for
+            a pandas DataFrame: its index labels the rows and its columns label the columns,
+            unless they are pandas' default 0, 1, ... (a ``RangeIndex``). Over one domain, an
+            index and columns that both hold labels must be equal, in the same order.
         diagonal : {"missing", "observed"}
             For a relation over one domain, whether the self-pairs r(a, a) are observed.
         symmetric : bool, optional
             Mark an undirected relation over one domain; default: detected (one domain and
             the observed matrix equals its transpose).
         """
+        data = cls._read_adjacency(matrix, mask=mask, domains=domains, relation=relation, values=values,
+                                   labels=labels, diagonal=diagonal, symmetric=symmetric)
+        built = data.relations[0]
+        _warn_if_one_value(built, "matrix")
+        if values is None:
+            _warn_if_many_values(built, "matrix", "for a binary relation (a link or not), threshold the matrix "
+                                 "first, e.g. from_adjacency(matrix > 0, mask=~np.isnan(matrix)); to keep the "
+                                 "categories, declare them with values=[...]")
+        return data
+
+    @classmethod
+    def _read_adjacency(cls, matrix: Any, *, mask: Any, domains: str | Sequence[str], relation: str,
+                        values: Sequence[Any] | None, labels: Any, diagonal: str,
+                        symmetric: bool | None) -> "RelationalData":
+        """:meth:`from_adjacency` without its warnings, which :meth:`from_networkx` gives in its own terms."""
+        relation = _check_name("relation", relation)
         if symmetric is not None:
             symmetric = check_bool("symmetric", symmetric)
-        dense = numbers_array(matrix)  # scipy.sparse densified, pandas' nullable columns as float
+        frame_labels = _frame_labels(matrix)
+        dense = _as_array("matrix", matrix)  # scipy.sparse densified, pandas' nullable columns as float
         if dense.dtype == object or not (np.issubdtype(dense.dtype, np.number) or dense.dtype == bool):
             raise TypeError(f"matrix: expected numbers, got dtype {dense.dtype}")
         if np.issubdtype(dense.dtype, np.complexfloating):
@@ -517,7 +609,11 @@ class RelationalData:
             raise ValueError("matrix: contains infinite values")
         observed = ~np.isnan(dense)
         if mask is not None:
-            mask_array = np.asarray(mask)
+            _check_rows("mask", mask)
+            try:
+                mask_array = np.asarray(mask)
+            except ValueError as error:  # deeper raggedness
+                raise ValueError(f"mask: cannot be read as an array ({error})") from None
             if mask_array.shape != dense.shape:
                 raise ValueError(f"mask: expected shape {dense.shape}, got {mask_array.shape}")
             if mask_array.dtype != bool and not np.isin(mask_array, (0, 1)).all():
@@ -528,11 +624,19 @@ class RelationalData:
         domain_names = (domains,) if isinstance(domains, str) else tuple(domains)
         if len(domain_names) not in (1, 2):
             raise ValueError(f"domains: expected one name or two, got {domains!r}")
+        for domain_name in domain_names:
+            _check_name("domains", domain_name)
         one_domain = len(domain_names) == 1 or domain_names[0] == domain_names[1]
         if one_domain and dense.shape[0] != dense.shape[1]:
             raise ValueError(f"matrix: a relation over one domain needs a square matrix, got shape {dense.shape}")
+        if labels is None and frame_labels is not None:
+            labels = _labels_of_frame(frame_labels, one_domain)
         diagonal = check_choice("diagonal", diagonal, ("missing", "observed"))
         if one_domain and diagonal == "missing":
+            if dense.shape[0] == 1:
+                raise ValueError("matrix: a relation over one domain (a network) needs at least 2 individuals, got "
+                                 "a 1 × 1 matrix: its only cell is the self-pair r(a, a), which is not observed "
+                                 "(diagonal='missing')")
             np.fill_diagonal(observed, False)
         if not observed.any():
             raise ValueError("matrix: every cell is missing")
@@ -564,7 +668,6 @@ class RelationalData:
             symmetric = False
         built = Relation(relation, relation_domains, dense.shape, np.stack([rows, cols], axis=1), codes,
                          tuple(declared), bool(symmetric))
-        _warn_if_one_value(built, "matrix")
         return cls(tuple(domain_list), (built,))
 
     @classmethod
@@ -594,9 +697,14 @@ class RelationalData:
             Give both for a two-domain (bipartite) relation ``rows × cols``, e.g. women × events.
             Otherwise the relation is over the graph's nodes (diagonal missing), symmetric for
             an undirected graph.
+            The two lists share no node, and list each node once.
         domains : str or (str, str), optional
             Domain name(s); default ``"nodes"`` or ``("rows", "cols")``.
         relation : str
+
+        Warns (``UserWarning``) when the relation's cells all hold one value (a graph without
+        edges, say), and when ``weight`` without ``threshold`` gives weights that are not whole
+        numbers or more than 10 distinct values, each of which becomes a category.
         """
         import networkx as nx
 
@@ -614,21 +722,47 @@ class RelationalData:
             missing = [edge for edge in graph.edges(data=True) if weight not in edge[2]]
             if missing:
                 raise ValueError(f"weight: edge {missing[0][:2]} has no attribute {weight!r}")
+            for first, second, attributes in graph.edges(data=True):
+                try:  # as networkx reads it
+                    number = float(attributes[weight])
+                except (TypeError, ValueError):
+                    number = None
+                if number is None or np.isinf(number):
+                    raise ValueError(f"weight: edge {(first, second)!r} has {weight!r} = {attributes[weight]!r:.40}, "
+                                     "not a finite number")
         if (rows is None) != (cols is None):
             raise ValueError("rows: give both rows and cols for a bipartite relation, or neither")
         if rows is not None:
             row_nodes, col_nodes = list(rows), list(cols)
             for name, nodes in (("rows", row_nodes), ("cols", col_nodes)):
+                if not nodes:
+                    raise ValueError(f"{name}: is empty")
                 absent = [node for node in nodes if node not in graph]
                 if absent:
                     raise ValueError(f"{name}: node {absent[0]!r} is not in the graph")
+                seen: set = set()
+                for node in nodes:
+                    if node in seen:
+                        raise ValueError(f"{name}: node {node!r} is listed twice")
+                    seen.add(node)
+            row_set = set(row_nodes)
+            shared = [node for node in col_nodes if node in row_set]
+            if shared:
+                raise ValueError(f"cols: node {shared[0]!r} is also in rows; rows and cols are the two sides of a "
+                                 "bipartite relation rows × cols and share no node (leave both out for a relation "
+                                 "over all the graph's nodes)")
+            if isinstance(domains, str):
+                raise ValueError(f"domains: rows and cols are two domains; give two names, got {domains!r}")
             matrix = nx.to_numpy_array(graph, nodelist=row_nodes + col_nodes, weight=weight, nonedge=0.0)
             block = matrix[: len(row_nodes), len(row_nodes):]
             if weight is None:
                 block = (block > 0).astype(float)
-            names = ("rows", "cols") if domains is None else tuple(domains)
+            names = ("rows", "cols") if domains is None else domains
             labels = (row_nodes, col_nodes)
         else:
+            if graph.number_of_nodes() == 1:
+                raise ValueError(f"graph: a network needs at least 2 nodes (its cells are the pairs of distinct "
+                                 f"nodes), got only node {next(iter(graph.nodes))!r:.40}")
             nodes = list(graph.nodes)
             block = nx.to_numpy_array(graph, nodelist=nodes, weight=weight, nonedge=0.0)
             if weight is None:
@@ -642,7 +776,15 @@ class RelationalData:
             values = (0, 1)
         else:
             values = None
-        return cls.from_adjacency(block, domains=names, relation=relation, values=values, labels=labels)
+        data = cls._read_adjacency(block, mask=None, domains=names, relation=relation, values=values, labels=labels,
+                                   diagonal="missing", symmetric=None)
+        built = data.relations[0]
+        _warn_if_one_value(built, "graph", hint=None)
+        if values is None:
+            _warn_if_many_values(built, "weight", "for a binary relation, give threshold= (1 where the weight exceeds "
+                                 "it), or leave weight out (1 where there is an edge)",
+                                 held=f"the edge weights {weight!r} (0 between nodes without an edge) take")
+        return data
 
     @classmethod
     def from_table(
@@ -665,8 +807,8 @@ class RelationalData:
 
         Warns (``UserWarning``) when every observed cell holds one value: an edge list of the
         links present only, whose absent links are no row, leaves the models nothing to learn;
-        give the absent links a row with value 0 (or read the list with ``read_network``, which
-        observes every pair).
+        give the absent links a row with value 0 (or read the list with ``zoo.cli.read_network``,
+        which observes every pair of nodes).
 
         Parameters
         ----------
@@ -694,9 +836,16 @@ class RelationalData:
 
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
-        for argument, column in (("subject", subject), ("object", object), ("value", value)):
+        columns = (("subject", subject), ("object", object), ("value", value))
+        for argument, column in columns:
             if column not in frame.columns:
                 raise ValueError(f"{argument}: column {column!r} not in frame (columns: {list(frame.columns)})")
+        _check_distinct_columns(columns)
+        if relation is not None:
+            _check_name("relation", relation)
+        elif not (isinstance(value, str) and value):
+            raise TypeError(f"relation: the default relation name is the value column, {value!r}, which is not a "
+                            "non-empty string; give relation=")
         if len(frame) == 0:
             raise ValueError("frame: is empty")
         if frame[[subject, object]].isna().any().any():
@@ -704,9 +853,19 @@ class RelationalData:
         table = frame[frame[value].notna()]
         if len(table) == 0:
             raise ValueError("value: every value is missing")
-        domain_names = (subject, object) if domains is None else tuple(domains)
+        if domains is None:
+            domain_names = (subject, object)
+            if not all(isinstance(name, str) and name for name in domain_names):
+                raise TypeError(f"domains: the default domain names are the subject and object columns, {subject!r} "
+                                f"and {object!r}, which are not both non-empty strings; give domains=(name, name)")
+        elif isinstance(domains, (str, tuple, list)):
+            domain_names = (domains,) if isinstance(domains, str) else tuple(domains)
+        else:
+            raise TypeError(f"domains: expected two domain names, got {type(domains).__name__}")
         if len(domain_names) != 2:
             raise ValueError(f"domains: expected two domain names, got {domains!r}")
+        for domain_name in domain_names:
+            _check_name("domains", domain_name)
         if domain_names[0] == domain_names[1]:
             codes, uniques = pd.factorize(pd.concat([table[subject], table[object]]), sort=True)
             subject_codes, object_codes = codes[: len(table)], codes[len(table):]
@@ -733,7 +892,7 @@ class RelationalData:
         raw = table[value].to_numpy()
         declared = _declared_values("values", values, raw)
         codes = _encode("value", raw, declared)
-        built = Relation(relation or value, domain_names, shape, cells, codes, tuple(declared))
+        built = Relation(value if relation is None else relation, domain_names, shape, cells, codes, tuple(declared))
         return cls(domain_list, (built,))
 
     @classmethod
@@ -767,9 +926,11 @@ class RelationalData:
 
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
-        for argument, column in (("user", user), ("item", item), ("rating", rating)):
+        columns = (("user", user), ("item", item), ("rating", rating))
+        for argument, column in columns:
             if column not in frame.columns:
                 raise ValueError(f"{argument}: column {column!r} not in frame (columns: {list(frame.columns)})")
+        _check_distinct_columns(columns)
         ratings = as_float_array("rating", frame[rating].dropna().to_numpy(), ndim=1)
         if isinstance(threshold, str):
             check_choice("threshold", threshold, ("mean",))
@@ -818,15 +979,36 @@ def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np
     return array, index
 
 
-def _warn_if_one_value(relation: Relation, argument: str) -> None:
-    """Warn, naming ``argument``, when every observed cell of ``relation`` holds the same value."""
+#: What :func:`_warn_if_one_value` advises by default: the cells of one value may be a list of the links present only.
+_UNLISTED_HINT = ("if the absent links (or other values) are not listed, give them as observed cells (an edge list: "
+                  "zoo.cli.read_network or RelationalData.from_networkx observe every pair of nodes)")
+
+
+def _warn_if_one_value(relation: Relation, argument: str, hint: str | None = _UNLISTED_HINT) -> None:
+    """Warn, naming ``argument``, when every observed cell of ``relation`` holds the same value;
+    ``hint``, when given, ends the message."""
     held = np.unique(relation.values)
     if held.size == 1:
         label = relation.value_labels[int(held[0])]
         warnings.warn(f"{argument}: every observed cell of relation {relation.name!r} holds {label!r}, so the models "
-                      f"have nothing to tell individuals apart by; if the absent links (or other values) are not "
-                      f"listed, give them as observed cells (an edge list: read_network or from_networkx observe "
-                      f"every pair)", UserWarning, stacklevel=user_stacklevel())
+                      f"have nothing to tell individuals apart by" + (f"; {hint}" if hint else ""),
+                      UserWarning, stacklevel=user_stacklevel())
+
+
+def _warn_if_many_values(relation: Relation, argument: str, advice: str, held: str = "the observed cells hold") -> None:
+    """Warn, naming ``argument``, when ``relation`` has values that are not whole numbers or more than
+    10 of them (weights, measurements), each of which is a category of its own; ``held`` says what
+    holds the values, ``advice`` what to do."""
+    if np.unique(relation.values).size < 2:  # one value: _warn_if_one_value's case
+        return
+    fractional = [value for value in relation.value_labels
+                  if isinstance(value, numbers.Real) and not float(value).is_integer()]
+    if not fractional and relation.n_values <= 10:
+        return
+    which = f", some not whole numbers (e.g. {float(fractional[0]):g})" if fractional else ""
+    warnings.warn(f"{argument}: {held} {relation.n_values} distinct values{which}; each one becomes a category of "
+                  f"relation {relation.name!r}, unrelated to the others (the models do not see that one value is "
+                  f"near another); {advice}", UserWarning, stacklevel=user_stacklevel())
 
 
 def _declared_values(name: str, values: Sequence[Any] | None, observed: np.ndarray) -> list:

@@ -137,6 +137,18 @@ def _finished(probs: np.ndarray, caller: str) -> np.ndarray:
     return np.arange(n_cases) < n_run
 
 
+def _check_held_out_model(model: Any, caller: str) -> Any:
+    """``model`` if it has ``predict_held_out``; a fit result that has none (an ``LRMResult``) is
+    refused with a ``TypeError`` that names its type and says to pass the model that made it."""
+    inner = getattr(model, "model", None)
+    if (not isinstance(model, type) and not callable(getattr(model, "predict_held_out", None))
+            and callable(getattr(inner, "predict_held_out", None))):
+        raise TypeError(f"model: got a fit result ({type(model).__name__}), which has no predict_held_out; "
+                        f"{caller} fits the model anew for each case, with its cells hidden, so pass the model "
+                        f"itself, result.model (a {type(inner).__name__})")
+    return check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
+
+
 def _standard_error(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / np.sqrt(values.shape[0])) if values.shape[0] > 1 else float("nan")
 
@@ -148,7 +160,8 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     Parameters
     ----------
     model : LatentClassRelational, InfiniteRelational, a fitted IRMResult (its draws reweighted per
-        case, see the module docstring) or anything with ``predict_held_out``
+        case, see the module docstring) or anything with ``predict_held_out``; a fitted LRMResult
+        is not one (it has no draws to reweight): pass its ``result.model``
     data : RelationalData
     key : jax PRNG key — randomness of the fits
     relation : int or str
@@ -161,7 +174,7 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     After Ctrl-C or a spent ``time_budget`` the estimate is over the cases finished (module
     docstring).
     """
-    model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
+    model = _check_held_out_model(model, "leave_one_out_log_loss")
     key = check_key("key", key)
     base = check_real("base", base, low=1.0, low_open=True)
     index = _relation_index(data, relation)
@@ -180,7 +193,7 @@ def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, rela
     ``**options`` are passed to ``model.predict_held_out``; after Ctrl-C or a spent ``time_budget``
     the estimate is over the folds finished (module docstring).
     """
-    model = check_model("model", model, ("predict_held_out",), "LatentClassRelational(n_classes=4)")
+    model = _check_held_out_model(model, "cross_validated_log_loss")
     key = check_key("key", key)
     base = check_real("base", base, low=1.0, low_open=True)
     index = _relation_index(data, relation)

@@ -76,7 +76,7 @@ from inference.processes import process_max
 from inference.provenance import provenance
 from inference.native.backend import resolve_backend
 from inference._validation import (check_bool, check_choice, check_distributions, check_int, check_key, check_memory,
-                                   check_params_like, check_real, check_relation, tree_nbytes)
+                                   check_params_like, check_real, check_relation, tree_nbytes, user_stacklevel)
 from zoo.relational._latent_class_fit import (_advance_restarts, _case_weights, _check_hidden, _continued_state,
                                               _fit_cases, _heldout_log_lik, _init_params, _run_case_calls, _run_passes,
                                               _start_restarts, exact_log_likelihood, predict_proba)
@@ -339,8 +339,10 @@ class LatentClassRelational:
         init : LRMResult or LRMParams, optional
             Continue a fit (one stopped by ``max_passes``, a time budget or Ctrl-C, or one loaded
             with :func:`zoo.io.load_result`) on the same data: one run from its class posteriors
-            q_a, which are all that a pass starts from, so the passes are those the fit would have
-            made had it gone on (``key`` is not used; the history counts the new passes only).
+            q_a (the kept restart's), which are all that a pass starts from, so the passes are those
+            that restart would have made had it gone on (``key`` is not used; the history counts the
+            new passes only). Of a fit of several restarts only the kept one goes on; another might
+            have ended best had they all gone on.
 
         Returns
         -------
@@ -360,6 +362,7 @@ class LatentClassRelational:
         schema = data.schema
         n_classes = self.classes_for(schema)
         self._check_memory(key, arrays, schema, n_restarts)
+        _warn_if_more_classes_than_individuals(schema, n_classes)
         dtype = arrays.weights[0].dtype
         keys = jax.random.split(key, n_restarts)
         beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (beta, tol, self.prior_count))
@@ -455,6 +458,7 @@ class LatentClassRelational:
         hidden = _check_hidden(hidden, data.relations[relation].n_observed)
         n_cases = hidden.shape[0]
         self._check_memory(key, arrays, schema, n_restarts * min(n_cases, cases_per_call))
+        _warn_if_more_classes_than_individuals(schema, self.classes_for(schema))
         keys = jax.random.split(key, (n_cases, n_restarts))
         dtype = arrays.weights[0].dtype
         beta, tol, prior_count = (jnp.asarray(value, dtype) for value in (1.0, tol, self.prior_count))
@@ -576,6 +580,17 @@ def _alike(responsibilities: np.ndarray) -> np.ndarray:
     return spread < ALIKE_TOLERANCE
 
 
+def _warn_if_more_classes_than_individuals(schema: RelationalSchema, n_classes: tuple[int, ...]) -> None:
+    """A ``UserWarning`` naming each domain given more classes than it has individuals."""
+    crowded = [f"{name!r} ({classes} classes, {size} individuals)"
+               for name, size, classes in zip(schema.domain_names, schema.domain_sizes, n_classes) if classes > size]
+    if crowded:
+        warnings.warn(f"n_classes: more classes than individuals in {'domain' if len(crowded) == 1 else 'domains'} "
+                      f"{' and '.join(crowded)}; no more classes than individuals can each be some individual's most "
+                      "probable class, so the others describe no one and only slow the fit: give fewer classes",
+                      UserWarning, stacklevel=user_stacklevel())
+
+
 def _warn_if_classes_alike(responsibilities: tuple, best: int, schema: RelationalSchema,
                            n_classes: tuple[int, ...]) -> None:
     """A :class:`ClassesAlikeWarning` naming the domains whose classes the best restart does not tell apart.
@@ -669,7 +684,8 @@ class LRMResult(Described):
             if values is not None and len(values):
                 card.add(name, f"{float(values[-1]):,.1f} after the last pass")
         if self.stopped_by != "converged":
-            card.add("continue", "result.model.fit(data, key=key, init=result): the passes it would have made next")
+            card.add("continue", "result.model.fit(data, key=key, init=result): the passes its kept restart would "
+                                 "have made next")
         card.add("made with", made_with(self.provenance))
         card.add("see", ["result.classes()", "result.predict_proba(cells, relation)", "result.history_dataset()",
                          "result.params"])
