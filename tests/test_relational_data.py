@@ -138,6 +138,12 @@ def test_ucinet_edge_list_and_rectangular_matrix(tmp_path):
     relation = read_ucinet_dl(edges).relation()
     dense = relation.to_dense()
     assert dense[0, 1] == 1 and dense[3, 0] == 1 and relation.value_labels == (0, 1, 2)
+    # A valued matrix warns in the file's terms (path), not those of from_adjacency, which the user did not call.
+    valued = tmp_path / "valued.dl"
+    valued.write_text("DL N=3\nDATA:\n0 0.5 1.25\n0.5 0 2.5\n1.25 2.5 0\n")
+    with pytest.warns(UserWarning, match=r"^path: the file's matrix 'valued' holds 3 distinct values, some not whole "
+                                         r"numbers \(e.g. 0.5\).*declare the categories with values="):
+        read_ucinet_dl(valued)
     assert relation.to_dense()[1, 2] == 2  # code of value 2
     rectangular = tmp_path / "rect.dl"
     rectangular.write_text("DL NR=2, NC=3\nROW LABELS:\nw1 w2\nCOLUMN LABELS:\ne1 e2 e3\nDATA:\n1 0 1\n0 1 1\n")

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from inference._validation import check_int
-from zoo.relational.data import RelationalData
+from zoo.relational.data import RelationalData, _warn_if_many_values, _warn_if_one_value
 
 __all__ = ["read_ucinet_dl", "load_karate_club", "load_davis_southern_women", "load_florentine_families",
            "load_movielens_100k"]
@@ -136,8 +136,13 @@ def read_ucinet_dl(
     combined: RelationalData | None = None
     relations = []
     for name, matrix in zip(relation_names, matrices):
-        single = RelationalData.from_adjacency(matrix, domains=names, relation=name, values=values,
-                                               labels=labels, diagonal=diagonal)
+        single = RelationalData._read_adjacency(matrix, mask=None, domains=names, relation=name, values=values,
+                                                labels=labels, diagonal=diagonal, symmetric=None)
+        _warn_if_one_value(single.relations[0], "path")  # in the file's terms, not from_adjacency's
+        if values is None:
+            _warn_if_many_values(single.relations[0], "path", "declare the categories with values=[...], or build a "
+                                 "binary relation with RelationalData.from_adjacency(matrix > 0)",
+                                 held=f"the file's matrix {name!r} holds")
         combined = single
         relations.append(single.relations[0])
     return RelationalData(combined.domains, tuple(relations))
