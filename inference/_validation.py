@@ -40,6 +40,8 @@ __all__ = [
     "key_as_data",
     "key_from_data",
     "arrays_digest",
+    "feature_names",
+    "in_fitted_order",
 ]
 
 # Source files of the library (the ``inference`` and ``zoo`` packages, installed side by side).
@@ -116,7 +118,7 @@ def as_float_array(
     if array.dtype == object or not (
         np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)
     ):
-        raise TypeError(f"{name}: expected numbers, got dtype {array.dtype}")
+        raise TypeError(f"{name}: expected numbers, got dtype {array.dtype}{_non_numeric_columns(value)}")
     if np.issubdtype(array.dtype, np.complexfloating):
         raise TypeError(f"{name}: complex values are not supported")
     if ndim is not None:
@@ -136,6 +138,23 @@ def as_float_array(
     if nonnegative and (array < 0).any():
         raise ValueError(f"{name}: contains negative values (min {array.min()})")
     return array
+
+
+def _non_numeric_columns(value: Any) -> str:
+    """For a pandas DataFrame, " (non-numeric columns: 'name' (dtype), ...)" naming at most three of its
+    columns that are neither numbers nor booleans; "" for anything else."""
+    columns, dtypes = getattr(value, "columns", None), getattr(value, "dtypes", None)
+    if columns is None or dtypes is None or not hasattr(value, "to_numpy"):
+        return ""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    wrong = [(column, dtype) for column, dtype in zip(columns, dtypes)
+             if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))]
+    if not wrong:
+        return ""
+    shown = ", ".join(f"{column!r} ({dtype})" for column, dtype in wrong[:3])
+    more = f", ... ({len(wrong)} in all)" if len(wrong) > 3 else ""
+    return f" (non-numeric column{'s' if len(wrong) > 1 else ''}: {shown}{more})"
 
 
 def as_index_array(
@@ -196,6 +215,47 @@ def row_names(value: Any) -> list | None:
     if index is None or not hasattr(value, "to_numpy") or type(index).__name__ == "RangeIndex":
         return None
     return list(index)
+
+
+def feature_names(value: Any) -> tuple[str, ...] | None:
+    """The column names of a pandas DataFrame whose column names are all strings, in order (what
+    scikit-learn keeps as ``feature_names_in_``); None for anything else (arrays, lists, a DataFrame
+    with numbered columns)."""
+    columns = getattr(value, "columns", None)
+    if columns is None or not hasattr(value, "to_numpy") or len(columns) == 0:
+        return None
+    names = tuple(columns)
+    return names if all(isinstance(column, str) for column in names) else None
+
+
+def _quoted(names: Any, most: int = 5) -> str:
+    names = list(names)
+    return ", ".join(map(repr, names[:most])) + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def in_fitted_order(name: str, value: Any, fitted: tuple[str, ...] | None, source: str = "the fit") -> Any:
+    """``value`` with its columns in the order of ``fitted``, the feature names (:func:`feature_names`)
+    of ``source`` (a fit, or the argument that gave them).
+
+    A DataFrame whose feature names are those of ``fitted`` in another order is reordered; one
+    whose names differ (missing, unexpected or repeated) raises a ``ValueError`` naming ``name``
+    and those names. Anything without feature names (an array, a DataFrame of numbered columns),
+    and anything when ``fitted`` is None, is returned as it is: its columns are taken by position.
+    """
+    names = feature_names(value)
+    if fitted is None or names is None or names == tuple(fitted):
+        return value
+    if sorted(names) == sorted(fitted) and len(set(names)) == len(names):
+        return value[list(fitted)]
+    missing = [column for column in fitted if column not in names]
+    unexpected = [column for column in names if column not in fitted]
+    differences = ([f"missing {_quoted(missing)}"] if missing else []) + (
+        [f"unexpected {_quoted(unexpected)}"] if unexpected else [])
+    repeated = sorted({column for column in names if names.count(column) > 1})
+    if repeated or not differences:
+        differences.append(f"repeated {_quoted(repeated or sorted({c for c in fitted if fitted.count(c) > 1}))}")
+    raise ValueError(f"{name}: its column names are not the feature names of {source} ({'; '.join(differences)}); "
+                     f"those of {source} are {_quoted(fitted, 10)}")
 
 
 def check_one_length(n_draws: Any, n_sweeps: Any) -> None:
@@ -563,7 +623,7 @@ def as_label_codes(name: str, labels: Any) -> np.ndarray:
     else:
         missing = np.zeros(array.shape, bool)
     if missing.any():
-        raise ValueError(f"{name}: label {int(np.flatnonzero(missing)[0])} is missing (None or NaN)")
+        raise ValueError(f"{name}: the label of row {int(np.flatnonzero(missing)[0])} is missing (None or NaN)")
     try:
         _, codes = np.unique(array, return_inverse=True)
     except TypeError as error:

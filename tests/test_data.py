@@ -220,6 +220,48 @@ def test_pandas_nullable_columns_and_sparse_matrices_are_read_as_numbers():
         CoOccurrence.from_dense(np.ma.masked_array(DENSE, mask=DENSE == 0))
 
 
+def test_non_numeric_columns_of_a_dataframe_are_named():
+    from inference._validation import as_float_array
+
+    frame = pd.DataFrame(DENSE, columns=["a", "b", "c", "d"])
+    with pytest.raises(TypeError, match=r"^data: expected numbers, got dtype object \(non-numeric column: "
+                                        r"'kind' \(object\)\)$"):
+        as_float_array("data", frame.assign(kind=["x", "y", "z"]))
+    many = frame.assign(**{f"text{i}": ["x", "y", "z"] for i in range(4)}).astype({"text1": "category"})
+    with pytest.raises(TypeError, match=r"^data: expected numbers, got dtype object \(non-numeric columns: "
+                                        r"'text0' \(object\), 'text1' \(category\), 'text2' \(object\), "
+                                        r"\.\.\. \(4 in all\)\)$"):
+        as_float_array("data", many)
+    with pytest.raises(TypeError, match=r"^data: expected numbers, got dtype <U1$"):  # an array: no columns to name
+        as_float_array("data", np.array([["x", "y"]]))
+
+
+def test_dataframes_are_put_in_the_order_of_the_fitted_feature_names():
+    from inference._validation import feature_names, in_fitted_order
+
+    frame = pd.DataFrame(DENSE, columns=["a", "b", "c", "d"])
+    fitted = feature_names(frame)
+    assert fitted == ("a", "b", "c", "d")
+    assert feature_names(DENSE) is None and feature_names(pd.DataFrame(DENSE)) is None  # numbered columns
+    assert feature_names(pd.DataFrame(DENSE, columns=["a", "b", 2, "d"])) is None  # as scikit-learn: all strings
+    assert feature_names(frame["a"]) is None  # a Series has no columns
+    np.testing.assert_array_equal(in_fitted_order("x", frame[["d", "b", "a", "c"]], fitted).to_numpy(), DENSE)
+    assert list(in_fitted_order("x", frame[["d", "b", "a", "c"]], fitted).columns) == list(fitted)
+    for by_position in (DENSE[:, ::-1], pd.DataFrame(DENSE[:, ::-1])):  # no feature names: taken as given
+        assert in_fitted_order("x", by_position, fitted) is by_position
+    assert in_fitted_order("x", frame, None) is frame  # a fit without feature names
+    with pytest.raises(ValueError, match=r"^x: its column names are not the feature names of the fit \(missing "
+                                         r"'c'; unexpected 'e'\); those of the fit are 'a', 'b', 'c', 'd'$"):
+        in_fitted_order("x", frame.rename(columns={"c": "e"}), fitted)
+    with pytest.raises(ValueError, match=r"^x: .*\(missing 'd'\); those of train_features are"):
+        in_fitted_order("x", frame[["a", "b", "c"]], fitted, "train_features")
+    with pytest.raises(ValueError, match=r"^x: .*\(repeated 'a'\)"):
+        in_fitted_order("x", frame[["a", "a", "b", "c", "d"]], fitted)
+    wide = [f"f{i}" for i in range(7)]
+    with pytest.raises(ValueError, match=r"^x: .*; unexpected 'f0', 'f1', 'f2', 'f3', 'f4', \.\.\. \(7 in all\)\)"):
+        in_fitted_order("x", pd.DataFrame(np.zeros((1, 7)), columns=wide), ("a",))
+
+
 @pytest.mark.parametrize("given, constructor", [
     (sp.csr_matrix(DENSE), "from_sparse(data)"), (DENSE, "from_dense(data)"),
     (pd.DataFrame(DENSE), "from_dataframe(data, row=..., col=...)")])

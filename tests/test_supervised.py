@@ -598,6 +598,75 @@ def test_misaligned_training_labels_are_rejected():
         SupervisedDP().fit(TRAIN, ["a", "a", "b"], TEST, key=jax.random.key(0))
 
 
+def test_missing_labels_are_named_by_their_row():
+    for labels in ([0.0, np.nan], ["a", None]):
+        with pytest.raises(ValueError, match=r"^train_labels: the label of row 1 is missing \(None or NaN\)$"):
+            SupervisedDP().fit(TRAIN, labels, TEST, key=jax.random.key(0))
+
+
+def test_minus_one_among_the_training_labels_is_a_class_with_a_warning():
+    # SupervisedDPEstimator (zoo.sklearn) clusters the rows labelled -1, as scikit-learn's semi-supervised
+    # estimators do; SupervisedDP takes -1 as one more training publication, and says so. The labels are
+    # checked before anything runs: n_chains=0 is refused right after the warning.
+    message = (r"^train_labels: 1 of 2 training labels are -1, which SupervisedDP takes as one more publication .*"
+               r"zoo\.sklearn\.SupervisedDPEstimator is the interface where -1 marks the unlabelled rows to cluster")
+    distances = np.abs(np.subtract.outer(np.r_[TRAIN[:, 0], TEST[:, 0]], np.r_[TRAIN[:, 0], TEST[:, 0]]))
+    for fit in (lambda labels: SupervisedDP().fit(TRAIN, labels, TEST, jax.random.key(0), n_chains=0),
+                lambda labels: SupervisedDP().fit_distances(distances, labels, key=jax.random.key(0), n_chains=0)):
+        with pytest.warns(UserWarning, match=message) as caught, pytest.raises(ValueError, match="^n_chains"):
+            fit(np.array([0, -1]))
+        assert len([warning for warning in caught if "-1" in str(warning.message)]) == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # other labels, and the text "-1", are not warned about
+            for labels in ([0, 1], ["-1", "a"]):
+                with pytest.raises(ValueError, match="^n_chains"):
+                    fit(labels)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_dataframes_of_features_are_matched_to_the_training_features_by_column_name():
+    # As scikit-learn's feature_names_in_: test features whose columns are the training features' in another
+    # order are reordered to theirs (they were taken by position, in silence), other names refused, named.
+    import pickle
+
+    import pandas as pd
+
+    from zoo.dirichlet.ties import TiedValuesWarning
+
+    rng = np.random.default_rng(0)
+    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    model, key = SupervisedDP(1), jax.random.key(2)
+    run = dict(n_chains=2, n_warmup=4, draws_per_call=2, progress=False)
+    train_frame, test_frame = pd.DataFrame(train, columns=["x", "y"]), pd.DataFrame(test, columns=["x", "y"])
+    in_arrays = model.fit(train, labels, test, key, n_draws=6, **run)
+    named = pickle.loads(pickle.dumps(model.fit(train_frame, labels, test_frame[["y", "x"]], key, n_draws=6, **run)))
+    assert named.feature_names == ("x", "y") and in_arrays.feature_names is None
+    np.testing.assert_array_equal(named.assignments, in_arrays.assignments)
+    # resume matches its features to the fit's names (the digest is of the fit's columns); arrays by position
+    for train_given, test_given in ((train_frame[["y", "x"]], test_frame), (train, test)):
+        resumed = named.resume(train_given, labels, test_given, n_draws=2, draws_per_call=2, progress=False)
+        assert resumed.feature_names == ("x", "y") and resumed.idata.posterior.sizes["draw"] == 8
+    renamed = test_frame.rename(columns={"y": "z"})
+    with pytest.raises(ValueError, match=r"^test_features: its column names are not the feature names of "
+                                         r"train_features \(missing 'y'; unexpected 'z'\); those of train_features "
+                                         r"are 'x', 'y'$"):
+        model.fit(train_frame, labels, renamed, key, n_draws=6, **run)
+    with pytest.raises(ValueError, match=r"^test_features: its column names are not the feature names of the fit "
+                                         r"\(missing 'y'; unexpected 'z'\)"):
+        named.resume(train, labels, renamed, n_draws=2)
+    with pytest.raises(ValueError, match=r"^train_features: its column names are not the feature names of the fit "
+                                         r"\(missing 'y'; unexpected 'z'\)"):
+        named.resume(train_frame.rename(columns={"y": "z"}), labels, test, n_draws=2)
+    # The tied-values warning names the columns of a DataFrame, and the positions of an array's.
+    rated = train_frame.assign(rating=np.r_[np.zeros(7), np.ones(3)])
+    rated_test = test_frame.assign(rating=np.zeros(6))
+    for given, shown in (((rated, rated_test), "'rating'"), ((rated.to_numpy(), rated_test.to_numpy()), "2")):
+        with pytest.warns(TiedValuesWarning, match=rf"^train_features and test_features: 1 of 3 features .*"
+                                                   rf"\(0 constant; columns {shown}\)\."), \
+                pytest.raises(ValueError, match="^n_chains"):
+            model.fit(given[0], labels, given[1], key, n_chains=0)
+
+
 def test_feature_mismatch_and_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="^test_features: "):
         SupervisedDP().fit(TRAIN, TRAIN_LABELS, np.zeros((3, 2)), key=jax.random.key(0))

@@ -20,6 +20,7 @@ Two layers (DESIGN.md, "Two layers, one truth"):
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -43,8 +44,8 @@ from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
 from inference._validation import (arrays_digest, as_float_array, as_index_array, check_bool, check_choice, check_int,
-                                   check_key, check_memory, check_real, key_as_data, key_from_data, row_names,
-                                   tree_nbytes, user_stacklevel)
+                                   check_key, check_memory, check_real, feature_names, in_fitted_order, key_as_data,
+                                   key_from_data, row_names, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.metrics import clustering_scores
@@ -191,6 +192,9 @@ class DPMixtureFit(Described):
     idata : arviz.InferenceData
         ``posterior`` (assignments, alpha) and ``sample_stats`` (n_clusters, log_joint,
         partition_entropy).
+    feature_names : tuple of str or None
+        The column names of the data when :meth:`DPMixture.fit` was given a DataFrame whose
+        column names are all strings (as scikit-learn's ``feature_names_in_``), else None.
 
     A fit returned by :meth:`DPMixture.fit` can be continued with :meth:`resume`. Its ``repr`` (and
     its HTML in Jupyter) says what the chains hold and whether they mix.
@@ -206,6 +210,13 @@ class DPMixtureFit(Described):
     def _continue_with(self) -> str | None:
         """The call that continues these chains, for messages (None: the low-level one)."""
         return RESUME_CALL if getattr(self, "_continuation", None) is not None else None
+
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The column names of the data the fit was given as a DataFrame with string column names, in
+        order; None for an array (or a fit built from a ChainResult). Features given to the fit's
+        methods later as a DataFrame are matched to these by name (see :meth:`log_predictive_density`)."""
+        return getattr(getattr(self, "_continuation", None), "feature_names", None)
 
     def resume(self, data: Any, *, n_draws: int, draws_per_call: int = 10, time_budget: float | None = None,
                progress: bool = True, until_mixed: bool = False) -> DPMixtureFit:
@@ -223,7 +234,9 @@ class DPMixtureFit(Described):
         Parameters
         ----------
         data : array_like (N, D)
-            The data of the fit (checked against a digest kept by the fit).
+            The data of the fit (checked against a digest kept by the fit). A DataFrame is matched
+            to the fit's :attr:`feature_names` by name: its columns are reordered to theirs, and
+            other names are a ``ValueError``.
         n_draws : int
             Draws to add per chain (thinned as the fit was); with ``until_mixed``, the most to add.
         draws_per_call, time_budget, progress
@@ -325,7 +338,11 @@ class DPMixtureFit(Described):
         data : array_like (N, D)
             The data of the fit (checked against a digest kept by the fit, as :meth:`resume`).
         new_points : array_like (M, D)
-            Points to score, validated as the data are.
+            Points to score, validated as the data are. When the fit was given a DataFrame with
+            string column names (:attr:`feature_names`), a DataFrame here (and as ``data``) is
+            matched to them by name: the same names in another order are reordered to the fit's,
+            and missing or other names are a ``ValueError`` naming them. Arrays, and DataFrames
+            with numbered columns, are taken by position.
         by_chain : bool
             Return each chain's own estimate, shape (n_chains, M), instead of the average of all
             chains (chains with equal draws, so the mean of their densities): chains that sit in
@@ -352,6 +369,7 @@ class DPMixtureFit(Described):
 
         by_chain = check_bool("by_chain", by_chain)
         family, array, samples = self._predictive_inputs(data, "the predictive density")
+        new_points = in_fitted_order("new_points", new_points, self.feature_names)
         checker = family.check_data
         points = checker("new_points", new_points) if checker is not None else np.asarray(new_points, dtype=float)
         if points.ndim != 2 or points.shape[1] != array.shape[1]:
@@ -398,7 +416,8 @@ class DPMixtureFit(Described):
         Parameters
         ----------
         data : array_like (N, D)
-            The data of the fit (checked against a digest kept by the fit).
+            The data of the fit (checked against a digest kept by the fit; a DataFrame is matched to
+            the fit's :attr:`feature_names` by name, as in :meth:`log_predictive_density`).
         refit : bool
             Fit the model again without each point whose k̂ exceeds ArviZ's limit and score the
             point by that fit's :meth:`log_predictive_density`, as ArviZ's ``reloo`` does (its k̂
@@ -441,6 +460,7 @@ class DPMixtureFit(Described):
             key = check_key("key", key)
         elif refit:
             raise ValueError("key: refit=True fits the model again for some points, which needs a PRNG key")
+        data = in_fitted_order("data", data, self.feature_names)  # the refits see the fit's columns
         family, array, samples = self._predictive_inputs(data, "leave-one-out")
         log_likelihood = leave_one_out_log_likelihood(family, array, samples["assignments"], samples["alpha"])
         posterior = self.label_invariant().posterior
@@ -521,6 +541,7 @@ class _Continuation:
     data_digest: str
     data_shape: tuple
     point_names: tuple | None = None  # the rows' labels of a DataFrame given as data (the draws' coords)
+    feature_names: tuple | None = None  # the string column names of a DataFrame given as data (feature_names())
 
 
 class DPMixture:
@@ -704,7 +725,9 @@ class DPMixture:
         Parameters
         ----------
         data : array_like (N, D)
-            Points; validated by the family (no NaN, right number of features, ...).
+            Points; validated by the family (no NaN, right number of features, ...). A DataFrame
+            whose column names are all strings gives the fit its :attr:`DPMixtureFit.feature_names`,
+            by which later DataFrames are matched to it.
         key : jax.Array
             PRNG key; the same key gives identical chains. Positional or ``key=``, as in
             :meth:`zoo.dirichlet.SupervisedDP.fit` and :func:`inference.tempered_em`.
@@ -756,8 +779,11 @@ class DPMixture:
             n_draws = UNTIL_MIXED_DRAWS if until_mixed else DEFAULT_DRAWS
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
+        columns = feature_names(data)
         if self.family.warn_data is not None:
-            self.family.warn_data("data", array, stacklevel=user_stacklevel())
+            # The column names, to a warn_data that takes them (normal_gamma's does).
+            named = {"columns": columns} if columns is not None and _takes_columns(self.family.warn_data) else {}
+            self.family.warn_data("data", array, stacklevel=user_stacklevel(), **named)
         array = array.astype(jnp.result_type(float))  # the chains' working precision (float16 data too)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         key = check_key("key", key)
@@ -810,7 +836,7 @@ class DPMixture:
         )
         names = row_names(data)
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape,
-                                     None if names is None else tuple(names))
+                                     None if names is None else tuple(names), columns)
         return self._finish(result, continuation, "DPMixture.fit")
 
     def _finish(self, result: ChainResult, continuation: _Continuation, caller: str) -> DPMixtureFit:
@@ -824,7 +850,9 @@ class DPMixture:
         return fitted
 
     def _fitted_data(self, data: Any, continuation: _Continuation) -> np.ndarray:
-        """``data`` validated, in the chains' working precision, and checked to be the fit's own."""
+        """``data`` validated, in the chains' working precision, and checked to be the fit's own (a
+        DataFrame's columns matched to the fit's feature names first)."""
+        data = in_fitted_order("data", data, getattr(continuation, "feature_names", None))
         checker = self.family.check_data
         array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
         array = array.astype(jnp.result_type(float))
@@ -845,6 +873,14 @@ class DPMixture:
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
                                  on_overflow=self.on_overflow, stop_when=_when_mixed if until_mixed else None)
         return self._finish(result, continuation, "DPMixtureFit.resume")
+
+
+def _takes_columns(warn_data: Any) -> bool:
+    """Whether a family's ``warn_data`` takes the data's column names (a ``columns`` keyword)."""
+    try:
+        return "columns" in inspect.signature(warn_data).parameters
+    except (TypeError, ValueError):  # no signature to read
+        return False
 
 
 def _when_mixed(so_far: ChainResult) -> bool:

@@ -62,13 +62,18 @@ def tied_features(data: Any, share: float = TIED_SHARE) -> np.ndarray:
     return np.flatnonzero(longest >= share * array.shape[0])
 
 
-def warn_tied_features(name: str, array: np.ndarray, stacklevel: int = 2) -> None:
-    """Warn (:class:`TiedValuesWarning`) when Gaussian components meet tied features."""
+def warn_tied_features(name: str, array: np.ndarray, stacklevel: int = 2, *, columns: Any = None) -> None:
+    """Warn (:class:`TiedValuesWarning`) when Gaussian components meet tied features: by their
+    ``columns`` names when given (one per column of ``array``), else by position."""
     tied = tied_features(array)
     if tied.size == 0:
         return
     constant = sum(np.all(array[:, column] == array[0, column]) for column in tied)
-    shown = ", ".join(str(column) for column in tied[:10]) + (", ..." if tied.size > 10 else "")
+    if columns is not None and len(columns) == array.shape[1]:
+        shown = ", ".join(repr(columns[column]) for column in tied[:10])
+    else:
+        shown = ", ".join(str(column) for column in tied[:10])
+    shown += ", ..." if tied.size > 10 else ""
     warnings.warn(
         f"{name}: {tied.size} of {array.shape[1]} features take one value in at least half of the points "
         f"({constant} constant; columns {shown}). Gaussian components reward clusters of exactly equal values "

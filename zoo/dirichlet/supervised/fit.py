@@ -22,8 +22,9 @@ from inference.concentration import GammaPrior
 from inference.display import Card, Described, call_text, chains_card, init_defaults
 from inference.partitions import point_partition
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
-                                   check_key, check_memory, check_one_length, check_real, key_as_data, key_from_data,
-                                   row_names, tree_nbytes, user_stacklevel)
+                                   check_key, check_memory, check_one_length, check_real, feature_names,
+                                   in_fitted_order, key_as_data, key_from_data, row_names, tree_nbytes,
+                                   user_stacklevel)
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
@@ -102,6 +103,21 @@ class _Continuation:
     data_digest: str
     n_split_merge: int
     point_names: tuple | None = None  # the test rows' labels of a DataFrame (the draws' coords)
+    feature_names: tuple | None = None  # the string column names of a DataFrame of training features
+
+
+def _warn_unlabelled_marks(train_labels: Any) -> None:
+    """A ``UserWarning`` when numeric ``train_labels`` (already checked) hold -1, scikit-learn's mark of an
+    unlabelled row, which SupervisedDP takes as one more training publication."""
+    labels = np.asarray(train_labels)
+    if labels.dtype.kind not in "iuf" or not np.any(labels == -1):
+        return
+    warnings.warn(
+        f"train_labels: {int(np.sum(labels == -1))} of {labels.size} training labels are -1, which SupervisedDP takes "
+        "as one more publication of training references, not as references to cluster (those are test_features). "
+        "zoo.sklearn.SupervisedDPEstimator is the interface where -1 marks the unlabelled rows to cluster, as in "
+        "scikit-learn's semi-supervised estimators: SupervisedDPEstimator().fit(X, y) clusters the rows of X "
+        "where y == -1.", UserWarning, stacklevel=user_stacklevel())
 
 
 def _supervised_data(train: np.ndarray, labels: np.ndarray, test: np.ndarray) -> SupervisedData:
@@ -131,6 +147,10 @@ class SupervisedDPFit(Described):
     ----------
     result : ChainResult
         Raw draws (chain, draw, ...) and final states.
+    feature_names : tuple of str or None
+        The column names of the training features when :meth:`SupervisedDP.fit` was given a
+        DataFrame whose column names are all strings (as scikit-learn's ``feature_names_in_``),
+        else None.
     idata : arviz.InferenceData
         ``posterior``: ``assignments`` (chain, draw, points), ``alpha``, ``alpha_types``;
         ``sample_stats``: ``n_clusters`` (test publications), ``n_types``, ``log_joint``,
@@ -212,7 +232,9 @@ class SupervisedDPFit(Described):
         Parameters
         ----------
         train_features, train_labels, test_features
-            The data of the fit.
+            The data of the fit. DataFrames of features are matched to the fit's
+            :attr:`feature_names` by name: their columns are reordered to the fit's, and other
+            names are a ``ValueError``.
         n_draws : int
             Draws to add per chain (``thin`` sweeps each); with ``until_mixed``, the most to add.
         draws_per_call, time_budget, progress
@@ -230,6 +252,9 @@ class SupervisedDPFit(Described):
                              "built from a ChainResult)")
         check_int("n_draws", n_draws, minimum=1)
         until_mixed = check_bool("until_mixed", until_mixed)
+        fitted = getattr(continuation, "feature_names", None)
+        train_features = in_fitted_order("train_features", train_features, fitted)
+        test_features = in_fitted_order("test_features", test_features, fitted)
         train, labels, test = _check_problem(train_features, train_labels, test_features)
         if arrays_digest(train, labels, test) != continuation.data_digest:
             raise ValueError("train_features, train_labels and test_features: not the data these chains were fitted "
@@ -249,6 +274,13 @@ class SupervisedDPFit(Described):
         if getattr(self, "_continuation", None) is None:
             return None
         return RESUME_CALL
+
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The column names of the training features the fit was given as a DataFrame with string
+        column names, in order; None for an array (or a fit built from a ChainResult). Test
+        features, and the data given to :meth:`resume`, are matched to these by name."""
+        return getattr(getattr(self, "_continuation", None), "feature_names", None)
 
     @property
     def assignments(self) -> np.ndarray:
@@ -571,6 +603,7 @@ class SupervisedDP:
         """
         array = _check_distances("distances", distances)
         labels = as_label_codes("train_labels", train_labels)
+        _warn_unlabelled_marks(train_labels)
         n_points = array.shape[1]
         if not 1 <= labels.shape[0] < n_points:
             raise ValueError(
@@ -604,11 +637,15 @@ class SupervisedDP:
         Parameters
         ----------
         train_features : array_like (N, D)
-            Training references (centre and scale them, DM05 §5).
+            Training references (centre and scale them, DM05 §5). A DataFrame whose column names
+            are all strings gives the fit its :attr:`SupervisedDPFit.feature_names`.
         train_labels : array_like (N,)
-            Their publications (any labels).
+            Their publications (any labels; -1 too is a publication here, with a warning: to mark
+            rows to cluster with -1, use :class:`zoo.sklearn.SupervisedDPEstimator`).
         test_features : array_like (M, D)
-            Test references.
+            Test references. As a DataFrame after a DataFrame of ``train_features`` with string
+            column names, matched to those by name: the same names in another order are reordered
+            to the training order, and missing or other names are a ``ValueError`` naming them.
         key : jax.Array
             PRNG key; the same key gives identical chains. Positional or ``key=``, as in
             :meth:`zoo.dirichlet.DPMixture.fit`.
@@ -659,15 +696,19 @@ class SupervisedDP:
         zoo.dirichlet.ties.TiedValuesWarning
             When features hold one value in half of the references or more (see
             :func:`zoo.dirichlet.ties.tied_features`).
+        UserWarning
+            When numeric ``train_labels`` hold -1 (see ``train_labels``).
         """
         train, labels, test = _check_problem(train_features, train_labels, test_features)
+        _warn_unlabelled_marks(train_labels)
+        columns = feature_names(train_features)
         key = check_key("key", key)
         check_one_length(n_draws, n_sweeps)
         if until_mixed is None:
             until_mixed = n_sweeps is None and n_draws is None
         until_mixed = check_bool("until_mixed", until_mixed)
         warn_tied_features("train_features and test_features", np.concatenate([train, test]),
-                           stacklevel=user_stacklevel())
+                           stacklevel=user_stacklevel(), columns=columns)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         thin = check_int("thin", thin, minimum=1)
         if n_draws is not None:
@@ -702,7 +743,7 @@ class SupervisedDP:
         )
         names = row_names(test_features)
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(train, labels, test),
-                                     n_split_merge, None if names is None else tuple(names))
+                                     n_split_merge, None if names is None else tuple(names), columns)
         return self._finish(result, continuation, step, "SupervisedDP.fit")
 
     def _fit_object(self, result: ChainResult, step: Any, point_names: Any = None) -> SupervisedDPFit:

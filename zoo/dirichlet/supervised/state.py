@@ -13,7 +13,8 @@ import numpy as np
 
 from inference.chains import CapacityError
 from inference.concentration import GammaPrior
-from inference._validation import as_float_array, as_index_array, as_label_codes, check_int, check_real
+from inference._validation import (as_float_array, as_index_array, as_label_codes, check_int, check_real,
+                                   feature_names, in_fitted_order)
 
 __all__ = ["MODELS", "SupervisedData", "SupervisedState", "SupervisedInfo", "init", "nearest_partners",
            "record_supervised"]
@@ -248,6 +249,8 @@ def _check_problem(
     train_features: Any, train_labels: Any, test_features: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     train = as_float_array("train_features", train_features, ndim=2)
+    # A DataFrame of test features is matched to a DataFrame of training features by column name.
+    test_features = in_fitted_order("test_features", test_features, feature_names(train_features), "train_features")
     test = as_float_array("test_features", test_features, ndim=2)
     if train.shape[1] != test.shape[1]:
         raise ValueError(
@@ -298,6 +301,8 @@ def init(
     train_labels : array_like (N,)
         Any hashable labels; recoded to 0..K_train - 1 in sorted order.
     test_features : array_like (M, D)
+        As a DataFrame after a DataFrame of ``train_features`` with string column names, matched
+        to those by name (reordered to their order; other names are a ``ValueError``).
     max_test_clusters : int
         Publication slots for the test references (capacity beyond the K_train training slots).
     max_types : int
