@@ -167,6 +167,10 @@ def test_fit_recovers_separated_clusters(fitted):
         assert DPMixtureFit(fit.result).summary().equals(table)
     assert "n_clusters" in table.index and table.loc["alpha", "status"] == "constant"
     assert fit.co_clustering().shape == (len(SEPARATED), len(SEPARATED))
+    # One chain warns as its card speaks (split R-hat), where it was silent.
+    with pytest.warns(MixingWarning, match="^Too few effective draws to rely on split R-hat.*the chain holds 30 draws"):
+        single = model.fit(SEPARATED, jax.random.key(0), n_chains=1, n_warmup=20, n_draws=30, progress=False)
+    assert "Too few effective draws to rely on split R-hat" in repr(single)
     # alpha=1.0 is held fixed: the view for ArviZ leaves it out (az.summary warned of a division by zero for it).
     assert set(fit.label_invariant().posterior.data_vars) == {"n_clusters", "log_joint", "partition_entropy"}
 

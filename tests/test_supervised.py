@@ -1218,6 +1218,11 @@ def test_summary_says_when_chains_stay_where_they_started():
         fit = SupervisedDP(1, n_split_merge=n_split_merge).fit(train, truth, test, key=jax.random.key(0), n_chains=2,
                                                                 n_sweeps=40, init=starts, progress=False)
         assert fit.result.samples["n_clusters"][:, -1].tolist() == [2, 2]
+    # One chain warns too (split R-hat), as its card says; it was silent.
+    with pytest.warns(MixingWarning, match="^The chain does NOT mix"):
+        single = SupervisedDP(1).fit(train, truth, test, key=jax.random.key(0), n_chains=1, n_sweeps=40,
+                                     progress=False)
+    assert "The chain does NOT mix" in repr(single)
 
 
 def _stored_draws(rng, n_draws, **overrides):

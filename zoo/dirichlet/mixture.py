@@ -845,7 +845,7 @@ class DPMixture:
         if not result.samples:  # stopped during warm-up: the states are kept, nothing to summarise
             warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fitted._continue_with)}", RuntimeWarning,
                           stacklevel=user_stacklevel())
-        elif fitted.result.n_chains >= 2:  # cheap: R-hat and ESS of three scalars per draw
+        else:  # cheap: R-hat and ESS of three scalars per draw (split R-hat for one chain, as its card shows)
             fitted._warned = diagnostics.warn_if_not_mixing(fitted.mixing, stacklevel=user_stacklevel())
         return fitted
 

@@ -761,6 +761,6 @@ class SupervisedDP:
         if not result.samples:
             warnings.warn(f"{caller}: {diagnostics.no_draws_message(result, fit._continue_with)}", RuntimeWarning,
                           stacklevel=user_stacklevel())
-        elif result.n_chains >= 2:
+        else:  # one chain too (split R-hat), as its card shows
             fit._warned = diagnostics.warn_if_not_mixing(fit.mixing, stacklevel=user_stacklevel())
         return fit
