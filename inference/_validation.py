@@ -632,7 +632,13 @@ def as_label_codes(name: str, labels: Any) -> np.ndarray:
 
 
 def check_relation(name: str, value: Any, relation_names: tuple[str, ...]) -> int:
-    """The index of a relation given by position (0 .. R-1) or by name, else raise naming ``name``."""
+    """The index of a relation given by position (0 .. R-1) or by name, else raise naming ``name``;
+    None is the only relation of data that hold one, and refused (naming them) where there are several."""
+    if value is None:
+        if len(relation_names) == 1:
+            return 0
+        raise ValueError(f"{name}: the data hold {len(relation_names)} relations "
+                         f"({', '.join(map(repr, relation_names))}); name one, by name or position")
     if isinstance(value, str):
         if value not in relation_names:
             raise ValueError(f"{name}: no relation {value!r} (relations: {', '.join(map(repr, relation_names))})")

@@ -336,3 +336,20 @@ def test_more_classes_than_individuals_warn_and_a_fit_result_is_not_a_held_out_m
                                         r"leave_one_out_log_loss fits the model anew for each case, with its cells "
                                         r"hidden, so pass the model itself, result.model \(a LatentClassRelational\)$"):
         leave_one_out_log_loss(result, data, key=jax.random.key(0))
+
+
+def test_predictions_name_the_relation_where_the_data_hold_several():
+    # relation=0 was the default: on data of three relations a prediction of the first came back
+    # without a word. Now it is asked for, as data.relation() asks; data of one relation need none.
+    data = _tiny_data()
+    result = LatentClassRelational(2).fit(data, key=jax.random.key(0), n_restarts=1, max_passes=3)
+    message = r"^relation: the data hold 3 relations \('r', 's', 't'\); name one, by name or position"
+    with pytest.raises(ValueError, match=message):
+        result.predict_proba([[0, 1]])
+    with pytest.raises(ValueError, match=message):
+        leave_one_out_log_loss(LatentClassRelational(2), data, key=jax.random.key(0), max_cases=2)
+    np.testing.assert_array_equal(result.predict_proba([[0, 1]], "s"), result.predict_proba([[0, 1]], 1))
+    assert result.predict_proba([[0, 1]], relation="s").shape == (1, 3)
+    florentine = load_florentine_families()
+    alone = LatentClassRelational(2).fit(florentine, key=jax.random.key(0), n_restarts=1, max_passes=3)
+    np.testing.assert_array_equal(alone.predict_proba([[0, 1]]), alone.predict_proba([[0, 1]], "marriage"))

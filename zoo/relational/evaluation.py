@@ -66,7 +66,7 @@ class LogLoss(NamedTuple):
         return f"{self.mean:.4f} ± {self.standard_error:.4f}"
 
 
-def _relation_index(data: RelationalData, relation: int | str) -> int:
+def _relation_index(data: RelationalData, relation: int | str | None) -> int:
     if not isinstance(data, RelationalData):
         raise TypeError(f"data: expected a zoo.relational.RelationalData, got {type(data).__name__}")
     return check_relation("relation", relation, tuple(cells.name for cells in data.relations))
@@ -80,7 +80,8 @@ def _scorable(data: RelationalData, relation: int) -> np.ndarray:
     return np.arange(cells.n_observed)
 
 
-def held_out_cases(data: RelationalData, *, relation: int | str = 0, max_cases: int = 200, rng: Any = 0) -> np.ndarray:
+def held_out_cases(data: RelationalData, *, relation: int | str | None = None, max_cases: int = 200,
+                   rng: Any = 0) -> np.ndarray:
     """Leave-one-out cases: (n_cases, 1 or 2) positions; the first is scored, the second its mirror."""
     index = _relation_index(data, relation)
     max_cases = check_int("max_cases", max_cases, minimum=1)
@@ -93,7 +94,7 @@ def held_out_cases(data: RelationalData, *, relation: int | str = 0, max_cases: 
     return chosen[:, None]
 
 
-def fold_cases(data: RelationalData, *, relation: int | str = 0, n_folds: int = 5, rng: Any = 0
+def fold_cases(data: RelationalData, *, relation: int | str | None = None, n_folds: int = 5, rng: Any = 0
                ) -> tuple[np.ndarray, np.ndarray]:
     """Cross-validation folds: ``hidden`` (n_folds, width) positions padded with -1, and ``scored`` (bool)."""
     index = _relation_index(data, relation)
@@ -153,7 +154,7 @@ def _standard_error(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / np.sqrt(values.shape[0])) if values.shape[0] > 1 else float("nan")
 
 
-def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relation: int | str = 0,
+def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relation: int | str | None = None,
                            max_cases: int = 200, base: float = 2.0, rng: Any = 0, **options: Any) -> LogLoss:
     """Leave-one-out log-loss over up to ``max_cases`` observed cells (CP §3, Table 1).
 
@@ -164,7 +165,7 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
         is not one (it has no draws to reweight): pass its ``result.model``
     data : RelationalData
     key : jax PRNG key — randomness of the fits
-    relation : int or str
+    relation : int or str, optional — by position or name; may be left out where the data hold one
     max_cases : int — CP: 200
     base : float — logarithm base (2: bits)
     rng : seed or Generator — which cells are drawn
@@ -185,7 +186,7 @@ def leave_one_out_log_loss(model: Any, data: RelationalData, *, key: Any, relati
     return LogLoss(float(losses.mean()), _standard_error(losses), losses, int(losses.shape[0]))
 
 
-def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, relation: int | str = 0,
+def cross_validated_log_loss(model: Any, data: RelationalData, *, key: Any, relation: int | str | None = None,
                              n_folds: int = 5, base: float = 2.0, rng: Any = 0, **options: Any) -> LogLoss:
     """k-fold cross-validated log-loss (CP §3, Table 2: 5 folds of the ratings).
 

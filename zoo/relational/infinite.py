@@ -493,7 +493,7 @@ class InfiniteRelational:
             result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=user_stacklevel())
         return result
 
-    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
+    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int | str | None = None,
                          n_chains: int = 2, n_sweeps: int | None = None, n_warmup: int | None = None,
                          until_mixed: bool | None = None, cases_per_call: int = 25, time_budget: float | None = None,
                          progress: bool = True, _for_result: bool = False) -> np.ndarray:
@@ -1014,8 +1014,9 @@ class IRMResult(Described):
             result[name] = mapping[labels]
         return result
 
-    def predict_proba(self, cells: Any, relation: int | str = 0) -> np.ndarray:
-        """Predictive probabilities (n_cells, |r|) of cells of a relation, averaged over all kept draws."""
+    def predict_proba(self, cells: Any, relation: int | str | None = None) -> np.ndarray:
+        """Predictive probabilities (n_cells, |r|) of cells of a relation (by position or name; may be
+        left out where the data hold one), averaged over all kept draws."""
         self._check_draws()
         cells, index = check_cells(cells, relation, self.schema)
         names = self.schema.domain_names
@@ -1027,7 +1028,7 @@ class IRMResult(Described):
                                  schema=self.schema, capacities=self.capacities, relation=index)
         return np.asarray(probs).mean(axis=0)
 
-    def psis_held_out(self, hidden: Any, relation: int | str = 0) -> PSISHeldOut:
+    def psis_held_out(self, hidden: Any, relation: int | str | None = None) -> PSISHeldOut:
         """Predictions of held-out cells from these draws, by Pareto-smoothed importance sampling.
 
         Each case's cells are hidden by reweighting the draws of this run (on all the data) by
@@ -1040,7 +1041,7 @@ class IRMResult(Described):
         ----------
         hidden : int array (n_cases, n_hidden) — positions in ``data.relations[relation].entries``,
             -1 for padding, as :func:`zoo.relational.evaluation.held_out_cases` makes them
-        relation : int or str
+        relation : int or str, optional — by position or name; may be left out where the data hold one
 
         Returns
         -------
@@ -1055,7 +1056,7 @@ class IRMResult(Described):
         return psis_held_out(self.assignments, self.hyper, self._arrays, hidden, schema=self.schema,
                              capacities=self.capacities, relation=index)
 
-    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any = None, relation: int | str = 0,
+    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any = None, relation: int | str | None = None,
                          refit: bool = True, progress: bool = True, **refit_options: Any) -> np.ndarray:
         """Held-out predictions from these draws (PSIS), with the unreliable cases run again.
 
@@ -1071,7 +1072,7 @@ class IRMResult(Described):
         data : RelationalData — the data of this run (checked against the draws' data)
         hidden : int array (n_cases, n_hidden) — as for :meth:`psis_held_out`
         key : jax PRNG key, optional — for the cases run again (required when there are some)
-        relation : int or str
+        relation : int or str, optional — by position or name; may be left out where the data hold one
         refit : bool — run the unreliable cases again (False: keep their PSIS estimate, with a
             ``RuntimeWarning`` counting them)
         progress : bool — progress bar of the cases run again

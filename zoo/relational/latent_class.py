@@ -409,7 +409,7 @@ class LatentClassRelational:
             stopped_by=stopped_by,
         )
 
-    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int = 0,
+    def predict_held_out(self, data: RelationalData, hidden: Any, *, key: Any, relation: int | str | None = None,
                          n_restarts: int = 10, max_passes: int = 200, tol: float = 1e-6,
                          cases_per_call: int = 25, time_budget: float | None = None,
                          progress: bool = True) -> np.ndarray:
@@ -423,8 +423,9 @@ class LatentClassRelational:
             case; -1 pads cases with fewer cells.
         key : jax PRNG key
             Case c, restart k uses ``jax.random.split(key, (n_cases, n_restarts))[c, k]``.
-        relation : int
-            Index of the relation the cells belong to.
+        relation : int or str, optional
+            The relation the cells belong to, by position or name; may be left out where the data
+            hold one.
         n_restarts, max_passes, tol
             As in :meth:`fit`, for every case.
         cases_per_call : int
@@ -737,8 +738,9 @@ class LRMResult(Described):
         return {name: np.asarray(jnp.argmax(resp, axis=1))
                 for name, resp in zip(self.schema.domain_names, self.params.responsibilities)}
 
-    def predict_proba(self, cells: Any, relation: int | str = 0) -> np.ndarray:
-        """Predictive probabilities (n_cells, |r|) of the cells (n_cells, arity) of a relation."""
+    def predict_proba(self, cells: Any, relation: int | str | None = None) -> np.ndarray:
+        """Predictive probabilities (n_cells, |r|) of the cells (n_cells, arity) of a relation (by
+        position or name; may be left out where the data hold one)."""
         cells, index = check_cells(cells, relation, self.schema)
         return np.asarray(predict_proba(self.params, index, jnp.asarray(cells, jnp.int32), self.schema))
 
