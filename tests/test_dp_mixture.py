@@ -649,3 +649,33 @@ def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
         second = fit(0)
     assert _run_calls_jit.cache_size() == compiled  # no new compilation
     np.testing.assert_array_equal(first.result.samples["assignments"], second.result.samples["assignments"])
+
+
+def test_features_far_from_the_priors_scale_warn_and_standardised_ones_do_not():
+    # Raw iris under normal_gamma's defaults: two clusters in every draw, the prior setting them; the
+    # warning names the feature (its mean 5.84 lies 4 of the prior's 1.41 from 0) and the remedy.
+    from sklearn.datasets import load_iris
+
+    from zoo.dirichlet import SupervisedDP
+    from zoo.dirichlet.known_precision import normal_known_precision
+    from zoo.dirichlet.scale import ScaleWarning, off_scale_features
+
+    frame = load_iris(as_frame=True).data
+    options = dict(n_chains=1, n_warmup=2, n_draws=4, progress=False)
+    with pytest.warns(ScaleWarning, match=r"^data: 1 of 4 features is far from the scale the prior expects \(mean 0, "
+                                          r"standard deviation about 1.41\): column 'sepal length \(cm\)' \(the first: "
+                                          r"mean 5.84.*centre each feature and scale it to unit variance"):
+        DPMixture(normal_gamma(4)).fit(frame, jax.random.key(0), **options)
+    with pytest.warns(ScaleWarning, match=r"^data: 4 of 4 features are far .*: columns 0, 1, 2, 3"):
+        DPMixture(normal_known_precision(4)).fit(frame.to_numpy() * 1e3, jax.random.key(0), **options)
+    standardised = ((frame - frame.mean()) / frame.std()).to_numpy()
+    assert off_scale_features(standardised, 0.0, np.sqrt(2.0)).size == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ScaleWarning)
+        DPMixture(normal_gamma(4)).fit(standardised, jax.random.key(0), **options)
+        # A prior set to the data's scale is not warned of either.
+        DPMixture(normal_gamma(4, mean=frame.mean().to_numpy(), rate=frame.var().to_numpy())).fit(
+            frame, jax.random.key(0), **options)
+    with pytest.warns(ScaleWarning, match=r"^train_features and test_features: 4 of 4 features are far"):
+        SupervisedDP(1).fit(standardised[:50] + 100, np.zeros(50, int), standardised[50:] + 100, jax.random.key(0),
+                            n_chains=1, n_sweeps=4, progress=False)

@@ -49,6 +49,7 @@ from inference._validation import as_float_array, check_int, check_real
 from inference.display import call_text, init_defaults
 from inference.components import (ComponentFamily, NativePredictive, _as_float, _default_dtype, _log_dirichlet, add_stats,
                                   sample_log_gamma, subtract_stats)
+from zoo.dirichlet.scale import warn_off_scale
 from zoo.dirichlet.ties import warn_tied_features
 
 __all__ = [
@@ -263,6 +264,17 @@ def _ng_program_observe(prior: _NormalGammaPrior, params: GaussianParams, assign
         numpyro.sample("x", dist.Normal(mean, 1.0 / jnp.sqrt(precision)), obs=data)
 
 
+def _ng_warn_data(prior: _NormalGammaPrior, name: str, array: np.ndarray, stacklevel: int = 2, *,
+                  columns: Any = None) -> None:
+    """Tied features (:func:`~zoo.dirichlet.ties.warn_tied_features`), and features far from the
+    prior's scale (:func:`~zoo.dirichlet.scale.warn_off_scale`): a cluster's variance about
+    rate / shape, its mean's about rate / (shape kappa) around ``mean``."""
+    warn_tied_features(name, array, stacklevel + 1, columns=columns)
+    within = prior.rate / prior.shape
+    warn_off_scale(name, array, prior.mean, np.sqrt(within + within / prior.kappa), stacklevel=stacklevel + 1,
+                   columns=columns)
+
+
 def _describe(constructor: Callable[..., ComponentFamily], prior: NamedTuple) -> str:
     """The family's :attr:`~inference.components.ComponentFamily.description`: the constructor's call
     with the prior's values that differ from its defaults (``normal_gamma(64, rate=0.5)``)."""
@@ -398,7 +410,7 @@ def normal_gamma(
         log_predictive_from_cache=_ng_log_predictive_from_cache,
         native_predictive=NativePredictive.of("normal_gamma", prior.mean, prior.kappa, prior.shape, prior.rate),
         check_data=partial(_check_finite_matrix, n_features=n_features),
-        warn_data=warn_tied_features,
+        warn_data=partial(_ng_warn_data, prior),
         program_params=partial(_ng_program_params, prior),
         program_observe=partial(_ng_program_observe, prior),
     ))

@@ -47,8 +47,18 @@ from inference.components import ComponentFamily, NativePredictive, _as_float, _
 from zoo.dirichlet.families import (_LOG_2PI, GaussianParams, GaussianStats, _check_finite_matrix, _ng_cache,
                                     _ng_features, _ng_log_likelihood, _ng_point_stats, _per_feature,
                                     _shared_family)
+from zoo.dirichlet.scale import warn_off_scale
 
 __all__ = ["normal_known_precision"]
+
+
+def _warn_data(prior: _KnownPrecisionPrior, name: str, array: np.ndarray, stacklevel: int = 2, *,
+               columns: Any = None) -> None:
+    """Features far from the prior's scale (:func:`~zoo.dirichlet.scale.warn_off_scale`): a cluster's
+    variance 1 / precision, its mean's 1 / prior_precision around ``mean``. (Tied values earn these
+    components nothing beyond their distance: no tied-values warning.)"""
+    warn_off_scale(name, array, prior.mean, np.sqrt(1.0 / prior.precision + 1.0 / prior.prior_precision),
+                   stacklevel=stacklevel + 1, columns=columns)
 
 
 class _KnownPrecisionPrior(NamedTuple):
@@ -209,6 +219,7 @@ def normal_known_precision(
         log_predictive_from_cache=_log_predictive_from_cache,
         native_predictive=NativePredictive.of("normal_known", prior.precision, prior.mean, prior.prior_precision),
         check_data=partial(_check_finite_matrix, n_features=n_features),
+        warn_data=partial(_warn_data, prior),
         program_params=partial(_program_params, prior),
         program_observe=partial(_program_observe, prior),
     ))

@@ -766,11 +766,14 @@ class DPMixture:
         Warns
         -----
         inference.diagnostics.MixingWarning
-            With two or more chains, if K, α or the log joint do not mix (R-hat and ESS of
-            Vehtari et al. 2021, see :func:`inference.diagnostics.mixing_table`).
+            If K, α or the log joint do not mix (R-hat and ESS of Vehtari et al. 2021, see
+            :func:`inference.diagnostics.mixing_table`; split R-hat for one chain).
         zoo.dirichlet.ties.TiedValuesWarning
             With Gaussian components, when features hold one value in half of the points or
             more (see :func:`zoo.dirichlet.ties.tied_features`).
+        zoo.dirichlet.scale.ScaleWarning
+            With Gaussian components, when features lie far from the scale their prior expects
+            (see :func:`zoo.dirichlet.scale.off_scale_features`): centre and scale them.
         """
         if until_mixed is None:
             until_mixed = n_draws is None

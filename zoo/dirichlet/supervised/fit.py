@@ -26,6 +26,7 @@ from inference._validation import (arrays_digest, as_index_array, as_label_codes
                                    in_fitted_order, key_as_data, key_from_data, row_names, tree_nbytes,
                                    user_stacklevel)
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
+from zoo.dirichlet.scale import warn_off_scale
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
@@ -691,11 +692,14 @@ class SupervisedDP:
         Warns
         -----
         inference.diagnostics.MixingWarning
-            With two or more chains, when a label-invariant quantity does not mix (see
-            :attr:`SupervisedDPFit.mixing`).
+            When a label-invariant quantity does not mix (see :attr:`SupervisedDPFit.mixing`;
+            split R-hat for one chain).
         zoo.dirichlet.ties.TiedValuesWarning
             When features hold one value in half of the references or more (see
             :func:`zoo.dirichlet.ties.tied_features`).
+        zoo.dirichlet.scale.ScaleWarning
+            When features lie far from the scale G0 expects (see
+            :func:`zoo.dirichlet.scale.off_scale_features`): centre and scale them (DM05 §5).
         UserWarning
             When numeric ``train_labels`` hold -1 (see ``train_labels``).
         """
@@ -707,8 +711,13 @@ class SupervisedDP:
         if until_mixed is None:
             until_mixed = n_sweeps is None and n_draws is None
         until_mixed = check_bool("until_mixed", until_mixed)
-        warn_tied_features("train_features and test_features", np.concatenate([train, test]),
-                           stacklevel=user_stacklevel(), columns=columns)
+        references = np.concatenate([train, test])
+        warn_tied_features("train_features and test_features", references, stacklevel=user_stacklevel(),
+                           columns=columns)
+        options = self._kernel_options  # G0: means N(0, prior_variance), precisions Gamma(shape, rate)
+        warn_off_scale("train_features and test_features", references, 0.0,
+                       np.sqrt(float(options["precision_rate"]) / float(options["precision_shape"])
+                               + float(options["prior_variance"])), stacklevel=user_stacklevel(), columns=columns)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         thin = check_int("thin", thin, minimum=1)
         if n_draws is not None:
