@@ -485,6 +485,7 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
     ("aspect", ["--draws", "3"], "--draws: for the Gibbs chains, not aspect"),
     ("aspect", ["--rating", "stars"], "--rating: for the relational models, not aspect"),
     ("aspect", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not aspect"),
+    ("cdp", ["--schedule", "em"], "--schedule: for the EM models, not cdp, whose chains sample at β = 1"),
     ("irm", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not irm (the chains continue"),
     ("lrm", ["--threshold", "2"], "--threshold: only with --rating (a table of ratings, not an edge list)"),
     ("irm", ["--rating", "stars", "--directed"], "--directed: ratings go from a --source to a --target"),
@@ -569,3 +570,11 @@ def test_demo_explains_why_plain_em_perplexity_explodes(capsys):
     printed = capsys.readouterr().out
     assert "Why: EM keeps raising the TRAINING likelihood" in printed and "have P(word | story) = 0" in printed
     assert results["test_perplexity_tempered"] <= results["test_perplexity_beta_1_early_stopped"] * 1.01
+
+
+def test_a_negative_seed_is_refused_by_the_parser(tmp_path, capsys):
+    # scikit-learn's random_state refused it later, naming random_state, which the command has not.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "aspect", str(tmp_path / "counts.mtx"), "--seed", "-1"])
+    assert exit_info.value.code == 2
+    assert "argument --seed: expected a whole number >= 0, got -1" in capsys.readouterr().err

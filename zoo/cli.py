@@ -273,6 +273,18 @@ def _test_truth(path: Any, truth_column: str | None, is_train: np.ndarray) -> An
     return truth
 
 
+def _seed(text: str) -> int:
+    """``--seed``: a whole number >= 0 (scikit-learn's random_state, which the EM estimators take, and
+    NumPy's seeds refuse negative ones)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {seed}")
+    return seed
+
+
 def _fit_model(name: str) -> str:
     """The ``fit`` command's model name for ``name``: a name the command fits, or an alias of one in
     the registry (``plsa``, ``acm``, ``gmm``, ``scdp1``, ...), in any case, ``_`` for ``-``."""
@@ -299,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser("demo", help="aspect model on Reuters: held-out perplexity per β")
     demo.add_argument("--classes", type=int, default=32, help="number of aspects K (default 32)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=_seed, default=0)
     commands.add_parser("list", help="print the zoo's models (those marked 'fit' work with the fit command)")
     describe = commands.add_parser("describe", help="print a model's card: paper, equations, latent structure, engines")
     describe.add_argument("model", metavar="MODEL", help="a name printed by `list` (or an alias such as acm)")
@@ -332,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--init", default=None, metavar="RESULT.npz",
                      help="latent-class-relational: continue the fit saved there (its result.npz) on the same "
                           "data file, one restart, --max-iter more passes")
-    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    fit.add_argument("--seed", type=_seed, default=0, help="random seed, a whole number >= 0 (default 0)")
     fit.add_argument("--out", default="zoo-fit", help="output directory (default ./zoo-fit)")
     fit.add_argument("--format", choices=sorted(FORMATS), default=None, help="input format (default: from the extension)")
     fit.add_argument("--source", default="source", help="CSV column of the row objects (default 'source')")
@@ -793,6 +805,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                     "--warmup, --draws)")
     _refuse_options(arguments, ("init",), f"continues a latent-class-relational fit, not {arguments.model} (the "
                     "chains continue from Python, fit.resume)")
+    if arguments.schedule != "auto":
+        raise ValueError(f"--schedule: for the EM models, not {arguments.model}, whose chains sample at β = 1")
     if arguments.model != "irm":
         _refuse_relational_options(arguments)
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
