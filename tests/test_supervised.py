@@ -633,8 +633,7 @@ def test_dataframes_of_features_are_matched_to_the_training_features_by_column_n
 
     from zoo.dirichlet.ties import TiedValuesWarning
 
-    rng = np.random.default_rng(0)
-    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    train, labels, test = _two_class_problem()
     model, key = SupervisedDP(1), jax.random.key(2)
     run = dict(n_chains=2, n_warmup=4, draws_per_call=2, progress=False)
     train_frame, test_frame = pd.DataFrame(train, columns=["x", "y"]), pd.DataFrame(test, columns=["x", "y"])
@@ -1225,6 +1224,12 @@ def test_summary_says_when_chains_stay_where_they_started():
     assert "The chain does NOT mix" in repr(single)
 
 
+def _two_class_problem():
+    """Ten training points of two classes and six test points, 2-D, standard normal (seed 0)."""
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+
+
 def _stored_draws(rng, n_draws, **overrides):
     """Draws of two chains as SupervisedDPFit reads them (6 test points), random where not given."""
     shape = (2, n_draws)
@@ -1330,8 +1335,7 @@ def test_new_models_of_the_same_settings_reuse_the_compiled_sampler():
     assert SupervisedDP(2)._step(10) is SupervisedDP(2)._step(10)
     assert SupervisedDP(2)._step(10) is not SupervisedDP(2, prior_variance=2.0)._step(10)
     assert SupervisedDP(1)._step(10) is not SupervisedDP(1)._step(11)
-    rng = np.random.default_rng(0)
-    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    train, labels, test = _two_class_problem()
     fit = lambda: SupervisedDP(1).fit(train, labels, test, key=jax.random.key(0), n_chains=2,  # noqa: E731
                                       n_sweeps=4, progress=False)
     with warnings.catch_warnings():
@@ -1350,8 +1354,7 @@ def test_resume_continues_the_chains_as_one_longer_run():
 
     from zoo.dirichlet.supervised import SupervisedDPFit
 
-    rng = np.random.default_rng(0)
-    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    train, labels, test = _two_class_problem()
     model, key = SupervisedDP(1), jax.random.key(2)
     run = dict(key=key, n_chains=2, n_warmup=4, draws_per_call=2, progress=False)
     whole = model.fit(train, labels, test, n_sweeps=10, **run)  # 4 warm-up sweeps, 6 draws
@@ -1381,8 +1384,7 @@ def test_resume_continues_the_chains_as_one_longer_run():
 def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_be_positional():
     # As DPMixture.fit and the command line's --draws: n_draws draws after n_warmup sweeps (500 by
     # default), n_sweeps the older form with the warm-up included; the model's compiled sampler serves both.
-    rng = np.random.default_rng(0)
-    train, labels, test = rng.normal(size=(10, 2)), [0] * 5 + [1] * 5, rng.normal(size=(6, 2))
+    train, labels, test = _two_class_problem()
     model, key = SupervisedDP(1), jax.random.key(2)
     run = dict(n_chains=2, n_warmup=4, draws_per_call=2, progress=False)
     in_sweeps = model.fit(train, labels, test, key=key, n_sweeps=10, **run)
