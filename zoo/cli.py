@@ -70,8 +70,8 @@ parallel and the best kept (``--classes`` classes per domain, default 2; ``--res
 gives the ``LRMResult`` back), ``labels.csv`` (each node's most probable class and its probability),
 ``blocks.csv`` (the probability of a link from a node of one class to one of another, θ_r of CP
 eq. 5) and ``report.html``. ``--init RESULT.npz`` continues the fit saved there on the same data
-file: one run from its class posteriors, ``--max-iter`` more passes (those the fit would have made
-next), its classes and ``prior_count`` unless given. With ``--rating COLUMN`` both relational models read a
+file: one run from its class posteriors, ``--max-iter`` more passes (those its kept restart would
+have made next), its classes and ``prior_count`` unless given. With ``--rating COLUMN`` both relational models read a
 table of ratings instead (:func:`read_ratings`: one line per rated ``--source``, ``--target`` pair)
 as CP §3 do, a binary ``likes`` between two domains named after the two columns, 1 where the rating
 is above ``--threshold`` (default: the mean rating), the pairs not rated missing; ``labels.csv``
