@@ -400,7 +400,9 @@ def check_model(name: str, value: Any, methods: tuple[str, ...], example: str) -
         if callable(getattr(value, "fit", None)) and callable(getattr(value, "get_params", None)):
             raise TypeError(f"{name}: got the scikit-learn-style estimator {type(value).__name__}; call its fit(X), "
                             f"or pass a model such as {example}")
-        raise TypeError(f"{name}: expected a model (e.g. {example}), got {type(value).__name__} {value!r:.60}, "
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."  # cut visibly, not mid-word
+        raise TypeError(f"{name}: expected a model (e.g. {example}), got {type(value).__name__} {shown}, "
                         f"which has no {', '.join(missing)}")
     return value
 

@@ -884,3 +884,16 @@ def test_small_settings_are_checked_by_type_before_any_work(tmp_path):
     write_ldac(tmp_path / "docs.ldac", data)
     with pytest.raises(FileNotFoundError, match="^vocabulary: .* is not a file"):
         read_ldac(tmp_path / "docs.ldac", vocabulary=tmp_path / "missing.txt")
+
+
+def test_an_object_that_is_not_a_model_is_shown_cut_visibly():
+    # Its repr was cut at 60 characters mid-word ("prior_count=, which has no ..."); now with "...".
+    from inference._validation import check_model
+
+    class Long:
+        def __repr__(self):
+            return "Long(" + "x" * 100 + ")"
+
+    with pytest.raises(TypeError, match=r"^model: expected a model \(e.g. M\(\)\), got Long Long\(x{52}\.\.\., which has "
+                                        r"no predict_held_out$"):
+        check_model("model", Long(), ("predict_held_out",), "M()")
