@@ -1427,3 +1427,27 @@ def test_mixing_advice_for_chains_at_one_height_in_different_partitions():
     apart = dict(samples, log_joint=samples["log_joint"] + np.array([[0.0], [-500.0]]))
     advice = SupervisedDPFit(ChainResult(apart, None, 0, 1, True, 0.0), model=1).mixing.attrs["advice"]
     assert "same height" not in advice and advice.startswith("Run longer")
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_shared_publications_say_which_training_class_a_test_reference_joined():
+    # The point estimate numbers publications afresh; training_shares names the training ones.
+    from zoo.dirichlet.supervised import SupervisedDPFit
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 1.5, (3, 16))
+    train = np.concatenate([centres[0] + 0.3 * rng.normal(size=(30, 16)), centres[1] + 0.3 * rng.normal(size=(30, 16))])
+    test = np.concatenate([centres[0] + 0.3 * rng.normal(size=(8, 16)), centres[2] + 0.3 * rng.normal(size=(8, 16))])
+    labels = ["b"] * 30 + ["a"] * 30  # codes in sorted order: "a" is publication 0, the second class
+    fit = SupervisedDP(1, share_clusters=True).fit(train, labels, test, key=jax.random.key(0), n_chains=2,
+                                                   n_sweeps=60, progress=False)
+    shares = fit.training_shares()
+    assert list(shares.columns) == ["a", "b", "new"] and shares.shape == (16, 3)
+    np.testing.assert_allclose(shares.sum(axis=1), 1.0)
+    assert (shares["b"][:8] > 0.9).all() and (shares["new"][8:] > 0.9).all()
+    with pytest.raises(ValueError, match=r"^share_clusters: this model keeps test references out"):
+        SupervisedDP(1).fit(train, labels, test, key=jax.random.key(0), n_chains=1, n_sweeps=4,
+                            progress=False).training_shares()
+    with pytest.raises(ValueError, match=r"^fit: only a fit returned by SupervisedDP.fit"):
+        SupervisedDPFit(fit.result).training_shares()
+

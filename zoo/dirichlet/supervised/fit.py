@@ -105,6 +105,7 @@ class _Continuation:
     n_split_merge: int
     point_names: tuple | None = None  # the test rows' labels of a DataFrame (the draws' coords)
     feature_names: tuple | None = None  # the string column names of a DataFrame of training features
+    train_labels: tuple | None = None  # the training publications' labels, in the order of their codes
 
 
 def _warn_unlabelled_marks(train_labels: Any) -> None:
@@ -395,6 +396,29 @@ class SupervisedDPFit(Described):
         loss = check_choice("loss", loss, ("vi", "binder"))
         return point_partition(self.assignments, loss=loss)
 
+    def training_shares(self) -> pd.DataFrame:
+        """Of a model with ``share_clusters=True`` (DM05 §4.1: test references may join training
+        publications): for each test reference (rows, named as the draws' points), the share of the
+        kept draws of all chains in which it sits in each training publication (columns: their
+        labels, as given to :meth:`SupervisedDP.fit`), and in a publication of test references
+        only (column ``"new"``); each row sums to 1. The point estimate numbers publications
+        afresh and does not say which are the training ones; this does.
+        """
+        continuation = getattr(self, "_continuation", None)
+        if continuation is None or getattr(continuation, "train_labels", None) is None:
+            raise ValueError("fit: only a fit returned by SupervisedDP.fit knows its training publications (not one "
+                             "built from a ChainResult)")
+        if not continuation.model.share_clusters:
+            raise ValueError("share_clusters: this model keeps test references out of the training publications "
+                             "(share_clusters=False), so every test reference is in a new publication; fit "
+                             "SupervisedDP(..., share_clusters=True) to let them join")
+        draws = self.assignments.reshape(-1, self.assignments.shape[-1])
+        n_train = len(continuation.train_labels)
+        shares = np.stack([(draws == publication).mean(axis=0) for publication in range(n_train)]
+                          + [(draws >= n_train).mean(axis=0)], axis=1)
+        return pd.DataFrame(shares, index=self.idata.posterior["points"].values,
+                            columns=[*continuation.train_labels, "new"])
+
     def scores(self, labels: Any, loss: str = "vi") -> dict[str, float]:
         """DM05 §6 metrics of the point estimate against gold test labels (M,)."""
         labels = np.asarray(labels)
@@ -455,7 +479,8 @@ class SupervisedDP:
         SCDP-1 (conjugate), SCDP-2 (prior of precisions from the spread of the means) or SCDP-3
         (precisions conditioned on the means, Algorithm 8).
     share_clusters : bool
-        Whether test references may belong to training publications (DM05 §4.1).
+        Whether test references may belong to training publications (DM05 §4.1); which ones they
+        join, :meth:`SupervisedDPFit.training_shares`.
     alpha, alpha_types : float
         Initial concentrations α^p and α^t.
     alpha_prior, alpha_types_prior : GammaPrior or None
@@ -751,8 +776,14 @@ class SupervisedDP:
             on_overflow="grow", stop_when=self._when_mixed(step) if until_mixed else None,
         )
         names = row_names(test_features)
+        # Each training publication's label, by its code (as_label_codes numbers them in sorted order).
+        given = np.empty(labels.shape[0], dtype=object)
+        given[:] = list(train_labels)
+        publications = np.empty(int(labels.max()) + 1, dtype=object)
+        publications[labels] = given
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(train, labels, test),
-                                     n_split_merge, None if names is None else tuple(names), columns)
+                                     n_split_merge, None if names is None else tuple(names), columns,
+                                     tuple(publications.tolist()))
         return self._finish(result, continuation, step, "SupervisedDP.fit")
 
     def _fit_object(self, result: ChainResult, step: Any, point_names: Any = None) -> SupervisedDPFit:
