@@ -497,6 +497,20 @@ def test_dp_mixture_with_the_sub_cluster_sampler_finds_the_blobs(fitted_dp):
     assert not np.array_equal(estimator.fit_.result.samples["log_joint"], collapsed.fit_.result.samples["log_joint"])
 
 
+def test_dp_mixture_with_dm05s_cdp_components_finds_the_blobs(fitted_dp):
+    # family="normal-known-precision": Gaussians of identity precision, Normal(0, 1) means (DM05 §7.1).
+    import warnings
+
+    _, points, labels = fitted_dp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short chains
+        estimator = DPMixtureEstimator(family="normal-known-precision", n_chains=2, n_warmup=40, n_draws=40,
+                                       max_clusters=8, random_state=0).fit(points)
+    assert estimator._component_family(2).name == "normal_known_precision"
+    assert estimator.n_clusters_ == 3 and adjusted_rand_score(labels, estimator.labels_) == 1.0
+    assert estimator.predict(points[:3]).tolist() == estimator.labels_[:3].tolist()
+
+
 def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
     # Ten draws per call: a budget spent in the first call keeps its ten draws, the same as those
     # of the full fit; spent in the warm-up, there is nothing to estimate from.

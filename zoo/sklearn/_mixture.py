@@ -124,7 +124,7 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
 
 # ----------------------------------------------------------------------------- the DP mixture
 #: Component families of :class:`DPMixtureEstimator` (built-in conjugate priors, default settings).
-DP_FAMILIES = ("normal-gamma", "beta-bernoulli")
+DP_FAMILIES = ("normal-gamma", "normal-known-precision", "beta-bernoulli")
 
 
 class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
@@ -147,8 +147,10 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
 
     Parameters
     ----------
-    family : {"normal-gamma", "beta-bernoulli"}, default "normal-gamma"
-        Diagonal Gaussian components (DM05 §5) or independent Bernoulli features.
+    family : {"normal-gamma", "normal-known-precision", "beta-bernoulli"}, default "normal-gamma"
+        Diagonal Gaussian components with learned precisions (DM05 §5), of identity precision
+        (DM05 §7.1's CDP, :func:`zoo.dirichlet.known_precision.normal_known_precision`; what
+        ``python -m zoo fit cdp`` fits), or independent Bernoulli features.
     alpha : float, default 1.0
         Concentration (the initial value when ``alpha_prior`` is given).
     alpha_prior : (shape, rate) or None, default (1.0, 1.0)
@@ -229,8 +231,11 @@ class DPMixtureEstimator(ChainEstimatorMixin, ClassNamePrefixFeaturesOutMixin, C
 
     def _component_family(self, n_features: int) -> Any:
         from zoo.dirichlet.families import beta_bernoulli, normal_gamma
+        from zoo.dirichlet.known_precision import normal_known_precision
 
-        return normal_gamma(n_features) if self.family == "normal-gamma" else beta_bernoulli(n_features)
+        families = {"normal-gamma": normal_gamma, "normal-known-precision": normal_known_precision,
+                    "beta-bernoulli": beta_bernoulli}
+        return families[self.family](n_features)
 
     def _check_params(self) -> tuple[Any, Any]:
         check_choice("family", self.family, DP_FAMILIES)
