@@ -3,6 +3,7 @@ import importlib.metadata
 import re
 import warnings
 
+import jax
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -394,3 +395,27 @@ def test_names_are_checked_under_the_argument_that_gives_them():
         RelationalData.from_table(numbered, subject=0, object=1, value=2, relation="r")
     with pytest.raises(TypeError, match=r"^relation: the default relation name is the value column, 2, which"):
         RelationalData.from_table(numbered, subject=0, object=1, value=2, domains=("a", "b"))
+
+
+def test_cells_are_given_by_their_individuals_labels():
+    # A fit predicts cells of indices; data.cells turns labels into them, naming what it cannot find.
+    from zoo.relational import LatentClassRelational
+
+    data = load_florentine_families()
+    labels = data.domains[0].labels
+    cells = data.cells([(labels[3], labels[7]), [labels[0], labels[1]]])
+    assert cells.tolist() == [[3, 7], [0, 1]] and cells.dtype == np.int64
+    assert data.cells([(labels[3], labels[7])], relation="marriage").tolist() == [[3, 7]]
+    result = LatentClassRelational(2).fit(data, key=jax.random.key(0), n_restarts=1, max_passes=3)
+    np.testing.assert_array_equal(result.predict_proba(cells), result.predict_proba([[3, 7], [0, 1]]))
+    with pytest.raises(ValueError, match=r"^labelled: cell 1 names 'Nobody', not an individual of domain 'families'"):
+        data.cells([(labels[0], labels[1]), (labels[0], "Nobody")])
+    with pytest.raises(ValueError, match=r"^labelled: cell 0 has 3 labels, not 2 \(the relation's domains: families, "
+                                         r"families\)"):
+        data.cells([(labels[0], labels[1], labels[2])])
+    with pytest.raises(TypeError, match=r"^labelled: expected a sequence of cells"):
+        data.cells("Medici")
+    with pytest.raises(ValueError, match=r"^labelled: the domain 'p' has no labels"):
+        RelationalData.from_adjacency([[0, 1], [1, 0]], domains="p").cells([(0, 1)])
+    with pytest.raises(TypeError, match=r"^cells: expected integer indices .*data.cells\(labelled\)"):
+        result.predict_proba([(labels[0], labels[1])])
