@@ -37,6 +37,7 @@ from zoo.sklearn import (
     OneSidedEstimator,
     SupervisedDPEstimator,
     TwoSidedEstimator,
+    completion_scorer,
     expected_failed_checks,
     jax_key,
     make_schedule,
@@ -249,6 +250,28 @@ def test_warm_start_continues_from_the_previous_parameters(fitted_aspect):
     assert warm.result_.history["log_lik"][0] >= first_log_lik.max() - 1e-6 * abs(first_log_lik.max())
     with pytest.raises(ValueError, match="^warm_start:"):
         warm.fit(COUNTS[:, :-1])
+
+
+def test_the_number_of_classes_is_chosen_by_completion_not_by_the_fold_in_score():
+    # score folds P(c|x) in from the tokens it scores, so it rises with K and a grid search on it
+    # picks the largest; completion_score scores tokens the fold-in did not see and peaks at the
+    # planted 3 classes.
+    counts = _topic_counts(seed=0, n_rows=260, n_cols=30, n_classes=3, length=40)
+    split = [(np.arange(200), np.arange(200, 260))]
+    grid = {"n_classes": [3, 12, 48]}
+    estimator = AspectEstimator(max_iter=100, floor=1e-6, random_state=0, backend="xla")
+    by_score = GridSearchCV(estimator, grid, cv=split).fit(counts)
+    by_completion = GridSearchCV(estimator, grid, cv=split, scoring=completion_scorer).fit(counts)
+    assert by_score.best_params_ == {"n_classes": 48} and by_completion.best_params_ == {"n_classes": 3}
+    completion = by_completion.cv_results_["mean_test_score"]
+    assert completion[0] > completion[1] > completion[2]
+    fitted = by_completion.best_estimator_
+    assert fitted.completion_score(counts[200:]) == fitted.completion_score(counts[200:], rng=0)
+    assert fitted.completion_score(counts[200:], rng=1) != fitted.completion_score(counts[200:], rng=0)
+    with pytest.raises(ValueError, match=r"^fraction"):
+        fitted.completion_score(counts[200:], fraction=1.0)
+    with pytest.raises(ValueError, match=r"^X: too few tokens to split"):
+        fitted.completion_score(np.eye(1, 30) * 1)
 
 
 def test_grid_search_pipeline_clone_and_pickle(fitted_aspect):

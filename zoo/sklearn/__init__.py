@@ -12,7 +12,10 @@ grid searches and cross-validation:
 * ``predict(X)`` — the most probable class of each row.
 * ``score(X)`` — mean log-likelihood per observation: for counts, Σ n log P(y|x) / Σ n with the
   folded-in P(c|x) (the negative log of the perplexity, H99 §5); for features, the mean log
-  density of the points. Higher is better, so model selection by ``GridSearchCV`` works.
+  density of the points. Higher is better. For counts it rewards more classes (the fold-in sees
+  the tokens it scores), so choose the number of classes by ``completion_score(X)`` instead (each
+  row's tokens split, P(c|x) folded in from one part, the other scored): ``GridSearchCV(estimator,
+  {"n_classes": [...]}, scoring=completion_scorer)``.
 
 Tokens of probability 0 (count data). A maximum-likelihood fit can give a token of X
 P(y|x) = 0; the count estimators do not hide it under a floor, as :func:`zoo.dyadic.predictive.heldout_evaluation`
@@ -51,7 +54,7 @@ from typing import Any
 
 from sklearn.base import ClusterMixin
 
-from zoo.sklearn._base import SCHEDULES, EMEstimator, jax_key, make_schedule
+from zoo.sklearn._base import SCHEDULES, EMEstimator, completion_scorer, jax_key, make_schedule
 from zoo.sklearn._dyadic import (AspectEstimator, ClusterAbstractionEstimator, OneSidedEstimator,
                                  TwoSidedEstimator)
 from zoo.sklearn._mixture import DP_FAMILIES, DPMixtureEstimator, GaussianMixtureEstimator
@@ -70,6 +73,7 @@ __all__ = [
     "DP_FAMILIES",
     "ESTIMATORS",
     "SCHEDULES",
+    "completion_scorer",
     "jax_key",
     "make_schedule",
     "expected_failed_checks",

@@ -20,7 +20,7 @@ from inference._validation import check_int, check_key, check_number_dtype, chec
 from zoo.data import CoOccurrence, as_numpy_rng
 from zoo.dyadic.predictive import HeldOut, heldout_from_factors
 
-__all__ = ["EMEstimator", "SCHEDULES", "jax_key", "make_schedule"]
+__all__ = ["EMEstimator", "SCHEDULES", "completion_scorer", "jax_key", "make_schedule"]
 
 
 #: Schedule names accepted by the ``schedule`` hyperparameter (and ``python -m zoo fit``).
@@ -55,6 +55,14 @@ def jax_key(random_state: Any) -> Any:
         )
     seed = check_int("random_state", random_state, minimum=0, maximum=np.iinfo(np.uint32).max)
     return jax.random.key(seed)
+
+
+def completion_scorer(estimator: Any, X: Any, y: Any = None) -> float:
+    """A ``scoring=`` for scikit-learn's model selection of a count estimator:
+    ``estimator.completion_score(X)`` (:meth:`EMEstimator.completion_score`), which does not reward
+    more classes as ``score`` does. ``GridSearchCV(AspectEstimator(), {"n_classes": [2, 4, 8]},
+    scoring=completion_scorer)``."""
+    return estimator.completion_score(X)
 
 
 def make_schedule(schedule: Any, model: Any = None) -> Any:
@@ -298,13 +306,45 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         Counts: Σ n log P(y|x) / Σ n with P(c|x) folded in from X itself, the negative log
         perplexity of H99 §5; -inf when tokens of X have P(y|x) = 0 and ``floor`` is None (a
         :class:`~zoo.dyadic.predictive.ZeroProbabilityWarning` says how many; see
-        :meth:`heldout_evaluation`). Features: the mean log density of the points.
+        :meth:`heldout_evaluation`). Features: the mean log density of the points. For counts it
+        rewards more classes (the fold-in sees the tokens it scores): to choose the number of
+        classes, score by :meth:`completion_score`.
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         if not self._count_data:
             return self._mean_log_density(self.result_.params, X)
         evaluation = self._heldout(X)
+        return evaluation.log_lik / evaluation.n_tokens
+
+    def completion_score(self, X: Any, y: Any = None, *, fraction: float = 0.5, rng: Any = 0) -> float:
+        """Mean log-likelihood per held-out token of the counts X by *document completion*: each
+        row's tokens are split at random (``fraction`` of them observed, ``rng`` seeding the split,
+        :meth:`zoo.data.CoOccurrence.split_tokens`), P(c|x) is folded in from the observed part and
+        the other part is scored, Σ n log P(y|x) / Σ n (``floor`` as in :meth:`score`).
+
+        :meth:`score` (H99 §5) folds P(c|x) in from the very tokens it scores, so it keeps rising
+        with the number of classes (more classes fit a row's own tokens better) and a grid search
+        on it picks the largest K; scoring tokens the fold-in did not see does not reward that.
+        Choose K with it: ``GridSearchCV(estimator, {"n_classes": [...]}, scoring=completion_scorer)``
+        (:func:`zoo.sklearn.completion_scorer`).
+        """
+        check_is_fitted(self)
+        if not self._count_data:
+            raise TypeError(f"X: {type(self).__name__} scores feature vectors; completion_score is for counts")
+        fraction = check_real("fraction", fraction, low=0.0, high=1.0, low_open=True, high_open=True)
+        X = self._validate_X(X, reset=False)
+        if X.count_nonzero() == 0:
+            raise ValueError("X: contains no positive counts to score")
+        observed, held_out = CoOccurrence.from_sparse(X).split_tokens([fraction, 1.0 - fraction], rng=rng)
+        if observed is None or held_out is None:
+            raise ValueError(f"X: too few tokens to split into an observed and a held-out part ({X.sum():g} in all)")
+        posterior = self._posterior_validated(observed.to_sparse())
+        row_factors, col_factors = self._predictive_factors(self.result_.params, posterior)
+        evaluation = heldout_from_factors(row_factors, col_factors, held_out, floor=self.floor,
+                                          model_name=type(self).__name__,
+                                          set_floor="set the estimator's floor (estimator.set_params(floor=1e-6))",
+                                          map_em="the estimator's prior_count > 0")
         return evaluation.log_lik / evaluation.n_tokens
 
     def heldout_evaluation(self, X: Any) -> HeldOut:
