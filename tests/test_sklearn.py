@@ -252,6 +252,16 @@ def test_warm_start_continues_from_the_previous_parameters(fitted_aspect):
         warm.fit(COUNTS[:, :-1])
 
 
+def test_a_spent_time_budget_warns_as_max_iter_does():
+    # It returned the iterations so far without a word (a max_iter stop gave a ConvergenceWarning).
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match=r"^AspectEstimator: EM stopped after \d+ iterations \(time_budget="
+                                                r"1e-09 s ran out\) before converging .*warm_start=True"):
+        estimator = AspectEstimator(n_classes=3, time_budget=1e-9, **FIT).fit(COUNTS)
+    assert estimator.result_.stopped_by == "time_budget"
+
+
 def test_the_number_of_classes_is_chosen_by_completion_not_by_the_fold_in_score():
     # score folds P(c|x) in from the tokens it scores, so it rises with K and a grid search on it
     # picks the largest; completion_score scores tokens the fold-in did not see and peaks at the

@@ -270,6 +270,11 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             warnings.warn(f"{type(self).__name__}: EM stopped at max_iter={self.max_iter} before converging "
                           f"(tol={self.tol}); raise max_iter, or the fit is what {self.max_iter} iterations "
                           "gave", ConvergenceWarning, stacklevel=user_stacklevel())
+        elif result.stopped_by in ("time_budget", "interrupted"):  # the finished iterations are kept: say so
+            why = f"time_budget={self.time_budget} s ran out" if result.stopped_by == "time_budget" else "Ctrl-C"
+            warnings.warn(f"{type(self).__name__}: EM stopped after {result.n_iter} iterations ({why}) before "
+                          f"converging (tol={self.tol}); the fit is those iterations' (warm_start=True and fit "
+                          "again to continue)", ConvergenceWarning, stacklevel=user_stacklevel())
         return self
 
     # ------------------------------------------------------------------ inference on new rows
