@@ -445,6 +445,14 @@ def check_params_like(name: str, value: Any, template: Any) -> Any:
     template_leaves, template_def = jax.tree_util.tree_flatten_with_path(template)
     leaves, treedef = jax.tree_util.tree_flatten_with_path(value)
     if treedef != jax.tree_util.tree_structure(template):
+        if type(value) is type(template) and hasattr(template, "_fields"):  # the right kind: name the field
+            for field, part, expected in zip(template._fields, value, template):
+                if jax.tree_util.tree_structure(part) != jax.tree_util.tree_structure(expected):
+                    wanted = (f"an array of shape {tuple(expected.shape)}" if hasattr(expected, "shape")
+                              else _describe(expected))
+                    raise TypeError(f"{name}.{field}: expected {wanted}, got {type(part).__name__} "
+                                    f"{part!r:.40}" + (" (np.asarray(...) makes an array of a list)"
+                                                         if isinstance(part, list) else ""))
         raise TypeError(f"{name}: expected {_describe(template)}, got {_describe(value)}")
     for (path, leaf), (_, expected) in zip(leaves, template_leaves):
         field = name + jax.tree_util.keystr(path)

@@ -897,3 +897,13 @@ def test_an_object_that_is_not_a_model_is_shown_cut_visibly():
     with pytest.raises(TypeError, match=r"^model: expected a model \(e.g. M\(\)\), got Long Long\(x{52}\.\.\., which has "
                                         r"no predict_held_out$"):
         check_model("model", Long(), ("predict_held_out",), "M()")
+
+
+def test_starting_parameters_of_the_right_kind_with_a_list_field_name_the_field():
+    # "expected AspectParams(...), got AspectParams(...)" said nothing: the field is named now.
+    data = CoOccurrence.from_dense(np.random.default_rng(0).integers(0, 5, (10, 6)))
+    params = tempered_em(Aspect(3), data, key=jax.random.key(0), max_iter=3).params
+    listed = params._replace(class_prior=np.asarray(params.class_prior).tolist())
+    with pytest.raises(TypeError, match=r"^init.class_prior: expected an array of shape \(3,\), got list \[.*"
+                                        r"\(np.asarray\(...\) makes an array of a list\)$"):
+        tempered_em(Aspect(3), data, key=jax.random.key(0), init=listed)
