@@ -147,6 +147,9 @@ def test_bad_files_and_arguments_are_named(tmp_path, tempered_aspect):
         load_result(tmp_path / "other.npz")
     with pytest.raises(TypeError, match="^path:"):
         load_result(3)
+    # save_result appends .npz to a name without it; load_result finds it under the same name.
+    written = save_result(tmp_path / "plain_name", tempered_aspect)
+    assert written.name == "plain_name.npz" and load_result(tmp_path / "plain_name").n_iter == tempered_aspect.n_iter
     # A folder given for the file: named, not written beside it as "<folder>.npz".
     with pytest.raises(ValueError, match=r"^path: '.*' is a folder; give a file name in it, such as '.*result.npz'"):
         save_result(tmp_path, tempered_aspect)

@@ -369,10 +369,16 @@ def _save_fields(path: Path, result: Any, settings: dict[str, Any] | None) -> Pa
     return path
 
 
-def _existing_path(path: Any) -> Path:
+def _existing_path(path: Any, suffix: str | None = None) -> Path:
+    """``path`` if it exists, else the same with ``suffix`` appended where that exists (the name
+    :func:`save_result` and :func:`save_checkpoint` wrote, which append ``.npz``)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path, got {type(path).__name__}")
     path = Path(path)
+    if not path.exists() and suffix is not None and path.suffix != suffix:
+        appended = path.with_name(path.name + suffix)
+        if appended.exists():
+            return appended
     if not path.exists():
         raise FileNotFoundError(f"path: {str(path)!r} does not exist")
     return path
@@ -461,7 +467,7 @@ def _decoded(path: Path, value: Any, name: str, trusted_modules: Sequence[str],
 
 
 def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
-    path = _existing_path(path)
+    path = _existing_path(path, ".npz")
     return _read_archive(path, (FORMAT, RESULT_FORMAT), "latentzoo result")
 
 
@@ -487,6 +493,8 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     Parameters
     ----------
     path : str or PathLike
+        The file; ``.npz`` is appended where the path as given does not exist (as
+        :func:`save_result` appends it).
     trusted_modules : sequence of str
         Module prefixes besides ``zoo`` and ``inference`` whose classes may be imported to
         rebuild the model and the parameters (e.g. the module of a user-defined model).
@@ -848,7 +856,7 @@ def load_checkpoint(path: str | os.PathLike, like: Any) -> ChainCheckpoint:
     import jax
     import jax.numpy as jnp
 
-    path = _existing_path(path)
+    path = _existing_path(path, ".npz")
     metadata, arrays = _read_archive(path, CHECKPOINT_FORMAT, "latentzoo chain checkpoint")
     saved_names = _entry(path, metadata, "leaves", lambda value: isinstance(value, list) and all(
         isinstance(name, str) for name in value), "a list of leaf paths")
