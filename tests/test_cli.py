@@ -486,6 +486,9 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
     ("aspect", ["--rating", "stars"], "--rating: for the relational models, not aspect"),
     ("aspect", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not aspect"),
     ("cdp", ["--schedule", "em"], "--schedule: for the EM models, not cdp, whose chains sample at β = 1"),
+    ("aspect", ["--source", "who", "--target", "whom", "--valid-fraction", "0.999"],
+     "--valid-fraction (valid_fraction): splitting 31 tokens left an empty training or validation part; use more "
+     "data, another --valid-fraction or --schedule em"),
     ("irm", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not irm (the chains continue"),
     ("lrm", ["--threshold", "2"], "--threshold: only with --rating (a table of ratings, not an edge list)"),
     ("irm", ["--rating", "stars", "--directed"], "--directed: ratings go from a --source to a --target"),

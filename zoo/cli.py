@@ -1150,8 +1150,15 @@ _OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--
             "n_split_merge": "--split-merge", "algorithm": "--sampler", "n_type_split_merge": "--type-split-merge"}
 
 
+#: Python settings that errors' advice names, as the command's options.
+_ADVICE_OPTIONS = {"another valid_fraction": "another --valid-fraction", "schedule='em'": "--schedule em",
+                   "set floor=": "set --floor", "give floor=": "give --floor", "prior_count > 0": "--prior-count > 0"}
+
+
 def _named_as_option(message: str) -> str:
     """An error that names a Python argument (``n_classes: must be >= 1``) named by the option
-    that sets it as well (``--classes (n_classes): must be >= 1``)."""
+    that sets it as well (``--classes (n_classes): must be >= 1``), its advice in the options' terms."""
     name, colon, rest = message.partition(":")
-    return f"{_OPTIONS[name]} ({name}):{rest}" if colon and name in _OPTIONS else message
+    for setting, option in _ADVICE_OPTIONS.items():
+        rest = rest.replace(setting, option)
+    return f"{_OPTIONS[name]} ({name}):{rest}" if colon and name in _OPTIONS else name + colon + rest
