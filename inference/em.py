@@ -788,6 +788,15 @@ def tempered_em(
     if (valid is not None and hasattr(data, "to_arrays") and hasattr(data, "shape")
             and getattr(valid, "shape", None) != data.shape):
         raise ValueError(f"valid: shape {getattr(valid, 'shape', None)} differs from data shape {data.shape}")
+    # Held-out tokens are scored by their row and column: named rows or columns must be the data's, in order.
+    if valid is not None and hasattr(data, "to_arrays"):
+        for axis in ("row_names", "col_names"):
+            ours, theirs = getattr(data, axis, None), getattr(valid, axis, None)
+            if ours is not None and theirs is not None and tuple(ours) != tuple(theirs):
+                position = next(index for index, (one, other) in enumerate(zip(ours, theirs)) if one != other)
+                raise ValueError(f"valid: its {axis} differ from the data's (at {position}: {theirs[position]!r:.40} "
+                                 f"against {ours[position]!r:.40}); held-out tokens are scored by position, so give "
+                                 "both in one order (e.g. CoOccurrence.split_tokens of one matrix)")
     # Arrays of points (a mixture's feature vectors): any number of points, each of the data's shape.
     point_shape = _point_shape(model, data)
     if valid is not None and point_shape is not None and _point_shape(model, valid) != point_shape:

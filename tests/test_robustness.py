@@ -907,3 +907,14 @@ def test_starting_parameters_of_the_right_kind_with_a_list_field_name_the_field(
     with pytest.raises(TypeError, match=r"^init.class_prior: expected an array of shape \(3,\), got list \[.*"
                                         r"\(np.asarray\(...\) makes an array of a list\)$"):
         tempered_em(Aspect(3), data, key=jax.random.key(0), init=listed)
+
+
+def test_validation_tokens_of_other_named_columns_are_refused():
+    # They were scored by position: a vocabulary in another order would have chosen β from nonsense.
+    counts = np.random.default_rng(0).integers(0, 5, (10, 6))
+    data = CoOccurrence.from_dense(counts, col_names=[f"w{index}" for index in range(6)])
+    shuffled = CoOccurrence.from_dense(counts, col_names=[f"w{index}" for index in (1, 0, 2, 3, 4, 5)])
+    with pytest.raises(ValueError, match=r"^valid: its col_names differ from the data's \(at 0: 'w1' against 'w0'\)"):
+        tempered_em(Aspect(3), data, key=jax.random.key(0), valid=shuffled, max_iter=3)
+    train, valid = data.split_tokens([0.8, 0.2], rng=0)
+    assert tempered_em(Aspect(3), train, key=jax.random.key(0), valid=valid, max_iter=3).n_iter == 3
