@@ -42,9 +42,14 @@ def load_reuters() -> CoOccurrence:
 
     Row names are the story titles, column names the words.
     """
-    import lda.datasets
+    import os
 
-    counts = lda.datasets.load_reuters()
+    import lda.datasets
+    import lda.utils
+
+    # lda.datasets.load_reuters() leaves its file open (a ResourceWarning): the same call, closed.
+    with open(os.path.join(os.path.dirname(lda.datasets.__file__), "tests", "reuters.ldac")) as ldac:
+        counts = lda.utils.ldac2dtm(ldac, offset=0)
     vocabulary = lda.datasets.load_reuters_vocab()
     titles = lda.datasets.load_reuters_titles()
     return CoOccurrence.from_sparse(sp.csr_matrix(counts), row_names=titles, col_names=vocabulary)
