@@ -838,8 +838,9 @@ def test_metric_labels_with_missing_entries(labels, first):
     rejects(lambda: metrics.adjusted_rand_index(*arguments), "labels_true" if first else "labels_pred")
 
 
+# None is the only relation of RELATIONAL (and refused, named, on data of several: test_latent_class.py).
 BAD_RELATIONS = st.one_of(st.integers().filter(lambda index: index != 0), st.text(max_size=4).filter(lambda name: name != "r"),
-                          st.floats(), st.sampled_from([None, True, [0], (0,), b"r", np.array([0])]))
+                          st.floats(), st.sampled_from([True, [0], (0,), b"r", np.array([0])]))
 RELATION_CALLS = {
     "leave_one_out_log_loss": lambda relation: leave_one_out_log_loss(LatentClassRelational(2), RELATIONAL, key=KEY,
                                                                       relation=relation),
