@@ -448,11 +448,9 @@ def check_params_like(name: str, value: Any, template: Any) -> Any:
         if type(value) is type(template) and hasattr(template, "_fields"):  # the right kind: name the field
             for field, part, expected in zip(template._fields, value, template):
                 if jax.tree_util.tree_structure(part) != jax.tree_util.tree_structure(expected):
-                    wanted = (f"an array of shape {tuple(expected.shape)}" if hasattr(expected, "shape")
-                              else _describe(expected))
-                    raise TypeError(f"{name}.{field}: expected {wanted}, got {type(part).__name__} "
-                                    f"{part!r:.40}" + (" (np.asarray(...) makes an array of a list)"
-                                                         if isinstance(part, list) else ""))
+                    raise TypeError(f"{name}.{field}: expected {_leaves_text(expected)}, got {_leaves_text(part)}"
+                                    + (" (np.asarray(...) makes an array of a list)" if isinstance(part, list)
+                                       else ""))
         raise TypeError(f"{name}: expected {_describe(template)}, got {_describe(value)}")
     for (path, leaf), (_, expected) in zip(leaves, template_leaves):
         field = name + jax.tree_util.keystr(path)
@@ -559,6 +557,17 @@ def check_positive(name: str, params: Any, fields: tuple[str, ...]) -> Any:
                 raise ValueError(f"{label}: expected positive normal {working} numbers, got {array.min():.3g}, "
                                  f"below {np.finfo(working).tiny:.3g}: XLA computes it as 0")
     return params
+
+
+def _leaves_text(part: Any) -> str:
+    """A parameter field in words: "an array of shape (3,)", "a tuple of 2 arrays", "a list of 3 values"."""
+    if hasattr(part, "shape") and not isinstance(part, (list, tuple)):
+        return f"an array of shape {tuple(part.shape)}"
+    if isinstance(part, (list, tuple)):
+        kinds = {"array" if hasattr(item, "shape") else "value" for item in part}
+        noun = kinds.pop() if len(kinds) == 1 else "item"
+        return f"a {type(part).__name__} of {len(part)} {noun}{'' if len(part) == 1 else 's'}"
+    return type(part).__name__
 
 
 def _describe(params: Any) -> str:

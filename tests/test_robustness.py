@@ -904,9 +904,18 @@ def test_starting_parameters_of_the_right_kind_with_a_list_field_name_the_field(
     data = CoOccurrence.from_dense(np.random.default_rng(0).integers(0, 5, (10, 6)))
     params = tempered_em(Aspect(3), data, key=jax.random.key(0), max_iter=3).params
     listed = params._replace(class_prior=np.asarray(params.class_prior).tolist())
-    with pytest.raises(TypeError, match=r"^init.class_prior: expected an array of shape \(3,\), got list \[.*"
-                                        r"\(np.asarray\(...\) makes an array of a list\)$"):
+    with pytest.raises(TypeError, match=r"^init.class_prior: expected an array of shape \(3,\), got a list of 3 "
+                                        r"values \(np.asarray\(...\) makes an array of a list\)$"):
         tempered_em(Aspect(3), data, key=jax.random.key(0), init=listed)
+    # An LRM's parameters of another schema: tuples of other lengths, named by field.
+    from zoo.relational import LatentClassRelational
+    from zoo.relational._readers import load_davis_southern_women
+    from zoo.relational.data import load_florentine_families
+
+    two_domains = LatentClassRelational(2).fit(load_davis_southern_women(), key=jax.random.key(0), n_restarts=1,
+                                               max_passes=2)
+    with pytest.raises(TypeError, match=r"^init.class_weights: expected a tuple of 1 array, got a tuple of 2 arrays$"):
+        LatentClassRelational(2).fit(load_florentine_families(), key=jax.random.key(0), init=two_domains.params)
 
 
 def test_validation_tokens_of_other_named_columns_are_refused():
