@@ -67,12 +67,11 @@ def warn_off_scale(name: str, array: np.ndarray, mean: Any, spread: Any, *, stac
     shown = ", ".join(f"{columns[index]!r}" if columns is not None else f"{index}" for index in off[:5])
     more = f", ... ({off.size} in all)" if off.size > 5 else ""
     first = int(off[0])
-    implied = float(np.broadcast_to(np.asarray(spread, np.float64), values.shape[1:])[first])
+    centre, implied = (float(np.broadcast_to(np.asarray(value, np.float64), values.shape[1:])[first])
+                       for value in (mean, spread))
     warnings.warn(
         f"{name}: {off.size} of {values.shape[1]} features {'is' if off.size == 1 else 'are'} far from the scale "
-        f"the prior expects (mean "
-        f"{float(np.broadcast_to(np.asarray(mean, np.float64), values.shape[1:])[first]):.3g}, standard deviation "
-        f"about {implied:.3g}): {'columns' if off.size > 1 else 'column'} {shown}{more} (the first: mean "
+        f"the prior expects (mean {centre:.3g}, standard deviation about {implied:.3g}): {'columns' if off.size > 1 else 'column'} {shown}{more} (the first: mean "
         f"{values[:, first].mean():.3g}, standard deviation {values[:, first].std():.3g}). The prior, not the data, "
         "then sets the clusters; centre each feature and scale it to unit variance ((X - X.mean(0)) / X.std(0), as "
         "DM05 §5 do and the command line does), or set the prior's mean and scale to the data's.",

@@ -344,12 +344,7 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         observed, held_out = CoOccurrence.from_sparse(X).split_tokens([fraction, 1.0 - fraction], rng=rng)
         if observed is None or held_out is None:
             raise ValueError(f"X: too few tokens to split into an observed and a held-out part ({X.sum():g} in all)")
-        posterior = self._posterior_validated(observed.to_sparse())
-        row_factors, col_factors = self._predictive_factors(self.result_.params, posterior)
-        evaluation = heldout_from_factors(row_factors, col_factors, held_out, floor=self.floor,
-                                          model_name=type(self).__name__,
-                                          set_floor="set the estimator's floor (estimator.set_params(floor=1e-6))",
-                                          map_em="the estimator's prior_count > 0")
+        evaluation = self._heldout(observed.to_sparse(), scored=held_out)
         return evaluation.log_lik / evaluation.n_tokens
 
     def heldout_evaluation(self, X: Any) -> HeldOut:
@@ -366,11 +361,13 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         probability 0 and ``floor`` is None."""
         return float(np.exp(-self.score(X)))
 
-    def _heldout(self, X: sp.csr_matrix) -> HeldOut:
+    def _heldout(self, X: sp.csr_matrix, scored: CoOccurrence | None = None) -> HeldOut:
+        """The tokens of ``scored`` (default: X's own) scored with P(c|x) folded in from the rows of X."""
         if X.count_nonzero() == 0:
             raise ValueError("X: contains no positive counts to score")
         row_factors, col_factors = self._heldout_factors(X)
-        return heldout_from_factors(row_factors, col_factors, CoOccurrence.from_sparse(X), floor=self.floor,
+        scored = CoOccurrence.from_sparse(X) if scored is None else scored
+        return heldout_from_factors(row_factors, col_factors, scored, floor=self.floor,
                                     model_name=type(self).__name__,
                                     set_floor="set the estimator's floor (estimator.set_params(floor=1e-6))",
                                     map_em="the estimator's prior_count > 0")
