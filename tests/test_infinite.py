@@ -10,6 +10,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 from numpyro import handlers
 from scipy.special import gammaln
@@ -522,6 +523,47 @@ def test_split_merge_moves_change_the_chain_and_report_their_acceptance():
     np.testing.assert_array_equal(estimate["people"], point_partition(runs[3].assignments["people"]))
     np.testing.assert_array_equal(runs[3].point_estimate("binder")["people"],
                                   point_partition(runs[3].assignments["people"], loss="binder"))
+
+
+def test_chains_saved_with_their_clusters_give_the_result_again(tmp_path):
+    """``to_inference_data(assignments=True)`` keeps every draw's clusters (and the warm-up's log joints,
+    the split-merge counts), so that the chains read back with the data are the run's result: its
+    partitions, predictions, mixing table and a report with the clusters of every domain."""
+    from zoo.io import load_chains, save_chains
+    from zoo.report import report_html
+
+    data = _bipartite_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)  # short chains
+        result = InfiniteRelational(n_split_merge=2).sample(data, key=jax.random.key(3), n_chains=2, n_sweeps=30,
+                                                            n_warmup=10, progress=False)
+    plain = result.to_inference_data()
+    assert not [name for name in plain.posterior.data_vars if name.startswith("assignments")]
+    idata = result.to_inference_data(assignments=True)
+    assert idata.posterior["assignments_rows"].dims == ("chain", "draw", "rows_individual")
+    assert idata.warmup_posterior["log_joint"].shape == (2, 10)
+    assert idata.sample_stats["split_merge_rows"].shape == (2, 20, 4)
+    save_chains(tmp_path / "chains.nc", idata)
+    back = IRMResult.from_inference_data(load_chains(tmp_path / "chains.nc"), data)
+    for name in data.schema.domain_names:
+        np.testing.assert_array_equal(back.assignments[name], result.assignments[name])
+        np.testing.assert_array_equal(back.map_partition()[name], result.map_partition()[name])
+    np.testing.assert_array_equal(back.warmup_log_joint, result.warmup_log_joint)
+    pd.testing.assert_frame_equal(back.split_merge_acceptance, result.split_merge_acceptance)
+    pd.testing.assert_frame_equal(back.mixing, result.mixing)
+    cells = np.array([[0, 0], [1, 2]])
+    np.testing.assert_allclose(back.predict_proba(cells), result.predict_proba(cells), rtol=1e-6)
+    assert back.provenance == result.provenance and back.seconds == pytest.approx(result.seconds)
+    page = report_html(load_chains(tmp_path / "chains.nc"), data=data)
+    assert "Clusters of the rows" in page and "Clusters of the cols" in page and "<h2>Relations</h2>" in page
+    # Chains without their clusters, or of other data, are named.
+    with pytest.raises(ValueError, match=r"no assignments_rows, assignments_cols .*to_inference_data\(assignments"):
+        IRMResult.from_inference_data(plain, data)
+    larger = RelationalData.from_adjacency(np.eye(5, 3), domains=("rows", "cols"))
+    with pytest.raises(ValueError, match="data: domain 'rows' has 5 individuals, where the chains clustered 4"):
+        IRMResult.from_inference_data(idata, larger)
+    with pytest.raises(TypeError, match="data: expected a zoo.relational.RelationalData"):
+        IRMResult.from_inference_data(idata, np.zeros((3, 4)))
 
 
 @pytest.mark.numba

@@ -38,7 +38,10 @@
   of every domain in the kept draw of highest log joint (:meth:`~zoo.relational.infinite.IRMResult.map_partition`)
   as cards by decreasing share, each member with how often the kept draws of all chains put it with
   the cluster's other members, named by ``data`` (the fitted ``RelationalData``) when given, and
-  each relation's block probabilities in that draw, (γ_u + n_u) / (Σγ + n), as heat maps.
+  each relation's block probabilities in that draw, (γ_u + n_u) / (Σγ + n), as heat maps. So
+  does an IRM's ``InferenceData`` with its clusters (``to_inference_data(assignments=True)``, the
+  ``chains.nc`` of ``python -m zoo fit irm``) given with ``data``, the network it was run on
+  (:meth:`~zoo.relational.infinite.IRMResult.from_inference_data`).
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas (pyplot is never
 touched, so nothing is shown and no backend is changed) and embedded as base64 PNG, so the file
@@ -831,10 +834,9 @@ def _assignments(idata: Any) -> Any:
     posterior = idata.posterior
     if "assignments" in posterior:
         return posterior["assignments"]
-    for array in posterior.data_vars.values():
-        if array.ndim == 3 and np.issubdtype(array.dtype, np.integer):
-            return array
-    return None
+    labels = [array for array in posterior.data_vars.values()
+              if array.ndim == 3 and np.issubdtype(array.dtype, np.integer)]
+    return labels[0] if len(labels) == 1 else None  # several (an IRM's domains): the report's IRM sections
 
 
 def _block_order(matrix: np.ndarray) -> np.ndarray:
@@ -1050,6 +1052,8 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
             raise ValueError(f"{name}: Gibbs chains' report names only the rows and features of data (the clustered "
                              "points' features), which was not given")
 
+    if isinstance(fitted, az.InferenceData) and isinstance(data, RelationalData):  # an IRM's chains, e.g. loaded
+        fitted = IRMResult.from_inference_data(fitted, data)
     if isinstance(fitted, (LRMResult, IRMResult)):  # relational data: the domains' labels name the individuals
         if data is not None and not isinstance(data, RelationalData):
             raise TypeError(f"data: an {type(fitted).__name__}'s report takes the fitted "

@@ -75,7 +75,7 @@ from inference.display import Card, Described, add_mixing, chains_text, made_wit
 from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
 from inference.partitions import most_probable_draw
-from inference.provenance import provenance, warn_if_made_elsewhere
+from inference.provenance import PROVENANCE_KEYS, provenance, warn_if_made_elsewhere
 from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_one_length,
                                    check_real, check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import (_draw_predictive, _run_cases, _run_cases_until_mixed, _run_chains_in_calls,
@@ -100,6 +100,7 @@ RESUME_CALL = "result.resume(data, n_draws=..., until_mixed=True)"
 #: for a run without them (the command line names its option).
 MORE_MOVES = "more split-merge moves per sweep (n_split_merge)"
 MOVES_ON = "split-merge moves (InfiniteRelational(n_split_merge=10))"
+ASSIGNMENTS_PREFIX = "assignments_"  # to_inference_data(assignments=True): assignments_<domain>
 #: What a run stopped during its warm-up says, when it returns and when it is asked for draws.
 NO_DRAWS = f"the run kept no draws: it stopped during its warm-up; {RESUME_CALL} finishes the warm-up and draws"
 
@@ -896,7 +897,8 @@ class IRMResult(Described):
         card.add("made with", made_with(getattr(self, "provenance", None)))
         card.add("see", ["result.summary()", "result.point_estimate()", "result.map_partition()",
                          "result.predict_proba(cells, relation)",
-                         "leave_one_out_log_loss(result, data, key=...)", "result.to_inference_data()"]
+                         "leave_one_out_log_loss(result, data, key=...)",
+                         "result.to_inference_data(assignments=True)"]
                  + ([RESUME_CALL] if continuation is not None else []))
         return card
 
@@ -919,18 +921,103 @@ class IRMResult(Described):
             rows[name] = row
         return pd.DataFrame.from_dict(rows, orient="index")
 
-    def to_inference_data(self):
-        """ArviZ ``InferenceData`` of the label-invariant quantities (R-hat, ESS apply)."""
+    def to_inference_data(self, *, assignments: bool = False):
+        """ArviZ ``InferenceData`` of the label-invariant quantities (R-hat, ESS apply).
+
+        Its posterior holds ``n_clusters_<domain>``, ``concentration_<domain>``,
+        ``hyper_<relation>`` (over ``<relation>_value``) and ``log_joint``; its
+        ``warmup_posterior`` the warm-up sweeps' ``log_joint``; its ``sample_stats`` (and
+        ``warmup_sample_stats``) every sweep's split–merge moves of each domain,
+        ``split_merge_<domain>`` over ``move`` (``MOVE_STATISTICS``), where it made any. With
+        ``assignments=True`` the posterior also holds each domain's cluster labels,
+        ``assignments_<domain>`` (chain, draw, ``<domain>_individual``): what
+        :func:`zoo.io.save_chains` should keep of a run whose clusters are to be read again
+        (:meth:`from_inference_data`, the report). The labels are exchangeable, so ArviZ's R-hat
+        and ESS of them mean nothing; leave them out of ``az.summary``
+        (``var_names=["~assignments"], filter_vars="like"``).
+        """
+        check_bool("assignments", assignments)
         posterior = {f"n_clusters_{name}": values for name, values in self.n_clusters.items()}
         posterior.update({f"concentration_{name}": values for name, values in self.concentrations.items()})
         posterior.update({f"hyper_{name}": values for name, values in self.hyper.items()})
         posterior["log_joint"] = self.log_joint
         dims = {f"hyper_{name}": [f"{name}_value"] for name in self.hyper}
-        idata = diagnostics.from_dict_in_order(posterior=posterior, dims=dims)
+        if assignments:
+            self._check_draws()
+            posterior.update({f"{ASSIGNMENTS_PREFIX}{name}": np.asarray(draws, np.int32)
+                              for name, draws in self.assignments.items()})
+            dims.update({f"{ASSIGNMENTS_PREFIX}{name}": [f"{name}_individual"] for name in self.assignments})
+        groups = {"warmup_posterior": {"log_joint": np.asarray(self.warmup_log_joint)}} if self._n_warmup else {}
+        n_warmup, n_draws = self._n_warmup, np.shape(self.log_joint)[1]
+        moves = {f"split_merge_{name}": np.asarray(counts) for name, counts in (self.split_merge or {}).items()
+                 if np.shape(counts)[1] == n_warmup + n_draws}  # every sweep's moves, the warm-up's first
+        if moves:
+            dims.update({name: ["move"] for name in moves})
+            groups["sample_stats"] = {name: counts[:, n_warmup:] for name, counts in moves.items()}
+            if n_warmup:
+                groups["warmup_sample_stats"] = {name: counts[:, :n_warmup] for name, counts in moves.items()}
+        idata = diagnostics.from_dict_in_order(posterior=posterior, dims=dims, coords={"move": list(MOVE_STATISTICS)},
+                                               save_warmup=bool(n_warmup), **groups)
         idata.posterior.attrs.update(n_warmup=self._n_warmup, thin=1, completed=int(self.completed),
                                      sampling_seconds=float(self.seconds))  # as DPMixture's and SCDP's
         idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
         return idata
+
+    @classmethod
+    def from_inference_data(cls, idata: Any, data: RelationalData) -> "IRMResult":
+        """The result again from :meth:`to_inference_data` ``(assignments=True)``, e.g. the
+        ``chains.nc`` that ``python -m zoo fit irm`` writes (:func:`zoo.io.load_chains`), and the
+        data it was run on: its summary, partitions, predictions and report as the run's own.
+
+        What the file does not hold is not restored: the chains' last states (continue a run from a
+        checkpoint, :func:`zoo.io.save_checkpoint`) and the model.
+        """
+        if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
+            raise TypeError(f"idata: expected an arviz.InferenceData with a posterior, got {type(idata).__name__}")
+        if not isinstance(data, RelationalData):
+            raise TypeError(f"data: expected a zoo.relational.RelationalData, got {type(data).__name__}")
+        posterior, schema = idata.posterior, data.schema
+        wanted = ([f"{kind}_{name}" for name in schema.domain_names
+                   for kind in ("n_clusters", "concentration", ASSIGNMENTS_PREFIX.rstrip("_"))]
+                  + [f"hyper_{name}" for name in schema.relation_names] + ["log_joint"])
+        missing = [name for name in wanted if name not in posterior.data_vars]
+        if missing:
+            held = ("" if any(str(name).startswith(ASSIGNMENTS_PREFIX) for name in posterior.data_vars) else
+                    "; an IRM's chains keep their clusters with to_inference_data(assignments=True)")
+            raise ValueError(f"idata: no {', '.join(missing)} in its posterior, so not the chains of an IRM run on "
+                             f"data with domains {list(schema.domain_names)} and relations "
+                             f"{list(schema.relation_names)}{held}")
+        for name, size in zip(schema.domain_names, schema.domain_sizes):
+            held = posterior[f"{ASSIGNMENTS_PREFIX}{name}"].shape[-1]
+            if held != size:
+                raise ValueError(f"data: domain {name!r} has {size} individuals, where the chains clustered {held}")
+        for name, size in zip(schema.relation_names, schema.n_values):
+            held = posterior[f"hyper_{name}"].shape[-1]
+            if held != size:
+                raise ValueError(f"data: relation {name!r} has {size} values, where the chains' has {held}")
+        values = {name: np.asarray(array.values) for name, array in posterior.data_vars.items()}
+        n_chains = values["log_joint"].shape[0]
+        warmup = (np.asarray(idata.warmup_posterior["log_joint"].values) if "warmup_posterior" in idata.groups()
+                  else np.zeros((n_chains, 0)))
+        attrs = posterior.attrs
+        moves = {}
+        for name in schema.domain_names:  # every sweep's split-merge moves, where the chains kept them
+            stats = [getattr(idata, group)[f"split_merge_{name}"].values for group in ("warmup_sample_stats",
+                                                                                      "sample_stats")
+                     if group in idata.groups() and f"split_merge_{name}" in getattr(idata, group)]
+            if stats:
+                moves[name] = np.concatenate(stats, axis=1).astype(np.int32)
+        assignments = {name: values[f"{ASSIGNMENTS_PREFIX}{name}"].astype(np.int32) for name in schema.domain_names}
+        result = cls(schema=schema,
+                     capacities=tuple(int(draws.max()) + 1 for draws in assignments.values()),
+                     n_clusters={name: values[f"n_clusters_{name}"] for name in schema.domain_names},
+                     concentrations={name: values[f"concentration_{name}"] for name in schema.domain_names},
+                     hyper={name: values[f"hyper_{name}"] for name in schema.relation_names},
+                     log_joint=values["log_joint"], warmup_log_joint=warmup, assignments=assignments,
+                     completed=bool(attrs.get("completed", True)), seconds=float(attrs.get("sampling_seconds", 0.0)),
+                     split_merge=moves or None, _arrays=data.to_arrays())
+        result.provenance = {name: str(attrs[name]) for name in PROVENANCE_KEYS if name in attrs}
+        return result
 
     def scalar_quantities(self):
         """The label-invariant quantities as scalars per draw, an ``xarray.Dataset`` with dims
