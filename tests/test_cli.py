@@ -14,6 +14,8 @@ from zoo.data import CoOccurrence
 from zoo.datasets import write_ldac, write_matrix_market
 from zoo.io import chains_settings, load_chains, load_result, read_metadata
 from zoo.registry import MODEL_NAMES
+from zoo.relational.infinite import IRMResult
+from zoo.report import report_html
 from zoo.sklearn import ESTIMATORS
 
 COUNTS = CoOccurrence.from_dense(np.random.default_rng(0).poisson(1.2, size=(24, 10)))
@@ -88,6 +90,10 @@ def test_a_fit_whose_validation_tokens_all_have_probability_zero_says_so(tmp_pat
     printed = capsys.readouterr().out
     assert "validation perplexity inf at every iterate (held-out tokens of probability 0; --floor or " \
            "--prior-count gives them some), training log-likelihood" in printed, printed
+    # The fit's warning follows what the run did, once, its advice in the command's options.
+    warning = [line for line in printed.splitlines() if line.startswith("RuntimeWarning: tempered_em: every")]
+    assert len(warning) == 1 and "Give --floor (e.g. 1e-6)" in warning[0] and "--prior-count > 0" in warning[0]
+    assert "floor=" not in printed and "prior_count" not in printed
 
 
 @pytest.mark.parametrize("model", ["one-sided", "two-sided", "cam"])
@@ -120,7 +126,11 @@ def test_a_time_budget_keeps_the_fit_so_far(tmp_path, capsys):
     out = tmp_path / "cut"
     assert main(["fit", "aspect", str(tmp_path / "counts.mtx"), *FIT_OPTIONS, "--schedule", "em",
                  "--time-budget", "1e-9", "--out", str(out)]) == 0
-    assert "(time_budget)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "(time_budget)" in printed
+    assert re.search(r"ConvergenceWarning: AspectEstimator: EM stopped after \d+ iterations \(--time-budget 1e-09 s "
+                     r"ran out\) .*\(a larger --time-budget fits longer\)", printed), printed
+    assert "warm_start" not in printed and "time_budget=" not in printed
     assert load_result(out / "result.npz").stopped_by == "time_budget"
     assert read_metadata(out / "result.npz")["settings"]["time budget"] == 1e-9
 
@@ -398,6 +408,12 @@ def test_irm_fits_an_edge_list_until_the_chains_mix(tmp_path, capsys):
     # The report shows the clusters of labels.csv, the nodes named, and the relation's blocks.
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "Clusters of the nodes" in report and "b4" in report and "relation edge" in report
+    # chains.nc keeps every draw's clusters: with the network, the result and its report again.
+    network = read_network(tmp_path / "links.csv", source="who", target="whom")
+    again = dict(zip(map(str, network.domains[0].labels),
+                     IRMResult.from_inference_data(idata, network).map_partition()["nodes"]))
+    assert {node: str(label) for node, label in again.items()} == cluster
+    assert "Clusters of the nodes" in report_html(idata, data=network)
     # Too short to mix: the command's advice names --draws, and the report too, with the IRM's own moves
     # by their option.
     assert main(["fit", "irm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--chains", "2",

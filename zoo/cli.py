@@ -55,7 +55,9 @@ observed, linked or not, runs :meth:`zoo.relational.infinite.InfiniteRelational.
 split–merge moves per sweep until its chains mix (that method's default: at most
 :data:`zoo.relational.infinite.UNTIL_MIXED_DRAWS` draws per chain after 1,000 warm-up sweeps),
 and writes the same three files, ``labels.csv`` holding each node's cluster in the kept draw of
-highest log joint. The supervised models (``scdp-1``, ``scdp-2``, ``scdp-3``; DM05) read the same
+highest log joint and ``chains.nc`` every kept draw's clusters (``assignments_<domain>``;
+:meth:`zoo.relational.infinite.IRMResult.from_inference_data` of it and the network gives the
+result again). The supervised models (``scdp-1``, ``scdp-2``, ``scdp-3``; DM05) read the same
 tables: the rows whose ``--label-column`` holds a value are the training references and that value
 their publication, the rows whose label is empty are the test references to cluster;
 :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its chains mix (500 warm-up sweeps, at
@@ -104,6 +106,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -778,8 +781,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
            f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after")
     stream.write(f"{run} {result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
                  f"{float(result.history['objective'][-1]):.6g}; {sizes}; {time.perf_counter() - start:.1f} s\n")
-    for warning in caught:  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
-        stream.write(f"{warning.category.__name__}: {warning.message}\n")
+    _write_warnings(stream, caught)  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
     stream.write(f"wrote {result_path}\nwrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
 
 
@@ -840,7 +842,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                                time_budget=arguments.time_budget, progress=not arguments.quiet,
                                until_mixed=until_mixed)
             n_draws = fit.log_joint.shape[1]
-            idata = fit.to_inference_data() if n_draws else None
+            idata = fit.to_inference_data(assignments=True) if n_draws else None
             labels, kind = None, "the most probable draw"
             resume = IRM_RESUME_CALL
         else:
@@ -870,7 +872,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 warmup = DEFAULT_SWEEPS // 2 if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model, **moves)
                 what += f" ({int(is_train.sum())} training, {int((~is_train).sum())} test)"
-                fit = model.fit(features[is_train], labels[is_train].to_numpy(), features[~is_train], key,
+                named = pd.DataFrame(features, columns=names)  # so that warnings name the features
+                fit = model.fit(named[is_train], labels[is_train].to_numpy(), named[~is_train], key,
                                 n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet,
                                 until_mixed=until_mixed)
@@ -883,7 +886,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             else:
                 warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
                 model = get_model(arguments.model, n_features=features.shape[1], **moves)
-                fit = model.fit(features, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
+                named = pd.DataFrame(features, columns=names)  # so that warnings name the features
+                fit = model.fit(named, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet)
                 resume = RESUME_CALL
                 clustered = features
@@ -940,9 +944,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     for call, option in calls.items():
         verdict = verdict.replace(call, option)
     stream.write(verdict + "\n")
-    for warning in caught:
-        if not issubclass(warning.category, MixingWarning):  # its text is the verdict above
-            stream.write(f"{warning.category.__name__}: {warning.message}\n")
+    _write_warnings(stream, caught, leave_out=(MixingWarning,))  # its text is the verdict above
     stream.write(f"wrote {chains_path}\nwrote {labels_path}\nwrote {report_path}\n")
 
 
@@ -968,27 +970,29 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
         max_iter=arguments.max_iter, random_state=arguments.seed, progress=not arguments.quiet,
         time_budget=arguments.time_budget,
     )
-    if arguments.processes > 1:
-        data, result = _fit_in_processes(arguments, estimator)
-        if arguments.process_id != 0:  # every process has the result; process 0 writes it
-            return
-    elif not estimator._count_data and _format_of(Path(arguments.datafile), arguments.format) == "csv":
-        # A table of points, one row per point and a column per feature, read as the DP mixtures read it
-        # (an edge list of (source, target) pairs before, so that no feature table could be fitted).
-        features, names, row_names, _ = read_table(arguments.datafile, id_column=arguments.id_column,
-                                                   label_column=arguments.label_column)
-        if not arguments.no_standardize:
-            features = _standardised(features)
-        estimator.fit(features)
-        result = estimator.result_
-        data = _PointTable(features.shape, None if row_names is None else tuple(row_names), tuple(names),
-                           not arguments.no_standardize)
-    else:
-        data = read_data(arguments.datafile, arguments.format, source=arguments.source, target=arguments.target,
-                         weight=arguments.weight)
-        matrix = data.to_sparse()
-        estimator.fit(matrix if estimator._count_data else matrix.toarray())
-        result = estimator.result_
+    with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
+        warnings.simplefilter("always")
+        if arguments.processes > 1:
+            data, result = _fit_in_processes(arguments, estimator)
+            if arguments.process_id != 0:  # every process has the result; process 0 writes it
+                return
+        elif not estimator._count_data and _format_of(Path(arguments.datafile), arguments.format) == "csv":
+            # A table of points, one row per point and a column per feature, read as the DP mixtures read it
+            # (an edge list of (source, target) pairs before, so that no feature table could be fitted).
+            features, names, row_names, _ = read_table(arguments.datafile, id_column=arguments.id_column,
+                                                       label_column=arguments.label_column)
+            if not arguments.no_standardize:
+                features = _standardised(features)
+            estimator.fit(features)
+            result = estimator.result_
+            data = _PointTable(features.shape, None if row_names is None else tuple(row_names), tuple(names),
+                               not arguments.no_standardize)
+        else:
+            data = read_data(arguments.datafile, arguments.format, source=arguments.source, target=arguments.target,
+                             weight=arguments.weight)
+            matrix = data.to_sparse()
+            estimator.fit(matrix if estimator._count_data else matrix.toarray())
+            result = estimator.result_
     settings = {
         "command": "python -m zoo " + " ".join(argv),
         "model name": arguments.model,
@@ -1029,6 +1033,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
                    f"--prior-count gives them some), {quality}")
     stream.write(f"{result.n_iter} iterations ({result.stopped_by}), β = {result.beta:.3g}, {quality}, "
                  f"{seconds:.1f} s\n")
+    _write_warnings(stream, caught)
     stream.write("".join(f"wrote {path}\n" for path in (result_path, *label_paths, report_path)))
 
 
@@ -1150,15 +1155,37 @@ _OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--
             "n_split_merge": "--split-merge", "algorithm": "--sampler", "n_type_split_merge": "--type-split-merge"}
 
 
-#: Python settings that errors' advice names, as the command's options.
+#: Python settings that errors' and warnings' advice names, as the command's options.
 _ADVICE_OPTIONS = {"another valid_fraction": "another --valid-fraction", "schedule='em'": "--schedule em",
-                   "set floor=": "set --floor", "give floor=": "give --floor", "prior_count > 0": "--prior-count > 0"}
+                   "set floor=": "set --floor", "give floor=": "give --floor", "Give floor=": "Give --floor",
+                   "prior_count > 0": "--prior-count > 0", "raise max_iter": "raise --max-iter",
+                   "warm_start=True and fit again to continue": "a larger --time-budget fits longer",
+                   "as DM05 §5 do and the command line does": "as DM05 §5 do: leave out --no-standardize"}
+#: Python settings given a value (``max_iter=200``) in warnings, by the option that sets them.
+_VALUED_OPTIONS = {"max_iter": "--max-iter", "time_budget": "--time-budget", "valid_fraction": "--valid-fraction",
+                   "n_split_merge": "--split-merge", "n_draws": "--draws", "n_warmup": "--warmup"}
+
+
+def _in_option_terms(text: str) -> str:
+    """``text`` with the Python settings it advises (``raise max_iter``, ``time_budget=30``) named by
+    the command's options (``raise --max-iter``, ``--time-budget 30``)."""
+    for setting, option in _ADVICE_OPTIONS.items():
+        text = text.replace(setting, option)
+    return re.sub(r"\b(" + "|".join(_VALUED_OPTIONS) + r")=(?=[\w.])",
+                  lambda match: _VALUED_OPTIONS[match.group(1)] + " ", text)
 
 
 def _named_as_option(message: str) -> str:
     """An error that names a Python argument (``n_classes: must be >= 1``) named by the option
     that sets it as well (``--classes (n_classes): must be >= 1``), its advice in the options' terms."""
     name, colon, rest = message.partition(":")
-    for setting, option in _ADVICE_OPTIONS.items():
-        rest = rest.replace(setting, option)
+    rest = _in_option_terms(rest)
     return f"{_OPTIONS[name]} ({name}):{rest}" if colon and name in _OPTIONS else name + colon + rest
+
+
+def _write_warnings(stream: Any, caught: Sequence[warnings.WarningMessage], *, leave_out: tuple = ()) -> None:
+    """The warnings a fit raised, one a line after what the run did, in the options' terms; those
+    of the categories ``leave_out`` (said otherwise) are not repeated, nor is a line said before."""
+    lines = (f"{warning.category.__name__}: {_in_option_terms(str(warning.message))}\n" for warning in caught
+             if not issubclass(warning.category, leave_out))
+    stream.write("".join(dict.fromkeys(lines)))
