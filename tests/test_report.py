@@ -205,6 +205,11 @@ def test_a_fits_report_judges_what_the_fit_judges_and_names_its_calls():
             assert f"<th>{html.escape(name)}</th>" in document
     assert "hyper_marriage[0]" in irm.mixing.index
     assert "fit.resume(data, n_draws=..., until_mixed=True) continues these chains" in report_html(dp)
+    # The IRM's chains as ArviZ data (a saved chains.nc), without the network: the same quantities judged.
+    document = report_html(irm.to_inference_data(assignments=True))
+    for name in irm.mixing.index:
+        assert f"<th>{html.escape(name)}</th>" in document
+    assert mixing_verdict(irm.mixing).split(":")[0] in document
 
 
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains

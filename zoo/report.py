@@ -813,7 +813,10 @@ def _irm_sections(result: Any, data: Any) -> list[str]:
 
 # ----------------------------------------------------------------------------- Gibbs chains
 def _scalar_variables(idata: Any) -> Any:
-    """The label-invariant view: every numeric (chain, draw) variable of posterior and sample_stats."""
+    """The label-invariant view: every numeric (chain, draw) variable of posterior and sample_stats,
+    and one scalar per value of a variable over the values of a relation (a dimension
+    ``<relation>_value``: an IRM's ``hyper_<relation>``, named ``hyper_<relation>[v]`` as the IRM's
+    own mixing table names them)."""
     import arviz as az
     import xarray as xr
 
@@ -823,9 +826,14 @@ def _scalar_variables(idata: Any) -> Any:
             continue
         dataset = getattr(idata, group)
         for name, array in dataset.data_vars.items():
-            if set(array.dims) == {"chain", "draw"} and np.issubdtype(array.dtype, np.number) \
-                    and array.size and name not in variables:
+            if not (np.issubdtype(array.dtype, np.number) and array.size) or name in variables:
+                continue
+            extra = [dim for dim in array.dims if dim not in ("chain", "draw")]
+            if set(array.dims) >= {"chain", "draw"} and not extra:
                 variables[name] = array
+            elif len(extra) == 1 and str(extra[0]).endswith("_value") and len(array.dims) == 3:
+                variables.update({f"{name}[{value}]": array.isel({extra[0]: value}, drop=True)
+                                  for value in range(array.sizes[extra[0]])})
     return az.InferenceData(posterior=xr.Dataset(variables)) if variables else None
 
 
