@@ -270,11 +270,14 @@ _CARDS = (
         paper=f"{_PAPERS['DM05']}; {_PAPERS['N00']}",
         equations="DM05 §7.1 'CDP' (a single reference type, the identity matrix), §3.2, App. A; "
                   "Neal 2000 Algorithm 3",
-        latent_structure="one cluster per point under DP(α, G0); each cluster a Gaussian of identity "
-                         "precision whose mean has a Normal(0, I) prior (integrated out)",
+        latent_structure="one cluster per point under DP(α, G0), α fixed at 1 unless alpha_prior= is given; "
+                         "each cluster a Gaussian of identity precision whose mean has a Normal(0, I) prior "
+                         "(integrated out)",
         engines=("neal Algorithm 3 (collapsed) with split-merge moves (the default)",
                  "neal Algorithms 2 and 8", "sub-cluster split/merge sampler (Chang & Fisher 2013)",
-                 "sample_chains (many chains, ArviZ)", "Escobar-West update of α"),
+                 "sample_chains (many chains, ArviZ)",
+                 "Escobar-West update of α with alpha_prior= (off by default; notebooks/dp_mixture_digits.ipynb "
+                 "and zoo.baselines.cdp_partition resample α under Gamma(1, 1))"),
         data="features",
         program_path="zoo.dirichlet.mixture.dp_mixture_program",
         settings=(("n_features", 2), ("alpha", 1.0), ("algorithm", "collapsed")),
