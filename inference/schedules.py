@@ -18,7 +18,8 @@ plain comparison of perplexities.
 Three schedules are provided:
 
 * :class:`FixedBeta` — plain EM (β = 1) or EM at one fixed β, until convergence.
-* :class:`TemperedEM` — Hofmann's tempered EM (H99 §4, HP98 §5): EM with early stopping at β = 1;
+* :class:`TemperedEM` — Hofmann's tempered EM (β chosen on validation data as in H99 §4 and HP98 §5;
+  the schedule is that of Hofmann, UAI 1999, not among the project's papers): EM with early stopping at β = 1;
   then, from the best parameters so far, lower β ← η·β and run EM at that β until the validation
   perplexity stops improving; stop when a lower β no longer improves the best validation perplexity.
 * :class:`DeterministicAnnealing` — β rises geometrically from a small value to 1 (Rose et al.,
@@ -132,7 +133,8 @@ class FixedBeta:
 
 @dataclass(frozen=True)
 class TemperedEM:
-    """Hofmann's tempered EM with β chosen on validation data (H99 §4, HP98 §5).
+    """Hofmann's tempered EM with β chosen on validation data (H99 §4, HP98 §5 choose β on a
+    validation set; the η schedule below is from Hofmann's UAI 1999 paper, not among the project's papers).
 
     1. EM at β = 1 until the validation perplexity has not improved for ``patience`` iterations
        (EM with early stopping).

@@ -72,7 +72,7 @@ def make_schedule(schedule: Any, model: Any = None) -> Any:
     ``model``'s own ``default_schedule()`` where it has one (the one-sided and cluster-abstraction
     models anneal up from β = 0.01, :func:`inference.schedules.anneal_up`), else
     :class:`TemperedEM`; it always holds out validation data. ``"em"`` is :class:`FixedBeta`
-    (β = 1), ``"tempered"`` is :class:`TemperedEM` (H99 §4) and ``"annealing"`` is
+    (β = 1), ``"tempered"`` is :class:`TemperedEM` (β chosen on validation data, H99 §4) and ``"annealing"`` is
     :class:`DeterministicAnnealing`; schedule objects pass through.
     """
     if isinstance(schedule, (FixedBeta, TemperedEM, DeterministicAnnealing)):
