@@ -987,7 +987,7 @@ def _kept_partition(idata: Any, partition: Any, n_points: int) -> tuple[np.ndarr
                              f"got an array of {labels.dtype} and shape {labels.shape}")
         return np.unique(labels, return_inverse=True)[1], "the partition given"
     if point_partition_shortfall(n_points) is None:
-        return point_estimate(idata), "the point estimate (posterior expected variation of information)"
+        return point_estimate(idata), "the point estimate (least posterior expected variation of information, by its lower bound)"
     chain, draw = most_probable_draw(idata.sample_stats["log_joint"])
     labels = np.asarray(_assignments(idata)[chain, draw])
     return np.unique(labels, return_inverse=True)[1], "the draw of highest log joint (a point estimate would not fit)"
