@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/long_runs.md", "README.md"]
+PAGES = ["docs/long_runs.md", "docs/new_variant.md", "README.md"]
 #: Pages whose blocks each stand alone.
 SELF_CONTAINED = {"README.md"}
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)

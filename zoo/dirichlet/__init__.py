@@ -9,13 +9,13 @@ from importlib import import_module
 from typing import Any
 
 __all__ = ["DPMixture", "SupervisedDP", "normal_gamma", "normal_known_precision", "dirichlet_multinomial",
-           "beta_bernoulli", "custom_family"]
+           "beta_bernoulli", "custom_family", "check_family"]
 
 # The component families too, so that ``from zoo.dirichlet import DPMixture, normal_gamma`` works.
 _LOCATIONS = {"DPMixture": "zoo.dirichlet.mixture", "SupervisedDP": "zoo.dirichlet.supervised",
               "normal_gamma": "zoo.dirichlet.families", "normal_known_precision": "zoo.dirichlet.known_precision",
               "dirichlet_multinomial": "zoo.dirichlet.families", "beta_bernoulli": "zoo.dirichlet.families",
-              "custom_family": "zoo.dirichlet.families"}
+              "custom_family": "zoo.dirichlet.families", "check_family": "zoo.dirichlet.family_check"}
 
 
 def __getattr__(name: str) -> Any:
