@@ -483,9 +483,58 @@ class EMResult(Described):
                 card.add(label, f"{values[at]:{spec}} (iteration {at} of the kept restart)")
         card.add("parameters", params_text(self.params))
         card.add("made with", made_with(self.provenance))
-        card.add("see", ["result.perplexity(test)", "result.heldout_log_likelihood(test)",
+        card.add("see", ["result.summary()", "result.perplexity(test)", "result.heldout_log_likelihood(test)",
                          "result.history_dataset()", "result.params", *getattr(self.model, "see_also", ())])
         return card
+
+    def summary(self):
+        """The fit's figures as a ``pandas.DataFrame``, one row per quantity, as the summaries of
+        Gibbs fits (:meth:`zoo.dirichlet.mixture.DPMixtureFit.summary`,
+        :meth:`zoo.relational.IRMResult.summary`) give theirs: what the card (``repr``) says, for
+        code to read and tables to join.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by ``quantity``: ``log_lik`` (training log-likelihood at β = 1 of the kept
+            parameters; NaN for a result saved before 2026-12-05), ``beta``,
+            ``valid_perplexity`` and ``valid_zero_tokens`` (at the kept iteration; NaN without
+            validation data), ``n_iter``, ``best_iteration``, ``n_restarts`` and
+            ``best_restart``; columns ``value`` (float) and ``about`` (what the value is, in
+            words). Every row is there for every fit, so tables of several fits line up.
+        """
+        import pandas as pd
+
+        history = self.history or {}
+        at = self.best_iteration
+        validated = "valid_perplexity" in history and not np.isnan(history["valid_perplexity"]).all()
+        n_restarts = int(np.size(self.restart_scores))
+        kind = "validation perplexity" if validated else "training log-likelihood"
+
+        def at_kept(name: str) -> float:
+            values = history.get(name)
+            return float(values[at]) if validated and values is not None and 0 <= at < len(values) else np.nan
+
+        where = f"iteration {at} of the kept restart"
+        rows = [
+            ("log_lik", self.log_lik, f"training log-likelihood at β = 1 of the kept parameters, made by {where}"
+             if not np.isnan(self.log_lik) else "training log-likelihood of the kept parameters: not known (a result "
+             "saved before results kept it, 2026-12-05)"),
+            ("beta", self.beta, "inverse temperature β of the kept parameters"),
+            ("valid_perplexity", at_kept("valid_perplexity"),
+             f"validation perplexity at {where}" if validated else "no validation data"),
+            ("valid_zero_tokens", at_kept("valid_zero_tokens"),
+             f"validation tokens of probability 0 at {where}" if validated else "no validation data"),
+            ("n_iter", self.n_iter, f"iterations run by the kept restart; {stopped_text(self.stopped_by)}"),
+            ("best_iteration", at, "iteration of the kept restart whose parameters were kept"),
+            ("n_restarts", n_restarts, "random restarts run"),
+            ("best_restart", self.best_restart,
+             f"the restart kept, by {kind} ({scores_text(self.restart_scores, '.6g')})" if n_restarts > 1
+             else "the only restart"),
+        ]
+        return pd.DataFrame({"value": np.asarray([row[1] for row in rows], np.float64),
+                             "about": [row[2] for row in rows]},
+                            index=pd.Index([row[0] for row in rows], name="quantity"))
 
     def log_likelihood(self, data: Any) -> float:
         """Training-objective log-likelihood Σ n log P(x, y) of ``data`` under the kept parameters.

@@ -554,12 +554,21 @@ class EnumeratedEM:
         Positions of the arguments that hold one entry per observation along their first axis
         (the ones split over devices). Default: every array argument.
 
+    Notes
+    -----
     Data. ``tempered_em(model, data, ...)`` takes the program's data arguments as one array, a
     tuple of arrays (positional) or a dict of arrays (by argument name), or as a
     :class:`ProgramData`. The perplexity's denominator, the number of observations, is counted
     from the program: the number of values of each observed sample site (its plates' sizes,
     masked values left out), which all observed sites must agree on (:meth:`observation_count`);
     give ``ProgramData(args, total)`` when they do not.
+
+    Saving. :func:`zoo.io.save_result` stores the program by its module and name, so a fit loads
+    in another process (``load_result(path, trusted_modules=("my_models",))``) where the program
+    is defined in a module that can be imported. One defined in a script or notebook
+    (``__main__``), a lambda or a function defined inside another function cannot be imported
+    there: ``save_result`` warns, and ``load_result(path, model=model)`` loads the parameters and
+    history with the model given.
 
     Examples
     --------

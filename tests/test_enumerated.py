@@ -1,5 +1,6 @@
 """Generic EM on NumPyro programs: same answers as the specialised kernels, monotone, clear errors."""
 
+import dataclasses
 import traceback
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+import pandas as pd
 import pytest
 from numpyro.ops.indexing import Vindex
 from scipy import special
@@ -283,6 +285,40 @@ def test_generic_em_takes_arrays_or_a_dict_and_counts_the_observations():
         model.prepare({"y": x})
     with pytest.raises(ValueError, match="^static_kwargs: values must be hashable"):
         EnumeratedEM(_mixture, static_kwargs={"n_classes": [2]})
+
+
+def test_an_em_result_summarises_itself_as_the_gibbs_fits_do(capsys):
+    # 2026-12-07: EMResult had no summary(), where DPMixtureFit and IRMResult have one (a table).
+    x = jnp.concatenate([jnp.full(20, -3.0), jnp.full(20, 3.0)])
+    model = EnumeratedEM(_mixture, static_kwargs={"n_classes": 2}, max_plate_nesting=1)
+    result = tempered_em(model, x, key=jax.random.key(0), valid=x + 0.1, n_restarts=2, max_iter=20)
+    table = result.summary()
+    assert capsys.readouterr().out == ""  # a table returned, nothing printed
+    assert isinstance(table, pd.DataFrame) and list(table.columns) == ["value", "about"]
+    assert table.index.name == "quantity" and list(table.index) == [
+        "log_lik", "beta", "valid_perplexity", "valid_zero_tokens", "n_iter", "best_iteration", "n_restarts",
+        "best_restart"]
+    value, at = table["value"], result.best_iteration
+    assert value["log_lik"] == result.log_lik and value["beta"] == result.beta
+    assert value["valid_perplexity"] == result.history["valid_perplexity"][at]
+    assert value["valid_perplexity"] == pytest.approx(result.restart_scores[result.best_restart], rel=1e-6)
+    assert value["valid_zero_tokens"] == 0
+    assert [value[name] for name in ("n_iter", "best_iteration", "n_restarts", "best_restart")] == [
+        result.n_iter, at, 2, result.best_restart]
+    assert table.loc["best_restart", "about"].startswith("the restart kept, by validation perplexity (")
+    assert f"iteration {at} of the kept restart" in table.loc["valid_perplexity", "about"]
+    assert "result.summary()" in repr(result)  # the card names it
+    # Without validation data (and a result saved before its log-likelihood was kept): every row
+    # still there, NaN where there is no value.
+    unvalidated = dataclasses.replace(result, log_lik=float("nan"), restart_scores=result.restart_scores[:1],
+                                      best_restart=0, history={name: np.full_like(values, np.nan)
+                                                               if name.startswith("valid") else values
+                                                               for name, values in result.history.items()})
+    table = unvalidated.summary()
+    assert list(table.index) == list(result.summary().index)
+    assert table.loc[["log_lik", "valid_perplexity", "valid_zero_tokens"], "value"].isna().all()
+    assert table.loc["valid_perplexity", "about"] == "no validation data"
+    assert table.loc["best_restart", "about"] == "the only restart" and table.loc["n_restarts", "value"] == 1
 
 
 def test_observations_are_counted_without_the_masked_padding():

@@ -2,6 +2,8 @@
 
 import dataclasses
 import json
+import re
+import types
 import warnings
 
 import arviz as az
@@ -95,13 +97,123 @@ def test_float64_gaussian_mixture_round_trips(tmp_path, x64):
     assert loaded.log_likelihood(points) == result.log_likelihood(points)
 
 
+POINTS = np.concatenate([np.full((10, 1), -2.0), np.full((10, 1), 2.0)]) + RNG.normal(size=(20, 1)) * 0.1
+
+
+def _program_fit(program):
+    model = EnumeratedEM(program, static_kwargs=(("n_classes", 2),), m_step_iters=5)
+    return tempered_em(model, ProgramData((jnp.asarray(POINTS),), 20.0), key=jax.random.key(2), max_iter=3)
+
+
 def test_generic_em_with_a_program_round_trips(tmp_path):
-    points = np.concatenate([np.full((10, 1), -2.0), np.full((10, 1), 2.0)]) + RNG.normal(size=(20, 1)) * 0.1
-    model = EnumeratedEM(gaussian_mixture_program, static_kwargs=(("n_classes", 2),), m_step_iters=5)
-    result = tempered_em(model, ProgramData((jnp.asarray(points),), 20.0), key=jax.random.key(2), max_iter=3)
-    loaded = load_result(save_result(tmp_path / "program.npz", result))
+    result = _program_fit(gaussian_mixture_program)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a program of a module that can be imported: saved without a word
+        loaded = load_result(save_result(tmp_path / "program.npz", result))
     assert loaded.model.program is gaussian_mixture_program
     assert_results_equal(loaded, result)
+
+
+def _defined_as(module, qualname, function=gaussian_mixture_program):
+    """A copy of ``function`` that says it was defined as ``module:qualname``. With ``__main__`` and
+    a name this process's ``__main__`` (pytest's) does not have, it is to this process what a
+    program of a script or notebook is to every other process: named in the file, not found."""
+    copy = types.FunctionType(function.__code__, function.__globals__, qualname.rpartition(".")[2],
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__module__, copy.__qualname__ = module, qualname
+    return copy
+
+
+def _same_fit(loaded, original):
+    """The parameters, history and scores of ``original`` in ``loaded``, whose model is another
+    object (given to load_result), equal to the original's but for its program."""
+    assert_results_equal(loaded, dataclasses.replace(original, model=loaded.model))
+
+
+def test_a_program_of_a_script_warns_when_saved_and_loads_with_the_model_given(tmp_path):
+    # 2026-12-07: a fit of an EnumeratedEM whose program a script defined (module __main__) was saved
+    # without a word, and neither load_result nor read_metadata could read the file in another process.
+    program = _defined_as("__main__", "latentzoo_test_program_of_a_script")
+    assert not hasattr(__import__("__main__"), program.__qualname__)
+    result = _program_fit(program)
+    with pytest.warns(UserWarning, match=r"^save_result: the model refers to '__main__:latentzoo_test_program_of_a_"
+                                         r"script', defined in a script or notebook .* another process cannot import: "
+                                         r".* load_result\(path, model=model\) .* put the program .* in a module that "
+                                         r"can be imported"):
+        path = save_result(tmp_path / "script.npz", result)
+    # In another process, trusting __main__ or not, the model is not there to import: load_result says
+    # how to load the file all the same.
+    with pytest.raises(ValueError, match=r"^path: '.*script.npz': model.program: cannot find '__main__:latentzoo_"
+                                         r"test_program_of_a_script' .* load_result\(path, model=model\)"):
+        load_result(path, trusted_modules=("__main__",))
+    with pytest.raises(ValueError, match=r"^path: .*model.program: refusing to import '__main__'.* "
+                                         r"load_result\(path, model=model\)"):
+        load_result(path)
+    # The metadata read without importing the model: described, its program by name.
+    described = {"class": "inference.enumerated:EnumeratedEM", "program": "__main__:latentzoo_test_program_of_a_script",
+                 "static_kwargs": (("n_classes", 2),), "max_plate_nesting": 1, "learning_rate": 0.05,
+                 "m_step_iters": 5, "init_scale": 0.1, "data_plate": None, "data_args": None}
+    for trusted_modules in ((), ("__main__",)):
+        metadata = read_metadata(path, trusted_modules=trusted_modules)
+        assert metadata["model"] == described
+        assert metadata["schedule"] == result.schedule and metadata["n_iter"] == result.n_iter
+    # The parameters and history with the model given: its program defined again (here: imported).
+    again = EnumeratedEM(gaussian_mixture_program, static_kwargs={"n_classes": 2}, m_step_iters=5)
+    loaded = load_result(path, model=again)
+    assert loaded.model is again
+    _same_fit(loaded, result)
+    assert loaded.perplexity(POINTS) == result.perplexity(POINTS)
+    # Only the saved model: the same class and settings, whatever its program.
+    with pytest.raises(ValueError, match=r"^model: the EnumeratedEM given differs from the model saved in '.*script"
+                                         r".npz' in static_kwargs, m_step_iters: the saved one has static_kwargs="
+                                         r"\(\('n_classes', 2\),\), m_step_iters=5$"):
+        load_result(path, model=EnumeratedEM(gaussian_mixture_program, static_kwargs={"n_classes": 3}))
+    with pytest.raises(ValueError, match=r"^model: the Aspect given is not the model saved in '.*', one of class "
+                                         r"'inference.enumerated:EnumeratedEM'"):
+        load_result(path, model=Aspect(2))
+    with pytest.raises(TypeError, match="^model: expected the model fitted by EM whose result .* got function"):
+        load_result(path, model=gaussian_mixture_program)
+
+
+def test_a_local_program_is_saved_with_a_warning_and_loads_with_the_model_given(tmp_path):
+    # A lambda or a function defined inside a function: no process can import it. Saving it raised a
+    # TypeError, and the fit was lost; it is saved now, with the warning.
+    def program(points=None, *, n_classes, n_points=None, n_features=None):
+        return gaussian_mixture_program(points, n_classes=n_classes, n_points=n_points, n_features=n_features)
+
+    reference = f"{program.__module__}:{program.__qualname__}"
+    result = _program_fit(program)
+    with pytest.warns(UserWarning, match=rf"^save_result: the model refers to {re.escape(repr(reference))}, a lambda "
+                                         r"or a function defined inside another function, which another process "
+                                         r"cannot import: .*load_result\(path, model=model\)"):
+        path = save_result(tmp_path / "local.npz", result)
+    with pytest.raises(ValueError, match=rf"^path: .*cannot find {re.escape(repr(reference))}.*model=model"):
+        load_result(path, trusted_modules=(program.__module__,))
+    assert read_metadata(path)["model"]["program"] == reference
+    _same_fit(load_result(path, model=result.model), result)
+    assert load_result(path, model=result.model).model == result.model
+
+
+def test_a_model_class_of_a_script_loads_with_the_model_given(tmp_path, tempered_aspect):
+    # A model class defined in a script (and the class of its parameters), moved to a module later
+    # or defined again: the model given is the saved one by its classes' names and its settings.
+    script_aspect = type("Aspect", (Aspect,), {"__module__": "__main__", "__qualname__": "Aspect"})
+    result = dataclasses.replace(tempered_aspect, model=script_aspect(3, backend="xla"))
+    with pytest.warns(UserWarning, match=r"^save_result: the model refers to '__main__:Aspect', defined in a script"):
+        path = save_result(tmp_path / "script_class.npz", result)
+    # The parameters' class in __main__ too: looked up beside the class of the model given.
+    path = _rewritten(path, tmp_path / "script_params.npz",
+                      lambda metadata, arrays: metadata["params"].update(namedtuple="__main__:AspectParams"))
+    with pytest.raises(ValueError, match=r"^path: .*model: cannot find '__main__:Aspect'.*model=model"):
+        load_result(path, trusted_modules=("__main__",))
+    assert read_metadata(path)["model"] == {"class": "__main__:Aspect", "n_classes": 3, "update": "simultaneous",
+                                            "backend": "xla", "prior_count": 0.0}
+    loaded = load_result(path, model=Aspect(3, backend="xla"))
+    assert_results_equal(loaded, tempered_aspect)
+    assert loaded.perplexity(VALID) == tempered_aspect.perplexity(VALID)
+    with pytest.raises(ValueError, match=r"^model: the Aspect given differs from the model saved in .* in n_classes"):
+        load_result(path, model=Aspect(2, backend="xla"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +270,26 @@ def test_bad_files_and_arguments_are_named(tmp_path, tempered_aspect):
         save_chains(tmp_path, az.from_dict(posterior={"alpha": np.ones((2, 3))}))
 
 
+class _DrawsFit:
+    idata = None  # a DP mixture's fit: its InferenceData holds every draw
+
+
+class _Chains:
+    def to_inference_data(self):
+        return None
+
+
+def test_gibbs_results_are_refused_naming_how_their_chains_are_saved(tmp_path):
+    with pytest.raises(TypeError, match=r"^result: .*, got _DrawsFit: Gibbs chains, whose draws "
+                                        r"zoo.io.save_chains\(path, result.idata\) saves"):
+        save_result(tmp_path / "x.npz", _DrawsFit())
+    with pytest.raises(TypeError, match=r"^result: .*, got _Chains: Gibbs chains, whose draws "
+                                        r"zoo.io.save_chains\(path, result.to_inference_data\(\)\) saves"):
+        save_result(tmp_path / "x.npz", _Chains())
+    with pytest.raises(TypeError, match=r"^result: .*, got dict$"):
+        save_result(tmp_path / "x.npz", {"params": 1})
+
+
 @pytest.fixture(scope="module")
 def ratings_lrm():
     """An LRM of two domains (users and films) with a class count of each, and its data."""
@@ -209,14 +341,25 @@ def test_a_latent_class_relational_result_round_trips_and_its_methods_work(tmp_p
     metadata = read_metadata(path)
     assert metadata["result"] == "zoo.relational.latent_class:LRMResult" and metadata["model"] == result.model
     assert metadata["settings"] == {"note": "ratings"} and metadata["provenance"] == result.provenance
-    with pytest.raises(TypeError, match=r"^result: .*, got IRMResult: Gibbs chains, whose draws "
-                                        r"zoo.io.save_chains\(path, result.to_inference_data\(\)\) saves"):
-        from zoo.relational import InfiniteRelational
+    # An IRM's chains are saved with every draw's clusters, which give the result back (2026-12-07: the
+    # message named to_inference_data(), whose file has no clusters).
+    from zoo.relational import InfiniteRelational, IRMResult
 
-        save_result(tmp_path / "x.npz", InfiniteRelational(max_clusters=8).sample(
-            data, jax.random.key(0), n_chains=2, n_warmup=2, n_draws=2, progress=False))
+    irm = InfiniteRelational(max_clusters=8).sample(data, jax.random.key(0), n_chains=2, n_warmup=2, n_draws=2,
+                                                    progress=False)
+    with pytest.raises(TypeError, match=r"^result: .*, got IRMResult: Gibbs chains, whose draws, every draw's "
+                                        r"clusters with them, zoo.io.save_chains\(path, result.to_inference_data\("
+                                        r"assignments=True\)\) saves, and IRMResult.from_inference_data\("
+                                        r"zoo.io.load_chains\(path\), data\) reads back into a result"):
+        save_result(tmp_path / "x.npz", irm)
+    chains = save_chains(tmp_path / "irm.nc", irm.to_inference_data(assignments=True))  # as the message says
+    back = IRMResult.from_inference_data(load_chains(chains), data)
+    for name, draws in irm.assignments.items():
+        np.testing.assert_array_equal(back.assignments[name], draws)
     with pytest.raises(TypeError, match="^schedule: only for an EM result, not a LRMResult"):
         save_result(tmp_path / "x.npz", result, schedule=TemperedEM())
+    with pytest.raises(TypeError, match="^model: only for an EM result's file; '.*' holds a LRMResult"):
+        load_result(path, model=result.model)
 
 
 def test_a_damaged_latent_class_relational_file_is_named(tmp_path, ratings_lrm):

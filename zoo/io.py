@@ -20,6 +20,17 @@ derived fields (e.g. the tree of a cluster-abstraction model) round-trip exactly
 from the ``zoo`` and ``inference`` packages are imported when loading, unless more module
 prefixes are trusted explicitly: a result file cannot make the loader import arbitrary code.
 
+A model whose program (or class) was defined in a script or notebook (module ``__main__``), or is a
+lambda or a function defined inside another function, is saved by that name too, but no other
+process can import it: :func:`save_result` warns, :func:`read_metadata` describes the model
+(class, fields, functions by name) instead of rebuilding it, and :func:`load_result` loads the
+parameters and history with the model given, the program defined again or imported::
+
+    result = load_result("fit.npz", model=EnumeratedEM(my_program, static_kwargs={"n_classes": 4}))
+
+A program put in a module that can be imported (``my_models.py``) needs no more than
+``load_result("fit.npz", trusted_modules=("my_models",))``.
+
 A result of another kind that can check itself when loaded (a method ``_check_loaded``) is written
 field by field to the same kind of file: :class:`zoo.relational.LRMResult`, Chiang and Poole's
 latent-class relational model fitted by incremental EM, with its model, schema, parameters, history
@@ -54,17 +65,19 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import os
 import sys
 import types
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from inference.em import EMResult
-from inference._validation import key_as_data, key_from_data
+from inference._validation import key_as_data, key_from_data, user_stacklevel
 
 __all__ = [
     "save_result",
@@ -107,9 +120,12 @@ def encode_settings(value: Any, name: str = "model") -> Any:
     return _encode(value, name, None)
 
 
-def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None) -> Any:
+def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None, local: bool = False) -> Any:
     """:func:`encode_settings`; with ``arrays`` (a result's fields), arrays are also accepted, kept in
-    ``arrays`` under ``arrays/<n>`` and referred to by that name, and NamedTuples by class and fields."""
+    ``arrays`` under ``arrays/<n>`` and referred to by that name, and NamedTuples by class and fields.
+    With ``local``, lambdas and functions defined inside functions are written by their qualified name
+    too (``module:outer.<locals>.inner``), which no process can import: an EM result's model, whose
+    file then loads with the model given (:func:`load_result`, ``model=``)."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -117,7 +133,7 @@ def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None) -> Any:
             return {"float": repr(value)}
         return value
     if isinstance(value, np.generic) and np.ndim(value) == 0 and not isinstance(value, np.str_):
-        return _encode(value.item(), name, arrays)
+        return _encode(value.item(), name, arrays, local)
     if arrays is not None and _is_array(value):
         stored = np.asarray(value)
         if stored.dtype.kind not in "biuf":
@@ -127,24 +143,25 @@ def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None) -> Any:
         return {"array": reference}
     if arrays is not None and isinstance(value, tuple) and hasattr(value, "_fields"):
         return {"namedtuple": _qualified_name(type(value)),
-                "fields": {field: _encode(getattr(value, field), f"{name}.{field}", arrays) for field in value._fields}}
+                "fields": {field: _encode(getattr(value, field), f"{name}.{field}", arrays, local)
+                           for field in value._fields}}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {"tuple": [_encode(item, f"{name}[{index}]", arrays) for index, item in enumerate(value)]}
+        return {"tuple": [_encode(item, f"{name}[{index}]", arrays, local) for index, item in enumerate(value)]}
     if isinstance(value, list):
-        return [_encode(item, f"{name}[{index}]", arrays) for index, item in enumerate(value)]
+        return [_encode(item, f"{name}[{index}]", arrays, local) for index, item in enumerate(value)]
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise TypeError(f"{name}: dictionary keys must be strings to be saved")
-        return {"dict": {key: _encode(item, f"{name}.{key}", arrays) for key, item in value.items()}}
+        return {"dict": {key: _encode(item, f"{name}.{key}", arrays, local) for key, item in value.items()}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             "dataclass": _qualified_name(type(value)),
             "fields": {
-                field.name: _encode(getattr(value, field.name), f"{name}.{field.name}", arrays)
+                field.name: _encode(getattr(value, field.name), f"{name}.{field.name}", arrays, local)
                 for field in dataclasses.fields(value)
             },
         }
-    if isinstance(value, types.FunctionType) and "<" not in value.__qualname__:  # module-level functions
+    if isinstance(value, types.FunctionType) and (local or "<" not in value.__qualname__):  # module-level ones
         return {"function": _qualified_name(value)}
     raise TypeError(f"{name}: cannot save a {type(value).__name__} ({value!r:.80}) in a result file")
 
@@ -179,12 +196,18 @@ def describe_settings(value: Any, name: str = "model") -> Any:
             "attributes": {key: describe_settings(item, f"{name}.{key}") for key, item in attributes.items()}}
 
 
+class _Unimportable(ValueError):
+    """A well-formed reference (``module:QualName``) to a class or function that is not imported:
+    its module is not trusted, or it is not found there (a program defined in another process's
+    ``__main__``, a lambda). :func:`read_metadata` describes such an entry instead."""
+
+
 def _import(qualified: str, trusted: tuple[str, ...], name: str) -> Any:
     if not isinstance(qualified, str) or qualified.count(":") != 1:
         raise ValueError(f"{name}: malformed class reference {qualified!r}")
     module_name, qualname = qualified.split(":")
     if not any(module_name == prefix or module_name.startswith(prefix + ".") for prefix in trusted):
-        raise ValueError(
+        raise _Unimportable(
             f"{name}: refusing to import {module_name!r}; pass trusted_modules=({module_name.split('.')[0]!r},) "
             "if you trust the file"
         )
@@ -193,8 +216,48 @@ def _import(qualified: str, trusted: tuple[str, ...], name: str) -> Any:
         for part in qualname.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"{name}: cannot find {qualified!r} ({error})") from None
+        raise _Unimportable(f"{name}: cannot find {qualified!r} ({error})") from None
     return target
+
+
+def _unimportable_references(document: Any) -> list[str]:
+    """The classes and functions (``module:QualName``) an encoded document refers to that another
+    process cannot import: those of ``__main__`` (a script's, or a notebook's) and lambdas and
+    functions defined inside functions (``<lambda>``, ``<locals>``)."""
+    found: list[str] = []
+    if isinstance(document, list):
+        for item in document:
+            found.extend(_unimportable_references(item))
+    elif isinstance(document, dict):
+        for key, item in document.items():
+            if key in ("function", "dataclass", "namedtuple") and isinstance(item, str):
+                module_name, _, qualname = item.partition(":")
+                if module_name == "__main__" or "<" in qualname:
+                    found.append(item)
+            else:
+                found.extend(_unimportable_references(item))
+    return list(dict.fromkeys(found))
+
+
+def _described(value: Any, arrays: dict[str, np.ndarray] | None = None) -> Any:
+    """An encoded entry as plain values, importing nothing: dataclasses and NamedTuples as a dict of
+    ``class`` (``module:QualName``) and their fields, functions by their ``module:QualName``, the
+    rest as :func:`decode_settings` gives it (what :func:`read_metadata` returns for an entry whose
+    classes or functions cannot be imported)."""
+    if isinstance(value, list):
+        return [_described(item, arrays) for item in value]
+    if isinstance(value, dict) and len(value) in (1, 2):
+        if isinstance(value.get("function"), str):
+            return value["function"]
+        for kind, members in (("dataclass", "fields"), ("namedtuple", "fields"), ("object", "attributes")):
+            if isinstance(value.get(kind), str) and isinstance(value.get(members, {}), dict):
+                return {"class": value[kind], **{key: _described(item, arrays)
+                                                 for key, item in value.get(members, {}).items()}}
+        if isinstance(value.get("tuple"), list):
+            return tuple(_described(item, arrays) for item in value["tuple"])
+        if isinstance(value.get("dict"), dict):
+            return {key: _described(item, arrays) for key, item in value["dict"].items()}
+    return _decode(value, "model", (), arrays)
 
 
 def decode_settings(value: Any, name: str = "model", *, trusted_modules: Sequence[str] = ()) -> Any:
@@ -306,17 +369,21 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
     Returns
     -------
     pathlib.Path of the written file.
+
+    Warns
+    -----
+    UserWarning
+        When an EM result's model refers to a function or class that another process cannot
+        import: one defined in a script or notebook (``__main__``), a lambda, or a function
+        defined inside another function. The file is written, but its parameters and history load
+        elsewhere only with the model given, ``load_result(path, model=model)``.
     """
     if settings is not None and not isinstance(settings, dict):
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if not isinstance(result, EMResult):
         if not (dataclasses.is_dataclass(result) and callable(getattr(result, "_check_loaded", None))):
-            chains = next((f"result.{name}" + ("()" if name == "to_inference_data" else "")
-                           for name in ("idata", "to_inference_data") if hasattr(type(result), name)), None)
-            advice = "" if chains is None else (f": Gibbs chains, whose draws zoo.io.save_chains(path, {chains}) "
-                                                "saves (or pickle it, to continue it later with resume)")
             raise TypeError(f"result: expected an inference.em.EMResult or a zoo.relational.LRMResult, got "
-                            f"{type(result).__name__}{advice}")
+                            f"{type(result).__name__}{_chains_advice(result)}")
         if schedule is not None:
             raise TypeError(f"schedule: only for an EM result, not a {type(result).__name__}")
         return _save_fields(_npz_path(path), result, settings)
@@ -324,10 +391,11 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
     schedule = getattr(result, "schedule", None) if schedule is None else schedule
     params, params_kind = _params_arrays(result.params)
     shape = getattr(result, "_shape", None)
+    model = _encode(result.model, "model", None, local=True)
     metadata = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "model": encode_settings(result.model, "model"),
+        "model": model,
         "params": params_kind,
         "beta": float(result.beta),
         "best_restart": int(result.best_restart),
@@ -349,7 +417,53 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:
         np.savez(handle, **arrays)
+    _warn_if_not_importable(path, _unimportable_references([model, params_kind]))
     return path
+
+
+def _chains_advice(result: Any) -> str:
+    """How to save the chains of a Gibbs result instead (its class has ``idata`` or
+    ``to_inference_data``), or ``""``: with every draw's clusters where the result can be read
+    back from them (an IRMResult: ``to_inference_data(assignments=True)``, ``from_inference_data``)."""
+    kind = type(result)
+    if hasattr(kind, "idata"):
+        return (": Gibbs chains, whose draws zoo.io.save_chains(path, result.idata) saves (or pickle it, to "
+                "continue it later with resume)")
+    to_inference_data = getattr(kind, "to_inference_data", None)
+    if to_inference_data is None:
+        return ""
+    try:
+        keeps_assignments = "assignments" in inspect.signature(to_inference_data).parameters
+    except (TypeError, ValueError):
+        keeps_assignments = False
+    if keeps_assignments and hasattr(kind, "from_inference_data"):
+        return (": Gibbs chains, whose draws, every draw's clusters with them, zoo.io.save_chains(path, "
+                f"result.to_inference_data(assignments=True)) saves, and {kind.__name__}.from_inference_data("
+                "zoo.io.load_chains(path), data) reads back into a result (or pickle it, to continue it later "
+                "with resume)")
+    return (": Gibbs chains, whose draws zoo.io.save_chains(path, result.to_inference_data()) saves (or pickle "
+            "it, to continue it later with resume)")
+
+
+def _warn_if_not_importable(path: Path, references: list[str]) -> None:
+    """Say (``UserWarning``) that an EM result's file refers to classes or functions that another
+    process cannot import (``references``, :func:`_unimportable_references`): its parameters and
+    history will load there only with the model given to :func:`load_result`."""
+    if not references:
+        return
+    named = ", ".join(map(repr, references))
+    main = any(reference.startswith("__main__:") for reference in references)
+    local = any("<" in reference for reference in references)
+    kinds = " and ".join(part for part, present in (
+        ("defined in a script or notebook (module '__main__': in another process, that process's own script)",
+         main),
+        ("a lambda or a function defined inside another function", local)) if present)
+    warnings.warn(f"save_result: the model refers to {named}, {kinds}, which another process cannot import: the "
+                  f"parameters and history in {str(path)!r} will load there only with the model supplied, "
+                  "load_result(path, model=model) (read_metadata(path) reads the rest without it). For a file "
+                  "that loads by itself, put the program (or class) in a module that can be imported, such as "
+                  "my_models.py beside the script or notebook, import it from there, and load with "
+                  "load_result(path, trusted_modules=('my_models',)).", UserWarning, stacklevel=user_stacklevel())
 
 
 def _save_fields(path: Path, result: Any, settings: dict[str, Any] | None) -> Path:
@@ -457,13 +571,16 @@ def _numeric_array(path: Path, arrays: dict[str, np.ndarray], name: str, *, ndim
 
 
 def _decoded(path: Path, value: Any, name: str, trusted_modules: Sequence[str],
-             arrays: dict[str, np.ndarray] | None = None) -> Any:
-    """:func:`decode_settings` (with ``arrays``, a result's fields) with any failure (a malformed or
-    untrusted entry) naming ``path``."""
+             arrays: dict[str, np.ndarray] | None = None, *, describe: bool = False) -> Any:
+    """:func:`decode_settings` (with ``arrays``, a result's fields; with ``describe``,
+    :func:`_described`) with any failure (a malformed or untrusted entry) naming ``path``."""
     try:
+        if describe:
+            return _described(value, arrays)
         return _decode(value, name, _TRUSTED + tuple(trusted_modules), arrays)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
-        raise ValueError(f"path: {str(path)!r}: {error}") from None
+        kind = _Unimportable if isinstance(error, _Unimportable) else ValueError
+        raise kind(f"path: {str(path)!r}: {error}") from None
 
 
 def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
@@ -473,21 +590,40 @@ def _read(path: Any) -> tuple[dict, dict[str, np.ndarray]]:
 
 def read_metadata(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> dict[str, Any]:
     """The metadata of a result file, with ``model``, ``schedule`` and ``settings`` decoded (an
-    LRMResult's file: ``result``, the result's class, ``model``, ``settings`` and ``provenance``)."""
+    LRMResult's file: ``result``, the result's class, ``model``, ``settings`` and ``provenance``).
+
+    An entry is rebuilt (an equal model, schedule) where the classes and functions it names can be
+    imported from ``zoo``, ``inference`` and ``trusted_modules``. Where they cannot (a model whose
+    program was defined in a script or notebook, ``__main__``, or a module not trusted), the entry
+    is described instead, importing nothing: dataclasses as a dict of ``class``
+    (``"module:QualName"``) and their fields, functions by their ``"module:QualName"``, e.g.
+    ``{"class": "inference.enumerated:EnumeratedEM", "program": "__main__:mixture", ...}``. A
+    malformed entry raises a ``ValueError`` naming ``path``.
+    """
     metadata, arrays = _read(path)
     if metadata["format"] == RESULT_FORMAT:
         entry = _result_entry(Path(path), metadata)
         fields = entry["fields"]
         return {"format": RESULT_FORMAT, "version": metadata["version"], "result": entry["dataclass"],
-                **{key: _decoded(Path(path), value, key, trusted_modules, arrays) for key, value in
+                **{key: _decoded_or_described(Path(path), value, key, trusted_modules, arrays) for key, value in
                    (("model", fields.get("model")), ("settings", metadata.get("settings")),
                     ("provenance", fields.get("provenance")))}}
     for key in ("model", "schedule", "settings"):
-        metadata[key] = _decoded(Path(path), metadata.get(key), key, trusted_modules)
+        metadata[key] = _decoded_or_described(Path(path), metadata.get(key), key, trusted_modules)
     return metadata
 
 
-def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ()) -> Any:
+def _decoded_or_described(path: Path, value: Any, name: str, trusted_modules: Sequence[str],
+                          arrays: dict[str, np.ndarray] | None = None) -> Any:
+    """:func:`_decoded`, or :func:`_described` where the entry names a class or function that is
+    not imported (not trusted, or not found)."""
+    try:
+        return _decoded(path, value, name, trusted_modules, arrays)
+    except _Unimportable:
+        return _decoded(path, value, name, trusted_modules, arrays, describe=True)
+
+
+def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = (), model: Any = None) -> Any:
     """Read a file written by :func:`save_result` back into an equal result.
 
     Parameters
@@ -498,6 +634,14 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     trusted_modules : sequence of str
         Module prefixes besides ``zoo`` and ``inference`` whose classes may be imported to
         rebuild the model and the parameters (e.g. the module of a user-defined model).
+    model : object, optional
+        EM results only: the fitted model itself, used instead of the one the file names, which
+        is then not imported. For a file whose model cannot be imported here: one fitted in a
+        script or notebook (its program in ``__main__``, another process's own), or with a
+        lambda or a function defined inside another function (:func:`save_result` warns when it
+        writes such a file). It must be the saved model but for its functions (the program),
+        which are the caller's: the same class (by name) and the same settings, else a
+        ``ValueError``.
 
     Returns
     -------
@@ -508,19 +652,33 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
     metadata, arrays = _read(path)
     path = Path(path)
     if metadata["format"] == RESULT_FORMAT:
+        if model is not None:
+            raise TypeError(f"model: only for an EM result's file; {str(path)!r} holds a "
+                            f"{_result_entry(path, metadata)['dataclass'].rpartition(':')[2]}, whose model loads "
+                            "with it")
         return _load_fields(path, metadata, arrays, trusted_modules)
     if "model" not in metadata:
         raise ValueError(f"path: {str(path)!r}: metadata entry 'model' is missing")
-    model = _decoded(path, metadata["model"], "model", trusted_modules)
-    if not all(callable(getattr(model, method, None)) for method in ("prepare", "em_step", "heldout_log_lik")):
-        raise ValueError(f"path: {str(path)!r}: the model entry gives {model!r:.60}, not a model fitted by EM")
+    if model is None:
+        try:
+            model = _decoded(path, metadata["model"], "model", trusted_modules)
+        except _Unimportable as error:
+            raise ValueError(f"{error}. Its parameters and history load with the fitted model given instead: "
+                             "load_result(path, model=model), the model as it was fitted, its program (or class) "
+                             "defined again or imported (read_metadata(path)['model'] describes it)") from None
+        if not all(callable(getattr(model, method, None)) for method in ("prepare", "em_step", "heldout_log_lik")):
+            raise ValueError(f"path: {str(path)!r}: the model entry gives {model!r:.60}, not a model fitted by EM")
+        given = False
+    else:
+        _check_given_model(path, model, metadata["model"])
+        given = True
     kind = _entry(path, metadata, "params", lambda value: isinstance(value, dict) and (
         isinstance(value.get("fields"), list) and all(isinstance(field, str) for field in value["fields"])
         and (isinstance(value.get("namedtuple"), str) or ("dict" in value and "namedtuple" not in value))),
         "{'fields': [names], 'namedtuple': 'module:Class'} or {'fields': [names], 'dict': null}")
     leaves = {field: jnp.asarray(_numeric_array(path, arrays, f"params/{field}")) for field in kind["fields"]}
     if "namedtuple" in kind:
-        params_type = _import_for(path, kind["namedtuple"], trusted_modules)
+        params_type = _params_type(path, kind["namedtuple"], trusted_modules, model if given else None)
         if tuple(getattr(params_type, "_fields", ())) != tuple(kind["fields"]):
             raise ValueError(f"path: {str(path)!r}: parameter fields {kind['fields']} do not match "
                              f"{getattr(params_type, '__name__', params_type)!r}")
@@ -565,6 +723,67 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = ())
         provenance=made_by or {},
         schedule=_decoded(path, metadata.get("schedule"), "schedule", trusted_modules),
     )
+
+
+def _check_given_model(path: Path, model: Any, stored: Any) -> None:
+    """``model`` (``load_result(path, model=...)``) is a model fitted by EM, and the saved one but
+    for where its classes and functions come from: the same classes by name and the same settings,
+    whatever the functions (its program, the caller's own)."""
+    if not all(callable(getattr(model, method, None)) for method in ("prepare", "em_step", "heldout_log_lik")):
+        raise TypeError(f"model: expected the model fitted by EM whose result {str(path)!r} holds, got "
+                        f"{type(model).__name__}")
+    try:
+        given = _encode(model, "model", None, local=True)
+    except TypeError as error:
+        raise TypeError(f"model: cannot be compared with the model saved in {str(path)!r} ({error})") from None
+    if _comparable(given) == _comparable(stored):
+        return
+    saved_class = stored.get("dataclass") if isinstance(stored, dict) else None
+    if (not isinstance(saved_class, str) or not isinstance(given, dict) or not isinstance(stored.get("fields"), dict)
+            or str(given.get("dataclass")).rpartition(":")[2] != saved_class.rpartition(":")[2]):
+        saved = f"one of class {saved_class!r}" if isinstance(saved_class, str) else "not a dataclass"
+        raise ValueError(f"model: the {type(model).__name__} given is not the model saved in {str(path)!r}, "
+                         f"{saved}")
+    fields, saved = given["fields"], stored["fields"]
+    differ = [field for field in fields
+              if field not in saved or _comparable(fields[field]) != _comparable(saved[field])]
+    differ += [field for field in saved if field not in fields]
+    described = ", ".join(f"{field}={_described(saved[field])!r:.60}" if field in saved else f"no {field}"
+                          for field in differ)
+    raise ValueError(f"model: the {type(model).__name__} given differs from the model saved in {str(path)!r} in "
+                     f"{', '.join(differ)}: the saved one has {described}")
+
+
+def _comparable(document: Any) -> Any:
+    """An encoded document as :func:`load_result` compares a model given with the saved one: every
+    function reference the same (the caller brings the program, defined again or imported from
+    elsewhere), classes by name (a class of a script's ``__main__`` moved to a module)."""
+    if isinstance(document, list):
+        return [_comparable(item) for item in document]
+    if not isinstance(document, dict):
+        return document
+    if "function" in document:
+        return {"function": None}
+    return {key: item.rpartition(":")[2] if key in ("dataclass", "namedtuple") and isinstance(item, str)
+            else _comparable(item) for key, item in document.items()}
+
+
+def _params_type(path: Path, qualified: str, trusted_modules: Sequence[str], model: Any) -> Any:
+    """The NamedTuple class of an EM result's parameters; with a ``model`` given to
+    :func:`load_result`, one that cannot be imported (a class of a script's ``__main__``) is looked
+    up by name in the module of the model's class (already imported; nothing is imported)."""
+    try:
+        return _import_for(path, qualified, trusted_modules)
+    except _Unimportable:
+        if model is None:
+            raise
+        target: Any = sys.modules.get(type(model).__module__)
+        for part in qualified.rpartition(":")[2].split("."):
+            target = getattr(target, part, None)
+        if not (isinstance(target, type) and issubclass(target, tuple)):
+            raise ValueError(f"path: {str(path)!r}: the parameters' class {qualified!r} cannot be imported, nor "
+                             f"found beside the model's class in {type(model).__module__!r}") from None
+        return target
 
 
 def _result_entry(path: Path, metadata: dict) -> dict:
@@ -625,8 +844,8 @@ def _check_params_shapes(path: Path, model: Any, params: Any, shape: Any) -> Non
     template = _params_template(model, shape)
     if template is None:
         return
-    expected = dict((jax.tree_util.keystr(key), leaf) for key, leaf in jax.tree_util.tree_flatten_with_path(template)[0])
-    stored = dict((jax.tree_util.keystr(key), leaf) for key, leaf in jax.tree_util.tree_flatten_with_path(params)[0])
+    expected = {jax.tree_util.keystr(key): leaf for key, leaf in jax.tree_util.tree_flatten_with_path(template)[0]}
+    stored = {jax.tree_util.keystr(key): leaf for key, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
     if sorted(expected) != sorted(stored):
         raise ValueError(f"path: {str(path)!r}: parameters {sorted(stored)} do not match the fields "
                          f"{sorted(expected)} of {type(model).__name__}")
@@ -640,7 +859,8 @@ def _import_for(path: Path, qualified: Any, trusted_modules: Sequence[str], name
     try:
         return _import(qualified, _TRUSTED + tuple(trusted_modules), name)
     except ValueError as error:
-        raise ValueError(f"path: {str(path)!r}: {error}") from None
+        kind = _Unimportable if isinstance(error, _Unimportable) else ValueError
+        raise kind(f"path: {str(path)!r}: {error}") from None
 
 
 # ----------------------------------------------------------------------------- Gibbs chains
