@@ -204,6 +204,10 @@ def test_a_fits_report_judges_what_the_fit_judges_and_names_its_calls():
         for name in fit.mixing.index:
             assert f"<th>{html.escape(name)}</th>" in document
     assert "hyper_marriage[0]" in irm.mixing.index
+    # Its title names the model that drew the chains; chains alone say only what they are.
+    assert "<h1>Gibbs chains: DPMixture(normal_gamma(2)" in report_html(dp)
+    assert "<h1>Gibbs chains: InfiniteRelational(" in report_html(irm)
+    assert "<h1>Gibbs chains</h1>" in report_html(dp.idata)
     assert "fit.resume(data, n_draws=..., until_mixed=True) continues these chains" in report_html(dp)
     # The IRM's chains as ArviZ data (a saved chains.nc), without the network: the same quantities judged.
     document = report_html(irm.to_inference_data(assignments=True))

@@ -1089,6 +1089,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     # (SupervisedDPFit's names what SCDP offers, the IRM's its split-merge moves), naming the call
     # that continues its chains (an estimator's: a warm-started fit).
     table, quantities, irm = None, None, None
+    made_by = getattr(getattr(fitted, "_continuation", None), "model", None)  # a fit's model, for the title
     if isinstance(getattr(fitted, "idata", None), az.InferenceData):  # e.g. zoo.dirichlet.mixture.DPMixtureFit
         table = getattr(fitted, "mixing", None)
         fitted = fitted.idata
@@ -1118,7 +1119,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
             sections += _clusters_sections(fitted, data, col_names, row_names, partition)
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
-        default_title = "Gibbs chains"
+        default_title = "Gibbs chains" + ("" if made_by is None else f": {made_by!r}")
     else:
         raise TypeError(
             f"fitted: expected an inference.em.EMResult, a fitted zoo.sklearn estimator, a DPMixtureFit, an "
