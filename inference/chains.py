@@ -441,7 +441,9 @@ def sample_chains(
 
 #: :func:`sample_chains` asks its ``stop_when`` again once the draws have grown by this factor.
 STOP_CHECK_GROWTH = 1.1
-#: Draws per chain before :func:`sample_chains` first asks its ``stop_when``.
+#: Draws per chain before :func:`sample_chains` first asks its ``stop_when``. The fits' until-mixed
+#: rules (:func:`inference.diagnostics.mixes_to_stop`) let a quantity constant in every draw so far end
+#: a run only later, once the chains hold 400 draws in all: 20 draws without a move showed nothing.
 STOP_CHECK_MIN_DRAWS = 20
 
 

@@ -60,9 +60,11 @@ __all__ = [
     "MIXING_STATUSES",
     "PASSING_STATUSES",
     "mixes",
+    "mixes_to_stop",
     "NOT_MIXING_STATUSES",
     "RHAT_MAX",
     "RHAT_APART",
+    "HEIGHT_ESS_MIN",
     "equal_height_advice",
     "run_longer",
     "EQUAL_HEIGHT_MEASURED",
@@ -546,8 +548,16 @@ def mixing_table(
 
 
 #: R-hat above which the chains clearly hold different partitions (the "equal height" advice of
-#: :func:`mixing_verdict`); between ``rhat_max`` and this, running longer is the advice.
+#: :func:`mixing_verdict`); between ``rhat_max`` and this, running longer is the advice. The same
+#: yardstick tells whether they agree on the log joint (:func:`equal_height_advice`).
 RHAT_APART = 1.1
+#: Bulk ESS of the log joint below which :func:`equal_height_advice` does not take the chains'
+#: agreement on it as evidence (a quarter of :data:`ESS_MIN`): with fewer effective draws its R-hat and
+#: the chains' means are too rough to say the chains reach one height. The chains of
+#: ``notebooks/dp_mixture_digits.ipynb`` (4 × 2,000 draws: log joint R-hat 1.024, bulk ESS 120; K's
+#: 2.56 and 5) pass; those of the standardised iris data after 25 draws each (R-hat 1.179, bulk ESS 22),
+#: which, continued, mixed at 565 draws per chain, do not.
+HEIGHT_ESS_MIN = 100
 
 
 def _log_joint_gap(table: pd.DataFrame) -> tuple[np.ndarray, float, float] | None:
@@ -621,6 +631,24 @@ def equal_height_advice(table: pd.DataFrame, *, measured: str = EQUAL_HEIGHT_MEA
     launch states and with the sub-cluster sampler (``benchmarks/README.md``), so the advice to run
     longer would mislead.
 
+    Short runs look the same (each chain still near its start, the log joint's sd wide), and for
+    them running longer is the advice, so the log joint itself must bear the claim out; the advice
+    is given only when also
+
+    * the log joint's R-hat is at most :data:`RHAT_APART`: the chains agree on the height by the
+      yardstick by which they differ in K;
+    * its bulk ESS is at least :data:`HEIGHT_ESS_MIN`: enough effective draws for that R-hat and
+      the chains' mean log joints to mean something;
+    * the chains hold at least the table's ``ess_min`` draws in all: in a shorter run no quantity
+      can reach the ESS the table asks for, so that K has not yet moved between the chains says
+      nothing of whether more sweeps would move it.
+
+    The standardised iris data after 25 draws per chain (``normal_gamma(4)``, key 4: log joint
+    R-hat 1.179, bulk ESS 22; K's R-hat 1.20, chain means 3.2–3.7) met the first conditions but not
+    these, and, continued, mixed at 565 draws per chain; the digits' chains of
+    ``notebooks/dp_mixture_digits.ipynb`` (4 × 2,000 draws, log joint R-hat 1.024 and bulk ESS 120)
+    and SCDP-1's on FEBRL's records (R-hat 1.011, bulk ESS 1,267) meet them.
+
     Parameters
     ----------
     table : pandas.DataFrame
@@ -646,7 +674,7 @@ def equal_height_advice(table: pd.DataFrame, *, measured: str = EQUAL_HEIGHT_MEA
     apart = [name for name in ("n_clusters", "partition_entropy")
              if name in table.index and table.loc[name, "status"] == "not mixing"
              and float(table.loc[name, "r_hat"]) > RHAT_APART and _chain_means_differ(table, name)]
-    if not apart:
+    if not apart or not _log_joint_bears_out(table):
         return ""
     means = table.attrs.get("means_by_chain", {})
     k_by_chain = means.get("n_clusters")
@@ -659,6 +687,17 @@ def equal_height_advice(table: pd.DataFrame, *, measured: str = EQUAL_HEIGHT_MEA
             "different partitions of about equal posterior probability, which a split or merge of one cluster "
             f"seldom connects. {measured} Read the spread between chains{k_text} as part of the posterior's "
             "uncertainty, run more chains from dispersed starts to see how wide it is, and report it.")
+
+
+def _log_joint_bears_out(table: pd.DataFrame) -> bool:
+    """Whether the log joint of ``table`` is evidence that its chains reach one height (see
+    :func:`equal_height_advice`): R-hat at most :data:`RHAT_APART`, bulk ESS at least
+    :data:`HEIGHT_ESS_MIN`, and at least ``ess_min`` draws in all. NaN (a constant log joint) is not."""
+    row = table.loc["log_joint"]
+    n_chains, n_draws = table.attrs.get("n_chains"), table.attrs.get("n_draws")
+    if not n_chains or not n_draws or int(n_chains) * int(n_draws) < table.attrs.get("ess_min", ESS_MIN):
+        return False
+    return bool(float(row["r_hat"]) <= RHAT_APART and float(row["ess_bulk"]) >= HEIGHT_ESS_MIN)
 
 
 def _check_table(table: Any) -> pd.DataFrame:
@@ -751,10 +790,13 @@ def mixing_verdict(table: pd.DataFrame) -> str:
         written for the Dirichlet-process samplers: to run longer (naming the call that continues
         the chains when ``table.attrs["continue_with"]`` gives it, as the fits of
         :class:`zoo.dirichlet.DPMixture` do), with more moves or chains; or,
-        when the chains agree on the log joint (means within 10 nats or within its sd) while the
-        number of clusters or the entropy of their sizes moves in every chain but has R-hat above
-        :data:`RHAT_APART`, that they hold different partitions of about equal probability, which
-        longer runs did not join where this was measured, and that their spread is to be reported.
+        when the chains agree on the log joint (means within 10 nats or within its sd, and a log
+        joint that bears that out: R-hat at most :data:`RHAT_APART`, bulk ESS at least
+        :data:`HEIGHT_ESS_MIN`, ``ess_min`` draws in all) while the number of clusters or the
+        entropy of their sizes moves in every chain but has R-hat above :data:`RHAT_APART`, that
+        they hold different partitions of about equal probability, which longer runs did not join
+        where this was measured, and that their spread is to be reported
+        (:func:`equal_height_advice`).
         A sampler without their moves sets its own advice in ``table.attrs["advice"]`` (as
         :class:`zoo.relational.IRMResult` does).
 
@@ -815,8 +857,8 @@ def mixing_verdict(table: pd.DataFrame) -> str:
 
 def mixes(table: pd.DataFrame) -> bool:
     """Whether every quantity of ``table`` mixes: each status is ``"ok"`` or ``"constant"``
-    (:data:`PASSING_STATUSES`), the test of :func:`warn_if_not_mixing` and of the fits'
-    ``until_mixed``.
+    (:data:`PASSING_STATUSES`), the test of :func:`warn_if_not_mixing` (the fits' ``until_mixed``
+    asks :func:`mixes_to_stop`, which wants enough draws before a constant ends a run).
 
     >>> import numpy as np
     >>> draws = np.random.default_rng(0).normal(size=(4, 1000))
@@ -826,6 +868,40 @@ def mixes(table: pd.DataFrame) -> bool:
     False
     """
     return bool(_check_table(table)["status"].astype(str).isin(PASSING_STATUSES).all())
+
+
+def mixes_to_stop(table: pd.DataFrame) -> bool:
+    """Whether ``until_mixed`` may end a run on ``table``: :func:`mixes`, and, where some quantity
+    passes by being ``"constant"``, the chains hold at least the table's ``ess_min`` draws in all.
+
+    A constant has no R-hat or ESS to wait for, so :func:`mixes` passes it at once; but a few
+    draws in which nothing moved do not show a posterior concentrated on one state. The
+    sub-cluster sampler on three clusters of 30 points far apart (``normal_gamma(2)``, key 1) held
+    one partition (K 3, one log joint, one entropy) in the first 20 draws of all four chains and
+    ended the run there, at the first question, silent; K moves from the 33rd draw on (3 and 4 in
+    150 draws). Asking for as many draws as an ESS of ``ess_min`` (400) needs (100 per chain for
+    four chains) lets a posterior that is concentrated still end the run, a little later, and one
+    that moves show it. Quantities that are ``"ok"`` need no more: their ESS is already at least
+    ``ess_min``.
+
+    The rule of the until-mixed runs of :class:`zoo.dirichlet.DPMixture` and
+    :class:`zoo.dirichlet.supervised.SupervisedDP` (their ``_when_mixed``).
+
+    >>> import numpy as np
+    >>> constant = {"n_clusters": np.full((4, 20), 3)}
+    >>> table = mixing_table(az.from_dict(posterior=constant))
+    >>> mixes(table), mixes_to_stop(table)
+    (True, False)
+    >>> mixes_to_stop(mixing_table(az.from_dict(posterior={"n_clusters": np.full((4, 100), 3)})))
+    True
+    """
+    table = _check_table(table)
+    if not mixes(table):
+        return False
+    if not table["status"].astype(str).eq("constant").any():
+        return True
+    n_chains, n_draws = table.attrs.get("n_chains"), table.attrs.get("n_draws")
+    return bool(n_chains and n_draws and int(n_chains) * int(n_draws) >= table.attrs.get("ess_min", ESS_MIN))
 
 
 def warn_if_not_mixing(table: pd.DataFrame, *, stacklevel: int = 2) -> bool:

@@ -425,6 +425,83 @@ def test_chains_at_one_height_in_different_partitions_are_told_to_report_the_spr
     assert mixing_verdict(table).endswith("Do this.")
 
 
+def test_chains_at_one_height_are_told_so_only_when_the_log_joint_bears_it_out():
+    # Short runs look like chains at one height in different partitions: each chain still near its
+    # start, the log joint's sd wide. DPMixture on the standardised iris data after 25 draws per
+    # chain (log joint R-hat 1.179, bulk ESS 22) was told that more sweeps would not join its chains;
+    # they mixed at 565 draws per chain. Each condition on the log joint alone now gives "Run longer".
+    k = STUCK_K + (np.random.default_rng(3).random(size=STUCK_K.shape) < 0.2)  # each chain at its own K
+    draws = np.arange(1000)
+    cases = {
+        # 60 draws per chain, 240 in all: the log joint agrees (R-hat ~1, bulk ESS ~280), but no
+        # quantity could reach an ESS of 400 yet.
+        "few draws in all": (k[:, :60], 5.0 * IID[:, :60] - 1000.0),
+        # Every chain drifts the same way (one mean per chain, so within the sd): split R-hat > 1.1.
+        "log joint drifts": (k, np.linspace(-40.0, 0.0, 1000) + 5.0 * IID - 1000.0),
+        # Slow swings in step in every chain: R-hat ~1, but a bulk ESS below HEIGHT_ESS_MIN.
+        "few effective draws of the log joint": (k, 10.0 * np.sin(2 * np.pi * draws / 250) + IID - 1000.0),
+    }
+    for case, (n_clusters, log_joint) in cases.items():
+        table = mixing_table(_dataset(n_clusters=n_clusters, log_joint=log_joint))
+        # Everything else as for the chains that get the advice: K apart in means and R-hat, one height.
+        assert table.loc["n_clusters", "status"] == "not mixing" and table.loc["n_clusters", "r_hat"] > 1.1, case
+        assert np.ptp(table.attrs["log_joint_by_chain"]) < max(10.0, table.loc["log_joint", "sd"]), case
+        verdict = mixing_verdict(table)
+        assert "same height" not in verdict and "Run longer" in verdict, (case, verdict)
+        assert diagnostics.equal_height_advice(table) == "", case
+    few, drifting, slow = (mixing_table(_dataset(n_clusters=n, log_joint=lj)) for n, lj in cases.values())
+    assert few.loc["log_joint", "r_hat"] <= 1.01 and few.loc["log_joint", "ess_bulk"] >= diagnostics.HEIGHT_ESS_MIN
+    assert drifting.loc["log_joint", "r_hat"] > diagnostics.RHAT_APART
+    assert slow.loc["log_joint", "r_hat"] <= 1.01 and slow.loc["log_joint", "ess_bulk"] < diagnostics.HEIGHT_ESS_MIN
+    # The same chains, long and with a log joint that mixes, are told the spread is to be reported.
+    assert "The chains reach the same height" in mixing_verdict(mixing_table(_dataset(
+        n_clusters=k, log_joint=5.0 * IID - 1000.0)))
+
+
+def test_a_constant_ends_an_until_mixed_run_only_after_enough_draws_to_show_a_move():
+    # The sub-cluster sampler on three easy clusters held one partition in the first 20 draws of all
+    # four chains and stopped there, though K moved later. mixes() passes constants (a fixed α is one);
+    # mixes_to_stop, the rule of the until-mixed runs, wants ESS_MIN draws in all first.
+    from inference.diagnostics import ESS_MIN, mixes, mixes_to_stop
+
+    for n_chains in (1, 2, 4):
+        enough = ESS_MIN // n_chains
+        for n_draws, stops in ((20, False), (enough - 1, False), (enough, True)):
+            table = mixing_table(_dataset(n_clusters=np.full((n_chains, n_draws), 3),
+                                          log_joint=np.full((n_chains, n_draws), -180.5)))
+            assert mixes(table) and set(table["status"]) == {"constant"}
+            assert mixes_to_stop(table) is stops, (n_chains, n_draws)
+    # A fixed α beside quantities that mix: those have ESS 400 already, so nothing changes.
+    table = mixing_table(_dataset(alpha=np.ones((4, 1000)), log_joint=IID))
+    assert mixes(table) and mixes_to_stop(table)
+    # What does not mix never stops the run.
+    table = mixing_table(_dataset(alpha=np.ones((4, 1000)), log_joint=WALK))
+    assert not mixes(table) and not mixes_to_stop(table)
+    with pytest.raises(TypeError, match="^table: expected a pandas.DataFrame"):
+        mixes_to_stop("table")
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_a_pickled_relational_result_that_does_not_mix_warns_again_in_its_summary():
+    # IRMResult kept whether sample() had warned in its pickle: loaded in a new session, its summary()
+    # said nothing of chains that do not mix.
+    import pickle
+
+    from test_infinite import _one_domain_data
+    from zoo.relational import InfiniteRelational
+
+    result = InfiniteRelational().sample(_one_domain_data(), key=jax.random.key(0), n_chains=2, n_sweeps=12,
+                                         n_warmup=4, progress=False)
+    assert result._warned and not diagnostics.mixes(result.mixing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        result.summary()  # warned once, in this session
+    restored = pickle.loads(pickle.dumps(result))
+    with pytest.warns(MixingWarning, match="do NOT mix|Too few effective draws"):
+        restored.summary()
+    assert result._warned  # the result pickled is left as it was
+
+
 def test_from_dict_in_order_keeps_each_groups_order_and_passes_the_rest_through():
     # ArviZ before 0.23 sorted from_dict's variables by name; the fits' tables follow this order.
     draws = np.arange(20.0).reshape(2, 10)

@@ -286,6 +286,105 @@ def test_the_default_fit_runs_until_the_chains_mix():
                          progress=False).result.n_draws == DEFAULT_DRAWS
 
 
+def test_a_short_run_is_told_to_run_longer_not_that_its_chains_sit_at_one_height():
+    # 25 draws per chain on the standardised iris data: the log joint's chain means lay within its
+    # sd and K's differed (R-hat 1.20), so the warning said the chains held partitions of equal height
+    # that more sweeps would not join, though the log joint itself had R-hat 1.179 and bulk ESS 22 and
+    # the chains, continued, mixed at 565 draws. 100 draws in all cannot bear that advice out.
+    from sklearn.datasets import load_iris
+
+    data = load_iris().data
+    data = (data - data.mean(0)) / data.std(0)
+    with pytest.warns(MixingWarning) as record:
+        fit = DPMixture(normal_gamma(4)).fit(data, jax.random.key(4), n_draws=25, progress=False)
+    message = str(record[0].message)
+    assert "same height" not in message and "neither more sweeps" not in message
+    assert "Run longer (fit.resume(data, n_draws=..., until_mixed=True) continues these chains)" in message
+    assert fit.mixing.loc["n_clusters", "status"] == "not mixing"
+
+
+def _three_tight_clusters() -> np.ndarray:
+    """90 standardised points in three clusters far apart: K 3 in most draws."""
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(centre, 0.15, (30, 2)) for centre in (-3.0, 0.0, 3.0)])
+    return (points - points.mean(0)) / points.std(0)
+
+
+def test_until_mixed_wants_enough_draws_before_a_constant_ends_the_run():
+    # The sub-cluster sampler held one partition in the first 20 draws of all four chains; the first
+    # question of an until-mixed run found every quantity constant and ended the run there, silent
+    # ("a posterior concentrated on one state"), though K moves from the 33rd draw on. A constant now
+    # ends a run only once the chains hold 400 draws in all (inference.diagnostics.mixes_to_stop).
+    from inference.diagnostics import mixes, mixing_verdict
+
+    data, key = _three_tight_clusters(), jax.random.key(1)
+    model = DPMixture(normal_gamma(2), algorithm="subcluster")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        first = model.fit(data, key, n_draws=20, progress=False)  # what the first question saw
+    assert set(first.mixing["status"]) == {"constant"} and mixes(first.mixing)
+    with pytest.warns(MixingWarning):
+        fit = model.fit(data, key, n_draws=150, until_mixed=True, progress=False)
+    assert fit.result.n_draws == 150 and set(np.unique(fit.result.samples["n_clusters"])) == {3, 4}
+    np.testing.assert_array_equal(fit.result.samples["assignments"][:, :20], first.result.samples["assignments"])
+    # A posterior that stays on one partition (α 1e-4: no fourth cluster is opened) still ends the run,
+    # at the first question with 100 draws per chain, and says so without a warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        still = DPMixture(normal_gamma(2), alpha=1e-4).fit(data, key, progress=False)
+    assert still.result.n_draws == 100 and still.result.completed and set(still.mixing["status"]) == {"constant"}
+    assert mixing_verdict(still.mixing).startswith("Nothing to assess")
+
+
+def test_a_family_without_the_parts_for_better_moves_is_told_which_to_give():
+    # A custom_family of a log-likelihood and a G0 sampler alone runs Algorithm 8 without split-merge
+    # moves, its parameters redrawn by Metropolis-Hastings from G0 proposals (seldom accepted in 12
+    # dimensions). The advice asked for split-merge moves it cannot make (or, at one height, said that
+    # more sweeps and moves did not help elsewhere) and never named the parts that would help.
+    from zoo.dirichlet import custom_family
+    from zoo.dirichlet.mixture import _missing_parts_advice
+
+    gaussian = normal_gamma(12)
+    likelihood_only = custom_family(gaussian.log_likelihood, gaussian.sample_base, n_features=12, name="gauss12")
+    rng = np.random.default_rng(0)
+    data = np.concatenate([rng.normal(centre, 1.0, (20, 12)) for centre in (-2.0, 0.0, 2.0)])
+    with pytest.warns(MixingWarning) as record:
+        DPMixture(likelihood_only).fit(data, jax.random.key(0), n_draws=30, progress=False)
+    message = str(record[0].message)
+    assert ("The family 'gauss12' gives the sampler no split-merge moves, and Algorithm 8 redraws each cluster's "
+            "parameters by Metropolis-Hastings with proposals from G0") in message
+    assert "point_stats with sample_posterior" in message and "or with log_marginal" in message
+    assert "meanwhile, run longer (fit.resume(data, n_draws=..., until_mixed=True) continues these chains)" in message
+    assert "more split-merge moves per sweep" not in message and "neither more sweeps" not in message
+    # With exact draws of the parameters, only the marginal likelihood is missing.
+    with_posterior = custom_family(gaussian.log_likelihood, gaussian.sample_base, point_stats=gaussian.point_stats,
+                                   sample_posterior=gaussian.sample_posterior, name="exact")
+    advice = _missing_parts_advice(DPMixture(with_posterior), None)
+    assert advice.startswith("The family 'exact' gives the sampler no split-merge moves, which need its marginal")
+    assert "Metropolis" not in advice and "log_marginal" in advice and advice.endswith(
+        "meanwhile, run longer, or again with more chains from dispersed starts.")
+    # Families with the parts keep the usual advice.
+    assert _missing_parts_advice(DPMixture(gaussian), None) == ""
+    assert _missing_parts_advice(DPMixture(gaussian, algorithm="auxiliary", n_split_merge=0), None) == ""
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # short chains
+def test_a_pickled_fit_that_does_not_mix_warns_again_in_its_summary(fitted):
+    # Whether the fit had issued its warning was pickled with it: loaded in a new session, summary()
+    # said nothing of chains that do not mix.
+    import pickle
+
+    _, fit = fitted  # warned when it was made (30 draws)
+    assert fit._warned
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixingWarning)
+        fit.summary()  # not twice in one session
+    restored = pickle.loads(pickle.dumps(fit))
+    with pytest.warns(MixingWarning, match="log_joint"):
+        restored.summary()
+    assert fit._warned
+
+
 def test_resume_continues_the_chains_as_one_longer_run(fitted):
     import pickle
 

@@ -206,6 +206,12 @@ class DPMixtureFit(Described):
         self._warned = False  # whether the fit that made this object issued its MixingWarning
         self._continuation: _Continuation | None = None  # set by DPMixture.fit: what resume() needs
 
+    def __getstate__(self) -> dict:
+        """The fit's attributes for pickling, with ``_warned`` reset: the warning was issued to the
+        session that made the fit, and a fit that does not mix, loaded in another, warns again in
+        :meth:`summary`."""
+        return {**self.__dict__, "_warned": False}
+
     @property
     def _continue_with(self) -> str | None:
         """The call that continues these chains, for messages (None: the low-level one)."""
@@ -285,13 +291,21 @@ class DPMixtureFit(Described):
         """Mean, sd, ESS, R-hat and mixing status of K, α, the log joint and the entropy of the
         cluster sizes (:func:`inference.diagnostics.partition_entropy`), without a warning.
 
-        The table of :func:`inference.diagnostics.summary` (computed once, a copy each time).
+        The table of :func:`inference.diagnostics.summary` (computed once, a copy each time). For a
+        family without the parts that give the samplers their better moves (a ``custom_family`` of
+        a log-likelihood and a G0 sampler alone), ``attrs["advice"]``, the closing sentence of the
+        warnings, names those parts (:func:`_missing_parts_advice`) in place of the moves the
+        model cannot make.
         """
         table = getattr(self, "_mixing", None)
         if table is None:
             table = self._mixing = diagnostics.summary(self.idata, warn=False)
             if self._continue_with:  # the advice to run longer names the call
                 table.attrs["continue_with"] = self._continue_with
+            model = getattr(getattr(self, "_continuation", None), "model", None)
+            advice = _missing_parts_advice(model, self._continue_with) if model is not None else ""
+            if advice:
+                table.attrs["advice"] = advice
         return table.copy()
 
     def summary(self) -> pd.DataFrame:
@@ -750,7 +764,9 @@ class DPMixture:
             Stop as soon as every label-invariant quantity mixes (K, α, the log joint and the
             partition entropy: R-hat ≤ 1.01 and bulk and tail ESS ≥ 400, the table of
             :attr:`DPMixtureFit.mixing`), asked each time the draws have grown by a tenth
-            (``stop_when`` of :func:`inference.chains.sample_chains`). ``n_draws`` is then the
+            (``stop_when`` of :func:`inference.chains.sample_chains`). A quantity constant in every
+            draw (as K can be in the first draws of easy data) passes only once the chains hold
+            400 draws in all (:func:`inference.diagnostics.mixes_to_stop`). ``n_draws`` is then the
             most to draw and ``time_budget`` still applies: give generous ones for hard data, e.g.
             ``n_draws=100_000, time_budget=300``. Chains that do not mix by then end with the
             usual :class:`~inference.diagnostics.MixingWarning`. Not given: True when ``n_draws``
@@ -878,6 +894,38 @@ class DPMixture:
         return self._finish(result, continuation, "DPMixtureFit.resume")
 
 
+def _missing_parts_advice(model: DPMixture, continue_with: str | None) -> str:
+    """The advice for chains that do not mix when the model's family lacks what split–merge moves
+    or exact parameter draws need, or '' when it does not.
+
+    A ``custom_family`` of ``log_likelihood`` and ``sample_base`` alone runs Algorithm 8 without
+    split–merge moves (they need the marginal likelihood), redrawing each cluster's parameters by
+    an independence Metropolis–Hastings sampler with G0 proposals (DM05 §4.2), which is seldom
+    accepted in many dimensions; the usual advice (more split–merge moves, the sub-cluster sampler)
+    names moves such a model cannot make, and the equal-height advice (that such moves did not
+    join chains where measured) speaks of samplers it does not run. What helps is giving the family
+    the parts: ``point_stats`` with ``sample_posterior`` (exact draws of a cluster's parameters) or
+    with ``log_marginal`` (collapsed sampling, Algorithm 3, and split–merge moves; ``log_predictive``
+    is derived from it).
+    """
+    family = model.family
+    if family.has_marginal or model.n_split_merge or model.algorithm == "subcluster":
+        return ""  # it has the moves (or the model was asked to do without them): the usual advice
+    meanwhile = (f"meanwhile, {diagnostics.run_longer(continue_with, 'run longer')} with more chains from dispersed "
+                 "starts.")
+    marginal = ("log_marginal (the marginal likelihood of a cluster's point_stats: the collapsed sampler, "
+                "Algorithm 3, and split-merge moves")
+    if family.has_posterior:
+        return (f"The family {family.name!r} gives the sampler no split-merge moves, which need its marginal "
+                f"likelihood. Give the family, among custom_family's arguments, {marginal}; with its "
+                f"sample_posterior, Algorithm 2 and the sub-cluster sampler too); {meanwhile}")
+    return (f"The family {family.name!r} gives the sampler no split-merge moves, and Algorithm 8 redraws each "
+            "cluster's parameters by Metropolis-Hastings with proposals from G0, which are seldom accepted in many "
+            "dimensions. Give the family, among custom_family's arguments, point_stats with sample_posterior (exact "
+            f"draws of a cluster's parameters given its points) or with {marginal}), or all three (Algorithm 2 and "
+            f"the sub-cluster sampler too); {meanwhile}")
+
+
 def _takes_columns(warn_data: Any) -> bool:
     """Whether a family's ``warn_data`` takes the data's column names (a ``columns`` keyword)."""
     try:
@@ -887,6 +935,7 @@ def _takes_columns(warn_data: Any) -> bool:
 
 
 def _when_mixed(so_far: ChainResult) -> bool:
-    """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes."""
-    return diagnostics.mixes(DPMixtureFit(so_far).mixing)
+    """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes, a
+    constant only once the draws could have shown a move (:func:`inference.diagnostics.mixes_to_stop`)."""
+    return diagnostics.mixes_to_stop(DPMixtureFit(so_far).mixing)
 

@@ -806,6 +806,12 @@ class IRMResult(Described):
     _final: Any = field(default=None, repr=False, compare=False)
     _continuation: _IRMContinuation | None = field(default=None, repr=False, compare=False)
 
+    def __getstate__(self) -> dict:
+        """The result's fields for pickling, with ``_warned`` reset: the warning was issued to the
+        session that made the result, and one whose chains do not mix, loaded in another, warns
+        again in :meth:`summary`."""
+        return {**self.__dict__, "_warned": False}
+
     def resume(self, data: RelationalData, *, n_draws: int, sweeps_per_call: int | None = None,
                time_budget: float | None = None, progress: bool = True, until_mixed: bool = False) -> "IRMResult":
         """Continue these chains for ``n_draws`` more kept sweeps each, as one longer run would have.

@@ -197,6 +197,12 @@ class SupervisedDPFit(Described):
             n_warmup=result.n_warmup, thin=result.thin, completed=int(result.completed),
             sampling_seconds=result.seconds, **(result.provenance or diagnostics.provenance()))
 
+    def __getstate__(self) -> dict:
+        """The fit's attributes for pickling, with ``_warned`` reset: the warning was issued to the
+        session that made the fit, and a fit that does not mix, loaded in another, warns again in
+        :meth:`summary`."""
+        return {**self.__dict__, "_warned": False}
+
     @property
     def idata(self) -> az.InferenceData:
         """The draws as ``arviz.InferenceData`` (a ``ValueError`` if the chains stopped before their
@@ -703,8 +709,10 @@ class SupervisedDP:
         until_mixed : bool, optional
             Stop as soon as every label-invariant quantity of :attr:`SupervisedDPFit.mixing`
             mixes (R-hat ≤ 1.01, bulk and tail ESS ≥ 400), asked each time the draws have grown
-            by a tenth (``stop_when`` of :func:`inference.chains.sample_chains`). ``n_sweeps`` is
-            then the most to run and ``time_budget`` still applies: give generous ones. Chains
+            by a tenth (``stop_when`` of :func:`inference.chains.sample_chains`); a quantity
+            constant in every draw passes only once the chains hold 400 draws in all
+            (:func:`inference.diagnostics.mixes_to_stop`). ``n_sweeps`` is then the most to run
+            and ``time_budget`` still applies: give generous ones. Chains
             that do not mix by then end with the usual :class:`~inference.diagnostics.MixingWarning`.
             Not given: True when neither ``n_draws`` nor ``n_sweeps`` is given (since 2026-12-04,
             as :meth:`zoo.dirichlet.DPMixture.fit`), and False when one is, for exactly that
@@ -792,8 +800,10 @@ class SupervisedDP:
                                point_names=point_names)
 
     def _when_mixed(self, step: Any) -> Callable[[ChainResult], bool]:
-        """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes."""
-        return lambda so_far: diagnostics.mixes(self._fit_object(so_far, step).mixing)
+        """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes, a
+        constant only once the draws could have shown a move (:func:`inference.diagnostics.mixes_to_stop`,
+        as :class:`zoo.dirichlet.DPMixture`'s)."""
+        return lambda so_far: diagnostics.mixes_to_stop(self._fit_object(so_far, step).mixing)
 
     def _finish(self, result: ChainResult, continuation: _Continuation, step: Any, caller: str) -> SupervisedDPFit:
         fit = self._fit_object(result, step, getattr(continuation, "point_names", None))
