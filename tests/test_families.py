@@ -393,6 +393,11 @@ def test_check_data_names_the_argument():
         normal_gamma(2).check_data("data", [[0.0, np.nan]])
     with pytest.raises(ValueError, match="^data: expected 2 features"):
         normal_gamma(2).check_data("data", np.zeros((3, 4)))
+    # A custom family's width is its keyword n_features, not a first argument.
+    family = custom_family(lambda params, x: -jnp.sum((x - params) ** 2),
+                           lambda key, shape: jax.random.normal(key, shape + (2,)), n_features=2)
+    with pytest.raises(ValueError, match=r"build it for 4 \(custom_family\(\.\.\., n_features=4\)\)$"):
+        family.check_data("data", np.zeros((3, 4)))
     with pytest.raises(ValueError, match="^data: expected 2 dimension"):
         normal_gamma(2).check_data("data", np.zeros(3))
     with pytest.raises(ValueError, match="^data: binary"):

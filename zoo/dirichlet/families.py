@@ -72,19 +72,22 @@ __all__ = [
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _check_width(name: str, array: np.ndarray, n_features: int) -> None:
-    """A ``ValueError`` naming ``name`` and the cure when the data's columns are not the family's features."""
+def _check_width(name: str, array: np.ndarray, n_features: int, *, custom: bool = False) -> None:
+    """A ``ValueError`` naming ``name`` and the cure when the data's columns are not the family's
+    features (a ``custom`` family's ``n_features`` is a keyword, not its first argument)."""
     if array.shape[1] != n_features:
-        raise ValueError(
-            f"{name}: expected {n_features} features (columns), got {array.shape[1]}: the component family was "
-            f"built for {n_features}; build it for {array.shape[1]} (its first argument, n_features, e.g. "
-            f"normal_gamma({array.shape[1]}); zoo.get_model(name, n_features={array.shape[1]}) for a registry model)")
+        width = array.shape[1]
+        cure = (f"custom_family(..., n_features={width})" if custom else
+                f"its first argument, n_features, e.g. normal_gamma({width}); zoo.get_model(name, "
+                f"n_features={width}) for a registry model")
+        raise ValueError(f"{name}: expected {n_features} features (columns), got {width}: the component family was "
+                         f"built for {n_features}; build it for {width} ({cure})")
 
 
-def _check_finite_matrix(name: str, data: Any, n_features: int | None) -> np.ndarray:
+def _check_finite_matrix(name: str, data: Any, n_features: int | None, *, custom: bool = False) -> np.ndarray:
     array = as_float_array(name, data, ndim=2)
     if n_features is not None:
-        _check_width(name, array, n_features)
+        _check_width(name, array, n_features, custom=custom)
     # A cluster's statistics sum squares of its points: they must not overflow the working float
     # (values of 1e19 in float32 made every log joint -inf, in silence).
     dtype = jnp.result_type(float)
@@ -912,7 +915,7 @@ def _check_custom_data(name: str, data: Any, *, n_features: int | None, log_like
     probability 0 under every draw: outside the family's support). A family with a mistake ran to
     the end before, with K = 1 and a NaN log joint, or a cluster per point.
     """
-    array = _check_finite_matrix(name, data, n_features)
+    array = _check_finite_matrix(name, data, n_features, custom=True)
     staged = isinstance(jnp.zeros(()) + 0, jax.core.Tracer)  # inside a jitted call: the fit's own check probed it
     if array.shape[0] == 0 or staged or isinstance(array, jax.core.Tracer):
         return array

@@ -473,7 +473,7 @@ class InfiniteRelational:
             def mixed(so_far: Any) -> bool:
                 result = _assemble(c, schema, arrays, so_far, capacities=capacities, scale=c.scale, completed=True,
                                    seconds=0.0, first_sweep=first_sweep, previous=before)
-                return diagnostics.mixes(result.mixing)
+                return diagnostics.mixes_to_stop(result.mixing)  # a constant, after enough draws
 
             return StopRule(mixed, draws_before=before.log_joint.shape[1] if before is not None else 0)
 
@@ -651,11 +651,12 @@ CASE_ESS_MIN = 100
 def _case_mixes(log_joint: np.ndarray) -> bool:
     """Whether a held-out case's chains mix: their log joint (chains, kept sweeps) has a
     rank-normalised R-hat of at most :data:`inference.diagnostics.RHAT_MAX` and a bulk ESS of at
-    least :data:`CASE_ESS_MIN`, or is one constant (as the mixing table passes a constant)."""
+    least :data:`CASE_ESS_MIN`, or is one constant over as many draws in all as that ESS would need
+    (as :func:`inference.diagnostics.mixes_to_stop` passes a constant)."""
     if log_joint.shape[1] < diagnostics.MIN_DRAWS:
         return False
     if np.ptp(log_joint) == 0:
-        return True
+        return log_joint.size >= CASE_ESS_MIN
     if not diagnostics.rank_split_rhat(log_joint) <= diagnostics.RHAT_MAX:
         return False
     return bool(az.ess(np.asarray(log_joint, float), method="bulk") >= CASE_ESS_MIN)
