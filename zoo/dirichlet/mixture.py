@@ -75,6 +75,9 @@ and 1), against 24.5 s for 4,000; give ``time_budget`` to bound a run."""
 #: The call that continues a fit's chains until they mix (``n_draws`` the most to add), as its
 #: messages name it (``zoo.sklearn`` names its own).
 RESUME_CALL = "fit.resume(data, n_draws=..., until_mixed=True)"
+#: :meth:`DPMixtureFit.loo` takes a point's importance ratios for bounded, and its k̂ for 0, when
+#: the largest of S is at most S to this power times their mean (4.6 for 2,000 draws).
+LOO_RATIO_EXPONENT = 0.2
 #: What a fit's card shows of its draws: (label, sample name, format).
 DP_QUANTITIES = (("clusters (K)", "n_clusters", ".3g"), ("alpha", "alpha", ".3g"), ("log joint", "log_joint", ",.1f"),
                  ("split-merges accepted", "split_merge_accepted", ".3g"))  # per sweep; last: with moves only
@@ -424,6 +427,12 @@ class DPMixtureFit(Described):
         α) on one data set (``arviz.compare({"a": fit_a.loo(x), "b": fit_b.loo(x)})``), and its
         Pareto k̂ per point (``.pareto_k``; ``arviz.plot_khat``) names the points whose leaving
         out the draws cannot represent (ArviZ warns when some exceed min(1 - 1/log10 S, 0.7)).
+        A point whose S importance ratios stay bounded, the largest at most S^(1/5) times their
+        mean (4.6 for 2,000 draws), gets k̂ = 0: bounded ratios give the estimate a relative
+        variance of at most (bound − 1) / S, and the tail ArviZ fits is no tail there — its weights
+        take few distinct values (a point's predictive changes only with its neighbours'
+        clusters), and the fit of their ties gave k̂ of 1 to ∞ (on the standardised iris data, 12
+        of 150 points, 7 of them ∞, whose exact refits moved elpd_loo by 0.002 nats).
         The relative efficiency of the draws is that of the label-invariant quantities (their
         mean bulk ESS over the number of draws). Needs a family with a marginal likelihood.
 
@@ -487,15 +496,16 @@ class DPMixtureFit(Described):
         idata = az.InferenceData(posterior=posterior, log_likelihood=xr.Dataset(
             {"x": (("chain", "draw", "points"), log_likelihood)},  # the posterior's points and their names
             coords={"chain": posterior.chain, "draw": posterior.draw, "points": self.idata.posterior.points}))
-        # A point whose log-likelihood is the same in every draw (the chains never changed what it
-        # depends on) has uniform importance weights: its estimate is exact, but ArviZ's tail fit
-        # of constant weights gives k̂ = inf (and its warning, with refit=True a refit).
+        # A point whose importance ratios stay bounded (uniform ones, where the chains never changed
+        # what it depends on, among them) has an estimate as sure as plain Monte Carlo, but ArviZ's
+        # tail fit of their ties gives k̂ up to inf (and its warning; with refit=True, a refit).
         values = log_likelihood.reshape(n_chains * n_draws, -1)
-        constant = np.ptp(values, axis=0) <= 1e-12 * (1.0 + np.abs(values[0]))
+        log_ratios = -values - special.logsumexp(-values, axis=0) + np.log(values.shape[0])  # log(w_s / mean w)
+        bounded = log_ratios.max(axis=0) <= LOO_RATIO_EXPONENT * np.log(values.shape[0])
         with np.errstate(over="ignore"), warnings.catch_warnings(record=True) as caught:  # overflow: the
             warnings.simplefilter("always")  # tail fit's weights of negligible candidates, harmlessly
             result = az.loo(idata, pointwise=True, reff=reff)
-        result.pareto_k[constant] = 0.0
+        result.pareto_k[bounded] = 0.0
         flagged = bool(np.any(np.asarray(result.pareto_k) > result.good_k))
         result["warning"] = flagged
         for warning in caught:  # ArviZ's k̂ warning only where a point's k̂ is still high and is not refitted
