@@ -282,6 +282,14 @@ def test_the_number_of_classes_is_chosen_by_completion_not_by_the_fold_in_score(
         fitted.completion_score(counts[200:], fraction=1.0)
     with pytest.raises(ValueError, match=r"^X: too few tokens to split"):
         fitted.completion_score(np.eye(1, 30) * 1)
+    # A pipeline is scored by its last step on what the steps before give it (it has no
+    # completion_score of its own: every candidate scored NaN in a search).
+    from sklearn.preprocessing import FunctionTransformer
+
+    pipeline = make_pipeline(FunctionTransformer(lambda x: x), clone(fitted)).fit(counts[:200])
+    assert completion_scorer(pipeline, counts[200:]) == pipeline[-1].completion_score(counts[200:])
+    with pytest.raises(TypeError, match="^estimator: completion_scorer scores a zoo count estimator"):
+        completion_scorer(make_pipeline(FunctionTransformer()), counts[200:])
 
 
 def test_grid_search_pipeline_clone_and_pickle(fitted_aspect):
@@ -438,6 +446,20 @@ def test_gaussian_mixture_agrees_with_scikit_learn_and_the_core_driver():
                                atol=1e-4)
     with pytest.raises(ValueError, match="^X: 2 sample"):
         GaussianMixtureEstimator(n_classes=3).fit(points[:2])
+
+
+def test_gaussian_mixture_fits_features_far_from_zero_as_near_it():
+    # Iris measured from an origin 10,000 away: E[x²] - μ² in float32 lost every variance to the floor,
+    # and the fit put all points in one class, ARI 0, converged, without a word (scikit-learn: 0.76).
+    from sklearn.datasets import load_iris
+
+    points, labels = load_iris(return_X_y=True)
+    near = GaussianMixtureEstimator(3, random_state=0, n_restarts=4).fit(points)
+    far = GaussianMixtureEstimator(3, random_state=0, n_restarts=4).fit(points + 1e4)
+    assert adjusted_rand_score(labels, far.labels_) == pytest.approx(adjusted_rand_score(labels, near.labels_))
+    assert adjusted_rand_score(labels, far.labels_) > 0.7
+    np.testing.assert_allclose(np.sort(far.scales_, axis=0), np.sort(near.scales_, axis=0), rtol=1e-2)
+    assert far.score(points + 1e4) == pytest.approx(near.score(points), abs=1e-2)
 
 
 def test_gaussian_mixture_tempered_holds_out_rows():

@@ -60,8 +60,21 @@ def jax_key(random_state: Any) -> Any:
 def completion_scorer(estimator: Any, X: Any, y: Any = None) -> float:
     """A ``scoring=`` for scikit-learn's model selection of a count estimator:
     ``estimator.completion_score(X)`` (:meth:`EMEstimator.completion_score`), which does not reward
-    more classes as ``score`` does. ``GridSearchCV(AspectEstimator(), {"n_classes": [2, 4, 8]},
-    scoring=completion_scorer)``."""
+    more classes as ``score`` does. ``GridSearchCV(AspectEstimator(floor=1e-6), {"n_classes": [2, 4,
+    8]}, scoring=completion_scorer)``; a ``Pipeline`` (``make_pipeline(CountVectorizer(),
+    AspectEstimator(floor=1e-6))``) is scored by its last step on ``X`` transformed by the others.
+
+    Give the estimator ``floor=`` or ``prior_count > 0``: without them a held-out word that the fit
+    gave probability 0 scores -inf, on most corpora in every fold of every candidate, and
+    ``GridSearchCV`` then keeps the first candidate (a ``ZeroProbabilityWarning`` says so per fold).
+    """
+    while hasattr(estimator, "steps") and hasattr(estimator, "__getitem__"):  # a scikit-learn Pipeline
+        if len(estimator.steps) > 1:
+            X = estimator[:-1].transform(X)
+        estimator = estimator[-1]
+    if not callable(getattr(estimator, "completion_score", None)):
+        raise TypeError(f"estimator: completion_scorer scores a zoo count estimator (AspectEstimator, "
+                        f"OneSidedEstimator, ...) or a Pipeline ending in one, not {type(estimator).__name__}")
     return estimator.completion_score(X)
 
 
