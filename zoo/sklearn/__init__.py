@@ -54,7 +54,7 @@ from typing import Any
 
 from sklearn.base import ClusterMixin
 
-from zoo.sklearn._base import SCHEDULES, EMEstimator, completion_scorer, jax_key, make_schedule
+from zoo.sklearn._base import SCHEDULES, EMEstimator, EmptyClassesWarning, completion_scorer, jax_key, make_schedule
 from zoo.sklearn._dyadic import (AspectEstimator, ClusterAbstractionEstimator, OneSidedEstimator,
                                  TwoSidedEstimator)
 from zoo.sklearn._mixture import DP_FAMILIES, DPMixtureEstimator, GaussianMixtureEstimator
@@ -74,6 +74,7 @@ __all__ = [
     "ESTIMATORS",
     "SCHEDULES",
     "completion_scorer",
+    "EmptyClassesWarning",
     "jax_key",
     "make_schedule",
     "expected_failed_checks",

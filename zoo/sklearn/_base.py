@@ -57,6 +57,10 @@ def jax_key(random_state: Any) -> Any:
     return jax.random.key(seed)
 
 
+class EmptyClassesWarning(UserWarning):
+    """A clustering estimator's fit left some of its classes without any row of the fitted data."""
+
+
 def completion_scorer(estimator: Any, X: Any, y: Any = None) -> float:
     """A ``scoring=`` for scikit-learn's model selection of a count estimator:
     ``estimator.completion_score(X)`` (:meth:`EMEstimator.completion_score`), which does not reward
@@ -279,6 +283,7 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self._n_features_out = self._n_classes()
         if isinstance(self, ClusterMixin):
             self.labels_ = self._predict_validated(X)
+            self._warn_if_classes_empty()
         if result.stopped_by == "max_iter":  # as scikit-learn's own iterative estimators say
             warnings.warn(f"{type(self).__name__}: EM stopped at max_iter={self.max_iter} before converging "
                           f"(tol={self.tol}); raise max_iter, or the fit is what {self.max_iter} iterations "
@@ -289,6 +294,19 @@ class EMEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                           f"converging (tol={self.tol}); the fit is those iterations' (warm_start=True and fit "
                           "again to continue)", ConvergenceWarning, stacklevel=user_stacklevel())
         return self
+
+    def _warn_if_classes_empty(self) -> None:
+        """An :class:`EmptyClassesWarning` when fewer classes than ``n_classes`` hold a row of the
+        fitted data: EM from a poor start can leave classes empty (the two-sided model's three
+        topics in one class in one of five seeds), and the fit converges there in silence."""
+        held = np.unique(np.asarray(self.labels_)).size
+        wanted = int(self._n_features_out)  # the classes labels_ chooses among
+        if held < wanted:
+            warnings.warn(f"{type(self).__name__}: {wanted - held} of the {wanted} classes "
+                          f"{'holds' if wanted - held == 1 else 'hold'} no row of the "
+                          "fitted data (every row is most probable under the others); more restarts "
+                          f"(n_restarts, now {self.n_restarts}; the best is kept) may find a fit that uses them, or "
+                          "fewer classes suffice", EmptyClassesWarning, stacklevel=user_stacklevel())
 
     # ------------------------------------------------------------------ inference on new rows
     def _posterior_validated(self, X: Any) -> np.ndarray:
