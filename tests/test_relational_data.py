@@ -419,3 +419,44 @@ def test_cells_are_given_by_their_individuals_labels():
         RelationalData.from_adjacency([[0, 1], [1, 0]], domains="p").cells([(0, 1)])
     with pytest.raises(TypeError, match=r"^cells: expected integer indices .*data.cells\(labelled\)"):
         result.predict_proba([(labels[0], labels[1])])
+
+
+def test_datasets_built_apart_combine_their_relations_by_the_individuals_labels():
+    # from_networkx numbers people in the graph's order, from_table in sorted order: put side by side by
+    # position (RelationalData(friends.domains, (friends' relation, advice's))) zoe's advice went to amy.
+    graph = nx.Graph([("zoe", "amy"), ("amy", "bob"), ("bob", "cat"), ("cat", "dan")])
+    friends = RelationalData.from_networkx(graph, domains="people", relation="friend")
+    ties = pd.DataFrame({"who": ["zoe", "bob", "cat", "eve"], "whom": ["amy", "dan", "zoe", "amy"],
+                         "asks": [1, 1, 0, 1]})
+    advice = RelationalData.from_table(ties, subject="who", object="whom", value="asks", domains=("people", "people"))
+    assert friends.domain("people").labels != advice.domain("people").labels[:5]
+    smokes = RelationalData(Domain("people", 2, ("dan", "zoe")),
+                            Relation("smokes", ("people",), (2,), [[0], [1]], [1, 0]))
+    both = RelationalData.combine(friends, advice, smokes)
+    people = both.domain("people").labels
+    assert people == ("zoe", "amy", "bob", "cat", "dan", "eve")  # the network's order, then eve of the table
+    assert both.relation_names == ("friend", "asks", "smokes")
+
+    def observed(data, name):
+        relation, labels = data.relation(name), data.domain("people").labels
+        return {tuple(labels[i] for i in cell): int(value) for cell, value in zip(relation.entries, relation.values)}
+
+    assert observed(both, "asks") == observed(advice, "asks") == {
+        ("zoe", "amy"): 1, ("bob", "dan"): 1, ("cat", "zoe"): 0, ("eve", "amy"): 1}
+    assert observed(both, "smokes") == {("dan",): 1, ("zoe",): 0}
+    friend = observed(both, "friend")
+    assert friend == observed(friends, "friend") and friend[("zoe", "amy")] == 1 and friend[("zoe", "bob")] == 0
+    assert both.relation("friend").symmetric and both.relation("friend").shape == (6, 6)
+    assert not any("eve" in cell for cell in friend)  # eve is in no friendship cell: missing, not absent
+    # What cannot be matched, and relations named twice, are refused by name.
+    unlabelled = RelationalData.from_adjacency(np.eye(3), domains="people", relation="other")
+    with pytest.raises(ValueError, match="domain 'people' is labelled in some datasets and not in argument 1"):
+        RelationalData.combine(friends, unlabelled)
+    with pytest.raises(ValueError, match=r"unlabelled domain 'people' has 3 individuals .* and 4 in argument 1"):
+        RelationalData.combine(unlabelled, RelationalData.from_adjacency(np.eye(4), domains="people"))
+    with pytest.raises(ValueError, match=r"relation names \['friend'\] appear in more than one"):
+        RelationalData.combine(friends, friends)
+    with pytest.raises(TypeError, match="argument 1 is a DataFrame"):
+        RelationalData.combine(friends, ties)
+    with pytest.raises(ValueError, match="at least one"):
+        RelationalData.combine()

@@ -558,6 +558,77 @@ class RelationalData:
         relations = self.relations[:index] + (relation,) + self.relations[index + 1:]
         return RelationalData(self.domains, relations)
 
+    @classmethod
+    def combine(cls, *datasets: "RelationalData") -> "RelationalData":
+        """The relations of several datasets in one, their domains matched by name and their
+        individuals by label: several relations over one set of people (friendship from a network,
+        advice from a table), or a relation and an attribute, each built by its own constructor.
+
+        Each constructor numbers individuals its own way (``from_networkx`` in the graph's node order,
+        ``from_table`` in sorted order), so relations cannot be put together by position: combined
+        here, a domain's individuals are those of its first dataset followed by any new labels of
+        the others, in order of appearance, and each relation's cells are renumbered to them; an
+        individual missing from one relation has no observed cell of it (missing at random, CP §1).
+        A domain unlabelled in some dataset must be unlabelled in all and of one size (then the
+        positions match). Relation names must differ.
+
+        >>> import networkx as nx, pandas as pd
+        >>> friends = RelationalData.from_networkx(nx.Graph([("zoe", "amy"), ("amy", "bob")]), domains="people",
+        ...                                       relation="friend")
+        >>> advice = RelationalData.from_table(pd.DataFrame({"who": ["zoe", "bob"], "whom": ["amy", "zoe"],
+        ...                                                  "asks": [1, 0]}), subject="who", object="whom",
+        ...                                    value="asks", domains=("people", "people"))
+        >>> both = RelationalData.combine(friends, advice)
+        >>> both.domain("people").labels, both.relation_names
+        (('zoe', 'amy', 'bob'), ('friend', 'asks'))
+        >>> both.cells([("zoe", "amy")], relation="asks").tolist()
+        [[0, 1]]
+        """
+        if not datasets:
+            raise ValueError("datasets: give at least one RelationalData")
+        for position, data in enumerate(datasets):
+            if not isinstance(data, RelationalData):
+                raise TypeError(f"datasets: argument {position} is a {type(data).__name__}, not a RelationalData")
+        order: dict[str, list] = {}  # each domain's labels (or None: unlabelled) in the combined order
+        sizes: dict[str, int] = {}
+        for position, data in enumerate(datasets):
+            for domain in data.domains:
+                if domain.name not in order:
+                    order[domain.name] = None if domain.labels is None else list(domain.labels)
+                    sizes[domain.name] = domain.size
+                elif (order[domain.name] is None) != (domain.labels is None):
+                    raise ValueError(f"datasets: domain {domain.name!r} is labelled in some datasets and not in "
+                                     f"argument {position}: its individuals cannot be matched")
+                elif domain.labels is None:
+                    if domain.size != sizes[domain.name]:
+                        raise ValueError(f"datasets: unlabelled domain {domain.name!r} has {sizes[domain.name]} "
+                                         f"individuals in one dataset and {domain.size} in argument {position}; "
+                                         "label them to match them by name")
+                else:
+                    known = set(order[domain.name])
+                    order[domain.name].extend(label for label in domain.labels if label not in known)
+        index = {name: None if labels is None else {label: i for i, label in enumerate(labels)}
+                 for name, labels in order.items()}
+        domains = tuple(Domain(name, sizes[name] if labels is None else len(labels),
+                               None if labels is None else tuple(labels)) for name, labels in order.items())
+        relations = []
+        for data in datasets:
+            for relation in data.relations:
+                entries = np.array(relation.entries, np.int64)
+                for argument, name in enumerate(relation.domains):
+                    labels = data.domain(name).labels
+                    if labels is not None:
+                        entries[:, argument] = np.array([index[name][label] for label in labels])[entries[:, argument]]
+                shape = tuple(domain.size for name in relation.domains for domain in domains if domain.name == name)
+                relations.append(Relation(relation.name, relation.domains, shape, entries, relation.values,
+                                          relation.value_labels, relation.symmetric))
+        names = [relation.name for relation in relations]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"datasets: relation names {repeated} appear in more than one dataset; name each "
+                             "relation once (the constructors' relation= argument)")
+        return cls(domains, tuple(relations))
+
     def __repr__(self) -> str:
         domains = ", ".join(f"{domain.name}: {domain.size}" for domain in self.domains)
         relations = "; ".join(repr(relation) for relation in self.relations)
