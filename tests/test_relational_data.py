@@ -460,3 +460,14 @@ def test_datasets_built_apart_combine_their_relations_by_the_individuals_labels(
         RelationalData.combine(friends, ties)
     with pytest.raises(ValueError, match="at least one"):
         RelationalData.combine()
+
+
+def test_a_graphs_self_loops_left_out_are_said_to_be():
+    graph = nx.karate_club_graph()
+    graph.add_edges_from([(0, 0), (5, 5)])
+    with pytest.warns(UserWarning, match=r"graph: its 2 self-loops \(e.g. node 0\) are left out"):
+        data = RelationalData.from_networkx(graph)
+    assert not data.relation().has_self_pairs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RelationalData.from_networkx(nx.karate_club_graph())

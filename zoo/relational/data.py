@@ -808,7 +808,7 @@ class RelationalData:
         relation : str
 
         Warns (``UserWarning``) when the relation's cells all hold one value (a graph without
-        edges, say), and when ``weight`` without ``threshold`` gives weights that are not whole
+        edges, say), when the graph's self-loops are left out (the diagonal is missing), and when ``weight`` without ``threshold`` gives weights that are not whole
         numbers or more than 10 distinct values, each of which becomes a category.
         """
         import networkx as nx
@@ -869,6 +869,13 @@ class RelationalData:
                 raise ValueError(f"graph: a network needs at least 2 nodes (its cells are the pairs of distinct "
                                  f"nodes), got only node {next(iter(graph.nodes))!r:.40}")
             nodes = list(graph.nodes)
+            loops = nx.number_of_selfloops(graph)
+            if loops:  # the relation is over pairs of distinct nodes: say what is left out
+                warnings.warn(f"graph: its {loops} self-loop{'s' if loops > 1 else ''} (e.g. node "
+                              f"{next(nx.nodes_with_selfloops(graph))!r:.40}) {'are' if loops > 1 else 'is'} left out: "
+                              "the relation's cells are the pairs of distinct nodes (the diagonal is missing); "
+                              "from_adjacency(..., diagonal='observed') observes the self-pairs",
+                              UserWarning, stacklevel=user_stacklevel())
             block = nx.to_numpy_array(graph, nodelist=nodes, weight=weight, nonedge=0.0)
             if weight is None:
                 block = (block > 0).astype(float)
