@@ -91,6 +91,19 @@ ESTIMATORS: dict[str, type[EMEstimator]] = {
 }
 
 
+#: scikit-learn's checks (1.6 and later) that fit SupervisedDPEstimator with every row of y labelled.
+_SCDP_LABELLED_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_complex_data", "check_dtype_object",
+    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimator_sparse_tag",
+    "check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_clustering", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
+)
+
+
 def expected_failed_checks(estimator: Any) -> dict[str, str]:
     """scikit-learn checks that do not apply to ``estimator``, with the reason.
 
@@ -98,6 +111,12 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
     expected_failed_checks=expected_failed_checks)``.
     """
     failures: dict[str, str] = {}
+    if isinstance(estimator, SupervisedDPEstimator):
+        # scikit-learn's checks give y a label for every row (or none); SCDP clusters the rows
+        # labelled -1 and refuses a y without one ("y: no row to cluster"), before the check's point.
+        reason = ("SCDP clusters the rows of y labelled -1 (UNLABELLED) and learns from the others; the check "
+                  "labels every row, or passes no y, and the fit refuses it as it would a user's")
+        failures.update(dict.fromkeys(_SCDP_LABELLED_CHECKS, reason))
     if isinstance(estimator, ClusterMixin) and getattr(estimator, "_count_data", False):
         failures["check_clustering"] = (
             "check_clustering fits standardised Gaussian blobs with negative values, which are not "

@@ -184,7 +184,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         X = _validate_features(self, X, reset=reset)
         X = X.toarray() if sp.issparse(X) else np.asarray(X)
         if y is None:
-            raise ValueError("y: expected the labels of the training rows and -1 for the rows to cluster, got None")
+            raise ValueError("y: requires y to be passed, but the target y is None: give the labels of the training "
+                             "rows and -1 for the rows to cluster")
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y: expected one label per row of X ({X.shape[0]}), got shape {y.shape}")
