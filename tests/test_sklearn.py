@@ -787,7 +787,7 @@ def test_supervised_dp_share_clusters_gives_unlabelled_rows_the_training_label_t
 
 
 @pytest.mark.parametrize("y, error, message", [
-    (None, ValueError, "^y: expected the labels of the training rows and -1"),
+    (None, ValueError, "^y: requires y to be passed, but the target y is None: give the labels"),
     (np.full(40, -1), ValueError, "^y: no labelled row: .* use DPMixtureEstimator"),
     (np.repeat([0, 1], 20), ValueError, "^y: no row to cluster: mark the rows to cluster with -1"),
     (np.repeat([0, 1, -2, -1], 10), ValueError, "^y: labels are -1"),
