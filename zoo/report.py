@@ -92,7 +92,7 @@ __all__ = [
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em; color: #222; }
-h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: .2em; }
+h1 { font-size: 1.6em; overflow-wrap: anywhere; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: .2em; }
 table { border-collapse: collapse; margin: .5em 0 1em; } td, th { border: 1px solid #ccc; padding: .25em .6em; }
 td, th { overflow-wrap: anywhere; }
 table.dataframe { display: block; max-width: 100%; overflow-x: auto; }
