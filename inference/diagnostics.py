@@ -61,6 +61,7 @@ __all__ = [
     "PASSING_STATUSES",
     "mixes",
     "mixes_to_stop",
+    "scalars_per_value",
     "NOT_MIXING_STATUSES",
     "RHAT_MAX",
     "RHAT_APART",
@@ -325,6 +326,13 @@ def summary(
     if warn:
         warn_if_not_mixing(table, stacklevel=2)
     return table
+
+
+def scalars_per_value(name: str, array: xr.DataArray) -> dict[str, xr.DataArray]:
+    """The (chain, draw) scalars of a variable over one more dimension, one per value of it, named
+    ``name[v]`` (an IRM's ``hyper_<relation>`` over the relation's values), for the mixing table."""
+    (extra,) = [dim for dim in array.dims if dim not in ("chain", "draw")]
+    return {f"{name}[{value}]": array.isel({extra: value}, drop=True) for value in range(array.sizes[extra])}
 
 
 def from_dict_in_order(**groups: Any) -> az.InferenceData:

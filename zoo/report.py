@@ -820,6 +820,8 @@ def _scalar_variables(idata: Any) -> Any:
     import arviz as az
     import xarray as xr
 
+    from inference.diagnostics import scalars_per_value
+
     variables = {}
     for group in ("posterior", "sample_stats"):
         if group not in idata.groups():
@@ -832,8 +834,7 @@ def _scalar_variables(idata: Any) -> Any:
             if set(array.dims) >= {"chain", "draw"} and not extra:
                 variables[name] = array
             elif len(extra) == 1 and str(extra[0]).endswith("_value") and len(array.dims) == 3:
-                variables.update({f"{name}[{value}]": array.isel({extra[0]: value}, drop=True)
-                                  for value in range(array.sizes[extra[0]])})
+                variables.update(scalars_per_value(str(name), array))
     return az.InferenceData(posterior=xr.Dataset(variables)) if variables else None
 
 

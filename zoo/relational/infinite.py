@@ -1039,8 +1039,7 @@ class IRMResult(Described):
             if not extra:
                 scalars[name] = array
             else:  # hyper_<relation>, over the relation's values: one scalar per value
-                scalars.update({f"{name}[{value}]": array.isel({extra[0]: value}, drop=True)
-                                for value in range(array.sizes[extra[0]])})
+                scalars.update(diagnostics.scalars_per_value(name, array))
         return xr.Dataset(scalars)
 
     @property
