@@ -462,6 +462,10 @@ def test_gaussian_mixture_agrees_with_scikit_learn_and_the_core_driver():
     assert ours.score(points) == pytest.approx(reference.score(points), rel=1e-4)
     np.testing.assert_allclose(ours.transform(points)[:, order], reference.predict_proba(points)[:, reference_order],
                                atol=1e-4)
+    # scikit-learn's GaussianMixture's names for the same: responsibilities and per-point log densities.
+    np.testing.assert_array_equal(ours.predict_proba(points), ours.transform(points))
+    np.testing.assert_allclose(ours.score_samples(points), reference.score_samples(points), rtol=1e-4)
+    assert ours.score_samples(points).mean() == pytest.approx(ours.score(points), rel=1e-12)
     with pytest.raises(ValueError, match="^X: 2 sample"):
         GaussianMixtureEstimator(n_classes=3).fit(points[:2])
 

@@ -98,10 +98,25 @@ class GaussianMixtureEstimator(ClusterMixin, EMEstimator):
         posterior = np.exp(log_joint)
         return posterior / posterior.sum(axis=1, keepdims=True)
 
-    def _mean_log_density(self, params: Any, points: np.ndarray) -> float:
+    def _log_densities(self, params: Any, points: np.ndarray) -> np.ndarray:
+        """log p(x_n) = log Σ_c w_c N(x_n; μ_c, diag σ_c²) of each point, shape (n_points,)."""
         log_joint = self._log_joint(params, points)
         peak = log_joint.max(axis=1, keepdims=True)
-        return float(np.mean(peak[:, 0] + np.log(np.exp(log_joint - peak).sum(axis=1))))
+        return peak[:, 0] + np.log(np.exp(log_joint - peak).sum(axis=1))
+
+    def _mean_log_density(self, params: Any, points: np.ndarray) -> float:
+        return float(np.mean(self._log_densities(params, points)))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """P(c | x) of each row of X, shape (n_samples, n_classes), as scikit-learn's
+        ``GaussianMixture.predict_proba`` (the same as :meth:`transform`)."""
+        return self.transform(X)
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """log p(x) of each row of X under the fitted mixture, shape (n_samples,), as scikit-learn's
+        ``GaussianMixture.score_samples`` (:meth:`score` is their mean)."""
+        check_is_fitted(self)
+        return self._log_densities(self.result_.params, self._validate_X(X, reset=False))
 
     def _class_prior(self, params: Any) -> np.ndarray:
         return np.asarray(params.weights, np.float64)
