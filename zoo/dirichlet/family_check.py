@@ -36,7 +36,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import logsumexp
+from scipy import special
 
 from inference._validation import as_float_array, check_int, check_key
 from inference.components import ComponentFamily, add_stats
@@ -55,16 +55,22 @@ class FamilyCheckWarning(UserWarning):
     """A part of a component family disagrees with its likelihood and base measure."""
 
 
+def _normalised(log_weights: np.ndarray) -> tuple[np.ndarray, float]:
+    """The importance weights exp(``log_weights``) normalised to sum 1, and their effective number
+    of draws (Kish)."""
+    log_weights = np.asarray(log_weights, np.float64)
+    weights = np.exp(log_weights - log_weights.max())
+    weights /= weights.sum()
+    return weights, float(1.0 / np.sum(weights ** 2))
+
+
 def _weights_summary(log_weights: np.ndarray) -> tuple[float, float, float]:
     """log mean exp of ``log_weights``, its Monte Carlo standard error (delta method) and the
     effective number of draws (Kish)."""
-    log_weights = np.asarray(log_weights, np.float64)
-    top = log_weights.max()
-    weights = np.exp(log_weights - top)
-    mean = weights.mean()
-    se = weights.std() / (mean * np.sqrt(weights.size))
-    effective = weights.sum() ** 2 / np.sum(weights ** 2)
-    return float(top + np.log(mean)), float(se), float(effective)
+    weights, effective = _normalised(log_weights)
+    log_mean = float(special.logsumexp(np.asarray(log_weights, np.float64)) - np.log(weights.size))
+    se = weights.std() / (weights.mean() * np.sqrt(weights.size))
+    return log_mean, float(se), effective
 
 
 def _row(check: str, value: float, reference: float, se: float | None, effective: float | None) -> dict:
@@ -162,10 +168,7 @@ def check_family(family: ComponentFamily, points: Any, key: Any, *, n_draws: int
         value = float(family.log_predictive(empty, subset[0]))
         rows.append(_row("log_predictive from empty statistics against G0 draws", value, reference, se, effective))
     if family.sample_posterior is not None:
-        weights_log = log_lik[:, :n_points].sum(axis=1)
-        weights = np.exp(weights_log - weights_log.max())
-        weights /= weights.sum()
-        effective = float(1.0 / np.sum(weights ** 2))
+        weights, effective = _normalised(log_lik[:, :n_points].sum(axis=1))
         probe_values = log_lik[:, n_points]
         reference = float(np.sum(weights * probe_values))
         reference_se = float(np.sqrt(np.sum(weights ** 2 * (probe_values - reference) ** 2)))
