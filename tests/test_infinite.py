@@ -296,6 +296,27 @@ def test_summary_says_when_the_chains_do_not_mix_and_is_quiet_when_they_do():
     assert "sub-cluster" not in str(table.attrs["advice"])
 
 
+def test_chains_at_one_number_of_clusters_that_cut_the_domain_differently_are_flagged():
+    # Two clusters of 20 people in every draw of both chains, but chain 0 splits them 10/10 and chain 1
+    # 18/2, with one person moving between clusters in each: K and the log joint cannot tell the chains
+    # apart, the entropy of the cluster sizes can, and the summary says so (as a DP mixture's does).
+    rng = np.random.default_rng(1)
+    hyper = rng.choice([0.5, 1.0, 2.0], size=(2, 1000, 2))
+    assignments = np.zeros((2, 1000, 20), np.int32)
+    assignments[0, :, 10:] = 1
+    assignments[1, :, 18:] = 1
+    assignments[:, ::2, 0] = 1  # one person moves back and forth
+    result = _result_from_draws(np.full((2, 1000), 2), rng.normal(-50, 2, (2, 1000)), hyper)
+    result.assignments = {"people": assignments}
+    with pytest.warns(MixingWarning, match=r"partition_entropy_people \((not mixing|chains disagree)"):
+        table = result.summary()
+    assert table.loc["n_clusters_people", "status"] == "constant"
+    assert table.loc["partition_entropy_people", "r_hat"] > 1.01
+    # A run that kept no assignments has no such quantity, and says nothing of one.
+    assert "partition_entropy_people" not in _result_from_draws(np.full((2, 1000), 2), rng.normal(-50, 2, (2, 1000)),
+                                                                hyper).mixing.index
+
+
 def test_sample_warns_when_its_chains_do_not_mix():
     # Four draws per chain cannot give a bulk ESS of 400: the run says so when it returns.
     with pytest.warns(MixingWarning, match="Chains do NOT mix"):

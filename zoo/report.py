@@ -814,13 +814,14 @@ def _irm_sections(result: Any, data: Any) -> list[str]:
 # ----------------------------------------------------------------------------- Gibbs chains
 def _scalar_variables(idata: Any) -> Any:
     """The label-invariant view: every numeric (chain, draw) variable of posterior and sample_stats,
-    and one scalar per value of a variable over the values of a relation (a dimension
+    one scalar per value of a variable over the values of a relation (a dimension
     ``<relation>_value``: an IRM's ``hyper_<relation>``, named ``hyper_<relation>[v]`` as the IRM's
-    own mixing table names them)."""
+    own mixing table names them), and ``partition_entropy_<domain>`` of each domain's cluster labels
+    ``assignments_<domain>`` (an IRM's, as its own table has them)."""
     import arviz as az
     import xarray as xr
 
-    from inference.diagnostics import scalars_per_value
+    from inference.diagnostics import partition_entropy, scalars_per_value
 
     variables = {}
     for group in ("posterior", "sample_stats"):
@@ -835,6 +836,12 @@ def _scalar_variables(idata: Any) -> Any:
                 variables[name] = array
             elif len(extra) == 1 and str(extra[0]).endswith("_value") and len(array.dims) == 3:
                 variables.update(scalars_per_value(str(name), array))
+    for name, array in (idata.posterior.data_vars.items() if "posterior" in idata.groups() else ()):
+        domain = str(name).removeprefix("assignments_")
+        if (domain != name and array.ndim == 3 and array.dims[:2] == ("chain", "draw") and array.size
+                and np.issubdtype(array.dtype, np.integer) and f"partition_entropy_{domain}" not in variables):
+            variables[f"partition_entropy_{domain}"] = xr.DataArray(partition_entropy(array.values),
+                                                                   dims=("chain", "draw"))
     return az.InferenceData(posterior=xr.Dataset(variables)) if variables else None
 
 

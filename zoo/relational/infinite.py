@@ -1029,8 +1029,11 @@ class IRMResult(Described):
     def scalar_quantities(self):
         """The label-invariant quantities as scalars per draw, an ``xarray.Dataset`` with dims
         (chain, draw): ``n_clusters_<domain>``, ``concentration_<domain>``, one
-        ``hyper_<relation>[v]`` per value v of a relation, and ``log_joint`` (for
-        :func:`inference.diagnostics.mixing_table`, ``az.plot_trace`` or ``az.plot_rank``)."""
+        ``hyper_<relation>[v]`` per value v of a relation, ``log_joint``, and, where the run kept
+        its assignments, ``partition_entropy_<domain>`` (the entropy of the domain's cluster sizes,
+        :func:`inference.diagnostics.partition_entropy`: chains that hold as many clusters but cut
+        the domain differently differ in it) — for :func:`inference.diagnostics.mixing_table`,
+        ``az.plot_trace`` or ``az.plot_rank``."""
         import xarray as xr
 
         scalars = {}
@@ -1040,6 +1043,11 @@ class IRMResult(Described):
                 scalars[name] = array
             else:  # hyper_<relation>, over the relation's values: one scalar per value
                 scalars.update(diagnostics.scalars_per_value(name, array))
+        n_draws = np.shape(self.log_joint)[1] if np.ndim(self.log_joint) == 2 else 0
+        for name, draws in (self.assignments or {}).items():
+            if n_draws and np.shape(draws)[1] == n_draws:
+                scalars[f"partition_entropy_{name}"] = xr.DataArray(
+                    diagnostics.partition_entropy(np.asarray(draws)), dims=("chain", "draw"))
         return xr.Dataset(scalars)
 
     @property
