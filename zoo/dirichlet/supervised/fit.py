@@ -26,7 +26,7 @@ from inference._validation import (arrays_digest, as_index_array, as_label_codes
                                    in_fitted_order, key_as_data, key_from_data, row_names, tree_nbytes,
                                    user_stacklevel)
 from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
-from zoo.dirichlet.scale import warn_off_scale
+from zoo.dirichlet.scale import warn_off_scale, warn_precision_prior
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
 from zoo.dirichlet.supervised.kernel import build_kernel, DEFAULT_SPLIT_MERGE, partition_moves_per_sweep
@@ -733,6 +733,11 @@ class SupervisedDP:
         zoo.dirichlet.scale.ScaleWarning
             When features lie far from the scale G0 expects (see
             :func:`zoo.dirichlet.scale.off_scale_features`): centre and scale them (DM05 §5).
+        zoo.dirichlet.scale.PrecisionPriorWarning
+            SCDP-1 and -3: when the prior of the precisions holds them below half of what the
+            training publications show (:func:`zoo.dirichlet.scale.precision_prior_shrinkage`:
+            tight publications, as entities of a few records, against a prior that expects them
+            as wide as the data), with the ``precision_rate`` that fits them.
         UserWarning
             When numeric ``train_labels`` hold -1 (see ``train_labels``).
         """
@@ -751,6 +756,9 @@ class SupervisedDP:
         warn_off_scale("train_features and test_features", references, 0.0,
                        np.sqrt(float(options["precision_rate"]) / float(options["precision_shape"])
                                + float(options["prior_variance"])), stacklevel=user_stacklevel(), columns=columns)
+        if self.model != 2:  # SCDP-2 sets its prior of the precisions from the data each sweep (DM05 §5.1)
+            warn_precision_prior(f"SupervisedDP({self.model})", train, labels, float(options["precision_shape"]),
+                                 float(options["precision_rate"]), stacklevel=user_stacklevel())
         n_chains = check_int("n_chains", n_chains, minimum=1)
         thin = check_int("thin", thin, minimum=1)
         if n_draws is not None:
