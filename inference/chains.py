@@ -70,7 +70,7 @@ from inference.em import device_mesh
 from inference.interrupts import DeferredInterrupt
 from inference.neal import GibbsInfo, GibbsState, grow_capacity
 from inference.processes import distribute, gather, local_rows, lost_peers_named, process_max
-from inference.provenance import provenance, warn_if_made_elsewhere
+from inference.provenance import check_same_float_width, provenance, warn_if_made_elsewhere
 from inference._validation import (check_choice, check_int, check_key, check_real, memory_shortfall, tree_nbytes,
                                    user_stacklevel)
 from inference.jit import jit
@@ -510,6 +510,7 @@ def continue_chains(
     if not isinstance(previous, ChainResult):
         raise TypeError(f"previous: expected a ChainResult, got {type(previous).__name__}")
     n_draws = check_int("n_draws", n_draws, minimum=1)
+    check_same_float_width(previous.provenance, "previous: these chains")
     warn_if_made_elsewhere(previous.provenance, "previous: these chains", saved_word="then", current_word="now",
                            stacklevel=user_stacklevel())
     if stop_when is not None and not callable(stop_when):

@@ -22,7 +22,8 @@ import jax
 
 from inference.native.backend import host_cpu_name
 
-__all__ = ["provenance", "provenance_differences", "warn_if_made_elsewhere", "ProvenanceWarning", "PROVENANCE_KEYS"]
+__all__ = ["provenance", "provenance_differences", "warn_if_made_elsewhere", "check_same_float_width",
+           "ProvenanceWarning", "PROVENANCE_KEYS"]
 
 #: The keys of :func:`provenance`, in the order it gives them.
 PROVENANCE_KEYS = ("inference_library", "inference_library_version", "jax_version", "jaxlib_version",
@@ -96,3 +97,26 @@ def warn_if_made_elsewhere(made_by: Mapping[str, str] | None, subject: str, *, s
                       "for bit those of one uninterrupted run: XLA and numba round differently with other versions, "
                       "backends, float widths or CPUs (docs/backends.md, \"What holds where\").", ProvenanceWarning,
                       stacklevel=stacklevel + 1)
+
+
+def check_same_float_width(made_by: Mapping[str, str] | None, subject: str) -> None:
+    """A ``ValueError`` when ``made_by`` (a saved fit's provenance) was drawn at another float width
+    (``jax_enable_x64``) than this process runs: its chains' states are of that width, and continued
+    here they would meet data and programs of the other (an error about "other values" in the data,
+    or a JAX type error, before 2026-12-07). Nothing is checked where ``made_by`` lacks the key.
+
+    >>> check_same_float_width({"jax_enable_x64": "false"}, "fit: these chains")  # a float32 session
+    >>> check_same_float_width({"jax_enable_x64": "true"}, "fit: these chains")
+    Traceback (most recent call last):
+    ...
+    ValueError: fit: these chains were drawn with jax_enable_x64 true (float64 states) and this session runs with false: continue them in a session of their width, jax.config.update("jax_enable_x64", True) before any JAX array is made (or JAX_ENABLE_X64=1 in the environment)
+    """
+    saved = (made_by or {}).get("jax_enable_x64")
+    current = str(bool(jax.config.jax_enable_x64)).lower()
+    if saved is None or saved == current:
+        return
+    wide = saved == "true"
+    raise ValueError(f"{subject} were drawn with jax_enable_x64 {saved} ({'float64' if wide else 'float32'} states) and "
+                     f"this session runs with {current}: continue them in a session of their width, "
+                     f'jax.config.update("jax_enable_x64", {wide}) before any JAX array is made (or '
+                     f"JAX_ENABLE_X64={int(wide)} in the environment)")

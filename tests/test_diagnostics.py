@@ -473,7 +473,7 @@ def test_a_constant_ends_an_until_mixed_run_only_after_enough_draws_to_show_a_mo
             assert mixes_to_stop(table) is stops, (n_chains, n_draws)
     # A fixed α beside quantities that mix: those have ESS 400 already, so nothing changes.
     table = mixing_table(_dataset(alpha=np.ones((4, 1000)), log_joint=IID))
-    assert mixes(table) and mixes_to_stop(table)
+    assert diagnostics.mixes(table) and diagnostics.mixes_to_stop(table)
     # What does not mix never stops the run.
     table = mixing_table(_dataset(alpha=np.ones((4, 1000)), log_joint=WALK))
     assert not mixes(table) and not mixes_to_stop(table)
@@ -515,3 +515,38 @@ def test_from_dict_in_order_keeps_each_groups_order_and_passes_the_rest_through(
     assert list(idata.sample_stats.data_vars) == ["n_clusters", "log_joint"]
     assert list(idata.posterior["points"].values) == ["p", "q", "r"]
     np.testing.assert_array_equal(idata.sample_stats["log_joint"].values, -draws)
+
+
+def test_constant_chains_that_all_started_from_one_partition_cannot_be_judged():
+    # Chains that never leave a start they share agree whatever the posterior: the table cannot count that.
+    constants = {"n_clusters": np.full((4, 200), 1), "log_joint": np.full((4, 200), -5.0)}
+    table = mixing_table(az.from_dict(posterior=constants))
+    assert diagnostics.mixes(table) and diagnostics.mixes_to_stop(table)
+    table.attrs["one_start"] = True
+    assert not diagnostics.mixes(table) and not diagnostics.mixes_to_stop(table)
+    assert diagnostics.mixing_verdict(table).startswith("Mixing cannot be judged: n_clusters, log_joint held one value")
+    # What moved is judged as before: a quantity that mixes shows the chains left their start.
+    moving = mixing_table(az.from_dict(posterior={"n_clusters": np.full((4, 1000), 1),
+                                                  "log_joint": np.random.default_rng(0).normal(size=(4, 1000))}))
+    moving.attrs["one_start"] = True
+    assert diagnostics.mixes(moving)
+
+
+def test_a_dp_fit_whose_chains_share_one_start_and_stay_there_warns():
+    from zoo.dirichlet import DPMixture, normal_gamma
+
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(-1.5, 0.3, (40, 2)), rng.normal(1.5, 0.3, (40, 2))])
+    points = (points - points.mean(axis=0)) / points.std(axis=0)
+    model = DPMixture(normal_gamma(2), n_split_merge=0, alpha=1e-3)  # no move opens the second cluster
+    with pytest.warns(MixingWarning, match="all started from one partition"):
+        fit = model.fit(points, jax.random.key(0), n_chains=2, init="single", n_warmup=0, n_draws=50, progress=False)
+    assert fit.mixing.attrs["one_start"] and (fit.result.samples["n_clusters"] == 1).all()
+    # Labels given for every chain alike are one start too; different labels per chain are not.
+    labels = np.repeat([0, 1], 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        same = model.fit(points, jax.random.key(0), n_chains=2, init=labels, n_warmup=0, n_draws=5, progress=False)
+        apart = model.fit(points, jax.random.key(0), n_chains=2, init=np.stack([labels, np.zeros(80, int)]),
+                          n_warmup=0, n_draws=5, progress=False)
+    assert same.mixing.attrs.get("one_start") and not apart.mixing.attrs.get("one_start")

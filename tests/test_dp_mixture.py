@@ -789,3 +789,35 @@ def test_features_far_from_the_priors_scale_warn_and_standardised_ones_do_not():
     with pytest.warns(ScaleWarning, match=r"^train_features and test_features: 4 of 4 features are far"):
         SupervisedDP(1).fit(standardised[:50] + 100, np.zeros(50, int), standardised[50:] + 100, jax.random.key(0),
                             n_chains=1, n_sweeps=4, progress=False)
+
+
+def test_chains_drawn_at_one_float_width_refuse_to_continue_at_the_other():
+    # The chains' states keep their float width: continued in a session of the other, the error says so
+    # (it said the data had "other values", or a JAX scan's carry types differed).
+    from inference.diagnostics import MixingWarning
+    from zoo.dirichlet import SupervisedDP
+    from zoo.relational import InfiniteRelational, load_florentine_families
+
+    points = np.random.default_rng(0).normal(size=(30, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        fit = DPMixture(normal_gamma(2)).fit(points, jax.random.key(0), n_chains=2, n_warmup=2, n_draws=3,
+                                             progress=False)
+        supervised = SupervisedDP(1).fit(points[:20], np.repeat([0, 1], 10), points[20:], jax.random.key(0),
+                                         n_chains=2, n_warmup=2, n_draws=3, progress=False)
+        network = load_florentine_families()
+        irm = InfiniteRelational(n_split_merge=0).sample(network, jax.random.key(0), n_chains=1, n_warmup=2,
+                                                         n_draws=2, progress=False)
+    drawn = bool(jax.config.jax_enable_x64)
+    width = "true \\(float64" if drawn else "false \\(float32"
+    jax.config.update("jax_enable_x64", not drawn)
+    try:
+        with pytest.raises(ValueError, match=rf"^fit: these chains were drawn with jax_enable_x64 {width} states\)"
+                                             rf'.*jax.config.update\("jax_enable_x64", {drawn}\)'):
+            fit.resume(points, n_draws=2, progress=False)
+        with pytest.raises(ValueError, match=rf"^fit: these chains were drawn with jax_enable_x64 {width}"):
+            supervised.resume(points[:20], np.repeat([0, 1], 10), points[20:], n_draws=2, progress=False)
+        with pytest.raises(ValueError, match=rf"^result: these chains were drawn with jax_enable_x64 {width}"):
+            irm.resume(network, n_draws=2, progress=False)
+    finally:
+        jax.config.update("jax_enable_x64", drawn)

@@ -9,7 +9,7 @@ import numpy as np
 
 from inference._validation import check_memory
 
-__all__ = ["DISPERSED", "check_start_memory", "start_kinds", "start_labels"]
+__all__ = ["DISPERSED", "check_start_memory", "one_start", "start_kinds", "start_labels"]
 
 #: The starts that ``init="dispersed"`` gives chains 0, 1, 2, 3, ... in turn.
 DISPERSED = ("single", "kmeans", "random")
@@ -47,3 +47,17 @@ def start_labels(kind: str, points: np.ndarray, rng: np.random.Generator, *, n_r
         kmeans = KMeans(n_clusters=n_kmeans, n_init=1, random_state=int(rng.integers(2**31)))
         labels = kmeans.fit_predict(np.asarray(points).reshape(n_points, -1))
     return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+
+
+def one_start(labels: np.ndarray) -> bool:
+    """Whether every chain of ``labels`` (n_chains, N) starts from one and the same partition (the
+    same clusters, whatever their numbers), as ``init="single"`` or one array of labels for all
+    chains give: chains that then never leave it agree whatever the posterior, so the mixing table
+    cannot count their agreement (``attrs["one_start"]``, :func:`inference.diagnostics.mixes`)."""
+    labels = np.asarray(labels)
+    if labels.ndim != 2 or labels.shape[0] < 2:
+        return False
+    canonical = [np.unique(row, return_index=True, return_inverse=True) for row in labels]
+    # Relabel each chain's clusters by the first point each holds: equal rows are equal partitions.
+    firsts = [np.argsort(np.argsort(index))[inverse] for _, index, inverse in canonical]
+    return all(np.array_equal(firsts[0], row) for row in firsts[1:])

@@ -43,11 +43,12 @@ from inference.display import Card, Described, call_text, chains_card, init_defa
 from inference.native.backend import resolve_backend
 from inference.neal import ALGORITHMS, build_kernel
 from inference.neal import init as init_state
+from inference.provenance import check_same_float_width
 from inference._validation import (arrays_digest, as_float_array, as_index_array, check_bool, check_choice, check_int,
                                    check_key, check_memory, check_real, feature_names, in_fitted_order, key_as_data,
                                    key_from_data, row_names, tree_nbytes, user_stacklevel)
 from zoo.dirichlet.families import ComponentFamily
-from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
+from zoo.dirichlet._starts import check_start_memory, one_start, start_kinds, start_labels
 from zoo.metrics import clustering_scores
 
 __all__ = ["DEFAULT_SPLIT_MERGE", "INITS", "stick_breaking_weights", "dp_mixture_program", "DPMixture", "DPMixtureFit"]
@@ -305,6 +306,8 @@ class DPMixtureFit(Described):
             table = self._mixing = diagnostics.summary(self.idata, warn=False)
             if self._continue_with:  # the advice to run longer names the call
                 table.attrs["continue_with"] = self._continue_with
+            if getattr(getattr(self, "_continuation", None), "one_start", False):
+                table.attrs["one_start"] = True
             model = getattr(getattr(self, "_continuation", None), "model", None)
             advice = _missing_parts_advice(model, self._continue_with) if model is not None else ""
             if advice:
@@ -566,6 +569,7 @@ class _Continuation:
     data_shape: tuple
     point_names: tuple | None = None  # the rows' labels of a DataFrame given as data (the draws' coords)
     feature_names: tuple | None = None  # the string column names of a DataFrame given as data (feature_names())
+    one_start: bool = False  # every chain started from one partition (the mixing table's attrs["one_start"])
 
 
 class DPMixture:
@@ -861,11 +865,11 @@ class DPMixture:
             time_budget=time_budget,
             progress=progress,
             on_overflow=self.on_overflow,
-            stop_when=_when_mixed if until_mixed else None,
+            stop_when=partial(_when_mixed, one_start=one_start(labels)) if until_mixed else None,
         )
         names = row_names(data)
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape,
-                                     None if names is None else tuple(names), columns)
+                                     None if names is None else tuple(names), columns, one_start(labels))
         return self._finish(result, continuation, "DPMixture.fit")
 
     def _finish(self, result: ChainResult, continuation: _Continuation, caller: str) -> DPMixtureFit:
@@ -895,12 +899,15 @@ class DPMixture:
         """:meth:`DPMixtureFit.resume`."""
         continuation, previous = fit._continuation, fit.result
         check_int("n_draws", n_draws, minimum=1)
+        check_same_float_width(previous.provenance, "fit: these chains")
         until_mixed = check_bool("until_mixed", until_mixed)
         array = self._fitted_data(data, continuation)
         key_chains = key_from_data(continuation.key_data, continuation.key_impl)
         result = continue_chains(key_chains, self.step, previous, jnp.asarray(array), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
-                                 on_overflow=self.on_overflow, stop_when=_when_mixed if until_mixed else None)
+                                 on_overflow=self.on_overflow,
+                                 stop_when=partial(_when_mixed, one_start=getattr(continuation, "one_start", False))
+                                 if until_mixed else None)
         return self._finish(result, continuation, "DPMixtureFit.resume")
 
 
@@ -944,8 +951,11 @@ def _takes_columns(warn_data: Any) -> bool:
         return False
 
 
-def _when_mixed(so_far: ChainResult) -> bool:
+def _when_mixed(so_far: ChainResult, *, one_start: bool = False) -> bool:
     """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes, a
-    constant only once the draws could have shown a move (:func:`inference.diagnostics.mixes_to_stop`)."""
-    return diagnostics.mixes_to_stop(DPMixtureFit(so_far).mixing)
+    constant only once the draws could have shown a move (:func:`inference.diagnostics.mixes_to_stop`),
+    and never where chains from ``one_start`` stayed there."""
+    table = DPMixtureFit(so_far).mixing
+    table.attrs["one_start"] = bool(one_start)
+    return diagnostics.mixes_to_stop(table)
 

@@ -75,7 +75,7 @@ from inference.display import Card, Described, add_mixing, chains_text, made_wit
 from inference.interrupts import deadline_after
 from inference.native.backend import resolve_backend
 from inference.partitions import most_probable_draw
-from inference.provenance import PROVENANCE_KEYS, provenance, warn_if_made_elsewhere
+from inference.provenance import PROVENANCE_KEYS, check_same_float_width, provenance, warn_if_made_elsewhere
 from inference._validation import (arrays_digest, check_bool, check_int, check_key, check_memory, check_one_length,
                                    check_real, check_relation, key_as_data, key_from_data, tree_nbytes, user_stacklevel)
 from zoo.relational._infinite_chains import (_draw_predictive, _run_cases, _run_cases_until_mixed, _run_chains_in_calls,
@@ -490,7 +490,7 @@ class InfiniteRelational:
                            seconds=seconds, first_sweep=first_sweep, previous=previous)
         if result.log_joint.shape[1] == 0:  # stopped during warm-up, as DPMixture.fit says
             warnings.warn(f"InfiniteRelational.sample: {NO_DRAWS}", RuntimeWarning, stacklevel=user_stacklevel())
-        elif result.log_joint.shape[1] >= diagnostics.MIN_DRAWS:  # one chain too: its card says what this says
+        else:  # one chain too, and too few draws to judge (as DPMixture.fit): its card says what this says
             result._warned = diagnostics.warn_if_not_mixing(result.mixing, stacklevel=user_stacklevel())
         return result
 
@@ -862,6 +862,7 @@ class IRMResult(Described):
         until_mixed = check_bool("until_mixed", until_mixed)
         deadline = deadline_after(time_budget)
         model = continuation.model
+        check_same_float_width(self.provenance, "result: these chains")
         model.check_data(data)
         arrays = data.to_arrays()
         if data.schema != self.schema or _relational_digest(arrays) != continuation.data_digest:
@@ -885,7 +886,10 @@ class IRMResult(Described):
                              zip(self.schema.domain_names, self.schema.domain_sizes)])
         card.add("relations", list(self.schema.relation_names))
         n_chains, n_draws = np.shape(self.log_joint)[:2] if np.ndim(self.log_joint) == 2 else (0, 0)
-        card.add("chains", chains_text(n_chains=n_chains, n_draws=n_draws, n_warmup=self._n_warmup, thin=1,
+        # A run stopped in its warm-up has run part of it: the card names the warm-up it was to run.
+        planned = getattr(continuation, "n_warmup", None) if n_draws == 0 else None
+        card.add("chains", chains_text(n_chains=n_chains, n_draws=n_draws,
+                                       n_warmup=self._n_warmup if planned is None else planned, thin=1,
                                        seconds=self.seconds, completed=self.completed))
         if n_draws == 0:
             card.add("draws", "none: the run stopped during its warm-up"

@@ -21,11 +21,12 @@ from inference.chains import ChainResult, continue_chains, sample_chains, stack_
 from inference.concentration import GammaPrior
 from inference.display import Card, Described, call_text, chains_card, init_defaults
 from inference.partitions import point_partition
+from inference.provenance import check_same_float_width
 from inference._validation import (arrays_digest, as_index_array, as_label_codes, check_bool, check_choice, check_int,
                                    check_key, check_memory, check_one_length, check_real, feature_names,
                                    in_fitted_order, key_as_data, key_from_data, row_names, tree_nbytes,
                                    user_stacklevel)
-from zoo.dirichlet._starts import check_start_memory, start_kinds, start_labels
+from zoo.dirichlet._starts import check_start_memory, one_start, start_kinds, start_labels
 from zoo.dirichlet.scale import warn_off_scale, warn_precision_prior
 from zoo.dirichlet.ties import warn_tied_features
 from zoo.dirichlet.supervised.distances import _check_distances, embed_distances
@@ -106,6 +107,7 @@ class _Continuation:
     point_names: tuple | None = None  # the test rows' labels of a DataFrame (the draws' coords)
     feature_names: tuple | None = None  # the string column names of a DataFrame of training features
     train_labels: tuple | None = None  # the training publications' labels, in the order of their codes
+    one_start: bool = False  # every chain started from one test partition (the mixing table's attrs["one_start"])
 
 
 def _warn_unlabelled_marks(train_labels: Any) -> None:
@@ -260,6 +262,7 @@ class SupervisedDPFit(Described):
                              "built from a ChainResult)")
         check_int("n_draws", n_draws, minimum=1)
         until_mixed = check_bool("until_mixed", until_mixed)
+        check_same_float_width(self.result.provenance, "fit: these chains")
         fitted = getattr(continuation, "feature_names", None)
         train_features = in_fitted_order("train_features", train_features, fitted)
         test_features = in_fitted_order("test_features", test_features, fitted)
@@ -273,7 +276,8 @@ class SupervisedDPFit(Described):
         result = continue_chains(key_chains, step, self.result, _supervised_data(train, labels, test), n_draws=n_draws,
                                  draws_per_call=draws_per_call, time_budget=time_budget, progress=progress,
                                  record=record_supervised(train.shape[0]), on_overflow="grow",
-                                 stop_when=model._when_mixed(step) if until_mixed else None)
+                                 stop_when=model._when_mixed(step, getattr(continuation, "one_start", False))
+                                 if until_mixed else None)
         return model._finish(result, continuation, step, "SupervisedDPFit.resume")
 
     @property
@@ -339,6 +343,8 @@ class SupervisedDPFit(Described):
         if table is None:
             table = self._mixing = diagnostics.mixing_table(self._label_invariant(keep_fixed=True))
             table.attrs["advice"] = self._advice(table)
+            if getattr(getattr(self, "_continuation", None), "one_start", False):
+                table.attrs["one_start"] = True
         return table.copy()
 
     def _advice(self, table: pd.DataFrame) -> str:
@@ -438,8 +444,9 @@ INITS = ("dispersed", "single", "singletons", "kmeans", "random")
 
 
 def _initial_states(model: SupervisedDP, starts: Any, n_chains: int, train: np.ndarray, labels: np.ndarray,
-                    test: np.ndarray, rng_key: jax.Array) -> SupervisedState:
-    """Batched starting states of :meth:`SupervisedDP.fit` (chains first)."""
+                    test: np.ndarray, rng_key: jax.Array) -> tuple[SupervisedState, bool]:
+    """Batched starting states of :meth:`SupervisedDP.fit` (chains first), and whether every chain starts
+    from one and the same test partition (:func:`zoo.dirichlet._starts.one_start`)."""
     test_labels = _initial_test_partitions(starts, n_chains, test, rng_key)
     capacity = max(min(model.max_test_clusters, test.shape[0]), int(test_labels.max()) + 1)
     keys = jax.random.split(rng_key, n_chains)
@@ -454,7 +461,7 @@ def _initial_states(model: SupervisedDP, starts: Any, n_chains: int, train: np.n
     chain_state = jax.eval_shape(lambda key: make(0, key), keys[0])
     check_memory("max_types", 3 * n_chains * tree_nbytes(chain_state),
                  f"{n_chains} chain(s) with max_test_clusters={capacity} and max_types={model.max_types}")
-    return stack_states([make(chain, keys[chain]) for chain in range(n_chains)])
+    return stack_states([make(chain, keys[chain]) for chain in range(n_chains)]), one_start(test_labels)
 
 
 def _initial_test_partitions(init: Any, n_chains: int, test: np.ndarray, rng_key: jax.Array) -> np.ndarray:
@@ -777,7 +784,7 @@ class SupervisedDP:
             n_draws = max((n_sweeps - n_warmup) // thin, 1)
         data = _supervised_data(train, labels, test)
         key_init, key_chains = jax.random.split(key)
-        states = _initial_states(self, init, n_chains, train, labels, test, key_init)
+        states, shared_start = _initial_states(self, init, n_chains, train, labels, test, key_init)
         # A call whose sweeps run out of publication or type slots is re-run from its starting
         # states with that capacity doubled (SupervisedState.grow_after_overflow): only the
         # capacity that ran out grows, and the sweeps before that call are kept.
@@ -789,7 +796,7 @@ class SupervisedDP:
             key_chains, step, states, data,
             n_warmup=n_warmup, n_draws=n_draws, thin=thin, draws_per_call=draws_per_call,
             time_budget=time_budget, progress=progress, record=record_supervised(train.shape[0]),
-            on_overflow="grow", stop_when=self._when_mixed(step) if until_mixed else None,
+            on_overflow="grow", stop_when=self._when_mixed(step, shared_start) if until_mixed else None,
         )
         names = row_names(test_features)
         # Each training publication's label, by its code (as_label_codes numbers them in sorted order).
@@ -799,7 +806,7 @@ class SupervisedDP:
         publications[labels] = given
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(train, labels, test),
                                      n_split_merge, None if names is None else tuple(names), columns,
-                                     tuple(publications.tolist()))
+                                     tuple(publications.tolist()), shared_start)
         return self._finish(result, continuation, step, "SupervisedDP.fit")
 
     def _fit_object(self, result: ChainResult, step: Any, point_names: Any = None) -> SupervisedDPFit:
@@ -807,11 +814,17 @@ class SupervisedDP:
                                n_split_merge=partition_moves_per_sweep(step), pair_moves=self.pair_moves,
                                point_names=point_names)
 
-    def _when_mixed(self, step: Any) -> Callable[[ChainResult], bool]:
+    def _when_mixed(self, step: Any, one_start: bool = False) -> Callable[[ChainResult], bool]:
         """``stop_when`` of ``until_mixed``: every label-invariant quantity of the draws so far mixes, a
         constant only once the draws could have shown a move (:func:`inference.diagnostics.mixes_to_stop`,
-        as :class:`zoo.dirichlet.DPMixture`'s)."""
-        return lambda so_far: diagnostics.mixes_to_stop(self._fit_object(so_far, step).mixing)
+        as :class:`zoo.dirichlet.DPMixture`'s), and never where chains from ``one_start`` stayed there."""
+
+        def mixed(so_far: ChainResult) -> bool:
+            table = self._fit_object(so_far, step).mixing
+            table.attrs["one_start"] = bool(one_start)
+            return diagnostics.mixes_to_stop(table)
+
+        return mixed
 
     def _finish(self, result: ChainResult, continuation: _Continuation, step: Any, caller: str) -> SupervisedDPFit:
         fit = self._fit_object(result, step, getattr(continuation, "point_names", None))
