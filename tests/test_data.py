@@ -285,3 +285,17 @@ def test_a_part_that_receives_no_events_is_said():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a part asked to be empty is not news
         assert data.split_tokens([1.0, 0.0], rng=0)[1] is None
+
+
+def test_token_lists_are_counted_by_from_tokens_and_refused_by_from_pairs_naming_it():
+    documents = [["b", "a", "b"], [], ["c", "a"]]
+    data = CoOccurrence.from_tokens(documents, row_names=["x", "y", "z"])
+    assert data.col_names == ("a", "b", "c") and data.row_names == ("x", "y", "z")
+    np.testing.assert_array_equal(data.to_dense(), [[1, 2, 0], [0, 0, 0], [1, 0, 1]])
+    for pairs in ([["the", "cat", "sat"], ["a", "dog"]], [["the", "cat"], ["a", "dog"]]):
+        with pytest.raises(ValueError, match=r"^pairs: .*CoOccurrence\.from_tokens\(documents\)"):
+            CoOccurrence.from_pairs(pairs)
+    with pytest.raises(TypeError, match=r"^documents\[0\]: is a string, not a list of tokens; split it first"):
+        CoOccurrence.from_tokens(["the cat sat"])
+    with pytest.raises(ValueError, match="^documents: hold no tokens"):
+        CoOccurrence.from_tokens([[], []])

@@ -517,3 +517,42 @@ def test_checkpoint_arguments_are_checked(tmp_path):
         load_checkpoint(tmp_path / "missing.npz", like=states)
     with pytest.raises(ValueError, match="^first_sweep:"):
         sample_chains(jax.random.key(0), step, states, data, n_draws=2, first_sweep=-1, progress=False)
+
+
+def test_row_and_column_names_are_kept_and_files_without_them_still_load(tmp_path):
+    named = CoOccurrence(TRAIN.rows, TRAIN.cols, TRAIN.counts, TRAIN.shape,
+                         [f"doc{index}" for index in range(TRAIN.n_rows)],
+                         [f"w{index}" for index in range(TRAIN.n_cols)])
+    result = tempered_em(Aspect(2, backend="xla"), named, key=jax.random.key(0), max_iter=20)
+    loaded = load_result(save_result(tmp_path / "named.npz", result))
+    assert loaded.row_names == named.row_names and loaded.col_names == named.col_names
+    held_out = CoOccurrence(VALID.rows, VALID.cols, VALID.counts, VALID.shape, named.row_names, named.col_names)
+    with pytest.raises(ValueError, match=r"^data: its row_names differ from the fitted data's"):
+        loaded.perplexity(held_out.select_rows(np.arange(TRAIN.n_rows)[::-1]))
+    assert loaded.perplexity(held_out) == pytest.approx(result.perplexity(held_out))
+    with np.load(tmp_path / "named.npz") as archive:  # as written before names were kept
+        arrays = dict(archive)
+    metadata = json.loads(str(arrays["metadata"]))
+    del metadata["row_names"], metadata["col_names"]
+    arrays["metadata"] = np.asarray(json.dumps(metadata))
+    np.savez(tmp_path / "old.npz", **arrays)
+    old = load_result(tmp_path / "old.npz")
+    assert old.row_names is None and old.col_names is None
+    assert old.perplexity(held_out.select_rows(np.arange(TRAIN.n_rows)[::-1])) > 0  # nothing to check against
+
+
+def test_a_grown_tree_scores_held_out_tokens_and_round_trips(tmp_path):
+    from zoo.dyadic.cluster_abstraction import GrownTree, anneal_tree
+    from zoo.dyadic.predictive import perplexity
+
+    grown = anneal_tree(TRAIN, key=jax.random.key(0), max_leaves=3, valid=VALID, prior_count=0.1,
+                        max_iter_per_level=30)
+    assert grown.perplexity(VALID) == pytest.approx(perplexity(grown.model, grown.params, VALID))
+    loaded = load_result(save_result(tmp_path / "grown.npz", grown))
+    assert isinstance(loaded, GrownTree) and loaded.model == grown.model and loaded.beta == grown.beta
+    assert loaded.stopped_by == grown.stopped_by
+    pd.testing.assert_frame_equal(loaded.history, grown.history)
+    for saved, kept in zip(loaded.params, grown.params):
+        assert isinstance(saved, jax.Array)
+        np.testing.assert_array_equal(np.asarray(saved), np.asarray(kept))
+    assert loaded.perplexity(VALID) == pytest.approx(grown.perplexity(VALID))

@@ -21,7 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from inference.diagnostics import MixingWarning
-from inference.em import tempered_em
+from inference.em import ClassesAlikeWarning, tempered_em
 from inference.schedules import DeterministicAnnealing, FixedBeta, TemperedEM, anneal_up
 from zoo.data import CoOccurrence
 from zoo.dyadic.aspect import Aspect
@@ -211,9 +211,11 @@ def test_score_reports_tokens_of_probability_zero_instead_of_flooring_them(estim
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no token of probability 0 is left
         rest_log_lik = fitted.heldout_evaluation(rest).log_lik
-    # Folding in ``test`` and ``rest`` gives the same rows: the unseen word carries no information.
+    # Folding in ``test`` and ``rest`` gives nearly the same rows: the unseen word carries little information
+    # (none where the classes are alike, as the two-sided model's random start here was before its
+    # seeded fallback, exactly equal then; 1.5e-4 apart with the classes it keeps now).
     expected = (rest_log_lik + n_zero * np.log(1e-12)) / test.sum()
-    assert floored_score == pytest.approx(expected, rel=1e-4)
+    assert floored_score == pytest.approx(expected, rel=1e-3)
     # MAP-EM: no prediction is 0, no warning.
     smoothed = clone(fitted).set_params(prior_count=0.5).fit(train)
     with warnings.catch_warnings():
@@ -255,8 +257,16 @@ def test_auto_schedule_is_the_models_own_on_a_validation_split():
     assert make_schedule("auto", OneSided(3)) == anneal_up() and make_schedule("auto", Aspect(3)) == TemperedEM()
     estimator = OneSidedEstimator(3, schedule="auto", max_iter=300, random_state=0, backend="xla").fit(COUNTS)
     history = estimator.result_.history
-    assert np.isfinite(history["valid_perplexity"]).all()  # tokens held out, though annealing does not need them
-    assert history["beta"][0] == pytest.approx(0.01) and history["beta"].max() == 1.0
+    assert np.isfinite(history["valid_perplexity"]).all()  # tokens held out, which annealing does not need
+    # Annealed up from β = 0.01 these rows' classes end alike (the collapse of anneal_up's docstring), so
+    # the fit ran the schedule's fallback, tempered EM from β = 1, and kept it: better on the validation tokens.
+    assert estimator.result_.schedule == anneal_up().fallback == TemperedEM()
+    assert history["beta"][0] == 1.0
+    annealed = OneSidedEstimator(3, schedule=DeterministicAnnealing(0.01, 1.5, 25), max_iter=300, random_state=0,
+                                 backend="xla")
+    with pytest.warns(ClassesAlikeWarning):
+        history = annealed.fit(COUNTS).result_.history
+    assert history["beta"][0] == pytest.approx(0.01)
 
 
 def test_warm_start_continues_from_the_previous_parameters(fitted_aspect):
@@ -795,13 +805,43 @@ def test_supervised_dp_share_clusters_gives_unlabelled_rows_the_training_label_t
     (np.full(40, -1), ValueError, "^y: no labelled row: .* use DPMixtureEstimator"),
     (np.repeat([0, 1], 20), ValueError, "^y: no row to cluster: mark the rows to cluster with -1"),
     (np.repeat([0, 1, -2, -1], 10), ValueError, "^y: labels are -1"),
-    (np.repeat(["a", "b", "c", "d"], 10), TypeError, "^y: expected integer labels"),
+    (np.repeat(["a", "b", "c", "d"], 10), ValueError,
+     r"^y: has dtype <U1 \(strings\), where the integer -1 cannot mark .* give y dtype object, .*LabelEncoder"),
+    (np.array(["a"] * 20 + [None] * 20, dtype=object), ValueError,
+     r"^y: the label of row 20 is missing \(None or NaN\): mark the rows to cluster with -1$"),
+    (np.r_[np.zeros(20), np.full(20, np.nan)], ValueError, r"^y: the label of row 20 is missing \(NaN\)"),
+    (np.array(["a"] * 10 + [3] * 10 + [-1] * 20, dtype=object), TypeError,
+     "^y: labels are integers, or strings with the integer -1 .* types int, str$"),
     (np.repeat([0, -1], 10), ValueError, r"^y: expected one label per row of X \(40\), got shape \(20,\)"),
 ])
 def test_supervised_dp_rejects_bad_labels(y, error, message):
     X, _, _ = _labelled_blobs()
     with pytest.raises(error, match=message):
         SupervisedDPEstimator().fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # 40 draws: ESS < 400
+def test_supervised_dp_takes_string_labels_with_minus_one_as_self_training_classifier_does(fitted_supervised):
+    # scikit-learn's SelfTrainingClassifier takes string labels in an array of dtype object, -1 (an integer)
+    # marking the unlabelled rows; the same chains as integer labels, the labelled rows keep their strings
+    # and the clusters get the integers from 0.
+    import pandas as pd
+
+    integer, X, y, _ = fitted_supervised
+    names = np.where(y == 0, "left", "right").astype(object)
+    names[y == -1] = -1
+    for labels in (names, pd.Series(names)):
+        estimator = SupervisedDPEstimator(n_chains=2, n_warmup=20, n_draws=40, random_state=0).fit(X, labels)
+        np.testing.assert_array_equal(estimator.fit_.assignments, integer.fit_.assignments)
+        assert estimator.labels_.tolist() == names[:20].tolist() + (integer.labels_[20:] - 2).tolist()
+        assert estimator.n_clusters_ == integer.n_clusters_
+    shared = names.copy()
+    shared[5:10] = -1  # half of "left" to cluster: with share_clusters those rows join it
+    labels = SupervisedDPEstimator(share_clusters=True, n_chains=2, n_warmup=20, n_draws=20,
+                                   random_state=0).fit_predict(X, shared)
+    assert labels[5:10].tolist() == ["left"] * 5 and set(labels[20:].tolist()) <= {0, 1}
+    numbers = y.astype(object)  # an object array of integers is integer labels
+    assert SupervisedDPEstimator(n_chains=1, n_warmup=2, n_draws=3, random_state=0).fit(X, numbers).labels_.dtype == int
 
 
 def test_supervised_dp_rejects_bad_settings():

@@ -143,8 +143,9 @@ def _names(name: str, names: Sequence[Any] | None, size: int) -> tuple | None:
 class CoOccurrence:
     """Sparse co-occurrence counts n(x_i, y_k) between N row objects and M column objects.
 
-    Build one with :meth:`from_sparse`, :meth:`from_dense`, :meth:`from_dataframe` or
-    :meth:`from_pairs`; the constructor itself takes canonical COO arrays. Cells are stored
+    Build one with :meth:`from_sparse`, :meth:`from_dense`, :meth:`from_dataframe`,
+    :meth:`from_pairs` or :meth:`from_tokens` (documents as token lists); the constructor itself
+    takes canonical COO arrays. Cells are stored
     sorted by (row, column), duplicates summed and zeros dropped.
 
     Parameters
@@ -292,9 +293,22 @@ class CoOccurrence:
         shape : (int, int), optional
             ``(n_rows, n_cols)``; inferred from the largest indices when omitted.
         """
-        pairs_array = np.asarray(pairs)
+        tokens_hint = ("; for documents as lists of tokens, CoOccurrence.from_tokens(documents) counts each "
+                       "document's tokens, and CoOccurrence.from_dataframe(frame, row=..., col=...) reads one "
+                       "(document, token) record per row of a table")
+        if isinstance(pairs, (str, bytes)):
+            raise TypeError(f"pairs: expected (row, column) index pairs, got {type(pairs).__name__}{tokens_hint}")
+        try:
+            pairs_array = np.asarray(pairs)
+        except ValueError:  # NumPy's "inhomogeneous shape": rows of different lengths
+            raise ValueError("pairs: expected (row, column) index pairs of shape (n_observations, 2), got rows "
+                             f"of different lengths{tokens_hint}") from None
         if pairs_array.ndim != 2 or pairs_array.shape[1] != 2:
-            raise ValueError(f"pairs: expected shape (n_observations, 2), got {pairs_array.shape}")
+            hint = tokens_hint if pairs_array.dtype.kind in "OUS" else ""
+            raise ValueError(f"pairs: expected shape (n_observations, 2), got {pairs_array.shape}{hint}")
+        if pairs_array.dtype.kind in "OUS":
+            raise ValueError(f"pairs: expected integer indices, got {pairs_array.dtype.name} values such as "
+                             f"{str(pairs_array.flat[0])!r:.40}{tokens_hint}")
         if pairs_array.shape[0] == 0:
             raise ValueError("pairs: is empty")
         rows = as_index_array("pairs", pairs_array[:, 0])
@@ -317,6 +331,51 @@ class CoOccurrence:
                     f"weights: expected {rows.shape[0]} weights (one per pair), got {weight_array.shape[0]}"
                 )
         return cls(rows, cols, weight_array, tuple(shape), row_names, col_names)
+
+    @classmethod
+    def from_tokens(cls, documents: Any, *, row_names=None) -> "CoOccurrence":
+        """Build documents × tokens counts from documents given as token lists.
+
+        Row i counts the tokens of ``documents[i]``; the columns are the distinct tokens, in sorted
+        order, and become ``col_names``::
+
+            CoOccurrence.from_tokens([doc.split() for doc in docs])
+
+        Parameters
+        ----------
+        documents : sequence of sequences of hashable tokens
+            One token list (or tuple) a document; a document may be empty (a row without counts).
+            A document given as one string is refused (its characters would be the tokens): split
+            it first.
+        row_names : sequence, optional
+            One name a document.
+        """
+        import pandas as pd
+
+        if isinstance(documents, (str, bytes)) or not hasattr(documents, "__iter__") or hasattr(documents, "shape"):
+            raise TypeError(f"documents: expected a sequence of token lists, got {type(documents).__name__}")
+        documents = list(documents)
+        if not documents:
+            raise ValueError("documents: is empty")
+        for index, document in enumerate(documents):
+            if isinstance(document, (str, bytes)):
+                raise TypeError(f"documents[{index}]: is a string, not a list of tokens; split it first "
+                                "(e.g. [doc.split() for doc in docs])")
+            if not isinstance(document, (list, tuple)):
+                raise TypeError(f"documents[{index}]: expected a list of tokens, got {type(document).__name__}")
+        lengths = np.fromiter((len(document) for document in documents), np.int64, len(documents))
+        if lengths.sum() == 0:
+            raise ValueError("documents: hold no tokens")
+        tokens = pd.Series([token for document in documents for token in document], dtype=object)
+        if tokens.isna().any():
+            raise ValueError("documents: contain missing tokens (None or NaN)")
+        try:
+            codes, vocabulary = pd.factorize(tokens, sort=True)
+        except TypeError as error:  # tokens that cannot be sorted together (strings and numbers)
+            raise TypeError(f"documents: tokens must be of one sortable kind ({error})") from None
+        rows = np.repeat(np.arange(len(documents)), lengths)
+        return cls(rows, codes, np.ones(rows.shape[0]), (len(documents), len(vocabulary)), row_names,
+                   list(vocabulary))
 
     # ------------------------------------------------------------------ views
     @property

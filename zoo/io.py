@@ -40,6 +40,11 @@ them; NamedTuples (the schema, the parameters) are stored by class and fields, l
     save_result("lrm.npz", result, settings={"data": "karate club"})
     result = load_result("lrm.npz")   # an LRMResult: classes(), predict_proba(), write_report
 
+A cluster-abstraction tree grown by :func:`zoo.dyadic.cluster_abstraction.anneal_tree` (a
+:class:`~zoo.dyadic.cluster_abstraction.GrownTree`) is saved the same way, its history table as one
+array a column. An EM result keeps the fitted data's row and column names (from 2026-12-07; older
+files load without them), so that the loaded result refuses held-out data named in another order.
+
 Gibbs chains are ArviZ ``InferenceData``; :func:`save_chains` writes them with
 ``InferenceData.to_netcdf`` and stores the model's settings as a JSON attribute of the posterior
 group; :func:`load_chains` reads them back with ``arviz.from_netcdf``.
@@ -145,6 +150,11 @@ def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None, local: 
         return {"namedtuple": _qualified_name(type(value)),
                 "fields": {field: _encode(getattr(value, field), f"{name}.{field}", arrays, local)
                            for field in value._fields}}
+    if arrays is not None and _is_frame(value):  # a table of numeric columns (a GrownTree's history)
+        if not all(isinstance(column, str) for column in value.columns):
+            raise TypeError(f"{name}: a table's column names must be strings to be saved")
+        return {"dataframe": {column: _encode(value[column].to_numpy(), f"{name}.{column}", arrays, local)
+                              for column in value.columns}}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {"tuple": [_encode(item, f"{name}[{index}]", arrays, local) for index, item in enumerate(value)]}
     if isinstance(value, list):
@@ -164,6 +174,12 @@ def _encode(value: Any, name: str, arrays: dict[str, np.ndarray] | None, local: 
     if isinstance(value, types.FunctionType) and (local or "<" not in value.__qualname__):  # module-level ones
         return {"function": _qualified_name(value)}
     raise TypeError(f"{name}: cannot save a {type(value).__name__} ({value!r:.80}) in a result file")
+
+
+def _is_frame(value: Any) -> bool:
+    """A pandas DataFrame (pandas is only looked at once something imported it)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.DataFrame)
 
 
 def _is_array(value: Any) -> bool:
@@ -294,6 +310,14 @@ def _decode(value: Any, name: str, trusted: tuple[str, ...], arrays: dict[str, n
         if arrays[reference].dtype.kind not in "biuf":
             raise ValueError(f"{name}: the array {reference!r} holds {arrays[reference].dtype}, not numbers")
         return arrays[reference]
+    if "dataframe" in value and arrays is not None:
+        import pandas as pd
+
+        columns = value["dataframe"]
+        if not isinstance(columns, dict):
+            raise ValueError(f"{name}: malformed table entry {value!r:.80}")
+        return pd.DataFrame({column: _decode(item, f"{name}.{column}", trusted, arrays)
+                             for column, item in columns.items()})
     if "namedtuple" in value and arrays is not None:
         kind = _import(value["namedtuple"], trusted, name)
         fields = value.get("fields")
@@ -355,11 +379,14 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
     ----------
     path : str or PathLike
         Destination; ``.npz`` is appended when missing.
-    result : EMResult or LRMResult
-        A fit of tempered EM (:class:`inference.em.EMResult`), or of a model whose result checks
-        itself when loaded: Chiang and Poole's latent-class relational model
-        (:class:`zoo.relational.LRMResult`), stored with its model, schema, parameters, history
-        and provenance.
+    result : EMResult, LRMResult or GrownTree
+        A fit of tempered EM (:class:`inference.em.EMResult`, stored with the fitted data's row and
+        column names where they had some, so that the loaded result refuses held-out data in another
+        order), or of a model whose result checks itself when loaded: Chiang and Poole's
+        latent-class relational model (:class:`zoo.relational.LRMResult`), stored with its model,
+        schema, parameters, history and provenance, or a cluster-abstraction tree grown by
+        :func:`zoo.dyadic.cluster_abstraction.anneal_tree` (:class:`~zoo.dyadic.cluster_abstraction.GrownTree`:
+        its model, parameters, β, history table and how it stopped).
     schedule : FixedBeta, TemperedEM or DeterministicAnnealing, optional
         EM results only: the schedule of the fit, stored so that a resumed fit can use it
         (default: the one the fit ran, ``result.schedule``).
@@ -382,7 +409,8 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
         raise TypeError(f"settings: expected a dict, got {type(settings).__name__}")
     if not isinstance(result, EMResult):
         if not (dataclasses.is_dataclass(result) and callable(getattr(result, "_check_loaded", None))):
-            raise TypeError(f"result: expected an inference.em.EMResult or a zoo.relational.LRMResult, got "
+            raise TypeError(f"result: expected an inference.em.EMResult, a zoo.relational.LRMResult or a "
+                            f"zoo.dyadic.cluster_abstraction.GrownTree, got "
                             f"{type(result).__name__}{_chains_advice(result)}")
         if schedule is not None:
             raise TypeError(f"schedule: only for an EM result, not a {type(result).__name__}")
@@ -409,6 +437,8 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
         "schedule": encode_settings(schedule, "schedule"),
         "settings": encode_settings(settings, "settings"),
         "provenance": dict(getattr(result, "provenance", None) or {}),
+        "row_names": _names_entry(getattr(result, "row_names", None)),
+        "col_names": _names_entry(getattr(result, "col_names", None)),
     }
     arrays = {f"params/{field}": values for field, values in params.items()}
     arrays.update({f"history/{name}": np.asarray(values) for name, values in result.history.items()})
@@ -419,6 +449,29 @@ def save_result(path: str | os.PathLike, result: Any, *, schedule: Any = None,
         np.savez(handle, **arrays)
     _warn_if_not_importable(path, _unimportable_references([model, params_kind]))
     return path
+
+
+def _names_entry(names: Any) -> list | None:
+    """The fitted data's row or column names as JSON (strings and numbers; NumPy scalars as Python
+    ones), or None where there are none or some other kind of label, which is then not kept (the
+    result then checks no names, as one saved before names were kept)."""
+    if names is None:
+        return None
+    plain = [name.item() if isinstance(name, np.generic) else name for name in names]
+    if not all(isinstance(name, (str, int, float)) and not isinstance(name, bool) for name in plain):
+        return None
+    if any(isinstance(name, float) and not np.isfinite(name) for name in plain):
+        return None
+    return plain
+
+
+def _names_loaded(path: Path, metadata: dict, key: str, size: Any) -> tuple | None:
+    """The ``row_names`` or ``col_names`` entry of an EM result as a tuple (``size`` of them where the
+    data's shape is known); None in a file saved without it (before 2026-12-07) or with none."""
+    value = _entry(path, metadata, key, lambda value: value is None or (isinstance(value, list) and all(
+        isinstance(name, (str, int, float)) and not isinstance(name, bool) for name in value) and (
+        not _is_int(size) or len(value) == size)), f"null or a list of {size} names", None)
+    return None if value is None else tuple(value)
 
 
 def _chains_advice(result: Any) -> str:
@@ -722,6 +775,8 @@ def load_result(path: str | os.PathLike, *, trusted_modules: Sequence[str] = (),
         _shape=shape,
         provenance=made_by or {},
         schedule=_decoded(path, metadata.get("schedule"), "schedule", trusted_modules),
+        row_names=_names_loaded(path, metadata, "row_names", None if shape is None or len(shape) != 2 else shape[0]),
+        col_names=_names_loaded(path, metadata, "col_names", None if shape is None or len(shape) != 2 else shape[1]),
     )
 
 

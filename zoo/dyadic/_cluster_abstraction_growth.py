@@ -142,6 +142,9 @@ class GrownTree(Described):
         probability 0), ``valid_zero_tokens``, ``n_tried``, ``n_split``, ``n_iter``
     stopped_by : str — "beta_stop" (every level run), "interrupted" (Ctrl-C) or "time_budget":
         the levels finished are kept, and the tree is the best (or last) of them
+
+    ``grown.perplexity(test)`` scores held-out tokens as an EM result's ``perplexity`` does, and
+    :func:`zoo.io.save_result` / :func:`zoo.io.load_result` save and load a grown tree.
     """
 
     model: ClusterAbstraction
@@ -168,8 +171,40 @@ class GrownTree(Described):
                 card.add("valid perplexity", f"{perplexity[best]:.6g} (lowest; β = {history['beta'].iloc[best]:.4g}, "
                                              f"{int(history['n_leaves'].iloc[best])} leaves)")
         card.add("parameters", params_text(self.params))
-        card.add("see", ["grown.tree", "grown.history", "grown.params", "grown.model"])
+        card.add("see", ["grown.perplexity(test)", "grown.tree", "grown.history", "grown.params", "grown.model"])
         return card
+
+    def heldout_log_likelihood(self, data: CoOccurrence, *, floor: float | None = None) -> float:
+        """Σ n log P(y|x) of held-out counts under the kept tree (rows and columns of the fitted data),
+        in float64: -inf when some tokens have probability 0 (with a warning), unless ``floor``
+        scores them at max(P(y|x), floor) (:meth:`ClusterAbstraction.heldout_evaluation`)."""
+        return self.model.heldout_evaluation(self.params, data, floor=floor).log_lik
+
+    def perplexity(self, data: CoOccurrence, *, floor: float | None = None) -> float:
+        """Held-out perplexity exp(-l), l = Σ n log P(y|x) / Σ n (H99 §5), of the kept tree, as
+        :meth:`inference.em.EMResult.perplexity` gives it for a fit of fixed shape (and
+        :func:`zoo.dyadic.predictive.perplexity` of ``grown.model`` and ``grown.params``)."""
+        return float(self.model.heldout_evaluation(self.params, data, floor=floor).perplexity)
+
+    def _check_loaded(self) -> None:
+        """Called by :func:`zoo.io.load_result` on a tree rebuilt from a file: a ``ValueError``
+        unless its parts agree (the parameters with the model's tree, β in (0, 1], a known
+        ``stopped_by``, a history table); the parameters go back onto JAX arrays."""
+        import pandas as pd
+
+        if not isinstance(self.model, ClusterAbstraction) or not isinstance(self.model.tree, Tree):
+            raise ValueError(f"the model is {self.model!r:.60}, not a ClusterAbstraction with its tree")
+        if not isinstance(self.params, CAMParams):
+            raise ValueError(f"the parameters are {type(self.params).__name__}, not CAMParams")
+        params = CAMParams(*(jnp.asarray(leaf) for leaf in self.params))
+        self.model.check_params(params)
+        object.__setattr__(self, "params", params)
+        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or not 0.0 < self.beta <= 1.0:
+            raise ValueError(f"beta {self.beta!r:.20} is not an inverse temperature in (0, 1]")
+        if self.stopped_by not in ("beta_stop", "interrupted", "time_budget"):
+            raise ValueError(f"stopped_by {self.stopped_by!r:.30} is not beta_stop, interrupted or time_budget")
+        if not isinstance(self.history, pd.DataFrame):
+            raise ValueError(f"the history is {type(self.history).__name__}, not a table (pandas.DataFrame)")
 
 
 def anneal_tree(

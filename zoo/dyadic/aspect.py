@@ -35,7 +35,7 @@ from inference.sparse import cell_stats
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
-from zoo.dyadic.predictive import HeldOut, heldout_evaluation, split_zero_cells
+from zoo.dyadic.predictive import HeldOut, heldout_evaluation, prediction_spread, split_zero_cells
 
 __all__ = ["Aspect", "AspectParams"]
 
@@ -316,6 +316,15 @@ class Aspect:
     def predictive_factors(self, params: AspectParams) -> tuple[Any, Any]:
         """(R, C) = (P(c|x_i), P(y_k|c)): P(y_k|x_i) = Σ_c R_ic C_kc (H99 §2.4)."""
         return params.class_given_row(), params.col_given_class
+
+    def prediction_spread(self, params: AspectParams) -> float | None:
+        """How far any row's P(y|x) lies from the rows' mean, at most (total variation;
+        :func:`zoo.dyadic.predictive.prediction_spread`); None for one class.
+        :func:`inference.em.tempered_em` warns when a fit's is below
+        :data:`inference.em.ALIKE_TOLERANCE`: the classes are alike."""
+        if self.n_classes == 1:
+            return None
+        return prediction_spread(*self.predictive_factors(params))
 
     def heldout_evaluation(self, params: AspectParams, data: CoOccurrence, *, floor: float | None = None) -> HeldOut:
         """Σ n log P(y|x) of held-out ``data`` in float64, tokens of probability 0 counted

@@ -64,7 +64,8 @@ from inference.native.backend import resolve_backend
 from inference.sparse import PathMixtureStats, count_matmul, path_mixture_stats
 from inference._validation import Support, check_fitted_params, check_int, check_memory, check_real
 from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
-from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
+from zoo.dyadic.predictive import (HeldOut, conditional_log_lik, heldout_evaluation, prediction_spread,
+                                   split_zero_cells)
 
 __all__ = [
     "Tree",
@@ -580,6 +581,15 @@ class ClusterAbstraction:
     def predictive_factors(self, params: CAMParams) -> tuple[Any, Any]:
         """(R, C) = (P(a_ν|x_i), P(y_k|a_ν)): P(y_k|x_i) = Σ_ν R_iν C_kν (H99 §2.4, §3)."""
         return self.node_given_row(params), params.col_given_node
+
+    def prediction_spread(self, params: CAMParams) -> float | None:
+        """How far any row's P(y|x) lies from the rows' mean, at most (total variation;
+        :func:`zoo.dyadic.predictive.prediction_spread`); None for a tree of one leaf.
+        :func:`inference.em.tempered_em` warns when a fit's is below
+        :data:`inference.em.ALIKE_TOLERANCE`: the classes are alike."""
+        if self.tree.n_leaves == 1:
+            return None
+        return prediction_spread(*self.predictive_factors(params))
 
     def heldout_log_lik(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (``reduce`` adds up blocks of cells)."""

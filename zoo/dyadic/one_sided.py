@@ -45,7 +45,8 @@ from inference.sparse import count_matmul
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
 from inference.jit import jit
 from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
-from zoo.dyadic.predictive import HeldOut, conditional_log_lik, heldout_evaluation, split_zero_cells
+from zoo.dyadic.predictive import (HeldOut, conditional_log_lik, heldout_evaluation, prediction_spread,
+                                   split_zero_cells)
 
 __all__ = ["OneSided", "OneSidedParams", "one_sided_program", "padded_tokens"]
 
@@ -264,7 +265,8 @@ class OneSided:
     program = staticmethod(one_sided_program)
 
     # ---------------------------------------------------------------- data and initialisation
-    # With validation data, tempered_em anneals this model up from a low β (see anneal_up).
+    # With validation data, tempered_em anneals this model up from a low β (see anneal_up), and runs
+    # TemperedEM too where the annealed classes are alike (rows of a few tokens), keeping the better.
     default_schedule = staticmethod(anneal_up)
 
     def _oriented(self, data: Any) -> CoOccurrence:
@@ -385,6 +387,15 @@ class OneSided:
         totals = class_and_row.sum(axis=1, keepdims=True)
         class_given_row = jnp.where(totals > 0, class_and_row / jnp.where(totals > 0, totals, 1.0), class_mass[None, :])
         return class_given_row, col_given_class
+
+    def prediction_spread(self, params: OneSidedParams) -> float | None:
+        """How far any row's P(y|x) lies from the rows' mean, at most (total variation;
+        :func:`zoo.dyadic.predictive.prediction_spread`); None for one cluster.
+        :func:`inference.em.tempered_em` warns when a fit's is below
+        :data:`inference.em.ALIKE_TOLERANCE`: the classes are alike."""
+        if self.n_classes == 1:
+            return None
+        return prediction_spread(*self.predictive_factors(params))
 
     def heldout_log_lik(self, params: OneSidedParams, arrays: DyadicArrays, reduce: Any = None) -> Any:
         """Σ n(x_i, y_k) log P(y_k|x_i) of held-out counts (arrays from :meth:`prepare`)."""

@@ -49,7 +49,8 @@ from inference.sparse import _floor, row_cell_stats
 from zoo.data import CoOccurrence, DyadicArrays, not_co_occurrence
 
 __all__ = ["row_max_normalise", "conditional_log_lik", "zero_probability", "split_zero_cells", "predictive_factors",
-           "predictive_matrix", "perplexity", "HeldOut", "heldout_evaluation", "heldout_from_factors",
+           "predictive_matrix", "prediction_spread", "perplexity", "HeldOut", "heldout_evaluation",
+           "heldout_from_factors",
            "ZeroProbabilityWarning"]
 
 
@@ -205,6 +206,26 @@ def predictive_factors(model: Any, params: Any) -> tuple[Any, Any]:
     if callable(check):
         check(params)
     return model.predictive_factors(params)
+
+
+def prediction_spread(row_factors: Any, col_factors: Any) -> float:
+    """A bound on how far any row's prediction lies from the rows' mean, in total variation, in [0, 2].
+
+    With P(y_k|x_i) = Σ_c R_ic C_kc (the factors of :func:`predictive_factors`, each row of R and
+    each column of C a distribution), w = the mean row of R and m = C w the mean prediction,
+    P(·|x_i) − m = Σ_c (R_ic − w_c)(C_c − m), so TV(P(·|x_i), m) ≤ Σ_c |R_ic − w_c| TV(C_c, m): the
+    largest over rows is returned. It is 0 when every row mixes the classes alike or the classes
+    it mixes differently predict alike — the model then predicts as one class, the unigram, would
+    (H99 §2.4's one-class limit); below :data:`inference.em.ALIKE_TOLERANCE` a fit warns
+    (:class:`inference.em.ClassesAlikeWarning`). Computed in float64 in O((rows + columns) · K),
+    without the dense matrix P(y|x).
+    """
+    rows = np.asarray(row_factors, np.float64)
+    cols = np.asarray(col_factors, np.float64)
+    weights = rows.mean(axis=0)
+    mean_prediction = cols @ weights
+    class_distance = 0.5 * np.abs(cols - mean_prediction[:, None]).sum(axis=0)  # TV(C_c, m), (K,)
+    return float((np.abs(rows - weights) @ class_distance).max())
 
 
 def predictive_matrix(model: Any, params: Any) -> np.ndarray:

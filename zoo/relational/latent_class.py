@@ -70,6 +70,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from inference import em
 from inference.display import Card, Described, made_with, scores_text, stopped_text
 from inference.interrupts import deadline_after
 from inference.processes import process_max
@@ -561,8 +562,9 @@ class BoundLatentClassRelational(LatentClassRelational):
 ALIKE_TOLERANCE = 0.1
 
 
-class ClassesAlikeWarning(UserWarning):
-    """The best restart's latent classes of some domain tell no individual apart."""
+class ClassesAlikeWarning(em.ClassesAlikeWarning):
+    """The best restart's latent classes of some domain tell no individual apart (a kind of
+    :class:`inference.em.ClassesAlikeWarning`, the EM models' own, so that one filter takes both)."""
 
 
 def _best_restart(states: Any) -> tuple[np.ndarray, int]:
