@@ -128,7 +128,7 @@ def test_a_time_budget_keeps_the_fit_so_far(tmp_path, capsys):
                  "--time-budget", "1e-9", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "(time_budget)" in printed
-    assert re.search(r"ConvergenceWarning: AspectEstimator: EM stopped after \d+ iterations \(--time-budget 1e-09 s "
+    assert re.search(r"ConvergenceWarning: aspect: EM stopped after \d+ iterations \(--time-budget 1e-09 s "
                      r"ran out\) .*\(a larger --time-budget fits longer\)", printed), printed
     assert "warm_start" not in printed and "time_budget=" not in printed
     assert load_result(out / "result.npz").stopped_by == "time_budget"
@@ -370,6 +370,10 @@ def test_supervised_models_cluster_the_unlabelled_rows_until_the_chains_mix(tmp_
      "--sampler: only for dp-mixture, cdp, not scdp-1"),
     ("scdp-3", "a,b,pub\n1,2,x\n3,4,\n", ["--label-column", "pub", "--type-split-merge", "2"],
      "--type-split-merge: only for scdp-1, scdp-2, not scdp-3"),
+    ("dp-mixture", "a,b\n1,2\n3,4\n", ["--precision-rate", "0.5"],
+     "--precision-rate: only for scdp-1, scdp-2, scdp-3, not dp-mixture"),
+    ("scdp-2", "a,b,pub\n1,2,x\n3,4,\n", ["--label-column", "pub", "--precision-shape", "0"],
+     "--precision-shape (precision_shape): must be in (0.0, inf), got 0.0"),
     ("dp-mixture", "a,b\n1,2\n3,4\n", ["--sampler", "subcluster", "--split-merge", "3"],
      "--sampler (algorithm): 'subcluster' makes its own splits and merges"),
 ])
@@ -597,3 +601,159 @@ def test_a_negative_seed_is_refused_by_the_parser(tmp_path, capsys):
         main(["fit", "aspect", str(tmp_path / "counts.mtx"), "--seed", "-1"])
     assert exit_info.value.code == 2
     assert "argument --seed: expected a whole number >= 0, got -1" in capsys.readouterr().err
+
+
+def test_scdp_takes_the_prior_of_the_precisions_from_options(tmp_path, capsys):
+    # SupervisedDP's precision_shape and precision_rate, which its warning about a prior that outweighs
+    # the training publications advises, as --precision-shape and --precision-rate.
+    rng = np.random.default_rng(0)
+    centres = np.repeat(np.arange(6) * 4.0, 4)
+    rows = ["x,y,pub"] + [f"{x:.3f},{y:.3f},{'p' + str(index // 4) if index < 12 else ''}" for index, (x, y) in
+                          enumerate(zip(centres + 0.05 * rng.normal(size=24), rng.normal(size=24)))]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    options = ["--label-column", "pub", "--chains", "1", "--warmup", "2", "--draws", "3", "--quiet"]
+    assert main(["fit", "scdp-1", str(tmp_path / "t.csv"), *options, "--out", str(tmp_path / "default")]) == 0
+    printed = capsys.readouterr().out
+    assert "PrecisionPriorWarning: scdp-1: the prior of the precisions" in printed, printed
+    assert re.search(r"--precision-rate \d", printed) and "precision_rate" not in printed, printed
+    assert main(["fit", "scdp-1", str(tmp_path / "t.csv"), *options, "--precision-shape", "2", "--precision-rate",
+                 "0.01", "--out", str(tmp_path / "given")]) == 0
+    assert "PrecisionPriorWarning" not in capsys.readouterr().out
+    model = chains_settings(load_chains(tmp_path / "given" / "chains.nc"))["settings"]["model"]
+    assert "precision_shape=2.0" in model and "precision_rate=0.01" in model, model
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    helped = capsys.readouterr().out
+    assert "--precision-shape A" in helped and "--precision-rate B" in helped
+
+
+def test_errors_and_warnings_name_what_the_command_line_user_typed(tmp_path, capsys):
+    from zoo.cli import _in_option_terms
+
+    # Too many classes for the rows (or, two-sided, the columns): --classes, not the data (X).
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)  # 24 rows x 10 columns
+    for model, classes, message in (("two-sided", "30", "--classes: 30 classes for the 24 rows of DATAFILE; every "
+                                     "class needs a row to start from (give --classes 24 or fewer)"),
+                                    ("two-sided", "12", "--classes: 12 column classes for the 10 columns of DATAFILE"),
+                                    ("one-sided", "30", "--classes: 30 classes for the 24 rows of DATAFILE")):
+        assert main(["fit", model, str(tmp_path / "counts.mtx"), "--classes", classes, "--out", str(tmp_path)]) == 1
+        assert capsys.readouterr().err.startswith(f"python -m zoo fit: error: {message}")
+    # An empty or unreadable DATAFILE, named as typed; the edge list's columns by their options.
+    (tmp_path / "empty.csv").write_text("source,target\n")
+    (tmp_path / "blank.ldac").write_text("")
+    (tmp_path / "blank.csv").write_text("")
+    for path, options, message in ((tmp_path / "empty.csv", [], f"DATAFILE: {str(tmp_path / 'empty.csv')!r} is empty"),
+                                   (tmp_path / "blank.ldac", [], f"DATAFILE: {str(tmp_path / 'blank.ldac')!r} contains "
+                                    "no documents"),
+                                   (tmp_path / "blank.csv", [], f"DATAFILE: {str(tmp_path / 'blank.csv')!r} is not a "
+                                    "readable CSV file"),
+                                   (tmp_path / "empty.csv", ["--weight", "n"], "--weight: column 'n' not in the file")):
+        assert main(["fit", "aspect", str(path), *options, "--out", str(tmp_path)]) == 1
+        assert capsys.readouterr().err.startswith(f"python -m zoo fit: error: {message}")
+    # Warnings name the MODEL and the options, not the estimator and its arguments.
+    assert main(["fit", "one-sided", str(tmp_path / "counts.mtx"), *FIT_OPTIONS[:2], "--max-iter", "2", "--quiet",
+                 "--schedule", "em", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "ConvergenceWarning: one-sided: EM stopped at --max-iter 2 before converging" in printed, printed
+    assert "Estimator" not in printed
+    empty_classes = ("OneSidedEstimator: 1 of the 3 classes holds no row of the fitted data (every row is most "
+                     "probable under the others); more restarts (n_restarts, now 1; the best is kept) may find a fit")
+    assert _in_option_terms(empty_classes) == ("one-sided: 1 of the 3 classes holds no row of the fitted data (every "
+                                               "row is most probable under the others); more restarts (--restarts, "
+                                               "now 1; the best is kept) may find a fit")
+    assert _in_option_terms("ClusterAbstractionEstimator: fitting Aspect(n_classes=4) with n_restarts=4") == \
+        "cam: fitting Aspect(n_classes=4) with --restarts 4"  # a model's repr keeps its arguments
+
+
+
+def _ctrl_c_after_calls(monkeypatch, module, name, n_calls):
+    """Ctrl-C (SIGINT to this process, as a user's) once the chains' ``n_calls``-th jitted call,
+    ``module.name``, has finished: ``inference.interrupts.DeferredInterrupt`` defers it to the end of
+    the call (the IRM), or the sampler catches the ``KeyboardInterrupt`` it raises there and drops
+    that call (``inference.chains.sample_chains``, one process)."""
+    import signal
+
+    original, calls = getattr(module, name), []
+
+    def call_then_ctrl_c(*args, **kwargs):
+        output = original(*args, **kwargs)
+        calls.append(None)
+        if len(calls) == n_calls:
+            signal.raise_signal(signal.SIGINT)
+        return output
+
+    monkeypatch.setattr(module, name, call_then_ctrl_c)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # of the resumed
+def test_irm_stopped_in_its_warm_up_keeps_it_and_names_what_stopped_it(tmp_path, capsys, monkeypatch):
+    # Ctrl-C and a spent --time-budget in the warm-up leave no draws: the chains so far are written
+    # (fit.pkl: the fit and its data, to resume from Python), the cause named, Ctrl-C exiting with 130.
+    import pickle
+
+    import zoo.relational._infinite_chains as infinite_chains
+
+    _two_cliques(tmp_path / "links.csv")
+    # 130 sweeps in 3 calls of 44 (at most 50 each): the first call ends within the 120 warm-up sweeps.
+    command = ["fit", "irm", str(tmp_path / "links.csv"), "--source", "who", "--target", "whom", "--chains", "2",
+               "--warmup", "120", "--draws", "10", "--quiet"]
+    budget = "stopped by the time budget (--time-budget 1e-09 s)"
+    again = {1: " with a larger --time-budget or fewer --warmup sweeps", 130: ""}  # by the exit status
+    for cause, options, status in ((budget, ["--time-budget", "1e-9"], 1), ("interrupted by Ctrl-C", [], 130)):
+        out = tmp_path / ("budget" if options else "ctrl-c")
+        with monkeypatch.context() as patch:
+            if not options:
+                _ctrl_c_after_calls(patch, infinite_chains, "_advance_chains", 1)
+            assert main([*command, *options, "--out", str(out)]) == status
+        captured = capsys.readouterr()
+        assert captured.err == (
+            f"python -m zoo fit: {cause} in the warm-up, after 44 of its 120 sweeps, before the first draw: no draws, "
+            f"labels or report to write. {out / 'fit.pkl'} keeps the chains and their data: in Python, fit, data = "
+            f"pickle.load(open({str(out / 'fit.pkl')!r}, 'rb')); fit.resume(*data, n_draws=10) finishes the warm-up "
+            f"and draws. Or run the command again{again[status]}.\n"), captured.err
+        assert captured.out == f"irm: 12 nodes, 31 links from links.csv\nwrote {out / 'fit.pkl'}\n", captured.out
+        assert sorted(path.name for path in out.iterdir()) == ["fit.pkl"]
+    with open(out / "fit.pkl", "rb") as file:
+        fit, data = pickle.load(file)
+    resumed = fit.resume(*data, n_draws=10, progress=False)
+    assert resumed.completed and resumed.log_joint.shape == (2, 10) and resumed.warmup_log_joint.shape == (2, 120)
+
+
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # of the resumed
+def test_dp_mixture_interrupted_by_ctrl_c_says_so_and_exits_with_130(tmp_path, capsys, monkeypatch):
+    import pickle
+
+    import inference.chains
+
+    _blobs_table(tmp_path / "blobs.csv")
+    # 20 warm-up sweeps and 30 draws, 10 a call: calls 1-2 warm up, 3-5 draw.
+    command = ["fit", "dp-mixture", str(tmp_path / "blobs.csv"), "--id-column", "point", "--label-column", "blob",
+               "--chains", "2", "--warmup", "20", "--draws", "30", "--quiet"]
+    # In the warm-up (the second call dropped): the first call's sweeps kept for fit.resume.
+    with monkeypatch.context() as patch:
+        _ctrl_c_after_calls(patch, inference.chains, "_run_calls_jit", 2)
+        assert main([*command, "--out", str(tmp_path / "warm-up")]) == 130
+    captured = capsys.readouterr()
+    assert captured.err.startswith("python -m zoo fit: interrupted by Ctrl-C in the warm-up, after 10 of its 20 "
+                                   "sweeps, before the first draw") and captured.err.endswith("again.\n"), captured.err
+    assert "time budget" not in captured.err and "RuntimeWarning" not in captured.out, captured
+    with open(tmp_path / "warm-up" / "fit.pkl", "rb") as file:
+        fit, data = pickle.load(file)
+    assert fit.result.next_sweep == 10 and fit.resume(*data, n_draws=10, progress=False).result.n_draws == 10
+    # After the warm-up (the fourth call dropped): the draws of the third written, the cause named.
+    out = tmp_path / "drawn"
+    with monkeypatch.context() as patch:
+        _ctrl_c_after_calls(patch, inference.chains, "_run_calls_jit", 4)
+        assert main([*command, "--out", str(out)]) == 130
+    printed = capsys.readouterr().out
+    assert "2 chains x 10 draws, interrupted by Ctrl-C; point estimate:" in printed, printed
+    assert "time budget" not in printed and f"wrote {out / 'labels.csv'}" in printed
+    assert load_chains(out / "chains.nc").posterior.sizes["draw"] == 10
+    # Ctrl-C where no fit can stop cleanly (here, reading the table): abandoned, without a traceback.
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr("zoo.cli.read_table", ctrl_c)
+        assert main([*command, "--out", str(tmp_path / "abandoned")]) == 130
+    assert capsys.readouterr().err.startswith("python -m zoo fit: interrupted by Ctrl-C where the run could not stop")

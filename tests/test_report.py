@@ -306,6 +306,36 @@ def test_a_dp_report_given_the_data_shows_each_clusters_mean_features_and_member
     assert "<h2>Clusters of the points</h2>" in report_html(estimator, data=table)
 
 
+@pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # a few draws
+def test_the_data_of_a_chains_report_must_have_the_fits_columns_and_its_index_names_the_rows():
+    import pandas as pd
+
+    from zoo.dirichlet import DPMixture, SupervisedDP
+    from zoo.dirichlet.families import normal_gamma
+    from zoo.sklearn import DPMixtureEstimator
+
+    rng = np.random.default_rng(3)
+    train, test = rng.normal(size=(12, 3)), rng.normal(size=(6, 3))
+    columns = ["height", "weight", "age"]
+    index = pd.Index([f"person {row}" for row in range(6)], name="person")
+    table = pd.DataFrame(test, columns=columns, index=index)
+    scdp = SupervisedDP(1).fit(pd.DataFrame(train, columns=columns), np.repeat([0, 1, 2], 4), table,
+                               jax.random.key(0), n_chains=1, n_draws=4, n_warmup=2, progress=False)
+    dp = DPMixture(normal_gamma(3)).fit(test, jax.random.key(0), n_chains=1, n_draws=4, n_warmup=2, progress=False)
+    estimator = DPMixtureEstimator(n_chains=1, n_warmup=2, n_draws=4, random_state=0).fit(test)
+    for fitted in (scdp, dp, estimator):
+        with pytest.raises(ValueError, match=r"^data: 2 columns, where the fit has 3 features"):
+            report_html(fitted, data=test[:, :2])
+    with pytest.raises(ValueError, match=r"^data: its column names are not the feature names of the fit \(missing "
+                                         r"'age'; unexpected 'year'\)"):
+        report_html(scdp, data=table.rename(columns={"age": "year"}))
+    # A DataFrame's index names the points, unless row_names does; its columns are matched by name.
+    assert "person 5" in report_html(scdp, data=table[columns[::-1]])
+    named = report_html(scdp, data=table, row_names=[f"record {row}" for row in range(6)])
+    assert "record 5" in named and "person 5" not in named
+    assert "person 5" not in report_html(dp, data=table.reset_index(drop=True))  # the default index: by position
+
+
 def test_report_accepts_a_fitted_estimator_and_rejects_other_objects(tempered_result):
     from zoo.sklearn import AspectEstimator
 

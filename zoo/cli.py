@@ -16,6 +16,7 @@
                       [--id-column NAME] [--label-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit scdp-1|scdp-2|scdp-3 TABLE.csv --label-column NAME [--truth-column NAME]
                       [--chains 4] [--warmup 500] [--draws N] [--split-merge N] [--type-split-merge N]
+                      [--precision-shape 1] [--precision-rate 1]
                       [--id-column NAME] [--no-standardize] [--seed S] [--out DIR]
     python -m zoo fit irm EDGES.csv [--source COLUMN] [--target COLUMN] [--directed] [--chains 4]
                       [--warmup 1000] [--draws N] [--split-merge 10] [--seed S] [--out DIR]
@@ -63,6 +64,10 @@ their publication, the rows whose label is empty are the test references to clus
 :meth:`zoo.dirichlet.supervised.SupervisedDP.fit` runs until its chains mix (500 warm-up sweeps, at
 most 4,000 draws per chain), and ``labels.csv`` holds each test row's publication in the point
 estimate; a ``--truth-column`` of the test rows' true classes (not a feature) scores it (DM05 §6).
+``--precision-shape`` and ``--precision-rate`` set the Gamma(shape, rate) prior of the reference types'
+precisions (G0^t, default Gamma(1, 1) as DM05 §5; SCDP-2 re-sets it each sweep from the spread of the
+publication means and keeps it only where the means do not spread), as the warning about a prior
+that outweighs the training publications advises (``--precision-rate`` with a value).
 The latent-class relational model (``latent-class-relational``, alias ``lrm``; Chiang and Poole)
 reads the same edge lists as the IRM and fits
 :meth:`zoo.relational.latent_class.LatentClassRelational.fit` by incremental EM, its restarts in
@@ -83,6 +88,12 @@ The mixing verdict, printed and in the report, names these options where the fit
 Python's settings (``--split-merge`` for ``n_split_merge``, ``--sampler subcluster`` for the
 sub-cluster sampler, ``--type-split-merge`` for ``n_type_split_merge``, a larger ``--draws`` for
 ``fit.resume``).
+Ctrl-C or ``--time-budget`` stops the chains after the call in flight (the fits act on the first
+Ctrl-C, :class:`inference.interrupts.DeferredInterrupt`); ``fit`` writes what finished and names
+which stopped it, exiting with :data:`EXIT_INTERRUPTED` (130) after Ctrl-C. Chains stopped in their
+warm-up have no draws: ``fit`` then writes :data:`WARMUP_FILE` (``fit.pkl``: the fit and the data it
+was given, pickled), says how ``fit.resume`` continues it from Python, and exits with 130 after
+Ctrl-C, 1 after the time budget.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -140,6 +151,67 @@ DP_WARMUP = 200
 #: ``--sampler``'s choices for dp-mixture and cdp: ``DPMixture``'s algorithms (Neal's 3, 8 and 2, and
 #: the sub-cluster sampler).
 DP_SAMPLERS = ("collapsed", "auxiliary", "conjugate", "subcluster")
+#: The exit status of ``fit`` after Ctrl-C (128 + SIGINT, as shells give), whatever it wrote; a
+#: run of chains that a time budget stopped in its warm-up, before any draw, exits with 1.
+EXIT_INTERRUPTED = 130
+#: What a run of chains stopped in its warm-up writes to ``--out``: ``(fit, data)``, pickled, whose
+#: ``fit.resume(*data, ...)`` finishes the warm-up and draws (the command line has no way to continue).
+WARMUP_FILE = "fit.pkl"
+
+
+class _Stopped(Exception):
+    """A run that stopped before it had anything to report (``fit`` says why, exits with ``status``)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class _CtrlC:
+    """A context that tells whether Ctrl-C (SIGINT) reached this process while it was open (``pressed``).
+
+    The fits act on the first Ctrl-C themselves and return what finished (``completed`` False, as
+    after a time budget), without saying which stopped them. Python writes the number of every
+    signal it handles to the wakeup file descriptor, whichever handler then acts on it
+    (:class:`inference.interrupts.DeferredInterrupt`'s too), so this one opens a socket pair as that
+    descriptor for the time of the fit. Outside the main thread, where no SIGINT is delivered,
+    ``pressed`` stays False."""
+
+    def __enter__(self) -> "_CtrlC":
+        import signal
+
+        self.pressed = False
+        self._sockets: tuple | None = None
+        receive, send = socket.socketpair()
+        try:
+            receive.setblocking(False)
+            send.setblocking(False)
+            self._previous = signal.set_wakeup_fd(send.fileno())
+        except (ValueError, OSError):  # not the main thread
+            receive.close()
+            send.close()
+            return self
+        self._sockets = (receive, send)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        import signal
+
+        if self._sockets is None:
+            return
+        receive, send = self._sockets
+        try:
+            signal.set_wakeup_fd(self._previous)
+            while not self.pressed:
+                received = receive.recv(4096)
+                if not received:
+                    break
+                self.pressed = int(signal.SIGINT) in received
+        except (BlockingIOError, InterruptedError):  # nothing (more) received
+            pass
+        finally:
+            receive.close()
+            send.close()
 
 
 def _format_of(path: Path, requested: str | None) -> str:
@@ -236,18 +308,40 @@ def read_table(path: str | os.PathLike, *, id_column: str | None = None, label_c
 
 def read_data(path: str | os.PathLike, fmt: str | None = None, *, source: str = "source",
               target: str = "target", weight: str | None = None) -> Any:
-    """Read a count file as a :class:`zoo.data.CoOccurrence` (format from the extension or ``fmt``)."""
+    """Read a count file as a :class:`zoo.data.CoOccurrence` (format from the extension or ``fmt``).
+
+    Errors name what the command line calls the file and the columns: ``DATAFILE`` with the path as
+    given (``DATAFILE: 'empty.csv' is empty``) and ``--source``, ``--target``, ``--weight``."""
     from zoo.datasets import read_edge_list, read_ldac, read_matrix_market
 
+    typed = path
     path = _data_file(path)
     fmt = _format_of(path, fmt)
-    if fmt == "mtx":
-        return read_matrix_market(path)
-    if fmt == "ldac":
-        return read_ldac(path)
-    if fmt == "csv":
-        return read_edge_list(path, source=source, target=target, weight=weight)
-    raise ValueError(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    readers = {"mtx": lambda: read_matrix_market(path), "ldac": lambda: read_ldac(path),
+               "csv": lambda: read_edge_list(path, source=source, target=target, weight=weight)}
+    if fmt not in readers:
+        raise ValueError(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    try:
+        return readers[fmt]()
+    except (ValueError, TypeError) as error:
+        raise type(error)(_as_data_file_error(str(error), os.fspath(typed))) from None
+
+
+def _as_data_file_error(message: str, typed: str) -> str:
+    """An error of :mod:`zoo.datasets`' readers, which name their arguments (``path: is empty``,
+    ``source: column 'doc' not in the file``), named as the command line's: ``DATAFILE`` and the
+    path as typed, ``--source``, ``--target``, ``--weight``."""
+    name, colon, rest = message.partition(": ")
+    if colon and name in ("source", "target", "weight"):
+        return f"--{name}: {rest}"
+    if not (colon and name == "path"):
+        return message
+    if re.match(r"line \d+ ", rest):  # line 3 is not in LDA-C format -> line 3 of 'x.ldac' is ...
+        return "DATAFILE: " + re.sub(r"^(line \d+)", lambda match: f"{match.group(1)} of {typed!r}", rest)
+    if rest.startswith("not "):
+        rest = "is " + rest
+    joined = " " if rest.startswith(("is ", "contains ", "has ")) else ": "
+    return f"DATAFILE: {typed!r}{joined}{rest}"
 
 
 def _training_rows(labels: Any, label_column: str | None, name: str) -> np.ndarray:
@@ -391,6 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
     chains.add_argument("--type-split-merge", type=int, default=None, metavar="N",
                         help="scdp-1, scdp-2: split-merge moves of the reference types per sweep (default 0 for "
                              "scdp-1, 5 for scdp-2)")
+    chains.add_argument("--precision-shape", type=float, default=None, metavar="A",
+                        help="scdp-*: shape of the Gamma(A, rate B) prior of the reference types' precisions "
+                             "(G0^t; default 1, DM05 §5; scdp-2 re-sets the prior each sweep from the spread of the "
+                             "publication means, keeping this one only where they do not spread)")
+    chains.add_argument("--precision-rate", type=float, default=None, metavar="B",
+                        help="scdp-*: rate of that prior (default 1), whose mean precision is A / B: lower it when "
+                             "the training publications are tighter than the data (the fit's warning says to what)")
     chains.add_argument("--id-column", default=None,
                         help="column of row names (not a feature; a gaussian-mixture CSV table's too)")
     chains.add_argument("--label-column", default=None,
@@ -641,7 +742,8 @@ _OPTIONAL = {"classes": "--classes", "restarts": "--restarts", "max_iter": "--ma
              "weight": "--weight", "warmup": "--warmup", "draws": "--draws", "split_merge": "--split-merge",
              "sampler": "--sampler", "type_split_merge": "--type-split-merge", "id_column": "--id-column",
              "label_column": "--label-column", "truth_column": "--truth-column", "rating": "--rating",
-             "threshold": "--threshold", "init": "--init"}
+             "threshold": "--threshold", "init": "--init", "precision_shape": "--precision-shape",
+             "precision_rate": "--precision-rate"}
 
 
 def _refuse_options(arguments: argparse.Namespace, names: Sequence[str], why: str) -> None:
@@ -720,7 +822,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
                     f"not for {model_name}: incremental EM fits every cell of the network, and each line of the "
                     "edge list is one link")
     _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "id_column",
-                                "label_column", "truth_column"),
+                                "label_column", "truth_column", "precision_shape", "precision_rate"),
                     f"for the Gibbs chains and feature tables, not {model_name}")
     if arguments.schedule != "auto":
         raise ValueError(f"--schedule: {model_name} runs incremental EM at β = 1 (CP §2), not {arguments.schedule}")
@@ -785,9 +887,12 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
     stream.write(f"wrote {result_path}\nwrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
 
 
-def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
-    """``fit dp-mixture|cdp|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
-    network (the IRM); write chains.nc, labels.csv and report.html."""
+def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> int:
+    """``fit dp-mixture|cdp|scdp-*|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
+    network (the IRM); write chains.nc, labels.csv and report.html. Returns the exit status:
+    :data:`EXIT_INTERRUPTED` after Ctrl-C (having written what finished), else 0. A run stopped in
+    its warm-up (Ctrl-C, ``--time-budget``) has no draws: it writes :data:`WARMUP_FILE` to continue
+    from Python and raises :class:`_Stopped`."""
     import jax
     import pandas as pd
 
@@ -817,13 +922,17 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         if value is not None and value < minimum:
             raise ValueError(f"{option}: must be >= {minimum}, got {value}")
     for option, value, models in (("--sampler", arguments.sampler, ("dp-mixture", "cdp")),
-                                  ("--type-split-merge", arguments.type_split_merge, ("scdp-1", "scdp-2"))):
+                                  ("--type-split-merge", arguments.type_split_merge, ("scdp-1", "scdp-2")),
+                                  ("--precision-shape", arguments.precision_shape, SUPERVISED_MODELS),
+                                  ("--precision-rate", arguments.precision_rate, SUPERVISED_MODELS)):
         if value is not None and arguments.model not in models:
             raise ValueError(f"{option}: only for {', '.join(models)}, not {arguments.model}")
     # The settings given (the others are the model's defaults), by the model's names for them.
-    moves = {name: value for name, value in (("n_split_merge", arguments.split_merge),
+    given = {name: value for name, value in (("n_split_merge", arguments.split_merge),
                                              ("algorithm", arguments.sampler),
-                                             ("n_type_split_merge", arguments.type_split_merge))
+                                             ("n_type_split_merge", arguments.type_split_merge),
+                                             ("precision_shape", arguments.precision_shape),
+                                             ("precision_rate", arguments.precision_rate))
              if value is not None}
     name = Path(arguments.datafile).name
     key = jax.random.key(arguments.seed)
@@ -831,12 +940,13 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     settings = {"command": "python -m zoo " + " ".join(argv), "model name": arguments.model,
                 "data file": str(Path(arguments.datafile).resolve())}
     keep_best_draw = False  # labels.csv: the draw of highest log joint instead of the point estimate
-    with warnings.catch_warnings(record=True) as caught:  # printed below, after what the run did
+    # The warnings are printed below, after what the run did; whether Ctrl-C stopped it, as the fits do not say.
+    with warnings.catch_warnings(record=True) as caught, _CtrlC() as ctrl_c:
         warnings.simplefilter("always")
         if arguments.model == "irm":
             data, what, described = _relational_data(arguments)
             warmup = DEFAULT_IRM_WARMUP if arguments.warmup is None else arguments.warmup
-            model = get_model("irm", **moves)
+            model = get_model("irm", **given)
             settings["network" if arguments.rating is None else "ratings"] = described
             fit = model.sample(data, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                time_budget=arguments.time_budget, progress=not arguments.quiet,
@@ -844,7 +954,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
             n_draws = fit.log_joint.shape[1]
             idata = fit.to_inference_data(assignments=True) if n_draws else None
             labels, kind = None, "the most probable draw"
-            resume = IRM_RESUME_CALL
+            resume, fitted_to = IRM_RESUME_CALL, (data,)
         else:
             supervised = arguments.model in SUPERVISED_MODELS
             if arguments.truth_column is not None and not supervised:
@@ -870,7 +980,7 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 stream.write(f"{kind} goes to labels.csv, not the point estimate: {too_large}\n")
             if supervised:
                 warmup = DEFAULT_SWEEPS // 2 if arguments.warmup is None else arguments.warmup
-                model = get_model(arguments.model, **moves)
+                model = get_model(arguments.model, **given)
                 what += f" ({int(is_train.sum())} training, {int((~is_train).sum())} test)"
                 named = pd.DataFrame(features, columns=names)  # so that warnings name the features
                 fit = model.fit(named[is_train], labels[is_train].to_numpy(), named[~is_train], key,
@@ -881,24 +991,28 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                 # were the training rows').
                 row_names = None if row_names is None else row_names[~is_train]
                 positions = np.flatnonzero(~is_train)
+                fitted_to = (named[is_train], labels[is_train].to_numpy(), named[~is_train])
                 labels, resume = truth, SCDP_RESUME_CALL
                 clustered = features[~is_train]
             else:
                 warmup = DP_WARMUP if arguments.warmup is None else arguments.warmup
-                model = get_model(arguments.model, n_features=features.shape[1], **moves)
+                model = get_model(arguments.model, n_features=features.shape[1], **given)
                 named = pd.DataFrame(features, columns=names)  # so that warnings name the features
                 fit = model.fit(named, key, n_chains=arguments.chains, n_warmup=warmup, n_draws=arguments.draws,
                                 time_budget=arguments.time_budget, progress=not arguments.quiet)
-                resume = RESUME_CALL
+                resume, fitted_to = RESUME_CALL, (named,)
                 clustered = features
             idata, n_draws = (fit.idata if fit.result.samples else None), fit.result.n_draws
     settings |= {"model": repr(model), "chains": arguments.chains, "warm-up sweeps": warmup,
                  "draws": arguments.draws if not until_mixed else "until the chains mix",
                  "seed": arguments.seed, "time budget": arguments.time_budget}
     stream.write(f"{arguments.model}: {what} from {name}\n")
-    if not n_draws:  # a time budget spent in the warm-up: nothing to estimate from
-        raise ValueError(f"--time-budget: {arguments.time_budget} s ran out in the warm-up, before the first draw; "
-                         "give more time or fewer --warmup sweeps")
+    completed = fit.completed if arguments.model == "irm" else fit.result.completed
+    stopped = None if completed else _stop_cause(ctrl_c.pressed, arguments.time_budget)
+    if not n_draws:  # stopped in the warm-up: nothing to estimate from, but the chains can go on
+        swept, planned = ((fit.warmup_log_joint.shape[1], warmup) if arguments.model == "irm"
+                          else (fit.result.next_sweep, fit.result.n_warmup))
+        _keep_the_warm_up(arguments, fit, fitted_to, stopped, swept, planned, caught, stream)
     out = Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
     chains_path = save_chains(out / "chains.nc", idata, model=model, settings=settings)
@@ -931,9 +1045,9 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         "row_names": None if row_names is None else [str(name) for name in row_names]}
     report_path = write_report(out / "report.html", fit, title=f"{arguments.model} on {name}", settings=settings,
                                calls=calls, **shown)
-    completed = fit.completed if arguments.model == "irm" else fit.result.completed
-    stream.write(f"{arguments.chains} chains x {n_draws} draws{'' if completed else ', stopped by the time budget'}; "
-                 f"{kind}: {clusters}; {time.perf_counter() - start:.1f} s\n")
+    how = "" if completed else ", " + _stopped_by(stopped, arguments)
+    stream.write(f"{arguments.chains} chains x {n_draws} draws{how}; {kind}: {clusters}; "
+                 f"{time.perf_counter() - start:.1f} s\n")
     if labels is not None:
         scores = clustering_scores(labels.to_numpy(), partition)
         against = (f"{arguments.truth_column} ({partition.size} test rows)" if arguments.truth_column is not None
@@ -946,6 +1060,55 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     stream.write(verdict + "\n")
     _write_warnings(stream, caught, leave_out=(MixingWarning,))  # its text is the verdict above
     stream.write(f"wrote {chains_path}\nwrote {labels_path}\nwrote {report_path}\n")
+    return EXIT_INTERRUPTED if stopped == "interrupted" else 0
+
+
+def _stop_cause(pressed: bool, time_budget: float | None) -> str:
+    """Why a run of chains stopped before its end: ``"interrupted"`` (Ctrl-C was pressed),
+    ``"time_budget"`` (one was given) or ``"stopped"`` (neither: a warning of the fit says why, such
+    as memory that cannot hold a grown capacity)."""
+    return "interrupted" if pressed else "time_budget" if time_budget is not None else "stopped"
+
+
+def _stopped_by(stopped: str, arguments: argparse.Namespace) -> str:
+    """``stopped`` (:func:`_stop_cause`) as the command line says it."""
+    if stopped == "time_budget":
+        return f"stopped by the time budget (--time-budget {arguments.time_budget:g} s)"
+    return {"interrupted": "interrupted by Ctrl-C", "stopped": "stopped early (a warning says why)"}[stopped]
+
+
+def _keep_the_warm_up(arguments: argparse.Namespace, fit: Any, fitted_to: tuple, stopped: str, swept: int,
+                      planned: int, caught: Sequence[warnings.WarningMessage], stream: Any) -> None:
+    """A run of chains stopped in its warm-up (``swept`` of its ``planned`` sweeps): no draws, labels or
+    report to write, but the chains so far are kept for Python's ``resume`` (:data:`WARMUP_FILE`, the
+    fit and the data it was given); raises :class:`_Stopped`, which says so and how to go on."""
+    import pickle
+
+    from zoo.dirichlet import mixture
+    from zoo.dirichlet.supervised import fit as supervised
+    from zoo.relational import infinite
+
+    out = Path(arguments.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / WARMUP_FILE
+    with open(path, "wb") as file:
+        pickle.dump((fit, fitted_to), file)
+    # The fits' own warning says the same in Python's terms, with a call on data the command line read.
+    said = ("before their first draw", infinite.NO_DRAWS)
+    _write_warnings(stream, [warning for warning in caught if not any(text in str(warning.message) for text in said)])
+    stream.write(f"wrote {path}\n")
+    if arguments.draws is not None:
+        more = f"n_draws={arguments.draws}"
+    else:  # the model's most draws until the chains mix, as the command would have run
+        limit = (infinite.UNTIL_MIXED_DRAWS if arguments.model == "irm" else supervised.UNTIL_MIXED_DRAWS
+                 if arguments.model in SUPERVISED_MODELS else mixture.UNTIL_MIXED_DRAWS)
+        more = f"n_draws={limit}, until_mixed=True"
+    again = " with a larger --time-budget or fewer --warmup sweeps" if stopped == "time_budget" else ""
+    raise _Stopped(f"{_stopped_by(stopped, arguments)} in the warm-up, after {swept} of its {planned} sweeps, before "
+                   f"the first draw: no draws, labels or report to write. {path} keeps the chains and their data: in "
+                   f"Python, fit, data = pickle.load(open({str(path)!r}, 'rb')); fit.resume(*data, {more}) "
+                   f"finishes the warm-up and draws. Or run the command again{again}.",
+                   EXIT_INTERRUPTED if stopped == "interrupted" else 1)
 
 
 def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
@@ -954,8 +1117,8 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
     from zoo.sklearn import ESTIMATORS, make_schedule
 
     start = time.perf_counter()
-    _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "truth_column"),
-                    f"for the Gibbs chains, not {arguments.model}")
+    _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "truth_column",
+                                "precision_shape", "precision_rate"), f"for the Gibbs chains, not {arguments.model}")
     _refuse_relational_options(arguments)
     _refuse_options(arguments, ("init",), f"continues a latent-class-relational fit, not {arguments.model}")
     _with_defaults(arguments, EM_DEFAULTS)
@@ -1118,11 +1281,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         fit = (_fit_chains if arguments.model in CHAIN_MODELS
                else _fit_relational if arguments.model in RELATIONAL_EM_MODELS else _fit)
-        fit(arguments, argv, sys.stdout)
+        status = fit(arguments, argv, sys.stdout)
+    except _Stopped as stopped:  # Ctrl-C or the time budget before there was anything to report
+        sys.stdout.flush()
+        sys.stderr.write(f"python -m zoo fit: {stopped}\n")
+        return stopped.status
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside the calls that the fits stop after
+        sys.stdout.flush()
+        sys.stderr.write("python -m zoo fit: interrupted by Ctrl-C where the run could not stop after a finished "
+                         "call (a second Ctrl-C, or one before or after the fitting): abandoned\n")
+        return EXIT_INTERRUPTED
     except (ValueError, TypeError, FileNotFoundError) as error:
         sys.stderr.write(f"python -m zoo fit: error: {_named_as_option(str(error))}\n")
         return 1
-    return 0
+    return status or 0
 
 
 def _command_line_calls() -> dict[str, str]:
@@ -1152,7 +1324,20 @@ _OPTIONS = {"n_classes": "--classes", "n_row_classes": "--classes", "depth": "--
             "valid_fraction": "--valid-fraction", "n_restarts": "--restarts", "max_iter": "--max-iter",
             "time_budget": "--time-budget", "prior_count": "--prior-count", "floor": "--floor", "X": "DATAFILE",
             "n_chains": "--chains", "n_warmup": "--warmup", "n_draws": "--draws", "n_sweeps": "--draws",
-            "n_split_merge": "--split-merge", "algorithm": "--sampler", "n_type_split_merge": "--type-split-merge"}
+            "n_split_merge": "--split-merge", "algorithm": "--sampler", "n_type_split_merge": "--type-split-merge",
+            "precision_shape": "--precision-shape", "precision_rate": "--precision-rate"}
+
+#: Errors that name the data (X) for too many classes, which the command line sets with --classes: named by
+#: that option (the estimators' checks: every row class needs a row, every column class a column).
+_CLASSES_ERRORS = (
+    (re.compile(r"^X: (\d+) sample\(s\) for n_classes=(\d+); every class needs a sample to start from$"),
+     r"--classes: \2 classes for the \1 rows of DATAFILE; every class needs a row to start from (give --classes \1 "
+     r"or fewer)"),
+    (re.compile(r"^X: (\d+) feature\(s\) for n_col_classes=(\d+); every column cluster needs a column to start "
+                r"from$"),
+     r"--classes: \2 column classes for the \1 columns of DATAFILE; every column class needs a column to start "
+     r"from (give --classes \1 or fewer)"),
+)
 
 
 #: Python settings that errors' and warnings' advice names, as the command's options.
@@ -1160,24 +1345,44 @@ _ADVICE_OPTIONS = {"another valid_fraction": "another --valid-fraction", "schedu
                    "set floor=": "set --floor", "give floor=": "give --floor", "Give floor=": "Give --floor",
                    "prior_count > 0": "--prior-count > 0", "raise max_iter": "raise --max-iter",
                    "warm_start=True and fit again to continue": "a larger --time-budget fits longer",
-                   "as DM05 §5 do and the command line does": "as DM05 §5 do: leave out --no-standardize"}
+                   "as DM05 §5 do and the command line does": "as DM05 §5 do: leave out --no-standardize",
+                   "(precision_shape × ": "(--precision-shape × "}
 #: Python settings given a value (``max_iter=200``) in warnings, by the option that sets them.
+#: ``(n_restarts, now 1; ...)`` names the option too.
 _VALUED_OPTIONS = {"max_iter": "--max-iter", "time_budget": "--time-budget", "valid_fraction": "--valid-fraction",
-                   "n_split_merge": "--split-merge", "n_draws": "--draws", "n_warmup": "--warmup"}
+                   "n_split_merge": "--split-merge", "n_draws": "--draws", "n_warmup": "--warmup",
+                   "n_restarts": "--restarts", "precision_shape": "--precision-shape",
+                   "precision_rate": "--precision-rate"}
+
+
+def _model_names() -> dict[str, str]:
+    """The Python classes that warnings name (``OneSidedEstimator: ...``, ``SupervisedDP(1): ...``) by the
+    command's MODEL (``one-sided``, ``scdp-1``)."""
+    from zoo.sklearn import ESTIMATORS
+
+    return {rf"\b{estimator.__name__}\b": model for model, estimator in ESTIMATORS.items()} | {
+        rf"\bSupervisedDP\({model[-1]}\)": model for model in SUPERVISED_MODELS}
 
 
 def _in_option_terms(text: str) -> str:
-    """``text`` with the Python settings it advises (``raise max_iter``, ``time_budget=30``) named by
-    the command's options (``raise --max-iter``, ``--time-budget 30``)."""
+    """``text`` with the Python settings it advises (``raise max_iter``, ``time_budget=30``,
+    ``(n_restarts, now 1)``) named by the command's options (``raise --max-iter``, ``--time-budget 30``,
+    ``(--restarts, now 1)``), and the Python classes it names by the command's MODEL (``one-sided``)."""
     for setting, option in _ADVICE_OPTIONS.items():
         text = text.replace(setting, option)
-    return re.sub(r"\b(" + "|".join(_VALUED_OPTIONS) + r")=(?=[\w.])",
-                  lambda match: _VALUED_OPTIONS[match.group(1)] + " ", text)
+    for pattern, model in _model_names().items():
+        text = re.sub(pattern, model, text)
+    return re.sub(r"\b(" + "|".join(_VALUED_OPTIONS) + r")(=(?=[\w.])|(?=, now ))",
+                  lambda match: _VALUED_OPTIONS[match.group(1)] + (" " if match.group(2) else ""), text)
 
 
 def _named_as_option(message: str) -> str:
     """An error that names a Python argument (``n_classes: must be >= 1``) named by the option
-    that sets it as well (``--classes (n_classes): must be >= 1``), its advice in the options' terms."""
+    that sets it as well (``--classes (n_classes): must be >= 1``), its advice in the options' terms;
+    one that names the data for too many classes, by ``--classes`` (:data:`_CLASSES_ERRORS`)."""
+    for pattern, replacement in _CLASSES_ERRORS:
+        if pattern.match(message):
+            return pattern.sub(replacement, message)
     name, colon, rest = message.partition(":")
     rest = _in_option_terms(rest)
     return f"{_OPTIONS[name]} ({name}):{rest}" if colon and name in _OPTIONS else name + colon + rest

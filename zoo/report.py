@@ -1001,20 +1001,51 @@ def _kept_partition(idata: Any, partition: Any, n_points: int) -> tuple[np.ndarr
     return np.unique(labels, return_inverse=True)[1], "the draw of highest log joint (a point estimate would not fit)"
 
 
-def _clusters_sections(idata: Any, data: Any, col_names: Any, row_names: Any, partition: Any) -> list[str]:
+def _fitted_features(fitted: Any) -> tuple[int | None, tuple[str, ...] | None]:
+    """The number of features a DP or SCDP fit (or its estimator) was fitted on, and their names (a
+    DataFrame's string column names); None for what it does not say (chains alone, e.g. loaded)."""
+    if hasattr(fitted, "n_features_in_"):  # a fitted zoo.sklearn estimator
+        names = getattr(fitted, "feature_names_in_", None)
+        return int(fitted.n_features_in_), None if names is None else tuple(map(str, names))
+    fitted = getattr(fitted, "fit_", fitted)
+    continuation = getattr(fitted, "_continuation", None)
+    names = getattr(continuation, "feature_names", None)
+    shape = getattr(continuation, "data_shape", None)  # a DPMixtureFit's data
+    means = getattr(getattr(getattr(fitted, "result", None), "final_state", None), "means", None)  # (..., D)
+    if shape is not None and len(shape) == 2:
+        return int(shape[1]), names
+    if names is not None:
+        return len(names), names
+    if means is not None and np.ndim(means) >= 1:
+        return int(np.shape(means)[-1]), names
+    return None, names
+
+
+def _clusters_sections(idata: Any, data: Any, col_names: Any, row_names: Any, partition: Any,
+                       n_features: int | None = None, fitted_names: tuple[str, ...] | None = None) -> list[str]:
     """The clustered points' clusters: a heat map of each cluster's mean of every feature, in standard
     deviations of all the points from their mean, and a card per cluster whose members are listed by
-    how often the draws keep them with the others."""
+    how often the draws keep them with the others. ``data`` must have the fit's ``n_features`` columns
+    (a DataFrame's are matched to ``fitted_names`` by name) and a row per clustered point; a DataFrame's
+    index, unless the default 0, 1, ..., names the points where ``row_names`` is not given."""
     import pandas as pd
+
+    from inference._validation import in_fitted_order
+    from inference._validation import row_names as index_names
 
     assignments = _assignments(idata)
     if assignments is None:
         raise ValueError("data: these chains keep no cluster assignments to show the data's clusters by")
     n_points = assignments.shape[-1]
     if isinstance(data, pd.DataFrame):
+        data = in_fitted_order("data", data, fitted_names)
         col_names = list(map(str, data.columns)) if col_names is None else col_names
+        row_names = index_names(data) if row_names is None else row_names
         data = data.to_numpy()
     features = as_float_array("data", data, ndim=2)
+    if n_features is not None and features.shape[1] != n_features:
+        raise ValueError(f"data: {features.shape[1]} columns, where the fit has {n_features} features (give the "
+                         "clustered points' features, the columns the fit was given)")
     if features.shape[0] != n_points:
         raise ValueError(f"data: {features.shape[0]} rows, where the chains clustered {n_points} points (give the "
                          "clustered points' features, one row each)")
@@ -1088,6 +1119,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
     if calls is not None and not (isinstance(calls, dict)
                                   and all(isinstance(item, str) for pair in calls.items() for item in pair)):
         raise TypeError(f"calls: expected a dict of str to str, got {type(calls).__name__}")
+    n_features, fitted_names = _fitted_features(fitted) if chains and data is not None else (None, None)
     estimator_calls: dict[str, str] = {}
     if hasattr(fitted, "fit_"):  # a fitted zoo.sklearn.DPMixtureEstimator or SupervisedDPEstimator
         # whose advice names the estimator's ways (a warm-started fit) instead of the fit's calls
@@ -1124,7 +1156,7 @@ def report_html(fitted: Any, *, title: str | None = None, settings: dict[str, An
         if irm is not None:
             sections += _irm_sections(irm, data)
         elif data is not None:  # the clustered points' features
-            sections += _clusters_sections(fitted, data, col_names, row_names, partition)
+            sections += _clusters_sections(fitted, data, col_names, row_names, partition, n_features, fitted_names)
         if settings:
             sections.insert(0, "<h2>Settings</h2>" + _table(list(settings.items())))
         default_title = "Gibbs chains" + ("" if made_by is None else f": {made_by!r}")
@@ -1167,8 +1199,11 @@ def write_report(path: str | os.PathLike, fitted: Any, *, title: str | None = No
         ``LRMResult`` or an ``IRMResult`` the fitted ``RelationalData``, whose domains' labels
         name the individuals and whose relations' ``value_labels`` name the values; for a DP or
         SCDP fit (or its estimator, or chains whose posterior holds assignments) the features of
-        the N clustered points (an SCDP fit's test points; a ``pandas.DataFrame`` names its
-        columns), which add the clusters' mean features and their members to the report.
+        the N clustered points (an SCDP fit's test points), which add the clusters' mean features
+        and their members to the report: one row per clustered point and the fit's columns, else
+        a ``ValueError`` naming ``data``. A ``pandas.DataFrame`` names its columns (matched by name
+        to those of a fit on a DataFrame, as the fit's ``resume`` matches them) and, unless its
+        index is the default 0, 1, ..., its rows by its index.
     row_names, col_names : sequence, optional
         Labels of the rows and columns, taking precedence over ``data``'s. Without any labels
         (nor an estimator's ``feature_names_in_`` for the columns) objects are named by index.

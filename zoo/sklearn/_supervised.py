@@ -31,6 +31,14 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     rows (fit again with them marked -1). Centre and scale the features (DM05 §5: the priors are set
     for unit scales), e.g. with ``StandardScaler``.
 
+    Labels are integers from 0, or strings: as scikit-learn's ``SelfTrainingClassifier`` takes
+    them, string labels come in an array of dtype object (a pandas column of strings is one) in
+    which the integer -1 marks the rows to cluster, e.g. ``y = np.asarray(names, dtype=object);
+    y[rows_to_cluster] = -1``. An array of dtype str (``<U``), where -1 could only be the string
+    "-1", is refused with that advice, and so are missing labels (None, NaN): the rows to cluster
+    are marked -1, not left blank. (:class:`zoo.dirichlet.supervised.SupervisedDP` itself takes
+    any labels, with the rows to cluster given apart.)
+
     Parameters
     ----------
     model : {1, 2, 3}, default 1
@@ -98,11 +106,12 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
     Attributes
     ----------
     fit_ : SupervisedDPFit — the draws, with ``idata`` (ArviZ), ``summary()`` and ``mixing``
-    labels_ : (n_samples,) int array
+    labels_ : (n_samples,) int array, or object array for string labels
         A labelled row keeps its label. An unlabelled row gets the label of its cluster in the
         point estimate: a new label, from ``max(y) + 1`` up in the order the clusters first occur
-        in X, or, with ``share_clusters=True``, a training label when the draws put the cluster's
-        rows in that training cluster more than half of the time.
+        in X (for string labels, the integers from 0 up), or, with ``share_clusters=True``, a
+        training label when the draws put the cluster's rows in that training cluster more than
+        half of the time.
     n_clusters_ : int — the number of clusters of the unlabelled rows (training ones they joined included)
     alpha_, alpha_types_ : float — posterior means of α^p and α^t
 
@@ -180,7 +189,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         return priors[0], priors[1], jax_key(self.random_state)
 
     def _validate(self, X: Any, y: Any, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
-        """X as floats and y as integers, with at least one labelled and one unlabelled row."""
+        """X as floats; y as integers, or as an object array of strings and -1 (see the class docstring),
+        with at least one labelled and one unlabelled row."""
         X = _validate_features(self, X, reset=reset)
         X = X.toarray() if sp.issparse(X) else np.asarray(X)
         if y is None:
@@ -189,17 +199,32 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y: expected one label per row of X ({X.shape[0]}), got shape {y.shape}")
-        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        if y.dtype.kind not in "iu":
+        if y.dtype.kind in "US":  # as sklearn.semi_supervised.SelfTrainingClassifier refuses them
+            raise ValueError(
+                f"y: has dtype {y.dtype} (strings), where the integer -1 cannot mark the rows to cluster: give y "
+                "dtype object, with the string labels and the integer -1 for the rows to cluster (y = "
+                "np.asarray(labels, dtype=object); y[rows_to_cluster] = -1), as scikit-learn's SelfTrainingClassifier "
+                "asks, or encode the labels as integers (sklearn.preprocessing.LabelEncoder) and mark those rows -1")
+        if y.dtype.kind == "O":
+            y = _object_labels(y)
+        if y.dtype.kind == "f":
+            missing = np.flatnonzero(np.isnan(y))
+            if missing.size:
+                raise ValueError(f"y: the label of row {int(missing[0])} is missing (NaN): mark the rows to cluster "
+                                 "with -1")
+            if np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+                y = y.astype(np.int64)
+        if y.dtype.kind not in "iuO":
             raise TypeError(f"y: expected integer labels (-1 for the rows to cluster), got dtype {y.dtype}")
-        y = y.astype(np.int64)
-        if np.any(y < UNLABELLED):
-            raise ValueError(f"y: labels are -1 (the rows to cluster) or from 0 up, got {int(y.min())}")
-        if not np.any(y != UNLABELLED):
+        if y.dtype.kind != "O":
+            y = y.astype(np.int64)
+            if np.any(y < UNLABELLED):
+                raise ValueError(f"y: labels are -1 (the rows to cluster) or from 0 up, got {int(y.min())}")
+        unlabelled = _unlabelled(y)
+        if unlabelled.all():
             raise ValueError("y: no labelled row: SCDP learns from labelled rows (to cluster without labels, use "
                              "DPMixtureEstimator)")
-        if not np.any(y == UNLABELLED):
+        if not unlabelled.any():
             raise ValueError("y: no row to cluster: mark the rows to cluster with -1")
         return X, y
 
@@ -214,7 +239,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
             import pandas as pd
 
             points, labels = self._validate(X, y, reset=reset)
-            train = labels != UNLABELLED
+            train = ~_unlabelled(labels)
             # The rows to cluster, named by their labels in X (a DataFrame's index, else their
             # positions), so that the draws' points are X's rows, not positions among the unlabelled.
             names = np.asarray(X.index if isinstance(X, pd.DataFrame) else np.arange(labels.size))[~train]
@@ -239,7 +264,7 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
 
         train, train_labels, _, labels = self._run_chains(split, start, resume)
         self.labels_ = self._labels(labels, np.unique(train_labels))
-        self.n_clusters_ = int(np.unique(self.labels_[labels == UNLABELLED]).size)
+        self.n_clusters_ = len(set(self.labels_[_unlabelled(labels)].tolist()))
         samples = self.fit_.result.samples
         self.alpha_ = float(np.mean(samples["alpha"]))
         self.alpha_types_ = float(np.mean(samples["alpha_types"]))
@@ -254,8 +279,10 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         estimate = np.asarray(self.fit_.point_estimate(self.loss))
         assignments = self.fit_.assignments  # (chain, draw, unlabelled row); training slots 0..C-1 first
         labels = y.copy()
-        rows = np.flatnonzero(y == UNLABELLED)
-        next_label = int(y.max()) + 1
+        rows = np.flatnonzero(_unlabelled(y))
+        # New labels are integers after the largest integer label (-1 included): max(y) + 1 for integer y,
+        # 0 up for string labels.
+        next_label = max(int(label) for label in y.tolist() if not isinstance(label, str)) + 1
         for cluster in estimate[np.sort(np.unique(estimate, return_index=True)[1])]:  # in order of first occurrence
             members = estimate == cluster
             label = None
@@ -263,7 +290,8 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
                 slots = assignments[:, :, members].ravel()
                 shares = np.bincount(slots[slots < classes.size], minlength=classes.size) / slots.size
                 if shares.max() > 0.5:
-                    label = int(classes[int(np.argmax(shares))])
+                    label = classes[int(np.argmax(shares))]
+                    label = label.item() if isinstance(label, np.generic) else label  # a Python int or str
             if label is None:
                 label, next_label = next_label, next_label + 1
             labels[rows[members]] = label
@@ -274,3 +302,36 @@ class SupervisedDPEstimator(ChainEstimatorMixin, ClusterMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.target_tags.required = True
         return tags
+
+
+def _unlabelled(y: np.ndarray) -> np.ndarray:
+    """Which rows of validated labels are the rows to cluster (the integer -1)."""
+    if y.dtype.kind != "O":
+        return y == UNLABELLED
+    return np.array([not isinstance(label, str) and label == UNLABELLED for label in y.tolist()], dtype=bool)
+
+
+def _object_labels(y: np.ndarray) -> np.ndarray:
+    """Labels of dtype object (strings with -1, as scikit-learn's ``SelfTrainingClassifier`` takes them, or
+    numbers): integers if every label is a number, else an object array of strings and the integer -1."""
+    values = y.tolist()
+    for row, label in enumerate(values):
+        try:
+            missing = label is None or bool(label != label)
+        except TypeError:  # pandas.NA
+            missing = True
+        if missing:
+            raise ValueError(f"y: the label of row {row} is missing (None or NaN): mark the rows to cluster with -1")
+    is_number = [isinstance(label, (int, float, np.integer, np.floating)) and not isinstance(label, (bool, np.bool_))
+                 for label in values]
+    if all(is_number):  # checked as integers by the caller
+        integers = all(isinstance(label, (int, np.integer)) for label in values)
+        return np.asarray(values, dtype=np.int64 if integers else np.float64)
+    labelled = [label for label, number in zip(values, is_number) if not (number and label == UNLABELLED)]
+    if not all(isinstance(label, str) for label in labelled):
+        kinds = sorted({type(label).__name__ for label in labelled})
+        raise TypeError(f"y: labels are integers, or strings with the integer -1 for the rows to cluster; got labels "
+                        f"of types {', '.join(kinds)}")
+    out = np.empty(len(values), dtype=object)
+    out[:] = [UNLABELLED if number else label for label, number in zip(values, is_number)]
+    return out

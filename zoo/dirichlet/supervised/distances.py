@@ -38,6 +38,15 @@ def embed_distances(distances: Any, *, max_dims_per_feature: int = 1) -> np.ndar
     up to sign, which leaves the SCDP posterior unchanged (G0^p and the precisions are symmetric
     under x_f → -x_f), so coordinates and distances give the same partition posterior.
 
+    Only the dimensions with a non-negligible eigenvalue are kept: an eigenvalue at or below
+    N · eps · λ_max (eps the machine epsilon of the distances' float type, λ_max the largest
+    eigenvalue of that feature's G; the tolerance ``numpy.linalg.matrix_rank`` uses) is rounding
+    noise, not a direction the distances span. So a scalar feature compared by absolute difference gives one
+    column even with ``max_dims_per_feature=2`` (its second eigenvalue is ~1e-16, a column of
+    standard deviation ~1e-8 that would otherwise reach the prior as a feature), a non-Euclidean
+    distance gives only its positive directions, and a feature whose distances are all zero
+    gives none.
+
     Parameters
     ----------
     distances : array_like (F, N, N) or (N, N)
@@ -48,14 +57,17 @@ def embed_distances(distances: Any, *, max_dims_per_feature: int = 1) -> np.ndar
 
     Returns
     -------
-    np.ndarray (N, F * max_dims_per_feature)
-        Coordinates; a non-Euclidean distance (negative eigenvalues) keeps only its positive part.
+    np.ndarray (N, D) with D <= F * max_dims_per_feature
+        Coordinates, feature by feature, each feature's columns in decreasing order of eigenvalue:
+        at most ``max_dims_per_feature`` per feature, fewer where the eigenvalues beyond are
+        negligible or negative (a non-Euclidean distance keeps only its positive part).
 
     Raises
     ------
     ValueError
         If a matrix is not square, has a negative entry, is not symmetric or has a non-zero
-        diagonal (the message names ``distances``).
+        diagonal, or if every distance is zero up to rounding, which leaves no coordinate (the
+        message names ``distances``).
     """
     array = _check_distances("distances", distances)
     max_dims = check_int("max_dims_per_feature", max_dims_per_feature, minimum=1)
@@ -66,6 +78,13 @@ def embed_distances(distances: Any, *, max_dims_per_feature: int = 1) -> np.ndar
         gram = -0.5 * centring @ (matrix * matrix) @ centring
         eigenvalues, eigenvectors = np.linalg.eigh(gram)
         order = np.argsort(eigenvalues)[::-1][:max_dims]
-        values = np.clip(eigenvalues[order], 0.0, None)
-        blocks.append(eigenvectors[:, order] * np.sqrt(values))
-    return np.concatenate(blocks, axis=1)
+        tolerance = n_points * np.finfo(gram.dtype).eps * max(eigenvalues[order[0]], 0.0)
+        kept = order[eigenvalues[order] > tolerance]
+        blocks.append(eigenvectors[:, kept] * np.sqrt(eigenvalues[kept]))
+    coordinates = np.concatenate(blocks, axis=1)
+    if coordinates.shape[1] == 0:
+        raise ValueError(
+            f"distances: every distance is zero (up to rounding) in all {array.shape[0]} matrices, "
+            "which leaves no coordinate to cluster on"
+        )
+    return coordinates
