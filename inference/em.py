@@ -957,25 +957,10 @@ def tempered_em(
     return result
 
 
-def _fit_once(
-    model: Any,
-    data: Any,
-    *,
-    key: Any,
-    valid: Any = None,
-    schedule: Any = None,
-    n_restarts: int = 1,
-    max_iter: int = 500,
-    tol: float = 1e-6,
-    init: Any = None,
-    devices: Any = None,
-    process_local: bool = False,
-    time_budget: float | None = None,
-    progress: bool = False,
-    segment: int = 25,
-    floor: float | None = None,
-) -> tuple[EMResult, tuple]:
-    """One fit of :func:`tempered_em` (its arguments checked here), and its rank: (validation tokens of
+def _fit_once(model: Any, data: Any, *, key: Any, valid: Any, schedule: Any, n_restarts: int, max_iter: int,
+              tol: float, init: Any, devices: Any, process_local: bool, time_budget: float | None, progress: bool,
+              segment: int, floor: float | None) -> tuple[EMResult, tuple]:
+    """One fit of :func:`tempered_em` (its arguments, all given, checked here), and its rank: (validation tokens of
     probability 0, validation perplexity of the others) of the kept iterate, or (0, -training
     log-likelihood) without validation data; the lower the better."""
     model = check_model("model", model, ("prepare", "init_params", "em_step", "heldout_log_lik"),
