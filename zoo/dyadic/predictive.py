@@ -211,10 +211,10 @@ def predictive_factors(model: Any, params: Any) -> tuple[Any, Any]:
 def prediction_spread(row_factors: Any, col_factors: Any) -> float:
     """A bound on how far any row's prediction lies from the rows' mean, in total variation, in [0, 2].
 
-    With P(y_k|x_i) = Σ_c R_ic C_kc (the factors of :func:`predictive_factors`, each row of R and
-    each column of C a distribution), w = the mean row of R and m = C w the mean prediction,
-    P(·|x_i) − m = Σ_c (R_ic − w_c)(C_c − m), so TV(P(·|x_i), m) ≤ Σ_c |R_ic − w_c| TV(C_c, m): the
-    largest over rows is returned. It is 0 when every row mixes the classes alike or the classes
+    With ``P(y_k|x_i) = Σ_c R_ic C_kc`` (the factors of :func:`predictive_factors`, each row of R and
+    each column of C a distribution), w the mean row of R and ``m = C w`` the mean prediction,
+    ``P(·|x_i) − m = Σ_c (R_ic − w_c)(C_c − m)``, so ``TV(P(·|x_i), m) ≤ Σ_c |R_ic − w_c| TV(C_c, m)``:
+    the largest over rows is returned. It is 0 when every row mixes the classes alike or the classes
     it mixes differently predict alike — the model then predicts as one class, the unigram, would
     (H99 §2.4's one-class limit); below :data:`inference.em.ALIKE_TOLERANCE` a fit warns
     (:class:`inference.em.ClassesAlikeWarning`). Computed in float64 in O((rows + columns) · K),
