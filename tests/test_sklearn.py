@@ -623,6 +623,27 @@ def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
         stopped.predict(points)
 
 
+def test_dp_mixture_interrupted_in_its_warm_up_says_so_not_that_a_budget_ran_out(fitted_dp, monkeypatch):
+    # Ctrl-C in the first call of sweeps (no time budget given): the error named "time_budget: None s".
+    from sklearn.exceptions import NotFittedError
+
+    import inference.chains
+
+    _, points, _ = fitted_dp
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(inference.chains, "_run_calls_jit", interrupted)
+    stopped = DPMixtureEstimator(n_chains=2, n_warmup=40, n_draws=40, random_state=0)
+    with pytest.raises(KeyboardInterrupt, match=r"^DPMixtureEstimator.fit: stopped in the warm-up, before the first "
+                                                r"draw; .*warm_start=True"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the fit's own warning that it has no draws
+        stopped.fit(points)
+    with pytest.raises(NotFittedError):
+        stopped.predict(points)
+
+
 def test_dp_mixture_until_mixed_stops_once_the_chains_mix(fitted_dp):
     import warnings
 
