@@ -105,18 +105,21 @@ def check_same_float_width(made_by: Mapping[str, str] | None, subject: str) -> N
     here they would meet data and programs of the other (an error about "other values" in the data,
     or a JAX type error, before 2026-12-07). Nothing is checked where ``made_by`` lacks the key.
 
-    >>> check_same_float_width({"jax_enable_x64": "false"}, "fit: these chains")  # a float32 session
-    >>> check_same_float_width({"jax_enable_x64": "true"}, "fit: these chains")
+    >>> here = str(jax.config.jax_enable_x64).lower()
+    >>> check_same_float_width({"jax_enable_x64": here}, "fit: these chains")  # this session's width
+    >>> other = {"true": "false", "false": "true"}[here]
+    >>> check_same_float_width({"jax_enable_x64": other}, "fit: these chains")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: fit: these chains were drawn with jax_enable_x64 true (float64 states) and this session runs with false: continue them in a session of their width, jax.config.update("jax_enable_x64", True) before any JAX array is made (or JAX_ENABLE_X64=1 in the environment)
+    ValueError: fit: these chains were drawn with jax_enable_x64 ... states) and this session runs with ...
     """
     saved = (made_by or {}).get("jax_enable_x64")
     current = str(bool(jax.config.jax_enable_x64)).lower()
     if saved is None or saved == current:
         return
     wide = saved == "true"
-    raise ValueError(f"{subject} were drawn with jax_enable_x64 {saved} ({'float64' if wide else 'float32'} states) and "
+    width = "float64" if wide else "float32"
+    raise ValueError(f"{subject} were drawn with jax_enable_x64 {saved} ({width} states) and "
                      f"this session runs with {current}: continue them in a session of their width, "
                      f'jax.config.update("jax_enable_x64", {wide}) before any JAX array is made (or '
                      f"JAX_ENABLE_X64={int(wide)} in the environment)")
