@@ -685,6 +685,36 @@ def _ctrl_c_after_calls(monkeypatch, module, name, n_calls):
     monkeypatch.setattr(module, name, call_then_ctrl_c)
 
 
+def test_an_em_fit_interrupted_by_ctrl_c_writes_what_finished_and_exits_with_130(tmp_path, capsys, monkeypatch):
+    # The EM commands wrote their files after Ctrl-C and exited with 0, as if the fit had run its course.
+    import signal
+
+    import inference.em
+
+    original = inference.em._run_segments
+
+    def ctrl_c_after_the_first_segment(advance, states, **options):
+        calls = []
+
+        def advance_then_ctrl_c(*args, **kwargs):
+            output = advance(*args, **kwargs)
+            calls.append(None)
+            if len(calls) == 1:
+                signal.raise_signal(signal.SIGINT)
+            return output
+
+        return original(advance_then_ctrl_c, states, **options)
+
+    monkeypatch.setattr(inference.em, "_run_segments", ctrl_c_after_the_first_segment)
+    write_matrix_market(tmp_path / "counts.mtx", COUNTS)
+    out = tmp_path / "fit"
+    assert main(["fit", "aspect", str(tmp_path / "counts.mtx"), *FIT_OPTIONS, "--schedule", "em",
+                 "--out", str(out)]) == 130
+    printed = capsys.readouterr().out
+    assert "(interrupted)" in printed and f"wrote {out / 'result.npz'}" in printed
+    assert load_result(out / "result.npz").stopped_by == "interrupted"
+
+
 @pytest.mark.filterwarnings("ignore::inference.diagnostics.MixingWarning")  # of the resumed
 def test_irm_stopped_in_its_warm_up_keeps_it_and_names_what_stopped_it(tmp_path, capsys, monkeypatch):
     # Ctrl-C and a spent --time-budget in the warm-up leave no draws: the chains so far are written

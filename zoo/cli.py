@@ -93,7 +93,8 @@ Ctrl-C, :class:`inference.interrupts.DeferredInterrupt`); ``fit`` writes what fi
 which stopped it, exiting with :data:`EXIT_INTERRUPTED` (130) after Ctrl-C. Chains stopped in their
 warm-up have no draws: ``fit`` then writes :data:`WARMUP_FILE` (``fit.pkl``: the fit and the data it
 was given, pickled), says how ``fit.resume`` continues it from Python, and exits with 130 after
-Ctrl-C, 1 after the time budget.
+Ctrl-C, 1 after the time budget. The EM fits stop after the segment in flight, write what finished
+(``stopped_by`` printed) and exit with 130 after Ctrl-C too.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
 
@@ -806,7 +807,7 @@ def _check_continued(arguments: argparse.Namespace, init: Any, model: Any, data:
         raise ValueError(f"--classes: {arguments.init!r} holds {fitted} classes per domain, not {asked}")
 
 
-def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
+def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any) -> int:
     """``fit latent-class-relational``: incremental EM (CP §2) on a network read from a CSV edge list,
     restarts in parallel and the best kept; write result.npz, labels.csv, blocks.csv and report.html."""
     import jax
@@ -885,6 +886,7 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
                  f"{float(result.history['objective'][-1]):.6g}; {sizes}; {time.perf_counter() - start:.1f} s\n")
     _write_warnings(stream, caught)  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
     stream.write(f"wrote {result_path}\nwrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
+    return EXIT_INTERRUPTED if result.stopped_by == "interrupted" else 0  # what finished is written, as chains'
 
 
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> int:
@@ -1111,7 +1113,7 @@ def _keep_the_warm_up(arguments: argparse.Namespace, fit: Any, fitted_to: tuple,
                    EXIT_INTERRUPTED if stopped == "interrupted" else 1)
 
 
-def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
+def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> int:
     from zoo.io import save_result
     from zoo.report import write_report
     from zoo.sklearn import ESTIMATORS, make_schedule
@@ -1198,6 +1200,7 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> None:
                  f"{seconds:.1f} s\n")
     _write_warnings(stream, caught)
     stream.write("".join(f"wrote {path}\n" for path in (result_path, *label_paths, report_path)))
+    return EXIT_INTERRUPTED if result.stopped_by == "interrupted" else 0  # what finished is written, as chains'
 
 
 def _standardised(features: np.ndarray) -> np.ndarray:
