@@ -823,6 +823,7 @@ class DPMixture:
         key_init, key_labels, key_chains = jax.random.split(key, 3)
         seed = int(jax.random.randint(key_labels, (), 0, np.iinfo(np.int32).max))
         labels = self._initial_labels(init, n_chains, array, np.random.default_rng(seed))
+        shared_start = one_start(labels)  # the chains' agreement then says nothing (the mixing table)
         n_used = max(int(np.unique(row).size) for row in labels)
         capacity = self.max_clusters
         if n_used > capacity:
@@ -865,11 +866,11 @@ class DPMixture:
             time_budget=time_budget,
             progress=progress,
             on_overflow=self.on_overflow,
-            stop_when=partial(_when_mixed, one_start=one_start(labels)) if until_mixed else None,
+            stop_when=partial(_when_mixed, one_start=shared_start) if until_mixed else None,
         )
         names = row_names(data)
         continuation = _Continuation(self, *key_as_data(key_chains), arrays_digest(array), array.shape,
-                                     None if names is None else tuple(names), columns, one_start(labels))
+                                     None if names is None else tuple(names), columns, shared_start)
         return self._finish(result, continuation, "DPMixture.fit")
 
     def _finish(self, result: ChainResult, continuation: _Continuation, caller: str) -> DPMixtureFit:
