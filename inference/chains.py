@@ -6,7 +6,7 @@ fixed number of sweeps each, so
 
 * a tqdm progress bar advances after every call;
 * Ctrl-C or an exhausted ``time_budget`` (seconds) stops after the call in flight and returns
-  every draw finished so far, flagged ``completed=False``;
+  every draw finished so far, flagged ``completed=False``, with ``stopped_by`` saying which;
 * a ``stop_when`` rule (e.g. "every label-invariant quantity mixes") is asked, each time the draws
   have grown by a tenth, whether the draws so far are enough; the run then ends there;
 * the key of sweep s of chain c is ``fold_in(split(rng_key, n_chains)[c], s)``, so the draws do
@@ -102,7 +102,7 @@ class ChainResult(NamedTuple):
     thin : int
         Sweeps per recorded draw.
     completed : bool
-        False when Ctrl-C or the time budget stopped the run early.
+        False when Ctrl-C, the time budget or memory for a grown capacity stopped the run early.
     seconds : float
         Wall-clock time of the sampling loop (compilation included).
     next_sweep : int
@@ -114,6 +114,12 @@ class ChainResult(NamedTuple):
         What drew them, taken when the sampling started (:func:`inference.provenance.provenance`:
         versions, JAX's backend, float width, the CPU compiled for); ``None`` in a result built
         by hand.
+    stopped_by : str or None
+        Why the run ended (one of :data:`STOPPED_BY`): ``"n_draws"`` (every draw asked for was
+        drawn), ``"mixed"`` (``stop_when`` said the draws so far are enough: the fits' ``until_mixed``
+        rule, that the chains mix), ``"interrupted"`` (Ctrl-C), ``"time_budget"`` or ``"capacity"``
+        (memory could not hold the grown capacity a chain needed; a ``RuntimeWarning`` gave the
+        figure). ``completed`` is False for the last three. ``None`` in a result built by hand.
     """
 
     samples: dict[str, np.ndarray]
@@ -124,6 +130,7 @@ class ChainResult(NamedTuple):
     seconds: float
     next_sweep: int = 0
     provenance: dict[str, str] | None = None
+    stopped_by: str | None = None
 
     @property
     def n_chains(self) -> int:
@@ -138,7 +145,8 @@ class ChainResult(NamedTuple):
     def _card(self) -> Card:
         card = Card("ChainResult")
         card.add("chains", chains_text(n_chains=self.n_chains, n_draws=self.n_draws, n_warmup=self.n_warmup,
-                                       thin=self.thin, seconds=self.seconds, completed=self.completed))
+                                       thin=self.thin, seconds=self.seconds, completed=self.completed,
+                                       stopped_by=self.stopped_by))
         card.add("samples", [f"{name} {tuple(np.shape(values))}" for name, values in self.samples.items()] or None)
         card.add("next sweep", f"{self.next_sweep:,}")
         card.add("made with", made_with(self.provenance))
@@ -297,10 +305,15 @@ def sample_chains(
         Index of the first sweep: 0 for new chains, ``result.next_sweep`` to continue the chains
         of an earlier ``result`` from ``result.final_state`` with the same key (usually with
         ``n_warmup=0``). The continued chains are bit-identical to an uninterrupted run.
+    stop_when : callable, optional
+        ``stop_when(so_far) -> bool``, asked about the draws so far (a :class:`ChainResult`) once
+        there are :data:`STOP_CHECK_MIN_DRAWS` per chain and again each time they have grown by
+        :data:`STOP_CHECK_GROWTH`; True ends the run there (``stopped_by="mixed"``, completed).
 
     Returns
     -------
     ChainResult
+        ``stopped_by`` says why the run ended.
 
     Raises
     ------
@@ -362,6 +375,7 @@ def sample_chains(
     states = init_states
     chunks: list[dict[str, np.ndarray]] = []
     completed = True
+    stopped_by = "n_draws"
     enough = False  # stop_when said the draws so far are enough
     n_kept = 0  # draws per chain kept so far
     sweep = first_sweep
@@ -389,7 +403,7 @@ def sample_chains(
                 except KeyboardInterrupt:
                     if several:  # a second Ctrl-C: abandoned (the others then fail, saying a process died)
                         raise
-                    completed = False
+                    completed, stopped_by = False, "interrupted"
                     break
                 if not _overflowed(new_states):
                     break
@@ -398,7 +412,7 @@ def sample_chains(
                 if shortfall is not None:  # the same on every process: all stop, keeping the finished draws
                     warnings.warn(f"sample_chains: stopped after {sweep - first_sweep} sweeps, the draws finished so "
                                   f"far returned (completed=False): {shortfall}", RuntimeWarning, stacklevel=2)
-                    completed = False
+                    completed, stopped_by = False, "capacity"
                     break
                 # grown on every process from the gathered states, then laid out again
                 states = distribute(grown, by_chain) if several else grown
@@ -410,7 +424,8 @@ def sample_chains(
                 chunks.append(gather(records))
                 n_kept += n_records
             bar.update(n_records * thin)
-            stop = time_budget is not None and time.perf_counter() - start > time_budget
+            # why to stop after this call: 0 go on, 1 the time budget, 2 Ctrl-C (the larger wins across processes)
+            stop = int(time_budget is not None and time.perf_counter() - start > time_budget)
             if stop_when is not None and keep and stop_when.due(n_kept) and sweep < first_sweep + total_sweeps:
                 so_far = ChainResult(samples=_joined(chunks), final_state=states,
                                      n_warmup=warmup_calls * sweeps_per_call, thin=thin, completed=True,
@@ -419,11 +434,12 @@ def sample_chains(
                 if several:  # asked on every process at the same draw; one that is done ends them all
                     enough = bool(process_max(int(enough)))
             if several:  # one process out of time or interrupted stops them all
-                stop = bool(process_max(int(stop or interrupt.requested)))
+                stop = int(process_max(2 if interrupt.requested else stop))
             if enough:
+                stopped_by = "mixed"
                 break
             if stop and sweep < first_sweep + total_sweeps:
-                completed = False
+                completed, stopped_by = False, ("time_budget", "interrupted")[stop - 1]
                 break
         if several:
             states = jax.tree_util.tree_map(jnp.asarray, gather(states))
@@ -436,8 +452,12 @@ def sample_chains(
         seconds=time.perf_counter() - start,
         next_sweep=sweep,
         provenance=made_by,
+        stopped_by=stopped_by,
     )
 
+
+#: Why a run of chains ended (:attr:`ChainResult.stopped_by`); the last three leave it ``completed=False``.
+STOPPED_BY = ("n_draws", "mixed", "interrupted", "time_budget", "capacity")
 
 #: :func:`sample_chains` asks its ``stop_when`` again once the draws have grown by this factor.
 STOP_CHECK_GROWTH = 1.1
@@ -544,6 +564,7 @@ def _appended(previous: ChainResult, more: ChainResult, warmup_done: int) -> Cha
         seconds=previous.seconds + more.seconds,
         next_sweep=more.next_sweep,
         provenance=previous.provenance or more.provenance,
+        stopped_by=more.stopped_by,
     )
 
 

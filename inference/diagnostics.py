@@ -12,8 +12,9 @@ Layout of :func:`to_inference_data`:
 
 * ``posterior``: ``assignments`` (chain, draw, points), ``alpha`` (chain, draw);
 * ``sample_stats``: ``n_clusters``, ``log_joint`` and ``partition_entropy`` (chain, draw);
-* attributes of ``posterior``: warm-up sweeps, thinning, whether the run completed, seconds, and
-  :func:`provenance` (library versions, JAX's backend, float64 or not, the CPU compiled for).
+* attributes of ``posterior``: warm-up sweeps, thinning, whether the run completed and why it
+  stopped (``stopped_by``, :func:`stopped_by_attribute`), seconds, and :func:`provenance` (library
+  versions, JAX's backend, float64 or not, the CPU compiled for).
 
 Whether chains mix is judged by :func:`mixing_table`, which labels every scalar quantity with a
 status word (see :data:`MIXING_STATUSES`), by :func:`mixing_verdict`, which turns that table into
@@ -40,13 +41,14 @@ import pandas as pd
 import xarray as xr
 from scipy import special, stats
 
-from inference.chains import ChainResult
+from inference.chains import STOPPED_BY, ChainResult
 from inference.partitions import co_clustering, point_partition
 from inference.provenance import provenance
 from inference._validation import check_bool
 
 __all__ = [
     "to_inference_data",
+    "stopped_by_attribute",
     "from_dict_in_order",
     "rank_split_rhat",
     "provenance",
@@ -117,8 +119,10 @@ def no_draws_message(result: ChainResult, continue_with: str | None = None) -> s
     names the call that continues it (default: :func:`inference.chains.sample_chains`'s)."""
     continue_with = continue_with or ("inference.chains.sample_chains(key, step, result.final_state, data, "
                                       "first_sweep=result.next_sweep)")
-    return (f"the chains stopped after {result.next_sweep} sweeps, before their first draw: there are no draws to "
-            f"summarise, but the warm-up is kept in result.final_state; continue it with {continue_with}")
+    why = {"interrupted": " (Ctrl-C)", "time_budget": " (the time budget ran out)",
+           "capacity": " (memory could not hold the grown capacity)"}.get(result.stopped_by, "")
+    return (f"the chains stopped{why} after {result.next_sweep} sweeps, before their first draw: there are no draws "
+            f"to summarise, but the warm-up is kept in result.final_state; continue it with {continue_with}")
 
 
 def _check_result(result: Any) -> ChainResult:
@@ -218,9 +222,28 @@ def to_inference_data(result: ChainResult, *, point_names: Sequence[Any] | None 
         thin=result.thin,
         completed=int(result.completed),
         sampling_seconds=result.seconds,
+        **({} if result.stopped_by is None else {"stopped_by": result.stopped_by}),
         **(result.provenance or provenance()),
     )
     return idata
+
+
+def stopped_by_attribute(attrs: Any) -> str | None:
+    """Why saved chains stopped, from the ``stopped_by`` attribute of their ``posterior``
+    (:attr:`inference.chains.ChainResult.stopped_by`, which :func:`to_inference_data` and the fits'
+    ``idata`` keep); None where the file has none (written before it was kept, or by hand).
+
+    Raises
+    ------
+    ValueError
+        If the attribute is not one of :data:`inference.chains.STOPPED_BY`.
+    """
+    value = attrs.get("stopped_by")
+    if value is None:
+        return None
+    if str(value) not in STOPPED_BY:
+        raise ValueError(f"idata: the posterior's attribute stopped_by is {str(value)!r:.40}, not one of {STOPPED_BY}")
+    return str(value)
 
 
 def _check_idata(idata: Any) -> az.InferenceData:

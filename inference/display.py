@@ -139,23 +139,40 @@ def quantity_text(draws: Any, *, spec: str = ".3g") -> str:
     return text
 
 
-def chains_text(*, n_chains: int, n_draws: int, n_warmup: int, thin: int, seconds: float, completed: bool) -> str:
-    """``"4 chains × 1,000 draws after 200 warm-up sweeps, 8.9 s"``, with the thinning and whether
-    Ctrl-C or a time budget stopped the run.
+def chains_text(*, n_chains: int, n_draws: int, n_warmup: int, thin: int, seconds: float, completed: bool,
+                stopped_by: str | None = None) -> str:
+    """``"4 chains × 1,000 draws after 200 warm-up sweeps, 8.9 s"``, with the thinning and why the run
+    ended when it did not end as asked (``stopped_by``, :attr:`inference.chains.ChainResult.stopped_by`;
+    ``None``: not recorded).
 
-    >>> chains_text(n_chains=2, n_draws=50, n_warmup=10, thin=2, seconds=1.25, completed=False)
-    '2 chains × 50 draws (every 2nd sweep) after 10 warm-up sweeps, 1.2 s; stopped early (Ctrl-C or time budget)'
-    >>> chains_text(n_chains=2, n_draws=0, n_warmup=200, thin=1, seconds=2.0, completed=False)
-    '2 chains × 0 draws, stopped during the 200 warm-up sweeps (Ctrl-C or time budget), 2.0 s'
+    >>> chains_text(n_chains=2, n_draws=50, n_warmup=10, thin=2, seconds=1.25, completed=False,
+    ...             stopped_by="time_budget")
+    '2 chains × 50 draws (every 2nd sweep) after 10 warm-up sweeps, 1.2 s; stopped early by the time budget'
+    >>> chains_text(n_chains=2, n_draws=0, n_warmup=200, thin=1, seconds=2.0, completed=False,
+    ...             stopped_by="interrupted")
+    '2 chains × 0 draws, stopped during the 200 warm-up sweeps (Ctrl-C), 2.0 s'
+    >>> chains_text(n_chains=4, n_draws=440, n_warmup=200, thin=1, seconds=3.0, completed=True, stopped_by="mixed")
+    '4 chains × 440 draws after 200 warm-up sweeps, 3.0 s; ended when the chains mixed'
     """
+    why = _CHAINS_STOPPED_BY.get(stopped_by, "Ctrl-C or time budget")
     text = f"{n_chains} chain{'s' if n_chains != 1 else ''} × {n_draws:,} draws"
     if n_draws == 0 and not completed:  # not "after" sweeps that did not all run
-        return text + f", stopped during the {n_warmup:,} warm-up sweeps (Ctrl-C or time budget), {seconds:.1f} s"
+        return text + f", stopped during the {n_warmup:,} warm-up sweeps ({why}), {seconds:.1f} s"
     if thin > 1:
         suffix = "nd" if thin % 10 == 2 and thin % 100 != 12 else "rd" if thin % 10 == 3 and thin % 100 != 13 else "th"
         text += f" (every {thin}{suffix} sweep)"
     text += f" after {n_warmup:,} warm-up sweeps, {seconds:.1f} s"
-    return text if completed else text + "; stopped early (Ctrl-C or time budget)"
+    if completed:
+        return text + ("; ended when the chains mixed" if stopped_by == "mixed" else "")
+    return text + (f"; stopped early {_STOPPED_EARLY[stopped_by]}" if stopped_by in _STOPPED_EARLY
+                   else f"; stopped early ({why})")
+
+
+#: Why chains stopped before their end (:func:`chains_text`), in a parenthesis and after "stopped early".
+_CHAINS_STOPPED_BY = {"interrupted": "Ctrl-C", "time_budget": "time budget",
+                      "capacity": "memory could not hold the grown capacity; a warning gave the figure"}
+_STOPPED_EARLY = {"interrupted": "by Ctrl-C", "time_budget": "by the time budget",
+                  "capacity": "(memory could not hold the grown capacity; a warning gave the figure)"}
 
 
 _STOPPED_BY = {"converged": "converged", "max_iter": "stopped at max_iter", "max_passes": "stopped at max_passes",
@@ -279,7 +296,8 @@ def chains_card(card: Card, result: Any, fit: Any, *, quantities: Sequence[tuple
     from inference import diagnostics  # ArviZ: only when a fit is shown
 
     card.add("chains", chains_text(n_chains=result.n_chains, n_draws=result.n_draws, n_warmup=result.n_warmup,
-                                   thin=result.thin, seconds=result.seconds, completed=result.completed))
+                                   thin=result.thin, seconds=result.seconds, completed=result.completed,
+                                   stopped_by=result.stopped_by))
     if not result.samples:
         card.add("draws", diagnostics.no_draws_message(result, getattr(fit, "_continue_with", None)))
     else:

@@ -63,8 +63,9 @@ def test_draws_do_not_depend_on_the_call_size_and_thinning_keeps_every_kth():
 
 def test_time_budget_returns_finished_draws():
     result = run(time_budget=1e-9)
-    assert not result.completed
+    assert not result.completed and result.stopped_by == "time_budget"
     assert result.n_draws == 4
+    assert run().stopped_by == "n_draws"
     np.testing.assert_array_equal(result.samples["assignments"], run().samples["assignments"][:, :4])
 
 
@@ -80,7 +81,8 @@ def test_keyboard_interrupt_returns_finished_draws(monkeypatch):
 
     monkeypatch.setattr(chains, "_run_calls_jit", interrupted_on_second_call)
     result = run()
-    assert not result.completed and result.n_draws == 4
+    assert not result.completed and result.n_draws == 4 and result.stopped_by == "interrupted"
+    assert "stopped early by Ctrl-C" in repr(result)  # its card says which stopped it
     monkeypatch.setattr(chains, "_run_calls_jit", original)
     np.testing.assert_array_equal(result.samples["n_clusters"], run().samples["n_clusters"][:, :4])
 

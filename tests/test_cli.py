@@ -779,6 +779,13 @@ def test_dp_mixture_interrupted_by_ctrl_c_says_so_and_exits_with_130(tmp_path, c
     assert "2 chains x 10 draws, interrupted by Ctrl-C; point estimate:" in printed, printed
     assert "time budget" not in printed and f"wrote {out / 'labels.csv'}" in printed
     assert load_chains(out / "chains.nc").posterior.sizes["draw"] == 10
+    # The chains stopped can go on: fit.pkl keeps them (only chains.nc, which cannot, was written before).
+    assert (f"wrote {out / 'fit.pkl'} (the chains and their data; in Python, fit, data = pickle.load(open("
+            f"{str(out / 'fit.pkl')!r}, 'rb')); fit.resume(*data, n_draws=30) continues them)\n") in printed, printed
+    with open(out / "fit.pkl", "rb") as file:
+        fit, data = pickle.load(file)
+    assert fit.result.stopped_by == "interrupted"
+    assert fit.resume(*data, n_draws=20, progress=False).result.n_draws == 30
     # Ctrl-C where no fit can stop cleanly (here, reading the table): abandoned, without a traceback.
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt

@@ -550,3 +550,10 @@ def test_a_dp_fit_whose_chains_share_one_start_and_stay_there_warns():
         apart = model.fit(points, jax.random.key(0), n_chains=2, init=np.stack([labels, np.zeros(80, int)]),
                           n_warmup=0, n_draws=5, progress=False)
     assert same.mixing.attrs.get("one_start") and not apart.mixing.attrs.get("one_start")
+
+
+def test_why_saved_chains_stopped_is_read_back_and_a_value_of_no_run_is_refused():
+    assert diagnostics.stopped_by_attribute({"stopped_by": "mixed"}) == "mixed"
+    assert diagnostics.stopped_by_attribute({"completed": 1}) is None  # files written before it was kept
+    with pytest.raises(ValueError, match=r"^idata: the posterior's attribute stopped_by is 'tired', not one of"):
+        diagnostics.stopped_by_attribute({"stopped_by": "tired"})

@@ -238,6 +238,7 @@ def test_until_mixed_stops_once_the_chains_mix_with_the_draws_of_a_run_without_i
         fit = model.fit(SEPARATED, key, n_draws=100_000, until_mixed=True, **run)
     n_draws = fit.result.n_draws
     assert 200 <= n_draws < 100_000 and fit.result.completed  # 2 chains need 200 draws each for ESS 400
+    assert fit.result.stopped_by == "mixed" and "ended when the chains mixed" in " ".join(repr(fit).split())
     assert mixes(fit.mixing), fit.mixing
     # Asked every tenth more draws: the run before the last question did not mix yet.
     plain = model.fit(SEPARATED, key, n_draws=n_draws, **run)
@@ -250,7 +251,8 @@ def test_until_mixed_stops_once_the_chains_mix_with_the_draws_of_a_run_without_i
     np.testing.assert_array_equal(resumed.result.samples["log_joint"][:, :30], short.result.samples["log_joint"])
     # A rule that cannot hold within n_draws leaves the run whole, with its warning.
     with pytest.warns(MixingWarning):
-        assert model.fit(SEPARATED, key, n_draws=40, until_mixed=True, **run).result.n_draws == 40
+        whole = model.fit(SEPARATED, key, n_draws=40, until_mixed=True, **run).result
+    assert whole.n_draws == 40 and whole.stopped_by == "n_draws"
     with pytest.raises(TypeError, match="^until_mixed: expected a bool"):
         model.fit(SEPARATED, key, n_draws=40, until_mixed="yes", **run)
 

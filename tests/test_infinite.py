@@ -383,6 +383,7 @@ def _assert_same_draws(result, expected):
         for got_leaf, want_leaf in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
             np.testing.assert_array_equal(got_leaf, want_leaf, err_msg=name)
     assert result.capacities == expected.capacities and result.completed == expected.completed
+    assert result.stopped_by == expected.stopped_by
 
 
 def test_until_mixed_ends_the_run_once_the_chains_mix_with_the_draws_of_a_run_without_it():
@@ -396,6 +397,7 @@ def test_until_mixed_ends_the_run_once_the_chains_mix_with_the_draws_of_a_run_wi
         mixed = run(n_sweeps=100_000, until_mixed=True)
     n_draws = mixed.log_joint.shape[1]
     assert 200 <= n_draws < 99_900 and mixed.completed and mixes(mixed.mixing), mixed.mixing
+    assert mixed.stopped_by == "mixed" and mixed.to_inference_data().posterior.attrs["stopped_by"] == "mixed"
     # Continued until mixed, the draws of both runs are asked about: it ends where the one run did,
     # with the draws of one run (resume's own tests: the draws of one run without until_mixed).
     with pytest.warns(MixingWarning):
@@ -418,6 +420,7 @@ def test_resume_continues_the_chains_as_one_longer_run():
         # A run the time budget stopped in its warm-up, continued twice: the warm-up is finished first.
         cut = run(n_sweeps=24, time_budget=1e-9)
         assert not cut.completed and cut.log_joint.shape == (2, 0) and cut.warmup_log_joint.shape == (2, 4)
+        assert cut.stopped_by == "time_budget" and "stopped during the 8 warm-up sweeps (time budget)" in repr(cut)
         _assert_same_draws(cut.resume(data, n_draws=6).resume(data, n_draws=10), whole)
         # A continuation that outgrows the capacities runs every chain again from its start with
         # twice them, as the longer run did.
@@ -575,6 +578,7 @@ def test_chains_saved_with_their_clusters_give_the_result_again(tmp_path):
     cells = np.array([[0, 0], [1, 2]])
     np.testing.assert_allclose(back.predict_proba(cells), result.predict_proba(cells), rtol=1e-6)
     assert back.provenance == result.provenance and back.seconds == pytest.approx(result.seconds)
+    assert back.stopped_by == result.stopped_by == "n_draws"
     page = report_html(load_chains(tmp_path / "chains.nc"), data=data)
     assert "Clusters of the rows" in page and "Clusters of the cols" in page and "<h2>Relations</h2>" in page
     # Chains without their clusters, or of other data, are named.

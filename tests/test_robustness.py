@@ -753,7 +753,8 @@ def test_dp_chains_that_cannot_grow_in_memory_stop_with_their_draws(monkeypatch)
     monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(chains.STATE_COPIES * chains.tree_nbytes(at_six) - 1))
     with pytest.warns(RuntimeWarning, match=r"^sample_chains: stopped after \d+ sweeps.*max_clusters 3 -> 6"):
         stopped = run()
-    assert not stopped.completed and stopped.final_state.max_clusters == 3
+    assert not stopped.completed and stopped.final_state.max_clusters == 3 and stopped.stopped_by == "capacity"
+    assert "stopped early (memory could not hold the grown capacity" in " ".join(repr(stopped).split())
     n_draws = stopped.samples["assignments"].shape[1]
     assert 0 < n_draws < 8, "the test needs draws before the growth"
     np.testing.assert_array_equal(stopped.samples["assignments"], grown.samples["assignments"][:, :n_draws])
@@ -803,7 +804,8 @@ def test_ctrl_c_during_warmup_keeps_the_states_and_says_so(monkeypatch, which):
                             **options)
     assert not fit.result.samples and not fit.result.completed
     assert fit.result.next_sweep == 2  # the first call's two warm-up sweeps; the call Ctrl-C hit is dropped
-    with pytest.raises(ValueError, match="result: the chains stopped after 2 sweeps, before their first draw"):
+    assert fit.result.stopped_by == "interrupted"
+    with pytest.raises(ValueError, match=r"result: the chains stopped \(Ctrl-C\) after 2 sweeps, before their first"):
         fit.summary()
     if which == "dp":  # the kept warm-up continues
         monkeypatch.undo()

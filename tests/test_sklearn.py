@@ -612,6 +612,7 @@ def test_dp_mixture_time_budget_estimates_from_the_draws_finished(fitted_dp):
         cut = DPMixtureEstimator(time_budget=1e-9, **options).fit(points)
         full = DPMixtureEstimator(**options).fit(points)
     assert not cut.fit_.result.completed and cut.fit_.idata.posterior.sizes["draw"] == 10
+    assert cut.fit_.result.stopped_by == "time_budget" and cut.fit_.idata.posterior.attrs["stopped_by"] == "time_budget"
     np.testing.assert_array_equal(cut.fit_.idata.posterior["assignments"],
                                   full.fit_.idata.posterior["assignments"][:, :10])
     assert cut.labels_.shape == (points.shape[0],)
@@ -642,6 +643,13 @@ def test_dp_mixture_interrupted_in_its_warm_up_says_so_not_that_a_budget_ran_out
         stopped.fit(points)
     with pytest.raises(NotFittedError):
         stopped.predict(points)
+    # Ctrl-C while a budget is given, and spent by the time the call returns: still Ctrl-C (the
+    # estimator told the two apart by the run's seconds, and named the budget).
+    budgeted = DPMixtureEstimator(n_chains=2, n_warmup=40, n_draws=40, random_state=0, time_budget=1e-9)
+    with pytest.raises(KeyboardInterrupt, match=r"^DPMixtureEstimator.fit: stopped in the warm-up"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        budgeted.fit(points)
 
 
 def test_dp_mixture_until_mixed_stops_once_the_chains_mix(fitted_dp):

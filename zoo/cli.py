@@ -90,10 +90,11 @@ sub-cluster sampler, ``--type-split-merge`` for ``n_type_split_merge``, a larger
 ``fit.resume``).
 Ctrl-C or ``--time-budget`` stops the chains after the call in flight (the fits act on the first
 Ctrl-C, :class:`inference.interrupts.DeferredInterrupt`); ``fit`` writes what finished and names
-which stopped it, exiting with :data:`EXIT_INTERRUPTED` (130) after Ctrl-C. Chains stopped in their
-warm-up have no draws: ``fit`` then writes :data:`WARMUP_FILE` (``fit.pkl``: the fit and the data it
-was given, pickled), says how ``fit.resume`` continues it from Python, and exits with 130 after
-Ctrl-C, 1 after the time budget. The EM fits stop after the segment in flight, write what finished
+which stopped it (the fits' ``stopped_by``), exiting with :data:`EXIT_INTERRUPTED` (130) after
+Ctrl-C; it also writes :data:`WARMUP_FILE` (``fit.pkl``: the fit and the data it was given, pickled)
+and says how ``fit.resume`` continues the chains from Python. Chains stopped in their warm-up have
+no draws: ``fit`` then writes ``fit.pkl`` alone and exits with 130 after Ctrl-C, 1 after the time
+budget. The EM fits stop after the segment in flight, write what finished
 (``stopped_by`` printed) and exit with 130 after Ctrl-C too.
 ``list`` prints every model of :mod:`zoo.registry` (its data, whether ``fit`` takes it, a summary);
 ``describe`` prints one model's card (paper, equations, latent structure, engines).
@@ -155,8 +156,9 @@ DP_SAMPLERS = ("collapsed", "auxiliary", "conjugate", "subcluster")
 #: The exit status of ``fit`` after Ctrl-C (128 + SIGINT, as shells give), whatever it wrote; a
 #: run of chains that a time budget stopped in its warm-up, before any draw, exits with 1.
 EXIT_INTERRUPTED = 130
-#: What a run of chains stopped in its warm-up writes to ``--out``: ``(fit, data)``, pickled, whose
-#: ``fit.resume(*data, ...)`` finishes the warm-up and draws (the command line has no way to continue).
+#: What a run of chains stopped before its end (Ctrl-C, the time budget) writes to ``--out``: ``(fit, data)``,
+#: pickled, whose ``fit.resume(*data, ...)`` continues the chains, finishing a warm-up cut short first
+#: (the command line has no way to continue).
 WARMUP_FILE = "fit.pkl"
 
 
@@ -166,53 +168,6 @@ class _Stopped(Exception):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
-
-
-class _CtrlC:
-    """A context that tells whether Ctrl-C (SIGINT) reached this process while it was open (``pressed``).
-
-    The fits act on the first Ctrl-C themselves and return what finished (``completed`` False, as
-    after a time budget), without saying which stopped them. Python writes the number of every
-    signal it handles to the wakeup file descriptor, whichever handler then acts on it
-    (:class:`inference.interrupts.DeferredInterrupt`'s too), so this one opens a socket pair as that
-    descriptor for the time of the fit. Outside the main thread, where no SIGINT is delivered,
-    ``pressed`` stays False."""
-
-    def __enter__(self) -> "_CtrlC":
-        import signal
-
-        self.pressed = False
-        self._sockets: tuple | None = None
-        receive, send = socket.socketpair()
-        try:
-            receive.setblocking(False)
-            send.setblocking(False)
-            self._previous = signal.set_wakeup_fd(send.fileno())
-        except (ValueError, OSError):  # not the main thread
-            receive.close()
-            send.close()
-            return self
-        self._sockets = (receive, send)
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        import signal
-
-        if self._sockets is None:
-            return
-        receive, send = self._sockets
-        try:
-            signal.set_wakeup_fd(self._previous)
-            while not self.pressed:
-                received = receive.recv(4096)
-                if not received:
-                    break
-                self.pressed = int(signal.SIGINT) in received
-        except (BlockingIOError, InterruptedError):  # nothing (more) received
-            pass
-        finally:
-            receive.close()
-            send.close()
 
 
 def _format_of(path: Path, requested: str | None) -> str:
@@ -892,9 +847,9 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
 def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> int:
     """``fit dp-mixture|cdp|scdp-*|irm``: Gibbs chains on a table of features (the DP mixtures) or on a
     network (the IRM); write chains.nc, labels.csv and report.html. Returns the exit status:
-    :data:`EXIT_INTERRUPTED` after Ctrl-C (having written what finished), else 0. A run stopped in
-    its warm-up (Ctrl-C, ``--time-budget``) has no draws: it writes :data:`WARMUP_FILE` to continue
-    from Python and raises :class:`_Stopped`."""
+    :data:`EXIT_INTERRUPTED` after Ctrl-C (having written what finished), else 0. A run stopped before
+    its end (Ctrl-C, ``--time-budget``) also writes :data:`WARMUP_FILE` to continue from Python; one
+    stopped in its warm-up has no draws: it writes that file alone and raises :class:`_Stopped`."""
     import jax
     import pandas as pd
 
@@ -942,8 +897,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     settings = {"command": "python -m zoo " + " ".join(argv), "model name": arguments.model,
                 "data file": str(Path(arguments.datafile).resolve())}
     keep_best_draw = False  # labels.csv: the draw of highest log joint instead of the point estimate
-    # The warnings are printed below, after what the run did; whether Ctrl-C stopped it, as the fits do not say.
-    with warnings.catch_warnings(record=True) as caught, _CtrlC() as ctrl_c:
+    # The warnings are printed below, after what the run did.
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if arguments.model == "irm":
             data, what, described = _relational_data(arguments)
@@ -1009,8 +964,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
                  "draws": arguments.draws if not until_mixed else "until the chains mix",
                  "seed": arguments.seed, "time budget": arguments.time_budget}
     stream.write(f"{arguments.model}: {what} from {name}\n")
-    completed = fit.completed if arguments.model == "irm" else fit.result.completed
-    stopped = None if completed else _stop_cause(ctrl_c.pressed, arguments.time_budget)
+    result = fit if arguments.model == "irm" else fit.result
+    completed, stopped = result.completed, (None if result.completed else result.stopped_by)
     if not n_draws:  # stopped in the warm-up: nothing to estimate from, but the chains can go on
         swept, planned = ((fit.warmup_log_joint.shape[1], warmup) if arguments.model == "irm"
                           else (fit.result.next_sweep, fit.result.n_warmup))
@@ -1062,28 +1017,23 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
     stream.write(verdict + "\n")
     _write_warnings(stream, caught, leave_out=(MixingWarning,))  # its text is the verdict above
     stream.write(f"wrote {chains_path}\nwrote {labels_path}\nwrote {report_path}\n")
+    if stopped is not None and stopped != "capacity":  # the chains can go on where they stopped
+        path, resume = _keep_the_fit(arguments, fit, fitted_to)
+        stream.write(f"wrote {path} (the chains and their data; in Python, {resume} continues them)\n")
     return EXIT_INTERRUPTED if stopped == "interrupted" else 0
 
 
-def _stop_cause(pressed: bool, time_budget: float | None) -> str:
-    """Why a run of chains stopped before its end: ``"interrupted"`` (Ctrl-C was pressed),
-    ``"time_budget"`` (one was given) or ``"stopped"`` (neither: a warning of the fit says why, such
-    as memory that cannot hold a grown capacity)."""
-    return "interrupted" if pressed else "time_budget" if time_budget is not None else "stopped"
-
-
 def _stopped_by(stopped: str, arguments: argparse.Namespace) -> str:
-    """``stopped`` (:func:`_stop_cause`) as the command line says it."""
+    """Why chains stopped before their end (their ``stopped_by``: ``"interrupted"``, ``"time_budget"`` or
+    ``"capacity"``) as the command line says it."""
     if stopped == "time_budget":
         return f"stopped by the time budget (--time-budget {arguments.time_budget:g} s)"
-    return {"interrupted": "interrupted by Ctrl-C", "stopped": "stopped early (a warning says why)"}[stopped]
+    return {"interrupted": "interrupted by Ctrl-C"}.get(stopped, "stopped early (a warning says why)")
 
 
-def _keep_the_warm_up(arguments: argparse.Namespace, fit: Any, fitted_to: tuple, stopped: str, swept: int,
-                      planned: int, caught: Sequence[warnings.WarningMessage], stream: Any) -> None:
-    """A run of chains stopped in its warm-up (``swept`` of its ``planned`` sweeps): no draws, labels or
-    report to write, but the chains so far are kept for Python's ``resume`` (:data:`WARMUP_FILE`, the
-    fit and the data it was given); raises :class:`_Stopped`, which says so and how to go on."""
+def _keep_the_fit(arguments: argparse.Namespace, fit: Any, fitted_to: tuple) -> tuple[Path, str]:
+    """Pickle a run of chains that stopped before its end, with the data it was given, for Python's
+    ``resume`` (:data:`WARMUP_FILE`); returns the file and the Python that goes on from it."""
     import pickle
 
     from zoo.dirichlet import mixture
@@ -1095,21 +1045,31 @@ def _keep_the_warm_up(arguments: argparse.Namespace, fit: Any, fitted_to: tuple,
     path = out / WARMUP_FILE
     with open(path, "wb") as file:
         pickle.dump((fit, fitted_to), file)
-    # The fits' own warning says the same in Python's terms, with a call on data the command line read.
-    said = ("before their first draw", infinite.NO_DRAWS)
-    _write_warnings(stream, [warning for warning in caught if not any(text in str(warning.message) for text in said)])
-    stream.write(f"wrote {path}\n")
     if arguments.draws is not None:
         more = f"n_draws={arguments.draws}"
     else:  # the model's most draws until the chains mix, as the command would have run
         limit = (infinite.UNTIL_MIXED_DRAWS if arguments.model == "irm" else supervised.UNTIL_MIXED_DRAWS
                  if arguments.model in SUPERVISED_MODELS else mixture.UNTIL_MIXED_DRAWS)
         more = f"n_draws={limit}, until_mixed=True"
+    return path, f"fit, data = pickle.load(open({str(path)!r}, 'rb')); fit.resume(*data, {more})"
+
+
+def _keep_the_warm_up(arguments: argparse.Namespace, fit: Any, fitted_to: tuple, stopped: str, swept: int,
+                      planned: int, caught: Sequence[warnings.WarningMessage], stream: Any) -> None:
+    """A run of chains stopped in its warm-up (``swept`` of its ``planned`` sweeps): no draws, labels or
+    report to write, but the chains so far are kept for Python's ``resume`` (:func:`_keep_the_fit`);
+    raises :class:`_Stopped`, which says so and how to go on."""
+    from zoo.relational import infinite
+
+    path, resume = _keep_the_fit(arguments, fit, fitted_to)
+    # The fits' own warning says the same in Python's terms, with a call on data the command line read.
+    said = ("before their first draw", infinite.NO_DRAWS)
+    _write_warnings(stream, [warning for warning in caught if not any(text in str(warning.message) for text in said)])
+    stream.write(f"wrote {path}\n")
     again = " with a larger --time-budget or fewer --warmup sweeps" if stopped == "time_budget" else ""
     raise _Stopped(f"{_stopped_by(stopped, arguments)} in the warm-up, after {swept} of its {planned} sweeps, before "
                    f"the first draw: no draws, labels or report to write. {path} keeps the chains and their data: in "
-                   f"Python, fit, data = pickle.load(open({str(path)!r}, 'rb')); fit.resume(*data, {more}) "
-                   f"finishes the warm-up and draws. Or run the command again{again}.",
+                   f"Python, {resume} finishes the warm-up and draws. Or run the command again{again}.",
                    EXIT_INTERRUPTED if stopped == "interrupted" else 1)
 
 

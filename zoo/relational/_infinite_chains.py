@@ -106,8 +106,9 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     capacities)``, when given, makes the :class:`inference.chains.StopRule` asked (as it is due)
     about the output of the sweeps so far; when it says so, the run ends there, completed.
     Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
-    ``first_sweep`` on) and whether the run ended as asked (False after Ctrl-C or the deadline, or
-    on overflow: the caller re-runs then).
+    ``first_sweep`` on) and why the run ended (:data:`inference.chains.STOPPED_BY`): ``"n_draws"``
+    (every sweep ran), ``"mixed"`` (``stop_rule`` said so), ``"interrupted"`` (Ctrl-C), ``"time_budget"``
+    (the deadline) or ``"capacity"`` (a chain overflowed: the caller re-runs then).
     """
     starts, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
                                                    settings=settings, n_sweeps=n_sweeps, relation=relation)
@@ -117,7 +118,7 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     static = dict(schema=schema, capacities=capacities, settings=settings, n_warmup=n_warmup, relation=relation,
                   keep_assignments=keep_assignments)
     chunks = []
-    completed = True
+    stopped_by = "n_draws"
     rule = stop_rule(first_sweep, capacities) if stop_rule is not None else None
     until = UNTIL_MIXED_BAR if rule is not None else ""
     bar = tqdm(total=n_sweeps - first_sweep, disable=not progress, unit="sweep",
@@ -130,17 +131,19 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
             chunks.append(jax.device_get(chunk))
             bar.update(len(indices))
             if np.any(np.asarray(states.overflow)):
-                completed = False
+                stopped_by = "capacity"
                 break
-            if stop_reason(interrupt, deadline) is not None and first + per_call < n_sweeps:
-                completed = False
+            reason = stop_reason(interrupt, deadline)
+            if reason is not None and first + per_call < n_sweeps:
+                stopped_by = reason
                 break
             n_kept = first + len(indices) - max(n_warmup, first_sweep)  # draws of this run so far
             if rule is not None and first + per_call < n_sweeps and n_kept > 0 and rule.due(n_kept):
                 if rule.ask(_RunOutput(*_joined(chunks), None, states), n_kept):
+                    stopped_by = "mixed"
                     break
     infos, assignments = _joined(chunks)
-    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), completed
+    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), stopped_by
 
 
 def _joined(chunks):

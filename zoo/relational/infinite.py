@@ -339,11 +339,11 @@ class InfiniteRelational:
     def _run(self, runner, keys, data, arrays, hidden_cells, schema, *, scale=1, resume_from=None, **kwargs):
         """Run, doubling the capacity and repeating with the same keys while any chain overflows.
 
-        ``runner`` returns (output, whether every sweep ran); ``scale`` is the first run's multiple
-        of ``max_clusters``. With ``resume_from`` (the chains' states at that scale, the sweep they
-        stopped before) the first run continues them; a run again after an overflow starts from
-        the start. Memory is checked before every run. Returns the output, the capacities and
-        scale it ran at, whether every sweep ran, and the first sweep it ran.
+        ``runner`` returns (output, why it stopped: ``"n_draws"`` when every sweep ran); ``scale`` is
+        the first run's multiple of ``max_clusters``. With ``resume_from`` (the chains' states at
+        that scale, the sweep they stopped before) the first run continues them; a run again after
+        an overflow starts from the start. Memory is checked before every run. Returns the output,
+        the capacities and scale it ran at, why it stopped, and the first sweep it ran.
         """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
@@ -352,11 +352,11 @@ class InfiniteRelational:
             states, first_sweep = resume_from or (None, 0)
             self._check_memory(arrays, schema, capacities, len(keys), kwargs["n_sweeps"] - first_sweep,
                                kwargs["keep_assignments"])
-            output, completed = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
+            output, stopped_by = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
                                        settings=settings, states=states, first_sweep=first_sweep, **kwargs)
             overflowed = bool(np.any(np.asarray(output.final.overflow)))
             if not overflowed:
-                return output, capacities, scale, completed, first_sweep
+                return output, capacities, scale, stopped_by, first_sweep
             if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                 raise RuntimeError("overflow reported with every capacity at its domain size")
             scale, resume_from = 2 * scale, None
@@ -399,7 +399,8 @@ class InfiniteRelational:
         keep_assignments : bool — keep every kept draw's partitions (for co-clustering and ARI)
         sweeps_per_call : int — at most this many sweeps per jitted call (the draws do not depend
             on it). Between calls Ctrl-C is acted on: the first one returns the sweeps finished by
-            the end of the current call (``result.completed`` is False); a second one abandons
+            the end of the current call (``result.completed`` is False, ``result.stopped_by`` is
+            ``"interrupted"``); a second one abandons
             the run with ``KeyboardInterrupt``.
         time_budget : float, optional — seconds; the run stops after the call in which they ran
             out, as after Ctrl-C.
@@ -471,8 +472,8 @@ class InfiniteRelational:
             before = previous if first_sweep else None
 
             def mixed(so_far: Any) -> bool:
-                result = _assemble(c, schema, arrays, so_far, capacities=capacities, scale=c.scale, completed=True,
-                                   seconds=0.0, first_sweep=first_sweep, previous=before)
+                result = _assemble(c, schema, arrays, so_far, capacities=capacities, scale=c.scale,
+                                   stopped_by="n_draws", seconds=0.0, first_sweep=first_sweep, previous=before)
                 return diagnostics.mixes_to_stop(result.mixing)  # a constant, after enough draws
 
             return StopRule(mixed, draws_before=before.log_joint.shape[1] if before is not None else 0)
@@ -480,13 +481,13 @@ class InfiniteRelational:
         common = dict(n_sweeps=n_sweeps, n_warmup=c.n_warmup, relation=0, keep_assignments=c.keep_assignments,
                       sweeps_per_call=sweeps_per_call or c.sweeps_per_call, deadline=deadline, progress=progress,
                       stop_rule=stop_rule if until_mixed else None)
-        output, capacities, scale, completed, first_sweep = self._run(
+        output, capacities, scale, stopped_by, first_sweep = self._run(
             _run_chains_in_calls, keys, data, arrays, hidden_cells, schema, scale=c.scale,
             resume_from=(previous._final, c.next_sweep) if previous is not None else None, **common)
         seconds = time.perf_counter() - start + (previous.seconds if previous is not None else 0.0)
         if first_sweep == 0:  # a fresh run, or the continuation outgrew the capacities and ran again
             previous = None
-        result = _assemble(c, schema, arrays, output, capacities=capacities, scale=scale, completed=completed,
+        result = _assemble(c, schema, arrays, output, capacities=capacities, scale=scale, stopped_by=stopped_by,
                            seconds=seconds, first_sweep=first_sweep, previous=previous)
         if result.log_joint.shape[1] == 0:  # stopped during warm-up, as DPMixture.fit says
             warnings.warn(f"InfiniteRelational.sample: {NO_DRAWS}", RuntimeWarning, stacklevel=user_stacklevel())
@@ -715,7 +716,7 @@ def _relational_digest(arrays: Any) -> str:
 
 
 def _assemble(c: "_IRMContinuation", schema: Any, arrays: Any, output: Any, *, capacities: tuple, scale: int,
-              completed: bool, seconds: float, first_sweep: int, previous: "IRMResult | None") -> "IRMResult":
+              stopped_by: str, seconds: float, first_sweep: int, previous: "IRMResult | None") -> "IRMResult":
     """The result of a run's ``output`` (its sweeps from ``first_sweep`` on), after ``previous``'s draws."""
     output = jax.device_get(output)
     n_run = output.info.log_joint.shape[1]  # fewer than asked after Ctrl-C, the time budget or until_mixed
@@ -735,8 +736,8 @@ def _assemble(c: "_IRMContinuation", schema: Any, arrays: Any, output: Any, *, c
     if previous is not None:  # the earlier run's draws first
         parts = jax.tree_util.tree_map(lambda before, now: np.concatenate([before, now], axis=1),
                                        {name: getattr(previous, name) for name in parts}, parts)
-    result = IRMResult(schema=schema, capacities=capacities, completed=completed, seconds=seconds,
-                       _arrays=arrays, **parts)
+    result = IRMResult(schema=schema, capacities=capacities, completed=stopped_by in ("n_draws", "mixed"),
+                       stopped_by=stopped_by, seconds=seconds, _arrays=arrays, **parts)
     if previous is not None:
         result.provenance = previous.provenance
     result._final = output.final
@@ -776,6 +777,9 @@ class IRMResult(Described):
     assignments : dict domain name → (chain, draw, n_D) int, or None
     completed : bool — False when Ctrl-C or the time budget stopped the run: the arrays hold the
         sweeps finished (no draws at all when it came during warm-up)
+    stopped_by : str or None — why the run ended (:data:`inference.chains.STOPPED_BY`): ``"n_draws"``
+        (every sweep asked for ran), ``"mixed"`` (``until_mixed`` found the chains mixed),
+        ``"interrupted"`` (Ctrl-C) or ``"time_budget"``; None in a result built by hand
     seconds : float — wall time of the run, compilation included (after :meth:`resume`, the
         times of the run and its continuations added up); bulk ESS per second divides by it
     split_merge : dict domain name → int (chain, sweep, 4), or None — every sweep's split–merge
@@ -798,6 +802,7 @@ class IRMResult(Described):
     warmup_log_joint: np.ndarray
     assignments: dict | None
     completed: bool = True
+    stopped_by: str | None = field(default=None, compare=False)
     seconds: float = field(default=0.0, compare=False)
     split_merge: dict | None = field(default=None, repr=False)
     provenance: dict = field(default_factory=provenance, repr=False, compare=False)
@@ -890,7 +895,8 @@ class IRMResult(Described):
         planned = getattr(continuation, "n_warmup", None) if n_draws == 0 else None
         card.add("chains", chains_text(n_chains=n_chains, n_draws=n_draws,
                                        n_warmup=self._n_warmup if planned is None else planned, thin=1,
-                                       seconds=self.seconds, completed=self.completed))
+                                       seconds=self.seconds, completed=self.completed,
+                                       stopped_by=self.stopped_by))
         if n_draws == 0:
             card.add("draws", "none: the run stopped during its warm-up"
                      + (f"; {RESUME_CALL} continues it" if continuation is not None else ""))
@@ -971,6 +977,8 @@ class IRMResult(Described):
                                                save_warmup=bool(n_warmup), **groups)
         idata.posterior.attrs.update(n_warmup=self._n_warmup, thin=1, completed=int(self.completed),
                                      sampling_seconds=float(self.seconds))  # as DPMixture's and SCDP's
+        if self.stopped_by is not None:  # None: built by hand, or pickled before it (the class default)
+            idata.posterior.attrs["stopped_by"] = self.stopped_by
         idata.posterior.attrs.update(getattr(self, "provenance", {}))  # none in results pickled before it
         return idata
 
@@ -1026,6 +1034,7 @@ class IRMResult(Described):
                      hyper={name: values[f"hyper_{name}"] for name in schema.relation_names},
                      log_joint=values["log_joint"], warmup_log_joint=warmup, assignments=assignments,
                      completed=bool(attrs.get("completed", True)), seconds=float(attrs.get("sampling_seconds", 0.0)),
+                     stopped_by=diagnostics.stopped_by_attribute(attrs),
                      split_merge=moves or None, _arrays=data.to_arrays())
         result.provenance = {name: str(attrs[name]) for name in PROVENANCE_KEYS if name in attrs}
         return result

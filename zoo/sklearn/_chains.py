@@ -97,11 +97,14 @@ class ChainEstimatorMixin:
             for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
                 delattr(self, name)
             self._unfinished_fit = fit
-            if self.time_budget is not None and fit.result.seconds >= self.time_budget:
+            if fit.result.stopped_by == "time_budget":
                 raise ValueError(f"time_budget: {self.time_budget} s ran out in the warm-up, before the first draw; "
                                  "give more time or fewer n_warmup sweeps (or fit again with warm_start=True to "
                                  "finish the warm-up)")
-            # Not the budget (it runs out only once the run has taken it): Ctrl-C, or what a warning above said.
+            if fit.result.stopped_by == "capacity":  # the RuntimeWarning above gave the figure
+                raise MemoryError(f"{type(self).__name__}.fit: stopped in the warm-up, before the first draw: memory "
+                                  "could not hold the capacity the chains grew to need (the warning above gave the "
+                                  "figure); fewer chains (n_chains) need less")
             raise KeyboardInterrupt(f"{type(self).__name__}.fit: stopped in the warm-up, before the first draw; the "
                                     "sweeps so far are kept: fit again with warm_start=True to finish the warm-up")
         self.fit_ = fit

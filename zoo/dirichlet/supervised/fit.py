@@ -197,7 +197,8 @@ class SupervisedDPFit(Described):
         # zoo.report reads them; from_dict's attrs= would set the InferenceData's own.
         self._idata.posterior.attrs.update(
             n_warmup=result.n_warmup, thin=result.thin, completed=int(result.completed),
-            sampling_seconds=result.seconds, **(result.provenance or diagnostics.provenance()))
+            sampling_seconds=result.seconds, **({} if result.stopped_by is None else {"stopped_by": result.stopped_by}),
+            **(result.provenance or diagnostics.provenance()))
 
     def __getstate__(self) -> dict:
         """The fit's attributes for pickling, with ``_warned`` reset: the warning was issued to the
