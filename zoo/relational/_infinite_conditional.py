@@ -59,6 +59,15 @@ def _move(counts: Any, slot: Any, added: Any, position: int, arity: int) -> Any:
     return counts.at[:, slot].add(added)
 
 
+def _move_symmetric(counts: Any, slot: Any, pairs: Any, sign: int) -> Any:
+    """A symmetric relation's counts with an individual's ``pairs`` (A[l, u], its pairs of value u with
+    an individual in slot l: the cells of its row, :func:`_cell_counts` at position 0) added to
+    (``sign`` 1) or taken from (-1) ``slot``: the blocks {slot, l} at (slot, l) and (l, slot), the block
+    within ``slot`` once. (The IRM refuses observed self-pairs, so a row holds no pair of a with itself.)"""
+    counts = counts.at[slot].add(sign * pairs).at[:, slot].add(sign * pairs)
+    return counts.at[slot, slot].add(-sign * pairs[slot])
+
+
 def _sum_log_beta(table: Any, terms: list) -> Any:
     """Σ_t sign_t Σ_{reduced axes} log B(γ + n_t), with log Γ looked up in ``table``.
 
@@ -88,12 +97,18 @@ def take_out(state: IRMState, domain: int, individual: Any, arrays: RelationalAr
              schema: RelationalSchema, capacities: tuple) -> TakenOut:
     """The block counts and sizes with ``individual``'s cells and membership removed."""
     old = state.assignments[domain][individual]
+    # A symmetric relation's pairs come once, from the cells of the individual's row (position 0);
+    # the column's are their mirrors, left out.
     cell_counts = tuple(_cell_counts(relation, position, individual, state.assignments, arrays, schema, capacities)
+                        if not (schema.is_symmetric(relation) and position == 1) else None
                         for relation, position in schema.incidences(domain))
     counts = list(state.counts)
     for (relation, position), added in zip(schema.incidences(domain), cell_counts):
         arity = len(schema.relation_domains[relation])
-        counts[relation] = _move(counts[relation], old, -added, position, arity)
+        if not schema.is_symmetric(relation):
+            counts[relation] = _move(counts[relation], old, -added, position, arity)
+        elif position == 0:
+            counts[relation] = _move_symmetric(counts[relation], old, added, -1)
     return TakenOut(tuple(counts), state.sizes[domain].at[old].add(-1), cell_counts)
 
 
@@ -122,6 +137,13 @@ def slot_log_weights(out: TakenOut, domain: int, concentration: Any, tables: tup
     pair_parts = {}
     for (relation, position), added in zip(schema.incidences(domain), out.cell_counts):
         base = counts[relation]
+        if schema.is_symmetric(relation):
+            # Each unordered block {k, l} once: row k of the symmetric counts, with a's pairs added.
+            if position == 0:
+                rows = pick(base)
+                log_like = log_like + _sum_log_beta(tables[relation], [(rows + added[None, :, :], 1.0, 1),
+                                                                       (rows, -1.0, 1)])
+            continue
         if len(schema.relation_domains[relation]) == 1:
             base = pick(base)
             terms = [(base + added[None, :], 1.0, 0), (base, -1.0, 0)]
@@ -151,7 +173,10 @@ def put_in(state: IRMState, out: TakenOut, domain: int, individual: Any, slot: A
     counts = list(out.counts)
     for (relation, position), added in zip(schema.incidences(domain), out.cell_counts):
         arity = len(schema.relation_domains[relation])
-        counts[relation] = _move(counts[relation], slot, added, position, arity)
+        if not schema.is_symmetric(relation):
+            counts[relation] = _move(counts[relation], slot, added, position, arity)
+        elif position == 0:
+            counts[relation] = _move_symmetric(counts[relation], slot, added, 1)
     all_sizes = list(state.sizes)
     all_sizes[domain] = out.sizes.at[slot].add(1)
     assignments = list(state.assignments)

@@ -24,7 +24,7 @@ from inference.native.relational_gibbs import numba_gibbs_sweep
 from inference.native.relational_moves import numba_split_merge_moves
 from zoo.relational._infinite_conditional import log_gamma_tables, put_in, slot_log_weights, take_out
 from zoo.relational._infinite_moves import MOVE_STATISTICS, all_move_draws, split_merge_moves
-from zoo.relational._infinite_state import IRMInfo, IRMState, _log_beta, log_joint
+from zoo.relational._infinite_state import IRMInfo, IRMState, _log_beta, log_joint, upper_blocks
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
 
@@ -195,8 +195,12 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
     domain (any device); ``"numba"`` runs them in a compiled host loop (CPU; needs ``flat`` from
     :func:`zoo.relational.latent_class.flat_cells`), and the moves likewise (:func:`_numba_sweep`),
     with the XLA moves' random numbers. ``backend`` is resolved already (:func:`inference.native.resolve_backend`).
-    Without moves the chain's random numbers are those of a kernel that has none.
+    Without moves the chain's random numbers are those of a kernel that has none. The numba loops
+    count both cells of a symmetric relation's pairs: a schema with one runs on ``"xla"`` only.
     """
+    if backend == "numba" and any(schema.symmetric):
+        raise ValueError("backend: the numba loops count both cells of a symmetric relation's pairs; "
+                         "build the kernel with backend='xla'")
 
     def step(rng_key: Any, state: IRMState, arrays: RelationalArrays, flat: Any = None) -> tuple[IRMState, IRMInfo]:
         n_domains = len(schema.domain_sizes)
@@ -231,9 +235,11 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
             state = state._replace(concentrations=concentrations.astype(state.concentrations.dtype))
         if sample_hyper:
             keys = jax.random.split(key_hyper, len(state.hyper))
+            # A symmetric relation's blocks are the unordered pairs of clusters: (k, l) for k <= l.
             state = state._replace(hyper=tuple(
-                _resample_hyper(key, counts, hyper, hyper_prior_rate).astype(hyper.dtype)
-                for key, counts, hyper in zip(keys, state.counts, state.hyper)))
+                _resample_hyper(key, jnp.where(upper_blocks(counts.shape[0]), counts, 0) if schema.is_symmetric(r)
+                                else counts, hyper, hyper_prior_rate).astype(hyper.dtype)
+                for r, (key, counts, hyper) in enumerate(zip(keys, state.counts, state.hyper))))
         info = IRMInfo(n_clusters, log_joint(state, schema), state.concentrations, state.hyper, state.overflow,
                        moves)
         return state, info

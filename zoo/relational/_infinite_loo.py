@@ -57,7 +57,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from inference.jit import jit
-from zoo.relational._infinite_state import block_counts
+from zoo.relational._infinite_state import block_counts, symmetrised
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
 
@@ -110,10 +110,15 @@ def _one_draw(assignments: tuple, hyper: tuple, arrays: RelationalArrays, cells:
     dtype = gamma.dtype
     block = _case_blocks(assignments, cells, schema, relation)  # each (C, m)
 
-    def hidden_counts(case_block, case_values, case_valid):  # M of one case: its cells' counts per block
-        return jnp.zeros(counts.shape, jnp.int32).at[case_block + (case_values,)].add(case_valid.astype(jnp.int32))
+    counted = valid
+    if schema.is_symmetric(relation):  # each unordered pair once (the case hides a cell with its mirror)
+        counted = valid & (cells[..., 0] <= cells[..., 1])
 
-    removed = jax.vmap(hidden_counts)(block, values, valid)  # (C, K..., |r|)
+    def hidden_counts(case_block, case_values, case_counted):  # M of one case: its cells' counts per block
+        once = jnp.zeros(counts.shape, jnp.int32).at[case_block + (case_values,)].add(case_counted.astype(jnp.int32))
+        return symmetrised(once) if schema.is_symmetric(relation) else once
+
+    removed = jax.vmap(hidden_counts)(block, values, counted)  # (C, K..., |r|)
     cases = jnp.arange(cells.shape[0])[:, None]
     full_row = counts[block].astype(dtype)  # (C, m, |r|): N of each hidden cell's block
     removed_row = removed[(cases,) + block].astype(dtype)  # (C, m, |r|): M of the same block, same case
@@ -124,7 +129,7 @@ def _one_draw(assignments: tuple, hyper: tuple, arrays: RelationalArrays, cells:
     # M cells contributes its ratio once, so every member adds 1/M of it (and 1/M_b of the block total's).
     per_value = _log_gamma_ratio(gamma[values] + value_full, value_removed) / jnp.maximum(value_removed, 1.0)
     per_block = _log_gamma_ratio(gamma.sum() + block_full, block_removed) / jnp.maximum(block_removed, 1.0)
-    log_likelihood = jnp.sum(jnp.where(valid, per_value - per_block, 0.0), axis=1)
+    log_likelihood = jnp.sum(jnp.where(counted, per_value - per_block, 0.0), axis=1)
     mass = gamma + full_row - removed_row
     predictive = mass / mass.sum(-1, keepdims=True)
     return log_likelihood, predictive

@@ -72,23 +72,53 @@ def _log_beta(concentration: Any) -> Any:
 
 def block_counts(assignments: tuple, arrays: RelationalArrays, schema: RelationalSchema,
                  capacities: tuple[int, ...]) -> tuple:
-    """Exact value counts of every block from the assignments (weights of hidden cells are 0)."""
+    """Exact value counts of every block from the assignments (weights of hidden cells are 0).
+
+    A symmetric relation (an undirected network, ``schema.is_symmetric``) counts each unordered
+    pair {a, b} once, from its cell with a ≤ b (the mirror is observed or hidden with it): the
+    block of clusters {k, l} holds the pairs between them at both (k, l) and (l, k), and (k, k)
+    the pairs within k. One parameter per unordered pair of clusters; counting both cells, as for
+    a directed relation, gave every pair twice and the blocks within a cluster each pair as two
+    independent observations, which over-split: 16 clusters on a 100-node Erdős–Rényi graph with
+    no structure at all, where each pair once gives 1 (measured 2026-12-07).
+    """
     counts = []
     for relation, domains in enumerate(schema.relation_domains):
         cells = arrays.entries[relation]
         block = tuple(assignments[domain][cells[:, position]] for position, domain in enumerate(domains))
         shape = tuple(capacities[domain] for domain in domains) + (schema.n_values[relation],)
-        seen = (arrays.weights[relation] > 0).astype(jnp.int32)
-        counts.append(jnp.zeros(shape, jnp.int32).at[block + (arrays.values[relation],)].add(seen))
+        seen = arrays.weights[relation] > 0
+        if schema.is_symmetric(relation):
+            seen = seen & (cells[:, 0] <= cells[:, 1])
+        once = jnp.zeros(shape, jnp.int32).at[block + (arrays.values[relation],)].add(seen.astype(jnp.int32))
+        counts.append(symmetrised(once) if schema.is_symmetric(relation) else once)
     return tuple(counts)
 
 
-def collapsed_log_likelihood(counts: tuple, hyper: tuple) -> Any:
-    """log P(y | z, γ) = Σ_r Σ_blocks [log B(γ_r + n_block) - log B(γ_r)] (Kemp et al. 2006)."""
+def symmetrised(once: Any) -> Any:
+    """Counts (K, K, |r|) of pairs placed once, at (z_a, z_b) for a ≤ b, as every unordered block
+    holds them: (k, l) and (l, k) both get the pairs between k and l, (k, k) those within k."""
+    diagonal = jnp.eye(once.shape[0], dtype=bool)[:, :, None]
+    return once + jnp.swapaxes(once, 0, 1) - jnp.where(diagonal, once, 0)
+
+
+def upper_blocks(capacity: int) -> Any:
+    """(K, K, 1) bool: the blocks k ≤ l, one for each unordered pair of clusters of a symmetric relation."""
+    return jnp.triu(jnp.ones((capacity, capacity), dtype=bool))[:, :, None]
+
+
+def collapsed_log_likelihood(counts: tuple, hyper: tuple, symmetric: tuple = ()) -> Any:
+    """log P(y | z, γ) = Σ_r Σ_blocks [log B(γ_r + n_block) - log B(γ_r)] (Kemp et al. 2006).
+
+    ``symmetric`` (``RelationalSchema.symmetric``) marks the relations whose blocks are the
+    unordered pairs of clusters k ≤ l (:func:`block_counts`).
+    """
     total = 0.0
-    for relation_counts, concentration in zip(counts, hyper):
-        total = total + jnp.sum(_log_beta(concentration + relation_counts.astype(concentration.dtype))
-                                - _log_beta(concentration))
+    for relation, (relation_counts, concentration) in enumerate(zip(counts, hyper)):
+        blocks = _log_beta(concentration + relation_counts.astype(concentration.dtype)) - _log_beta(concentration)
+        if symmetric and symmetric[relation]:
+            blocks = jnp.where(upper_blocks(relation_counts.shape[0])[..., 0], blocks, 0.0)
+        total = total + jnp.sum(blocks)
     return total
 
 
@@ -108,7 +138,7 @@ def log_joint(state: IRMState, schema: RelationalSchema) -> Any:
     """log P(y, z | α, γ): CRP priors of the partitions plus the collapsed likelihood."""
     prior = sum(log_crp_prior(sizes, state.concentrations[domain], schema.domain_sizes[domain])
                 for domain, sizes in enumerate(state.sizes))
-    return prior + collapsed_log_likelihood(state.counts, state.hyper)
+    return prior + collapsed_log_likelihood(state.counts, state.hyper, schema.symmetric)
 
 
 def init(rng_key: Any, arrays: RelationalArrays, schema: RelationalSchema, capacities: tuple[int, ...], *,

@@ -139,6 +139,8 @@ class RelationalSchema(NamedTuple):
         For each relation, the index (into the domains) of each argument's domain.
     n_values : tuple of int
         |r| of each relation.
+    symmetric : tuple of bool
+        Whether each relation is symmetric (:attr:`Relation.symmetric`); empty: none is.
     """
 
     domain_names: tuple
@@ -146,6 +148,11 @@ class RelationalSchema(NamedTuple):
     relation_names: tuple
     relation_domains: tuple
     n_values: tuple
+    symmetric: tuple = ()
+
+    def is_symmetric(self, relation: int) -> bool:
+        """Whether ``relation`` is symmetric: its models see each unordered pair once."""
+        return bool(self.symmetric) and bool(self.symmetric[relation])
 
     def incidences(self, domain: int) -> tuple[tuple[int, int], ...]:
         """(relation, position) pairs at which individuals of ``domain`` appear."""
@@ -226,8 +233,10 @@ class Relation:
         The declared values v_1, ..., v_|r| (e.g. ``(0, 1)`` or ``(False, True)``).
     symmetric : bool
         Binary relations over one domain only: r(a, b) = r(b, a) and both cells are observed
-        or missing together (an undirected network). The models still see both cells; held-out
-        evaluation removes a cell together with its mirror.
+        or missing together (an undirected network). The IRM counts each unordered pair once,
+        with one parameter per unordered pair of clusters (:mod:`zoo.relational.infinite`); the
+        latent-class model sees both cells; held-out evaluation removes a cell together with its
+        mirror.
 
     Cells are stored sorted in row-major order; duplicates are an error.
     """
@@ -515,6 +524,7 @@ class RelationalData:
             relation_names=self.relation_names,
             relation_domains=tuple(tuple(index[name] for name in relation.domains) for relation in self.relations),
             n_values=tuple(relation.n_values for relation in self.relations),
+            symmetric=tuple(bool(relation.symmetric) for relation in self.relations),
         )
 
     def to_arrays(self, dtype: Any = None) -> RelationalArrays:
