@@ -46,16 +46,20 @@ def _block_log_beta(table, counts, n_values):
 
 @njit(cache=True, nogil=True)
 def collect_cells(individual, z, first, second, values, relation, seen, item_start, item_cell, item_position,
-                  relation_n_values, added, touched, partners, n_partners):
+                  relation_n_values, same_domain, added, touched, partners, n_partners):
     """The individual's observed cells by relation r, argument position and the slot l of the other
     argument: ``added[r, position, l, u]`` counts value u, for the ``n_partners[r, position]`` slots
-    in ``partners[r, position]`` (``touched[r, position]``: the individual has such cells)."""
+    in ``partners[r, position]`` (``touched[r, position]``: the individual has such cells). A
+    symmetric relation (``same_domain[r] == 2``) brings each pair once, from the individual's row
+    (position 0): the column's cells are their mirrors."""
     touched[:] = False
     n_partners[:] = 0
     for item in range(item_start[individual], item_start[individual + 1]):
         cell = item_cell[item]
         position = item_position[item]
         r = relation[cell]
+        if position == 1 and same_domain[r] == 2:
+            continue
         if not touched[r, position]:
             touched[r, position] = True
             added[r, position] = 0
@@ -73,8 +77,9 @@ def collect_cells(individual, z, first, second, values, relation, seen, item_sta
 
 
 @njit(cache=True, nogil=True)
-def shift_cells(counts, slot, sign, relation_n_values, added, touched, partners, n_partners):
-    """Add (``sign`` 1) or remove (-1) the collected cells (:func:`collect_cells`) in ``slot``'s blocks."""
+def shift_cells(counts, slot, sign, relation_n_values, same_domain, added, touched, partners, n_partners):
+    """Add (``sign`` 1) or remove (-1) the collected cells (:func:`collect_cells`) in ``slot``'s blocks;
+    a symmetric relation's pairs go to both (slot, l) and (l, slot), to the block within ``slot`` once."""
     for r in range(counts.shape[0]):
         for position in range(2):
             if touched[r, position]:
@@ -83,6 +88,8 @@ def shift_cells(counts, slot, sign, relation_n_values, added, touched, partners,
                     for u in range(relation_n_values[r]):
                         if position == 0:
                             counts[r, slot, l, u] += sign * added[r, position, l, u]
+                            if same_domain[r] == 2 and l != slot:
+                                counts[r, l, slot, u] += sign * added[r, position, l, u]
                         else:
                             counts[r, l, slot, u] += sign * added[r, position, l, u]
 
@@ -91,7 +98,9 @@ def shift_cells(counts, slot, sign, relation_n_values, added, touched, partners,
 def add_predictive(score, k, counts, tables, relation_n_values, same_domain, added, touched, partners, n_partners,
                    work, work2):
     """``score`` plus log P(y_a | slot k): Σ_blocks L(n + c) - L(n) over the blocks the collected
-    cells of a fall in, taken out of ``counts`` already (the terms added in a fixed order)."""
+    cells of a fall in, taken out of ``counts`` already (the terms added in a fixed order).
+    ``same_domain[r]``: 0 for a relation over two domains or one, 1 over D × D, 2 symmetric
+    (whose row k of ``counts`` holds every unordered block {k, l})."""
     for r in range(counts.shape[0]):
         n_values = relation_n_values[r]
         for position in range(2):
@@ -127,7 +136,8 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
 
     z: (n_individuals + 1,) slots (the last is the virtual second argument of unary relations,
     always slot 0); sizes: (D, K); counts: (R, K, K, V) (unary relations use [:, :, 0, :]);
-    tables: (R, V + 1, M) log Γ look-ups; returns whether some individual found no free slot.
+    tables: (R, V + 1, M) log Γ look-ups; same_domain (R,) as :func:`add_predictive` takes it;
+    returns whether some individual found no free slot.
     """
     n_relations, n_max, _, n_values_max = counts.shape
     added = np.zeros((n_relations, 2, n_max, n_values_max), np.int64)
@@ -143,9 +153,9 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
         capacity = capacities[domain]
         old = z[individual]
         collect_cells(individual, z, first, second, values, relation, seen, item_start, item_cell, item_position,
-                      relation_n_values, added, touched, partners, n_partners)
+                      relation_n_values, same_domain, added, touched, partners, n_partners)
         # Remove the individual's cells from its blocks.
-        shift_cells(counts, old, -1, relation_n_values, added, touched, partners, n_partners)
+        shift_cells(counts, old, -1, relation_n_values, same_domain, added, touched, partners, n_partners)
         sizes[domain, old] -= 1
         first_free = -1
         for k in range(capacity):
@@ -179,7 +189,7 @@ def _gibbs_sweep(z, sizes, counts, tables, log_alpha, uniforms, first, second, v
                 running += scores[k]
                 if running >= target:
                     break
-        shift_cells(counts, new, 1, relation_n_values, added, touched, partners, n_partners)
+        shift_cells(counts, new, 1, relation_n_values, same_domain, added, touched, partners, n_partners)
         sizes[domain, new] += 1
         z[individual] = new
     return overflow
@@ -232,7 +242,7 @@ def _sweep_call(frame, real):
         overflow = _gibbs_sweep(
             z, sizes, counts, table, log_alpha.astype(np.float64), uniforms.astype(np.float64), integers[1],
             integers[2], integers[3], integers[4], integers[0], integers[5], integers[6], integers[7], integers[8],
-            integers[9], integers[10], same_domain != 0)
+            integers[9], integers[10], same_domain.astype(np.int64))
         write_chain_state(frame, chain, z, sizes, counts, overflow)
     return 0
 
@@ -259,7 +269,8 @@ def numba_gibbs_sweep(z, sizes, counts, table, log_alpha, uniforms, seen, flat, 
     counts; ``table`` (R, V + 1, L) the log Γ tables (row |r| the totals); ``log_alpha`` (D,);
     ``uniforms`` (n_individuals + 1,) one per individual for its inverse-CDF draw; ``seen``
     (n_cells,) 1 for observed cells; ``flat`` the cells in one list; ``domain_of``,
-    ``capacities``, ``n_values`` and ``same_domain`` host arrays. Returns the new ``(z, sizes,
+    ``capacities``, ``n_values`` and ``same_domain`` host arrays (``same_domain`` 0, 1 for a
+    relation over D × D, 2 for a symmetric one). Returns the new ``(z, sizes,
     counts, overflow)``.
     """
     shapes = (jax.ShapeDtypeStruct(z.shape, jnp.int32), jax.ShapeDtypeStruct(sizes.shape, jnp.int32),

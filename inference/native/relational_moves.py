@@ -37,11 +37,12 @@ __all__ = ["numba_split_merge_moves"]
 
 @njit(cache=True, nogil=True)
 def _local_log_joint(sizes, counts, tables, alpha, domain, slot_a, slot_b, relation_n_values, first_domain,
-                     second_domain):
+                     second_domain, same_domain):
     """The terms of log P(y, z | α, γ) a move of ``domain`` between ``slot_a`` and ``slot_b`` can change:
     the domain's CRP prior without its constant (K log α + Σ_k log Γ(n_k)) and L(γ + n) - L(γ) of
-    every non-empty block with one of the two slots as an argument of that domain. Differences of
-    it between two states that differ only there are differences of the log joint."""
+    every non-empty block with one of the two slots as an argument of that domain (a symmetric
+    relation's blocks k ≤ l only, ``same_domain[r] == 2``). Differences of it between two states that
+    differ only there are differences of the log joint."""
     total = 0.0
     n_clusters = 0
     for k in range(sizes.shape[1]):
@@ -60,7 +61,7 @@ def _local_log_joint(sizes, counts, tables, alpha, domain, slot_a, slot_b, relat
             prior += table[u, 0]
         for k in range(counts.shape[1]):
             row = as_first and (k == slot_a or k == slot_b)
-            for l in range(counts.shape[2]):
+            for l in range(k if same_domain[r] == 2 else 0, counts.shape[2]):
                 if (row or (as_second and (l == slot_a or l == slot_b))) and counts[r, k, l, :n_values].sum() > 0:
                     total += _block_log_beta(table, counts[r, k, l], n_values) - prior
     return total
@@ -72,12 +73,12 @@ def _relocate(individual, slot, domain, z, sizes, counts, cells, scratch):
     old = z[individual]
     if old == slot:
         return
-    first, second, values, relation, seen, item_start, item_cell, item_position, relation_n_values = cells
+    first, second, values, relation, seen, item_start, item_cell, item_position, relation_n_values, same_domain = cells
     added, touched, partners, n_partners = scratch
     collect_cells(individual, z, first, second, values, relation, seen, item_start, item_cell, item_position,
-                  relation_n_values, added, touched, partners, n_partners)
-    shift_cells(counts, old, -1, relation_n_values, added, touched, partners, n_partners)
-    shift_cells(counts, slot, 1, relation_n_values, added, touched, partners, n_partners)
+                  relation_n_values, same_domain, added, touched, partners, n_partners)
+    shift_cells(counts, old, -1, relation_n_values, same_domain, added, touched, partners, n_partners)
+    shift_cells(counts, slot, 1, relation_n_values, same_domain, added, touched, partners, n_partners)
     sizes[domain, old] -= 1
     sizes[domain, slot] += 1
     z[individual] = slot
@@ -105,7 +106,8 @@ def _moves_chain(z, sizes, counts, tables, alpha, draw_i, draw_j, order_uniforms
     work2 = np.zeros(n_values_max, np.int64)
     priority = np.empty(n)
     overflow = False
-    cells = (first, second, values, relation, seen, item_start, item_cell, item_position, relation_n_values)
+    cells = (first, second, values, relation, seen, item_start, item_cell, item_position, relation_n_values,
+             same_domain)
     scratch = (added, touched, partners, n_partners)
 
     for move in range(draw_i.shape[0]):
@@ -134,7 +136,7 @@ def _moves_chain(z, sizes, counts, tables, alpha, draw_i, draw_j, order_uniforms
         saved_z = z[offset: offset + n].copy()
         saved_sizes = sizes[domain].copy()
         saved_counts = counts.copy()
-        local = (tables, alpha, domain, slot_a, slot_b, relation_n_values, first_domain, second_domain)
+        local = (tables, alpha, domain, slot_a, slot_b, relation_n_values, first_domain, second_domain, same_domain)
         log_current = _local_log_joint(sizes, counts, *local)
         # Launch: i on side A, j on side B, the points in play by their coins.
         _relocate(j, slot_b, domain, z, sizes, counts, cells, scratch)
@@ -147,8 +149,9 @@ def _moves_chain(z, sizes, counts, tables, alpha, draw_i, draw_j, order_uniforms
             for position in range(n_play):
                 member = offset + order[position]
                 collect_cells(member, z, first, second, values, relation, seen, item_start, item_cell,
-                              item_position, relation_n_values, added, touched, partners, n_partners)
-                shift_cells(counts, z[member], -1, relation_n_values, added, touched, partners, n_partners)
+                              item_position, relation_n_values, same_domain, added, touched, partners, n_partners)
+                shift_cells(counts, z[member], -1, relation_n_values, same_domain, added, touched, partners,
+                            n_partners)
                 sizes[domain, z[member]] -= 1
                 score_a = add_predictive(np.log(sizes[domain, slot_a]), slot_a, counts, tables, relation_n_values,
                                          same_domain, added, touched, partners, n_partners, work, work2)
@@ -164,7 +167,7 @@ def _moves_chain(z, sizes, counts, tables, alpha, draw_i, draw_j, order_uniforms
                 if last:
                     log_q += log_b if to_b else log_a
                 slot = slot_b if to_b else slot_a
-                shift_cells(counts, slot, 1, relation_n_values, added, touched, partners, n_partners)
+                shift_cells(counts, slot, 1, relation_n_values, same_domain, added, touched, partners, n_partners)
                 sizes[domain, slot] += 1
                 z[member] = slot
         if is_split:
@@ -219,7 +222,7 @@ def _moves_call(frame, real):
             (coins != 0).reshape((order_dims[0], order_dims[1])),
             scans.astype(np.float64).reshape((scan_dims[0], scan_dims[1], scan_dims[2])), accept.astype(np.float64),
             np.int64(where[0]), np.int64(where[1]), cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
-            cells[6], cells[7], cells[8], cells[9], cells[10] != 0, cells[11], cells[12], stats)
+            cells[6], cells[7], cells[8], cells[9], cells[10].astype(np.int64), cells[11], cells[12], stats)
         write_chain_state(frame, chain, z, sizes, counts, overflow)
         write_element(out_stats, chain, stats)
     return 0
@@ -239,7 +242,7 @@ HANDLERS = {"latentzoo_irm_moves_float32": _moves_f32, "latentzoo_irm_moves_floa
 
 
 def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, *, domain, offset, domain_sizes,
-                            n_values, relation_domains):
+                            n_values, relation_domains, symmetric=()):
     """The moves of ``zoo.relational._infinite_moves.split_merge_moves`` for one domain, run by XLA
     as a custom call.
 
@@ -247,7 +250,7 @@ def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, 
     packed as for :func:`inference.native.relational_gibbs.numba_gibbs_sweep`; ``alpha`` (D,);
     ``draws`` the moves' random numbers (leading axis the move); ``seen`` and ``flat`` the cells;
     ``domain`` and ``offset`` (its first individual in global order) static, and the schema's
-    ``domain_sizes``, ``n_values`` and ``relation_domains``. Returns the new
+    ``domain_sizes``, ``n_values``, ``relation_domains`` and ``symmetric`` (empty: no relation is). Returns the new
     ``(z, sizes, counts, overflow, moves)``, moves int32 (4,): splits proposed, accepted, merges
     proposed, accepted.
     """
@@ -257,8 +260,9 @@ def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, 
     real = jnp.dtype(tables.dtype).name
     first_domain = np.asarray([domains[0] for domains in relation_domains])
     second_domain = np.asarray([domains[1] if len(domains) == 2 else -1 for domains in relation_domains])
-    constants = (domain_sizes, n_values, first_domain == second_domain, first_domain, second_domain,
-                 (domain, offset))
+    # 0, 1 for a relation over D × D, 2 for a symmetric one (see relational_gibbs.add_predictive)
+    same_domain = (first_domain == second_domain) * (1 + np.asarray(symmetric or [False] * len(relation_domains)))
+    constants = (domain_sizes, n_values, same_domain, first_domain, second_domain, (domain, offset))
     name = f"latentzoo_irm_moves_{real}"
     register_handler(name, HANDLERS[name])
     return jax.ffi.ffi_call(name, shapes, vmap_method="expand_dims")(

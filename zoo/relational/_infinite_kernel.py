@@ -140,7 +140,9 @@ def _unpack(state: IRMState, z: Any, sizes: Any, counts: Any, overflow: Any, *, 
 
 
 def _same_domain(schema: RelationalSchema) -> np.ndarray:
-    return np.asarray([len(d) == 2 and d[0] == d[1] for d in schema.relation_domains], np.bool_)
+    """Per relation: 0, 1 for a relation over D × D, 2 for a symmetric one (the numba loops' codes)."""
+    return np.asarray([(len(d) == 2 and d[0] == d[1]) * (1 + schema.is_symmetric(r))
+                       for r, d in enumerate(schema.relation_domains)], np.int64)
 
 
 def _seen(arrays: RelationalArrays) -> Any:
@@ -175,7 +177,7 @@ def _numba_sweep(uniforms: Any, move_keys: Any, state: IRMState, arrays: Relatio
             z, sizes, counts, moves_overflow, domain_moves = numba_split_merge_moves(
                 z, sizes, counts, table, state.concentrations, draws, seen, flat, domain=domain,
                 offset=int(sum(schema.domain_sizes[:domain])), domain_sizes=schema.domain_sizes,
-                n_values=schema.n_values, relation_domains=schema.relation_domains)
+                n_values=schema.n_values, relation_domains=schema.relation_domains, symmetric=schema.symmetric)
             overflow = overflow | moves_overflow
             moves = moves.at[domain].set(domain_moves)
     return _unpack(state, z, sizes, counts, overflow, schema=schema, capacities=capacities), moves
@@ -195,12 +197,8 @@ def build_kernel(schema: RelationalSchema, capacities: tuple[int, ...], *, conce
     domain (any device); ``"numba"`` runs them in a compiled host loop (CPU; needs ``flat`` from
     :func:`zoo.relational.latent_class.flat_cells`), and the moves likewise (:func:`_numba_sweep`),
     with the XLA moves' random numbers. ``backend`` is resolved already (:func:`inference.native.resolve_backend`).
-    Without moves the chain's random numbers are those of a kernel that has none. The numba loops
-    count both cells of a symmetric relation's pairs: a schema with one runs on ``"xla"`` only.
+    Without moves the chain's random numbers are those of a kernel that has none.
     """
-    if backend == "numba" and any(schema.symmetric):
-        raise ValueError("backend: the numba loops count both cells of a symmetric relation's pairs; "
-                         "build the kernel with backend='xla'")
 
     def step(rng_key: Any, state: IRMState, arrays: RelationalArrays, flat: Any = None) -> tuple[IRMState, IRMInfo]:
         n_domains = len(schema.domain_sizes)

@@ -37,8 +37,7 @@ uniforms (one per individual and sweep, inverse CDF), so the same key gives the 
 both: a ``lax.scan`` per domain (``backend="xla"``, any device) and a compiled numba loop that
 XLA runs as a custom call on its own buffers (``backend="numba"``, CPU, see
 :mod:`inference.native.relational_gibbs`; it scores only the blocks an individual's cells fall in
-and is an order of magnitude faster there; data with a symmetric relation run on XLA, whose sweeps
-count each pair once). Block counts are integers, so every log Γ is a
+and is an order of magnitude faster there). Block counts are integers, so every log Γ is a
 look-up in a table of log Γ(γ_u + m) built once per sweep.
 
 State: fixed capacity ``K_max`` per domain with an occupancy count per slot (a slot is active when
@@ -225,8 +224,7 @@ class InfiniteRelational:
         Individuals start spread uniformly over this many clusters.
     backend : {"auto", "xla", "numba"}
         Implementation of the Gibbs visits (see :func:`build_kernel`); "auto" is numba on the
-        CPU backend when numba is installed, else XLA. Data with a symmetric relation (an
-        undirected network) run on XLA: the numba loops count both cells of every pair.
+        CPU backend when numba is installed, else XLA.
     n_split_merge : int
         Split–merge moves of each domain per sweep, after the Gibbs visits (Jain & Neal 2004;
         :mod:`zoo.relational._infinite_moves`); 0 for Gibbs alone. Default 10 (since 2026-12-06;
@@ -320,17 +318,7 @@ class InfiniteRelational:
                 raise ValueError(f"data: relation {relation.name!r} observes self-pairs r(a, a); mask the diagonal")
         return data
 
-    def _settings(self, schema: RelationalSchema) -> _Settings:
-        """The run's settings for data of ``schema``. The numba loops count both cells of a symmetric
-        relation's pairs, so such data run the XLA sweeps, which count each pair once
-        (:func:`~zoo.relational._infinite_state.block_counts`); ``backend="numba"`` is refused there."""
-        backend = resolve_backend(self.backend)
-        if any(schema.symmetric) and backend == "numba":
-            if self.backend == "numba":
-                raise ValueError("backend: 'numba' counts both cells of a symmetric relation's pairs; "
-                                 f"{schema.relation_names[list(schema.symmetric).index(True)]!r} is symmetric: "
-                                 "backend='xla' (or 'auto') counts each pair once")
-            backend = "xla"
+    def _settings(self) -> _Settings:
         hyper = float(self.hyper)
         if self.sample_hyper:
             hyper = float(HYPER_GRID[np.argmin(np.abs(np.log(HYPER_GRID) - np.log(hyper)))])
@@ -339,7 +327,7 @@ class InfiniteRelational:
             concentration_prior=GammaPrior(float(self.concentration_prior.shape), float(self.concentration_prior.rate)),
             hyper_prior_rate=float(self.hyper_prior_rate), sample_concentration=bool(self.sample_concentration),
             sample_hyper=bool(self.sample_hyper), init_clusters=int(self.init_clusters),
-            backend=backend, n_split_merge=int(self.n_split_merge),
+            backend=resolve_backend(self.backend), n_split_merge=int(self.n_split_merge),
             split_merge_scans=int(self.split_merge_scans),
         )
 
@@ -372,7 +360,7 @@ class InfiniteRelational:
         an overflow starts from the start. Memory is checked before every run. Returns the output,
         the capacities and scale it ran at, why it stopped, and the first sweep it ran.
         """
-        settings = self._settings(schema)
+        settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
         while True:
             capacities = self._capacities(schema, scale)
@@ -602,7 +590,7 @@ class InfiniteRelational:
         relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
         hidden = _check_mirrors(_check_hidden(hidden, data.relations[relation].n_observed), arrays, schema, relation)
         keys = jax.random.split(key, (hidden.shape[0], n_chains))
-        settings = self._settings(schema)
+        settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
         scale = 1
 
