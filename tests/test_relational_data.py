@@ -70,6 +70,13 @@ def test_networkx_binary_weighted_thresholded_and_bipartite():
     np.testing.assert_array_equal(bipartite.relation().to_dense(), [[1, 0], [1, 0]])
     directed = nx.DiGraph([(0, 1)])
     assert not RelationalData.from_networkx(directed).relation().symmetric
+    # An edge of unknown (NaN) weight is a missing cell, thresholded or not (thresholded, it was a 0: no link).
+    graph.add_edge("c", "d", weight=float("nan"))
+    for threshold in (None, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the weights as categories
+            unknown = RelationalData.from_networkx(graph, weight="weight", threshold=threshold).relation()
+        assert unknown.n_observed == 10 and unknown.symmetric, threshold
 
 
 def test_table_and_ratings_thresholded_at_the_global_mean():
@@ -471,3 +478,33 @@ def test_a_graphs_self_loops_left_out_are_said_to_be():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RelationalData.from_networkx(nx.karate_club_graph())
+
+
+def test_a_matrixs_non_zero_diagonal_left_out_is_said_to_be():
+    # A square matrix's diagonal was dropped in silence for a relation over one domain.
+    matrix = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 1]], float)
+    with pytest.warns(UserWarning, match=r"^matrix: 2 non-zero self-pairs r\(a, a\) on the diagonal are left out"):
+        data = RelationalData.from_adjacency(matrix, domains="nodes")
+    assert data.relation().n_observed == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.fill_diagonal(matrix, 0)
+        RelationalData.from_adjacency(matrix, domains="nodes")
+        RelationalData.from_adjacency(np.eye(3), domains="nodes", diagonal="observed")
+
+
+def test_combining_a_domain_whose_labels_match_none_of_the_others_warns():
+    # Karate's members are numbered 0-33; a table read with string ids doubled the domain in silence.
+    table = pd.DataFrame({"who": ["0", "1"], "whom": ["2", "3"], "asks": [1, 0]})
+    advice = RelationalData.from_table(table, subject="who", object="whom", value="asks",
+                                       domains=("members", "members"))
+    with pytest.warns(UserWarning, match=r"^datasets: domain 'members' of argument 1 shares none of its 4 labels "
+                                         r"with the datasets before it; their labels differ in type "
+                                         r"\(e.g. 0 and '0'\)"):
+        both = RelationalData.combine(load_karate_club(), advice)
+    assert both.domain("members").size == 38
+    same = RelationalData.from_table(table.astype({"who": int, "whom": int}), subject="who", object="whom",
+                                     value="asks", domains=("members", "members"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert RelationalData.combine(load_karate_club(), same).domain("members").size == 34

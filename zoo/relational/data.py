@@ -616,6 +616,8 @@ class RelationalData:
                                          "label them to match them by name")
                 else:
                     known = set(order[domain.name])
+                    if not known.intersection(domain.labels):
+                        _warn_no_shared_labels(domain, known, position)
                     order[domain.name].extend(label for label in domain.labels if label not in known)
         index = {name: None if labels is None else {label: i for i, label in enumerate(labels)}
                  for name, labels in order.items()}
@@ -752,6 +754,13 @@ class RelationalData:
                 raise ValueError("matrix: a relation over one domain (a network) needs at least 2 individuals, got "
                                  "a 1 × 1 matrix: its only cell is the self-pair r(a, a), which is not observed "
                                  "(diagonal='missing')")
+            on_diagonal = np.diagonal(observed) & (np.nan_to_num(np.diagonal(dense)) != 0)
+            if on_diagonal.any():  # as from_networkx says of self-loops
+                warnings.warn(f"matrix: {int(on_diagonal.sum())} non-zero self-pair"
+                              f"{'s' if on_diagonal.sum() > 1 else ''} r(a, a) on the diagonal "
+                              f"{'are' if on_diagonal.sum() > 1 else 'is'} left out: a relation over one domain "
+                              "leaves the diagonal missing (diagonal='missing'); diagonal='observed' keeps it",
+                              UserWarning, stacklevel=user_stacklevel())
             np.fill_diagonal(observed, False)
         if not observed.any():
             raise ValueError("matrix: every cell is missing")
@@ -805,8 +814,9 @@ class RelationalData:
         weight : str, optional
             Edge attribute holding a weight. Without ``threshold`` the weights become
             categorical values (absent edges have weight 0); with ``threshold`` the relation is
-            binary, 1 where weight > threshold. Without ``weight`` the relation is binary (edge
-            present or not).
+            binary, 1 where weight > threshold. An edge whose weight is NaN is a missing cell
+            (unknown), with or without ``threshold``. Without ``weight`` the relation is binary
+            (edge present or not).
         threshold : float, optional
         rows, cols : sequences of nodes, optional
             Give both for a two-domain (bipartite) relation ``rows × cols``, e.g. women × events.
@@ -891,8 +901,8 @@ class RelationalData:
                 block = (block > 0).astype(float)
             names = "nodes" if domains is None else domains
             labels = nodes
-        if threshold is not None:
-            block = (block > threshold).astype(float)
+        if threshold is not None:  # NaN (an edge of unknown weight) stays missing
+            block = np.where(np.isnan(block), np.nan, (block > threshold).astype(float))
             values = (0, 1)
         elif weight is None:
             values = (0, 1)
@@ -1115,6 +1125,18 @@ def _warn_if_one_value(relation: Relation, argument: str, hint: str | None = _UN
         warnings.warn(f"{argument}: every observed cell of relation {relation.name!r} holds {label!r}, so the models "
                       f"have nothing to tell individuals apart by" + (f"; {hint}" if hint else ""),
                       UserWarning, stacklevel=user_stacklevel())
+
+
+def _warn_no_shared_labels(domain: "Domain", known: set, position: int) -> None:
+    """``RelationalData.combine``'s warning for a domain of argument ``position`` none of whose labels
+    are among the ``known`` ones of the datasets before it: its individuals become new ones."""
+    alike = sorted({str(label) for label in domain.labels} & {str(label) for label in known})
+    why = (f"; their labels differ in type (e.g. {next(label for label in known if str(label) == alike[0])!r} and "
+           f"{next(label for label in domain.labels if str(label) == alike[0])!r})" if alike else "")
+    warnings.warn(f"datasets: domain {domain.name!r} of argument {position} shares none of its {domain.size} "
+                  f"labels with the datasets before it{why}: its individuals are added as new ones, and the "
+                  f"combined domain has {len(known) + domain.size}; give the same individuals the same labels",
+                  UserWarning, stacklevel=user_stacklevel())
 
 
 def _warn_if_many_values(relation: Relation, argument: str, advice: str, held: str = "the observed cells hold") -> None:
