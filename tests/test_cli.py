@@ -492,6 +492,7 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
 
 @pytest.mark.parametrize("model, options, message", [
     ("lrm", ["--draws", "5"], "--draws: for the Gibbs chains and feature tables, not latent-class-relational"),
+    ("lrm", ["--chains", "2"], "--chains: for the Gibbs chains and feature tables, not latent-class-relational"),
     ("lrm", ["--valid-fraction", "0.2"], "--valid-fraction: not for latent-class-relational"),
     ("lrm", ["--schedule", "em"], "--schedule: latent-class-relational runs incremental EM at β = 1"),
     ("lrm", ["--format", "mtx"], "--format: latent-class-relational reads a CSV edge list, not mtx"),
@@ -503,6 +504,7 @@ def test_the_latent_class_relational_model_fits_an_edge_list_by_incremental_em(t
     ("cdp", ["--rating", "stars"], "--rating: for the relational models, not cdp"),
     ("dp-mixture", ["--directed"], "--directed: for the relational models' edge lists, not dp-mixture"),
     ("aspect", ["--draws", "3"], "--draws: for the Gibbs chains, not aspect"),
+    ("aspect", ["--chains", "3"], "--chains: for the Gibbs chains, not aspect"),
     ("aspect", ["--rating", "stars"], "--rating: for the relational models, not aspect"),
     ("aspect", ["--init", "result.npz"], "--init: continues a latent-class-relational fit, not aspect"),
     ("cdp", ["--schedule", "em"], "--schedule: for the EM models, not cdp, whose chains sample at β = 1"),
@@ -794,3 +796,11 @@ def test_dp_mixture_interrupted_by_ctrl_c_says_so_and_exits_with_130(tmp_path, c
         patch.setattr("zoo.cli.read_table", ctrl_c)
         assert main([*command, "--out", str(tmp_path / "abandoned")]) == 130
     assert capsys.readouterr().err.startswith("python -m zoo fit: interrupted by Ctrl-C where the run could not stop")
+
+
+def test_an_edge_list_of_numbered_nodes_keeps_them_in_numeric_order(tmp_path):
+    # Sorted as text, the karate club's members came 0, 1, 10, 11, ... in labels.csv.
+    pd.DataFrame({"source": [0, 2, 10, 1], "target": [1, 10, 9, 2]}).to_csv(tmp_path / "links.csv", index=False)
+    assert read_network(tmp_path / "links.csv").domains[0].labels == (0, 1, 2, 9, 10)
+    pd.DataFrame({"source": ["b", "a"], "target": ["10", "9"]}).to_csv(tmp_path / "names.csv", index=False)
+    assert read_network(tmp_path / "names.csv").domains[0].labels == (9, 10, "a", "b")  # pandas reads 9, 10

@@ -352,6 +352,9 @@ def test_a_latent_class_relational_result_round_trips_and_its_methods_work(tmp_p
                                         r"assignments=True\)\) saves, and IRMResult.from_inference_data\("
                                         r"zoo.io.load_chains\(path\), data\) reads back into a result"):
         save_result(tmp_path / "x.npz", irm)
+    with pytest.raises(TypeError, match=r"^idata: expected an arviz.InferenceData, got IRMResult; its "
+                                        r"to_inference_data\(assignments=True\) is one$"):
+        save_chains(tmp_path / "irm.nc", irm)  # the result itself: the message names what to give
     chains = save_chains(tmp_path / "irm.nc", irm.to_inference_data(assignments=True))  # as the message says
     back = IRMResult.from_inference_data(load_chains(chains), data)
     for name, draws in irm.assignments.items():

@@ -575,6 +575,13 @@ def test_latent_class_relational_report_names_the_individuals_and_shows_each_rel
     assert "<h1>Incremental EM fit: LatentClassRelational</h1>" in document
     assert "Classes of the users" in document and "Classes of the films" in document
     assert "user 7" in document and "film 11" in document and "relation rates" in document
+    # A class's members, listed at most ten: a list cut short says so.
+    from zoo.relational import load_karate_club
+    from zoo.report import report_html
+
+    karate = load_karate_club()
+    page = report_html(LatentClassRelational(2).fit(karate, key=jax.random.key(0)), data=karate)
+    assert "<caption>members, q_a(h) (the first 10 of 29)</caption>" in page
     members = re.findall(r"(\d+) members</span>", document)
     assert sorted(map(int, members[:2])) == [6, 6] and sum(map(int, members[2:])) == 12
     assert len(re.findall(r"<tr><td>\d</td><td>-?[\d.]+</td></tr>", document)) == 3  # one row per restart

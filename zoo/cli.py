@@ -153,6 +153,8 @@ DP_WARMUP = 200
 #: ``--sampler``'s choices for dp-mixture and cdp: ``DPMixture``'s algorithms (Neal's 3, 8 and 2, and
 #: the sub-cluster sampler).
 DP_SAMPLERS = ("collapsed", "auxiliary", "conjugate", "subcluster")
+#: Chains of ``fit`` for the Gibbs models without ``--chains``.
+DEFAULT_CHAINS = 4
 #: The exit status of ``fit`` after Ctrl-C (128 + SIGINT, as shells give), whatever it wrote; a
 #: run of chains that a time budget stopped in its warm-up, before any draw, exits with 1.
 EXIT_INTERRUPTED = 130
@@ -415,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     chains = fit.add_argument_group("dp-mixture, cdp, scdp-1, scdp-2, scdp-3 and irm (Gibbs chains; --classes, "
                                     "--schedule and the EM options do not apply), and the relational models' data "
                                     "(--directed, --rating, --threshold: irm and latent-class-relational)")
-    chains.add_argument("--chains", type=int, default=4, help="chains from dispersed starts (default 4)")
+    chains.add_argument("--chains", type=int, default=None, help="chains from dispersed starts (default 4)")
     chains.add_argument("--warmup", type=int, default=None,
                         help="warm-up sweeps per chain (default 200 for the DP mixtures, 500 for scdp-*, 1000 "
                              "for the IRM)")
@@ -594,7 +596,7 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
     nodes is observed, linked or not (:meth:`~zoo.relational.data.RelationalData.from_networkx`).
 
     Repeated lines count once, self-links are dropped (the diagonal is not observed) and the nodes
-    are sorted by their labels.
+    are sorted by their labels (numbers as numbers, 2 before 10, and before any text).
 
     Raises
     ------
@@ -608,11 +610,20 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
     path, frame = _read_csv(path, {"--source": source, "--target": target})
     pairs = _pairs(path, frame, source, target)
     graph = nx.DiGraph() if directed else nx.Graph()
-    graph.add_nodes_from(sorted(set(pairs[source]) | set(pairs[target]), key=str))
+    graph.add_nodes_from(sorted(set(pairs[source]) | set(pairs[target]), key=_label_order))
     graph.add_edges_from((a, b) for a, b in pairs.itertuples(index=False) if a != b)
     if graph.number_of_nodes() < 2:
         raise ValueError(f"DATAFILE: {path.name} names fewer than two nodes")
     return RelationalData.from_networkx(graph)
+
+
+def _label_order(label: Any) -> tuple:
+    """Sort key of node labels: numbers by value (2 before 10), then the others by their text."""
+    import numbers
+
+    if isinstance(label, numbers.Real) and not isinstance(label, bool):
+        return (0, float(label), "")
+    return (1, 0.0, str(label))
 
 
 def read_ratings(path: str | os.PathLike, *, source: str = "source", target: str = "target",
@@ -699,7 +710,7 @@ _OPTIONAL = {"classes": "--classes", "restarts": "--restarts", "max_iter": "--ma
              "sampler": "--sampler", "type_split_merge": "--type-split-merge", "id_column": "--id-column",
              "label_column": "--label-column", "truth_column": "--truth-column", "rating": "--rating",
              "threshold": "--threshold", "init": "--init", "precision_shape": "--precision-shape",
-             "precision_rate": "--precision-rate"}
+             "precision_rate": "--precision-rate", "chains": "--chains"}
 
 
 def _refuse_options(arguments: argparse.Namespace, names: Sequence[str], why: str) -> None:
@@ -777,8 +788,8 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
     _refuse_options(arguments, ("valid_fraction", "floor", "weight"),
                     f"not for {model_name}: incremental EM fits every cell of the network, and each line of the "
                     "edge list is one link")
-    _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "id_column",
-                                "label_column", "truth_column", "precision_shape", "precision_rate"),
+    _refuse_options(arguments, ("chains", "warmup", "draws", "split_merge", "sampler", "type_split_merge",
+                                "id_column", "label_column", "truth_column", "precision_shape", "precision_rate"),
                     f"for the Gibbs chains and feature tables, not {model_name}")
     if arguments.schedule != "auto":
         raise ValueError(f"--schedule: {model_name} runs incremental EM at β = 1 (CP §2), not {arguments.schedule}")
@@ -837,7 +848,8 @@ def _fit_relational(arguments: argparse.Namespace, argv: list[str], stream: Any)
     stream.write(f"{model_name}: {what} from {name}\n")
     run = (f"continued from {Path(arguments.init).name} by" if init is not None else
            f"{np.size(result.restart_scores)} restarts, the best ({result.best_restart}) after")
-    stream.write(f"{run} {result.n_passes} passes, {result.stopped_by.replace('_', ' ')}; objective "
+    passes = f"{result.n_passes} pass{'es' if result.n_passes != 1 else ''}"
+    stream.write(f"{run} {passes}, {result.stopped_by.replace('_', ' ')}; objective "
                  f"{float(result.history['objective'][-1]):.6g}; {sizes}; {time.perf_counter() - start:.1f} s\n")
     _write_warnings(stream, caught)  # ClassesAlikeWarning among them: the kept fit tells no nodes apart
     stream.write(f"wrote {result_path}\nwrote {labels_path}\nwrote {blocks_path}\nwrote {report_path}\n")
@@ -873,6 +885,8 @@ def _fit_chains(arguments: argparse.Namespace, argv: list[str], stream: Any) -> 
         raise ValueError(f"--schedule: for the EM models, not {arguments.model}, whose chains sample at β = 1")
     if arguments.model != "irm":
         _refuse_relational_options(arguments)
+    if arguments.chains is None:
+        arguments.chains = DEFAULT_CHAINS
     for option, value, minimum in (("--chains", arguments.chains, 1), ("--warmup", arguments.warmup, 0),
                                    ("--draws", arguments.draws, 1), ("--split-merge", arguments.split_merge, 0),
                                    ("--type-split-merge", arguments.type_split_merge, 0)):
@@ -1079,8 +1093,9 @@ def _fit(arguments: argparse.Namespace, argv: list[str], stream: Any) -> int:
     from zoo.sklearn import ESTIMATORS, make_schedule
 
     start = time.perf_counter()
-    _refuse_options(arguments, ("warmup", "draws", "split_merge", "sampler", "type_split_merge", "truth_column",
-                                "precision_shape", "precision_rate"), f"for the Gibbs chains, not {arguments.model}")
+    _refuse_options(arguments, ("chains", "warmup", "draws", "split_merge", "sampler", "type_split_merge",
+                                "truth_column", "precision_shape", "precision_rate"),
+                    f"for the Gibbs chains, not {arguments.model}")
     _refuse_relational_options(arguments)
     _refuse_options(arguments, ("init",), f"continues a latent-class-relational fit, not {arguments.model}")
     _with_defaults(arguments, EM_DEFAULTS)

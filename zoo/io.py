@@ -931,7 +931,12 @@ def save_chains(path: str | os.PathLike, idata: Any, *, model: Any = None,
     import arviz as az
 
     if not isinstance(idata, az.InferenceData):
-        raise TypeError(f"idata: expected an arviz.InferenceData, got {type(idata).__name__}")
+        hint = ""
+        if hasattr(idata, "to_inference_data"):  # an IRM result
+            hint = "; its to_inference_data(assignments=True) is one"
+        elif hasattr(idata, "idata"):  # a DP or SCDP fit
+            hint = "; the fit's .idata is one"
+        raise TypeError(f"idata: expected an arviz.InferenceData, got {type(idata).__name__}{hint}")
     if "posterior" not in idata.groups():
         raise ValueError("idata: has no posterior group")
     if not isinstance(path, (str, os.PathLike)):

@@ -332,7 +332,8 @@ class ProfileGroup(NamedTuple):
     def __repr__(self) -> str:
         lines = [self.title]
         for profile in self.classes:
-            members = f", {profile.n_members} members" if profile.n_members is not None else ""
+            members = ("" if profile.n_members is None else
+                       f", {profile.n_members} member{'s' if profile.n_members != 1 else ''}")
             lines.append(f"  {profile.title}: {self.prior_symbol} = {profile.prior:.3f}{members}")
             lines.extend(f"    {top.heading}: {', '.join(map(str, top.labels))}" for top in profile.top)
         return "\n".join(lines)
@@ -514,7 +515,8 @@ def _profiles_html(groups: list[ProfileGroup]) -> str:
     for group in groups:
         cards = []
         for profile in group.classes:
-            members = "" if profile.n_members is None else f", {profile.n_members} members"
+            members = ("" if profile.n_members is None else
+                       f", {profile.n_members} member{'s' if profile.n_members != 1 else ''}")
             tables = []
             for top in profile.top:
                 largest = float(top.probabilities[0]) if top.probabilities.size else 1.0
@@ -523,7 +525,11 @@ def _profiles_html(groups: list[ProfileGroup]) -> str:
                     f'<td class="bar"><span style="width: {100.0 * probability / largest:.0f}%"></span></td></tr>'
                     for label, probability in zip(top.labels, top.probabilities)
                 )
-                tables.append(f'<table class="top"><caption>{html.escape(top.heading)}</caption>{rows}</table>')
+                caption = top.heading
+                if top.heading.startswith("members") and profile.n_members is not None \
+                        and len(top.labels) < profile.n_members:  # a list cut at n_top says so
+                    caption += f" (the first {len(top.labels)} of {profile.n_members})"
+                tables.append(f'<table class="top"><caption>{html.escape(caption)}</caption>{rows}</table>')
             cards.append(
                 f'<div class="class-card" data-class="{profile.index}"><h3>{html.escape(profile.title)} '
                 f'<span class="prior">{html.escape(group.prior_symbol)} = {profile.prior:.3f}{members}</span></h3>'

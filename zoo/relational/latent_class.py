@@ -682,7 +682,7 @@ class LRMResult(Described):
         card.add("domains", [f"{name} ({size:,} individuals, {k} classes)" for name, size, k
                              in zip(self.schema.domain_names, self.schema.domain_sizes, classes)])
         card.add("relations", list(self.schema.relation_names))
-        card.add("fit", f"{self.n_passes:,} passes of the kept restart, "
+        card.add("fit", f"{self.n_passes:,} pass{'es' if self.n_passes != 1 else ''} of the kept restart, "
                         f"{stopped_text(self.stopped_by)}")
         if np.size(self.restart_scores) > 1:
             card.add("restarts", f"best {self.best_restart} of {np.size(self.restart_scores)} by their objective "
