@@ -353,7 +353,8 @@ _CARDS = (
         summary="Infinite relational model: a CRP partition of every domain, Beta/Dirichlet per block",
         paper=f"{_PAPERS['KTGYU06']} (CP §3's baseline)",
         equations="Kemp et al. 2006 (collapsed Beta-Bernoulli likelihood, generalised to Dirichlet)",
-        latent_structure="a CRP partition of every domain; a value distribution η per block, integrated out",
+        latent_structure="a CRP partition of every domain; a value distribution η per block, integrated out "
+                         "(an undirected network's blocks: unordered pairs of clusters, each pair of nodes once)",
         engines=("collapsed Gibbs (Neal Algorithm 3 style)",
                  "split-merge moves of every domain (Jain & Neal 2004; ten per sweep by default)",
                  "Escobar-West update of α_D", "griddy Gibbs on the hyperparameters γ"),
