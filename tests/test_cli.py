@@ -804,3 +804,19 @@ def test_an_edge_list_of_numbered_nodes_keeps_them_in_numeric_order(tmp_path):
     assert read_network(tmp_path / "links.csv").domains[0].labels == (0, 1, 2, 9, 10)
     pd.DataFrame({"source": ["b", "a"], "target": ["10", "9"]}).to_csv(tmp_path / "names.csv", index=False)
     assert read_network(tmp_path / "names.csv").domains[0].labels == (9, 10, "a", "b")  # pandas reads 9, 10
+
+
+def test_an_edge_list_whose_sides_share_no_node_warns_that_it_may_be_two_mode(tmp_path):
+    import warnings
+
+    import networkx as nx
+
+    graph = nx.davis_southern_women_graph()
+    pd.DataFrame(list(graph.edges), columns=["woman", "event"]).to_csv(tmp_path / "davis.csv", index=False)
+    with pytest.warns(UserWarning, match=r"^DATAFILE: the woman and event columns of davis.csv share no node: if "
+                                         r"it is a two-mode network \(18 × 14 nodes"):
+        read_network(tmp_path / "davis.csv", source="woman", target="event")
+    pd.DataFrame({"source": [0, 0, 0], "target": [1, 2, 3]}).to_csv(tmp_path / "star.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a star's hub, alone on its side: not two modes
+        read_network(tmp_path / "star.csv")

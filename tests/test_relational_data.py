@@ -508,3 +508,13 @@ def test_combining_a_domain_whose_labels_match_none_of_the_others_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert RelationalData.combine(load_karate_club(), same).domain("members").size == 34
+
+
+def test_a_two_mode_graph_read_as_one_domain_warns():
+    # Davis's women and events as one network made every pair within a side an observed non-link, in silence.
+    graph = nx.davis_southern_women_graph()
+    with pytest.warns(UserWarning, match=r"^graph: its nodes carry networkx's 'bipartite' attribute, of two values"):
+        RelationalData.from_networkx(graph)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RelationalData.from_networkx(graph, rows=graph.graph["top"], cols=graph.graph["bottom"])

@@ -609,6 +609,13 @@ def read_network(path: str | os.PathLike, *, source: str = "source", target: str
 
     path, frame = _read_csv(path, {"--source": source, "--target": target})
     pairs = _pairs(path, frame, source, target)
+    sources, targets = set(pairs[source]), set(pairs[target])
+    if len(sources) >= 2 and len(targets) >= 2 and not sources & targets:
+        warnings.warn(f"DATAFILE: the {source} and {target} columns of {path.name} share no node: if it is a "
+                      f"two-mode network ({len(sources)} × {len(targets)} nodes, such as people × events), "
+                      "reading it as one network of all the nodes makes every pair within a side an observed "
+                      "non-link; in Python, RelationalData.from_networkx(graph, rows=..., cols=...) reads the two "
+                      "sides as two domains", UserWarning, stacklevel=2)
     graph = nx.DiGraph() if directed else nx.Graph()
     graph.add_nodes_from(sorted(set(pairs[source]) | set(pairs[target]), key=_label_order))
     graph.add_edges_from((a, b) for a, b in pairs.itertuples(index=False) if a != b)

@@ -889,6 +889,12 @@ class RelationalData:
                 raise ValueError(f"graph: a network needs at least 2 nodes (its cells are the pairs of distinct "
                                  f"nodes), got only node {next(iter(graph.nodes))!r:.40}")
             nodes = list(graph.nodes)
+            sides = {attributes.get("bipartite") for _, attributes in graph.nodes(data=True)}
+            if len(sides) == 2 and None not in sides:  # networkx's mark of a two-mode graph (Davis's women)
+                warnings.warn("graph: its nodes carry networkx's 'bipartite' attribute, of two values: read as one "
+                              "domain, every pair of nodes is a cell, those within a side as observed non-links; "
+                              "rows=..., cols=... (the nodes of each side) read it as a relation rows × cols",
+                              UserWarning, stacklevel=user_stacklevel())
             loops = nx.number_of_selfloops(graph)
             if loops:  # the relation is over pairs of distinct nodes: say what is left out
                 warnings.warn(f"graph: its {loops} self-loop{'s' if loops > 1 else ''} (e.g. node "
