@@ -401,8 +401,10 @@ def _cards(document: str) -> dict[int, str]:
 
 
 def _listed(card: str, heading: str) -> list[str]:
-    table = re.search(rf"<caption>{re.escape(html.escape(heading))}</caption>(.*?)</table>", card, flags=re.S)
-    return re.findall(r"<tr><td>([^<]*)</td>", table.group(1))
+    # a member list cut at n_top says so after its heading: "(the first 10 of 30)"
+    table = re.search(rf"<caption>{re.escape(html.escape(heading))}( \(the first \d+ of \d+\))?</caption>(.*?)</table>",
+                      card, flags=re.S)
+    return re.findall(r"<tr><td>([^<]*)</td>", table.group(2))
 
 
 def _planted_topic(labels) -> set:
