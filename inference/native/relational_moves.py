@@ -242,7 +242,7 @@ HANDLERS = {"latentzoo_irm_moves_float32": _moves_f32, "latentzoo_irm_moves_floa
 
 
 def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, *, domain, offset, domain_sizes,
-                            n_values, relation_domains, symmetric=()):
+                            n_values, relation_domains, same_domain):
     """The moves of ``zoo.relational._infinite_moves.split_merge_moves`` for one domain, run by XLA
     as a custom call.
 
@@ -250,7 +250,8 @@ def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, 
     packed as for :func:`inference.native.relational_gibbs.numba_gibbs_sweep`; ``alpha`` (D,);
     ``draws`` the moves' random numbers (leading axis the move); ``seen`` and ``flat`` the cells;
     ``domain`` and ``offset`` (its first individual in global order) static, and the schema's
-    ``domain_sizes``, ``n_values``, ``relation_domains`` and ``symmetric`` (empty: no relation is). Returns the new
+    ``domain_sizes``, ``n_values``, ``relation_domains`` and ``same_domain`` (per relation 0, 1 over D × D, 2
+    symmetric: the array :func:`inference.native.relational_gibbs.numba_gibbs_sweep` takes). Returns the new
     ``(z, sizes, counts, overflow, moves)``, moves int32 (4,): splits proposed, accepted, merges
     proposed, accepted.
     """
@@ -260,8 +261,6 @@ def numba_split_merge_moves(z, sizes, counts, tables, alpha, draws, seen, flat, 
     real = jnp.dtype(tables.dtype).name
     first_domain = np.asarray([domains[0] for domains in relation_domains])
     second_domain = np.asarray([domains[1] if len(domains) == 2 else -1 for domains in relation_domains])
-    # 0, 1 for a relation over D × D, 2 for a symmetric one (see relational_gibbs.add_predictive)
-    same_domain = (first_domain == second_domain) * (1 + np.asarray(symmetric or [False] * len(relation_domains)))
     constants = (domain_sizes, n_values, same_domain, first_domain, second_domain, (domain, offset))
     name = f"latentzoo_irm_moves_{real}"
     register_handler(name, HANDLERS[name])

@@ -167,9 +167,10 @@ def _numba_sweep(uniforms: Any, move_keys: Any, state: IRMState, arrays: Relatio
     log_alpha = jnp.log(state.concentrations)
     domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int64)
     seen = _seen(arrays)
+    same_domain = _same_domain(schema)  # the visits' and the moves' codes of each relation
     z, sizes, counts, overflow = numba_gibbs_sweep(
         z, sizes, counts, table, log_alpha, uniforms, seen, flat, domain_of, np.asarray(capacities, np.int64),
-        np.asarray(schema.n_values, np.int64), _same_domain(schema))
+        np.asarray(schema.n_values, np.int64), same_domain)
     moves = jnp.zeros((len(schema.domain_sizes), len(MOVE_STATISTICS)), jnp.int32)
     for domain, n_individuals in enumerate(schema.domain_sizes):
         if n_moves and n_individuals >= 2:
@@ -177,7 +178,7 @@ def _numba_sweep(uniforms: Any, move_keys: Any, state: IRMState, arrays: Relatio
             z, sizes, counts, moves_overflow, domain_moves = numba_split_merge_moves(
                 z, sizes, counts, table, state.concentrations, draws, seen, flat, domain=domain,
                 offset=int(sum(schema.domain_sizes[:domain])), domain_sizes=schema.domain_sizes,
-                n_values=schema.n_values, relation_domains=schema.relation_domains, symmetric=schema.symmetric)
+                n_values=schema.n_values, relation_domains=schema.relation_domains, same_domain=same_domain)
             overflow = overflow | moves_overflow
             moves = moves.at[domain].set(domain_moves)
     return _unpack(state, z, sizes, counts, overflow, schema=schema, capacities=capacities), moves
