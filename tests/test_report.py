@@ -248,8 +248,11 @@ def test_an_irm_report_shows_the_clusters_and_blocks_of_its_best_draw(tmp_path, 
     assert blocks.shape == (3, 3) and np.diag(blocks).min() > 0.7 and (blocks + np.eye(3)).min() < 0.1
     gamma = result.hyper["knows"][chain, draw]
     first = np.flatnonzero(partition == 0)
-    within = adjacency[np.ix_(first, first)][~np.eye(6, dtype=bool)]
+    within = adjacency[np.ix_(first, first)][np.triu_indices(6, 1)]  # each pair once, as the model counts it
     assert blocks[0, 0] == pytest.approx((within.sum() + gamma[1]) / (within.size + gamma.sum()))
+    second = np.flatnonzero(partition == 1)
+    between = adjacency[np.ix_(first, second)]  # 36 pairs, once each
+    assert blocks[0, 1] == blocks[1, 0] == pytest.approx((between.sum() + gamma[1]) / (between.size + gamma.sum()))
     # How often the draws put each member with its cluster's others: by hand on a small case.
     draws, labels = rng.integers(0, 3, (40, 7)), np.array([0, 0, 0, 1, 1, 2, 1])
     expected = [np.mean([np.mean([draw[j] == draw[i] for j in range(7) if labels[j] == labels[i] and j != i])

@@ -61,6 +61,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from inference._validation import as_float_array, check_int, check_real
@@ -70,6 +71,7 @@ from zoo.data import CoOccurrence, not_co_occurrence
 from zoo.dyadic.aspect import AspectParams
 from zoo.dyadic.one_sided import OneSidedParams
 from zoo.dyadic.two_sided import TwoSidedParams
+from zoo.relational._infinite_state import block_counts
 from zoo.relational.data import RelationalData
 from zoo.relational.infinite import NO_DRAWS, IRMResult
 from zoo.relational.latent_class import LRMResult
@@ -775,17 +777,13 @@ def _irm_profiles(result: Any, partitions: dict[str, np.ndarray], names: dict[st
 
 def _irm_blocks(result: Any, partitions: dict[str, np.ndarray], index: int, chain: int, draw: int) -> np.ndarray:
     """One relation's (γ_u + n_block,u) / (Σγ + n_block) for every block of ``partitions`` (the IRM's
-    predictive of a cell, Kemp et al. 2006), with the hyperparameters γ of draw (``chain``, ``draw``)."""
+    predictive of a cell, Kemp et al. 2006), with the hyperparameters γ of draw (``chain``, ``draw``).
+    The counts are the model's (``block_counts``: a symmetric relation's pairs once each)."""
     schema = result.schema
-    arrays = result._arrays
-    domains = schema.relation_domains[index]
     gamma = np.asarray(result.hyper[schema.relation_names[index]][chain, draw], np.float64)
-    entries = np.asarray(arrays.entries[index])
-    blocks = tuple(partitions[schema.domain_names[domain]][entries[:, position]]
-                   for position, domain in enumerate(domains))
-    counts = np.zeros(tuple(int(partitions[schema.domain_names[domain]].max()) + 1 for domain in domains)
-                      + (gamma.size,))
-    np.add.at(counts, blocks + (np.asarray(arrays.values[index]),), np.asarray(arrays.weights[index], np.float64))
+    assignments = tuple(jnp.asarray(partitions[name], jnp.int32) for name in schema.domain_names)
+    capacities = tuple(int(partitions[name].max()) + 1 for name in schema.domain_names)
+    counts = np.asarray(block_counts(assignments, result._arrays, schema, capacities)[index], np.float64)
     mass = counts + gamma
     return mass / mass.sum(axis=-1, keepdims=True)
 
