@@ -42,8 +42,10 @@ def _normalise_log(counts, prior_count, n_values, out_log):
 @njit(cache=True, nogil=True)
 def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, first, second, values,
              relation, weights, item_start, item_cell, item_position, domain_of, n_classes,
-             relation_n_values, relation_classes):
+             relation_n_values, relation_classes, symmetric):
     # q: (n_individuals + 1, G); class_counts, log_pi: (D, G); counts, log_theta: (R, G, G, V)
+    # symmetric (R,): 1 for a relation whose pairs count once (cells of weight 1/2), whose blocks
+    # off the diagonal take half the pseudo-count (relation_prior of the XLA twin).
     n_relations, n_max, _, n_values_max = counts.shape
     message = np.zeros((n_relations, 2, n_max, n_values_max))
     touched = np.zeros((n_relations, 2), np.bool_)
@@ -106,7 +108,8 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
             if touched[r, 0] or touched[r, 1]:
                 for g in range(relation_classes[r, 0]):
                     for o in range(relation_classes[r, 1]):
-                        _normalise_log(counts[r, g, o], prior_count, relation_n_values[r], log_theta[r, g, o])
+                        block_prior = prior_count * 0.5 if symmetric[r] and g != o else prior_count
+                        _normalise_log(counts[r, g, o], block_prior, relation_n_values[r], log_theta[r, g, o])
     return q
 
 
@@ -115,8 +118,8 @@ def _iem_scan(q, class_counts, counts, log_theta, log_pi, beta, prior_count, fir
 # same leading axes, of size 1 where it is shared; the fits run one after the other in float64.
 # Arguments: q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights (the model's
 # float dtype); first, second, values, relation, item_start, item_cell, item_position, domain_of,
-# n_classes, relation_n_values, relation_classes (int32). Result: q.
-_IEM_ARGS = 19
+# n_classes, relation_n_values, relation_classes, symmetric (int32). Result: q.
+_IEM_ARGS = 20
 
 
 @njit(inline="always")
@@ -137,6 +140,7 @@ def _iem_call(frame, real):
         weights, _ = batch_element(frame, 7, result_shape, n_lead, fit, real)
         integers = [batch_element(frame, index, result_shape, n_lead, fit, I32)[0] for index in range(8, 18)]
         relation_classes, _ = batch_element(frame, 18, result_shape, n_lead, fit, I32)
+        symmetric, _ = batch_element(frame, 19, result_shape, n_lead, fit, I32)
         q_fit = q.astype(np.float64).reshape((q_dims[0], q_dims[1]))
         count_shape = (count_dims[0], count_dims[1], count_dims[2], count_dims[3])
         _iem_scan(q_fit, class_counts.astype(np.float64).reshape((class_dims[0], class_dims[1])),
@@ -144,7 +148,7 @@ def _iem_call(frame, real):
                   log_pi.astype(np.float64).reshape((class_dims[0], class_dims[1])), np.float64(beta[0]),
                   np.float64(prior_count[0]), integers[0], integers[1], integers[2], integers[3],
                   weights.astype(np.float64), integers[4], integers[5], integers[6], integers[7], integers[8],
-                  integers[9], relation_classes.reshape((relation_classes.shape[0] // 2, 2)))
+                  integers[9], relation_classes.reshape((relation_classes.shape[0] // 2, 2)), symmetric)
         write_element(out, fit, q_fit.reshape(-1))
     return 0
 
@@ -164,14 +168,15 @@ HANDLERS = {"latentzoo_iem_pass_float32": _iem_pass_f32, "latentzoo_iem_pass_flo
 
 # ----------------------------------------------------------------------------- the call from XLA
 def numba_iem_pass(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, flat, domain_of,
-                   n_classes, n_values, relation_classes):
+                   n_classes, n_values, relation_classes, symmetric):
     """All partial E-steps of one pass in a numba loop, run by XLA as a custom call; returns the new q.
 
     ``q`` (n_individuals + 1, G): every domain's responsibilities stacked and padded to G classes,
     the virtual individual last; ``class_counts``, ``log_pi`` (D, G); ``counts``, ``log_theta``
     (R, G, G, V); ``weights`` (n_cells,); ``flat`` the cells in one list (first, second, values,
     relation, item_start, item_cell, item_position); ``domain_of`` (n_individuals,),
-    ``n_classes`` (D,), ``n_values`` (R,) and ``relation_classes`` (R, 2) host integers. Every
+    ``n_classes`` (D,), ``n_values`` (R,), ``relation_classes`` (R, 2) and ``symmetric`` (R,: 1 for a
+    relation whose pairs count once) host integers. Every
     float is read in ``q``'s dtype.
     """
     dtype = q.dtype
@@ -181,4 +186,5 @@ def numba_iem_pass(q, class_counts, counts, log_theta, log_pi, beta, prior_count
         *(array.astype(dtype) for array in (q, class_counts, counts, log_theta, log_pi)),
         jnp.asarray(beta, dtype), jnp.asarray(prior_count, dtype), weights.astype(dtype),
         flat.first, flat.second, flat.values, flat.relation, flat.item_start, flat.item_cell, flat.item_position,
-        *(jnp.asarray(constant, jnp.int32) for constant in (domain_of, n_classes, n_values, relation_classes)))
+        *(jnp.asarray(constant, jnp.int32)
+          for constant in (domain_of, n_classes, n_values, relation_classes, symmetric)))

@@ -83,7 +83,8 @@ def _init_params(rng_key: Any, arrays: RelationalArrays, *, schema: RelationalSc
         draws = jax.random.exponential(key_domain, (size, n_domain_classes), dtype)
         responsibilities.append(draws / draws.sum(axis=1, keepdims=True))
     responsibilities = tuple(responsibilities)
-    class_weights, relation_probs = m_step(sufficient_statistics(responsibilities, arrays, schema), prior_count)
+    class_weights, relation_probs = m_step(sufficient_statistics(responsibilities, arrays, schema), prior_count,
+                                           schema.symmetric)
     return LRMParams(class_weights, relation_probs, responsibilities)
 
 

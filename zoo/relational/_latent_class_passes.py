@@ -22,7 +22,7 @@ from inference.segments import segment_sum
 from zoo.relational._flat_cells import FlatCells
 from zoo.relational._latent_class_state import (LRMInfo, LRMParams, _free_energy_from_stats, _normalise_last,
                                                 _one_hot, _reduce, _safe_log, _statistics, _working_weights, m_step,
-                                                sufficient_statistics)
+                                                relation_m_step, sufficient_statistics)
 from zoo.relational.data import RelationalArrays, RelationalSchema
 
 
@@ -90,7 +90,8 @@ def _domain_pass(domain: int, carry: tuple, arrays: RelationalArrays, beta: Any,
         class_weights[domain] = _normalise_last(class_counts[domain], prior_count)
         relation_probs = list(relation_probs)
         for relation in touched:
-            relation_probs[relation] = _normalise_last(relation_counts[relation], prior_count)
+            relation_probs[relation] = relation_m_step(relation_counts[relation], prior_count,
+                                                       schema.is_symmetric(relation))
         responsibilities = list(responsibilities)
         responsibilities[domain] = responsibilities[domain].at[individual].set(new)
         return (tuple(responsibilities), tuple(class_counts), tuple(relation_counts),
@@ -124,8 +125,10 @@ def _numba_pass(responsibilities, stats, class_weights, relation_probs, arrays, 
     domain_of = np.concatenate([np.full(size, d) for d, size in enumerate(schema.domain_sizes)]).astype(np.int32)
     relation_classes = np.array([[n_classes[doms[0]], n_classes[doms[1]] if len(doms) == 2 else 1]
                                  for doms in schema.relation_domains], np.int32)
+    symmetric = np.asarray([schema.is_symmetric(r) for r in range(len(schema.relation_domains))], np.int32)
     q = numba_iem_pass(q, class_counts, counts, log_theta, log_pi, beta, prior_count, weights, flat, domain_of,
-                       np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes)
+                       np.asarray(n_classes, np.int32), np.asarray(schema.n_values, np.int32), relation_classes,
+                       symmetric)
     offsets = np.concatenate([[0], np.cumsum(schema.domain_sizes)])
     return tuple(q[offsets[d]: offsets[d + 1], : n_classes[d]] for d in range(len(n_classes)))
 
@@ -145,7 +148,7 @@ def iem_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema: 
         loop on the host (CPU; needs ``flat``), an order of magnitude faster there.
     """
     stats = sufficient_statistics(params.responsibilities, arrays, schema)
-    class_weights, relation_probs = m_step(stats, prior_count)
+    class_weights, relation_probs = m_step(stats, prior_count, schema.symmetric)
     if backend == "numba":
         responsibilities = _numba_pass(params.responsibilities, stats, class_weights, relation_probs, arrays, flat,
                                        beta, schema=schema, prior_count=prior_count)
@@ -155,9 +158,9 @@ def iem_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema: 
             carry = _domain_pass(domain, carry, arrays, beta, schema=schema, prior_count=prior_count)
         responsibilities = carry[0]
     stats = sufficient_statistics(responsibilities, arrays, schema)
-    class_weights, relation_probs = m_step(stats, prior_count)
+    class_weights, relation_probs = m_step(stats, prior_count, schema.symmetric)
     new_params = LRMParams(class_weights, relation_probs, responsibilities)
-    return new_params, _free_energy_from_stats(new_params, stats, prior_count)
+    return new_params, _free_energy_from_stats(new_params, stats, prior_count, schema.symmetric)
 
 
 # ----------------------------------------------------------------------------- the full-batch pass
@@ -206,7 +209,7 @@ def batch_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema
         block of cells per device, :meth:`BoundLatentClassRelational.prepare_sharded`).
     """
     stats = _statistics(params.responsibilities, arrays, schema, reduce)
-    class_weights, relation_probs = m_step(stats, prior_count)
+    class_weights, relation_probs = m_step(stats, prior_count, schema.symmetric)
     responsibilities = params.responsibilities
     for domain in range(len(schema.domain_sizes)):
         scores = _reduce(reduce, _domain_scores(domain, responsibilities, relation_probs, arrays, schema))
@@ -214,9 +217,9 @@ def batch_pass(params: LRMParams, arrays: RelationalArrays, beta: Any, *, schema
         new = jax.nn.softmax(_safe_log(class_weights[domain])[None, :] + beta * scores, axis=1)
         responsibilities = responsibilities[:domain] + (new,) + responsibilities[domain + 1:]
         stats = _statistics(responsibilities, arrays, schema, reduce)
-        class_weights, relation_probs = m_step(stats, prior_count)
+        class_weights, relation_probs = m_step(stats, prior_count, schema.symmetric)
     new_params = LRMParams(class_weights, relation_probs, responsibilities)
-    return new_params, _free_energy_from_stats(new_params, stats, prior_count)
+    return new_params, _free_energy_from_stats(new_params, stats, prior_count, schema.symmetric)
 
 
 def _sharded_cells(arrays: RelationalArrays, n_shards: int, block_sizes: tuple | None = None) -> RelationalArrays:

@@ -114,10 +114,35 @@ def _normalise_last(counts: Any, prior_count: float) -> Any:
     return jnp.where(total > 0, mass / jnp.where(total > 0, total, 1.0), uniform)
 
 
-def m_step(stats: LRMStats, prior_count: float) -> tuple[tuple, tuple]:
-    """(class_weights, relation_probs) maximising the objective for fixed q (CP eq. 5)."""
+def relation_prior(prior_count: float, counts: Any, symmetric: bool) -> Any:
+    """The pseudo-count of every block of a relation's θ, to broadcast against its counts.
+
+    c for every block (g_1, g_2) of a relation; a symmetric relation has one Dirichlet(1 + c)
+    prior per unordered block {g_1, g_2}, whose counts (½ per cell, both cells of each pair)
+    sit in both (g_1, g_2) and (g_2, g_1): c on the diagonal and c/2 off it, so that off the
+    diagonal θ ∝ N + c/2 is the unordered block's θ ∝ 2N + c.
+    """
+    if not symmetric:
+        return prior_count
+    n_classes = counts.shape[0]
+    return (prior_count * jnp.where(jnp.eye(n_classes, dtype=bool), 1.0, 0.5)[:, :, None]).astype(counts.dtype)
+
+
+def relation_m_step(counts: Any, prior_count: float, symmetric: bool) -> Any:
+    """θ_r maximising the objective for the relation's expected counts N_r (CP eq. 5)."""
+    return _normalise_last(counts, relation_prior(prior_count, counts, symmetric))
+
+
+def m_step(stats: LRMStats, prior_count: float, symmetric: tuple = ()) -> tuple[tuple, tuple]:
+    """(class_weights, relation_probs) maximising the objective for fixed q (CP eq. 5).
+
+    ``symmetric``: whether each relation is symmetric (``RelationalSchema.symmetric``; empty:
+    none is), which sets its blocks' pseudo-counts (:func:`relation_prior`).
+    """
+    symmetric = symmetric or (False,) * len(stats.relation_counts)
     class_weights = tuple(_normalise_last(counts, prior_count) for counts in stats.class_counts)
-    relation_probs = tuple(_normalise_last(counts, prior_count) for counts in stats.relation_counts)
+    relation_probs = tuple(relation_m_step(counts, prior_count, sym)
+                           for counts, sym in zip(stats.relation_counts, symmetric))
     return class_weights, relation_probs
 
 
@@ -133,19 +158,25 @@ def _weighted_log(counts: Any, probabilities: Any) -> Any:
 # ----------------------------------------------------------------------------- free energy
 def free_energy(params: LRMParams, arrays: RelationalArrays, schema: RelationalSchema,
                 prior_count: float = 0.0) -> LRMInfo:
-    """F(q, θ) = E_q log P(y, h | θ) + Σ_a H(q_a) and the penalised objective F + c Σ log θ."""
+    """F(q, θ) = E_q log P(y, h | θ) + Σ_a H(q_a) and the penalised objective F + c Σ log θ.
+
+    A symmetric relation's pairs count once (their cells weigh ½ each, ``RelationalArrays``) and
+    so do its unordered blocks in the penalty (:func:`relation_prior`).
+    """
     return _free_energy_from_stats(params, sufficient_statistics(params.responsibilities, arrays, schema),
-                                   prior_count)
+                                   prior_count, schema.symmetric)
 
 
-def _free_energy_from_stats(params: LRMParams, stats: LRMStats, prior_count: float) -> LRMInfo:
+def _free_energy_from_stats(params: LRMParams, stats: LRMStats, prior_count: float, symmetric: tuple) -> LRMInfo:
+    symmetric = symmetric or (False,) * len(stats.relation_counts)  # RelationalSchema.symmetric: () when none is
     expected = sum(_weighted_log(counts, probs) for counts, probs in zip(stats.relation_counts, params.relation_probs))
     expected += sum(_weighted_log(counts, weights) for counts, weights in zip(stats.class_counts, params.class_weights))
     entropy = -sum(_weighted_log(resp, resp) for resp in params.responsibilities)
     bound = expected + entropy
-    penalty = sum(jnp.sum(_safe_log(probs)) for probs in params.relation_probs)
-    penalty += sum(jnp.sum(_safe_log(weights)) for weights in params.class_weights)
-    return LRMInfo(bound=bound, objective=bound + prior_count * penalty)
+    penalty = sum(jnp.sum(relation_prior(prior_count, probs, sym) * _safe_log(probs))
+                  for probs, sym in zip(params.relation_probs, symmetric))
+    penalty += prior_count * sum(jnp.sum(_safe_log(weights)) for weights in params.class_weights)
+    return LRMInfo(bound=bound, objective=bound + penalty)
 
 
 def _reduce(reduce: Any, value: Any) -> Any:

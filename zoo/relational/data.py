@@ -175,7 +175,10 @@ class RelationalArrays(NamedTuple):
     entries : tuple of int32 arrays, shape (n_observed + 1, arity)
     values : tuple of int32 arrays, shape (n_observed + 1,)
     weights : tuple of float arrays, shape (n_observed + 1,)
-        1 for a cell the model sees, 0 for the padding row and for hidden (held-out) cells.
+        Each cell's weight in the likelihood: 1 for a cell the model sees, ½ for each cell of a
+        symmetric relation (its two cells r(a, b) and r(b, a) are one observation of the pair),
+        0 for the padding row and for hidden (held-out) cells. The latent-class model weighs its
+        sums by them; the IRM only asks which are positive.
     blankets : tuple (per relation) of tuples (per argument position) of int32 arrays,
         shape (domain size, max degree): for individual a, the positions in ``entries`` of the
         cells with a at that argument (its Markov blanket, CP §2), padded with ``n_observed``.
@@ -544,7 +547,8 @@ class RelationalData:
             padded = np.concatenate([relation.entries, np.zeros((1, relation.arity), np.int32)])
             entries.append(jnp.asarray(padded, jnp.int32))
             values.append(jnp.asarray(np.concatenate([relation.values, [0]]), jnp.int32))
-            weights.append(jnp.asarray(np.concatenate([np.ones(n_observed), [0.0]]), float_dtype))
+            share = 0.5 if relation.symmetric else 1.0  # a symmetric relation's pair is one observation
+            weights.append(jnp.asarray(np.concatenate([np.full(n_observed, share), [0.0]]), float_dtype))
             per_position = []
             for position in range(relation.arity):
                 members = relation.entries[:, position]
@@ -1115,6 +1119,27 @@ def check_cells(cells: Any, relation: Any, schema: RelationalSchema) -> tuple[np
         row = int(np.flatnonzero(array[:, 0] == array[:, 1])[0])
         raise ValueError(f"cells: row {row} is a self-pair r(a, a), which the models do not model")
     return array, index
+
+
+def check_mirrors(hidden: np.ndarray, arrays: Any, schema: RelationalSchema, relation: int) -> np.ndarray:
+    """``hidden`` (checked positions) unchanged, or a ``ValueError`` naming it when ``relation`` is
+    symmetric and a case hides a cell without its mirror: the models count each pair once, from both
+    cells, so a pair half hidden would still be seen (``held_out_cases`` and ``fold_cases`` of
+    :mod:`zoo.relational.evaluation` hide both)."""
+    if not schema.is_symmetric(relation):
+        return hidden
+    entries = np.asarray(arrays.entries[relation])
+    size = int(entries.max()) + 1
+    cells = entries[np.where(hidden >= 0, hidden, 0)]
+    codes = np.where(hidden >= 0, cells[..., 0] * size + cells[..., 1], -1)
+    mirrors = np.where(hidden >= 0, cells[..., 1] * size + cells[..., 0], -1)
+    half = np.flatnonzero((np.sort(codes, axis=1) != np.sort(mirrors, axis=1)).any(axis=1))
+    if half.size:
+        case = int(half[0])
+        raise ValueError(f"hidden: {schema.relation_names[relation]!r} is symmetric, and case {case} hides a cell "
+                         "without its mirror r(b, a); hide both (zoo.relational.evaluation.held_out_cases and "
+                         "fold_cases do)")
+    return hidden
 
 
 #: What :func:`_warn_if_one_value` advises by default: the cells of one value may be a list of the links present only.

@@ -96,7 +96,7 @@ from zoo.relational._infinite_kernel import _resample_hyper, build_kernel, log_g
 from zoo.relational._infinite_moves import MOVE_STATISTICS
 from zoo.relational._infinite_state import (IRMInfo, IRMState, block_counts, collapsed_log_likelihood, init,
                                             log_crp_prior, log_joint)
-from zoo.relational.data import RelationalData, RelationalSchema, check_cells
+from zoo.relational.data import RelationalData, RelationalSchema, check_cells, check_mirrors
 from zoo.relational.latent_class import flat_cells
 
 #: Support of every γ_{r,u}: a log-spaced grid (griddy Gibbs, exact for this discretised prior).
@@ -588,7 +588,7 @@ class InfiniteRelational:
         arrays = data.to_arrays()
         schema = data.schema
         relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
-        hidden = _check_mirrors(_check_hidden(hidden, data.relations[relation].n_observed), arrays, schema, relation)
+        hidden = check_mirrors(_check_hidden(hidden, data.relations[relation].n_observed), arrays, schema, relation)
         keys = jax.random.split(key, (hidden.shape[0], n_chains))
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
@@ -728,27 +728,6 @@ def _warn_if_cases_do_not_mix(log_joint: Any, *, n_sweeps: int, n_split_merge: i
 def _relational_digest(arrays: Any) -> str:
     """Digest of a :class:`~zoo.relational.data.RelationalArrays` (cells, values, weights, blankets)."""
     return arrays_digest(*(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(arrays)))
-
-
-def _check_mirrors(hidden: np.ndarray, arrays: Any, schema: RelationalSchema, relation: int) -> np.ndarray:
-    """``hidden`` (checked positions) unchanged, or a ``ValueError`` naming it when ``relation`` is
-    symmetric and a case hides a cell without its mirror: the IRM counts each pair once, from either
-    cell, so a pair half hidden would still be seen (``held_out_cases`` and ``fold_cases`` of
-    :mod:`zoo.relational.evaluation` hide both)."""
-    if not schema.is_symmetric(relation):
-        return hidden
-    entries = np.asarray(arrays.entries[relation])
-    size = int(entries.max()) + 1
-    cells = entries[np.where(hidden >= 0, hidden, 0)]
-    codes = np.where(hidden >= 0, cells[..., 0] * size + cells[..., 1], -1)
-    mirrors = np.where(hidden >= 0, cells[..., 1] * size + cells[..., 0], -1)
-    half = np.flatnonzero((np.sort(codes, axis=1) != np.sort(mirrors, axis=1)).any(axis=1))
-    if half.size:
-        case = int(half[0])
-        raise ValueError(f"hidden: {schema.relation_names[relation]!r} is symmetric, and case {case} hides a cell "
-                         "without its mirror r(b, a); hide both (zoo.relational.evaluation.held_out_cases and "
-                         "fold_cases do)")
-    return hidden
 
 
 def _assemble(c: "_IRMContinuation", schema: Any, arrays: Any, output: Any, *, capacities: tuple, scale: int,
@@ -1203,7 +1182,7 @@ class IRMResult(Described):
         self._check_draws()
         index = check_relation("relation", relation, self.schema.relation_names)
         hidden = _check_hidden(hidden, int(np.shape(self._arrays.entries[index])[0]) - 1)  # less the padding row
-        hidden = _check_mirrors(hidden, self._arrays, self.schema, index)
+        hidden = check_mirrors(hidden, self._arrays, self.schema, index)
         return psis_held_out(self.assignments, self.hyper, self._arrays, hidden, schema=self.schema,
                              capacities=self.capacities, relation=index)
 
@@ -1256,7 +1235,7 @@ class IRMResult(Described):
             raise ValueError("data: not the data these draws were run on; the held-out cells are hidden by "
                              "reweighting the draws of a run on all the data")
         index = check_relation("relation", relation, self.schema.relation_names)
-        hidden = _check_mirrors(_check_hidden(hidden, data.relations[index].n_observed), self._arrays, self.schema,
+        hidden = check_mirrors(_check_hidden(hidden, data.relations[index].n_observed), self._arrays, self.schema,
                                 index)
         model = getattr(getattr(self, "_continuation", None), "model", None)
         if refit and model is None:

@@ -53,6 +53,14 @@ result. The rest reads in this order, one idea a file, everything importable fro
 * ``_latent_class_fit.py`` — the fit (passes in a ``lax.while_loop`` in jitted calls, restarts
   ``vmap``-ped), held-out cases, prediction of cells and the exact log-likelihood by enumeration.
 
+Symmetric relations (an undirected network, ``Relation.symmetric``): r(a, b) and r(b, a) are one
+observation of the pair {a, b}, with one θ_r[{g, h}] per unordered pair of classes. Each of the
+two cells weighs ½ in every sum over cells (``RelationalArrays.weights``), so a's blanket (CP
+eq. 4) sees each of its pairs once, the counts N_r stay symmetric and so does θ_r; the M-step
+gives each unordered block one Dirichlet(1 + c) prior (c/2 at each of (g, h) and (h, g) off the
+diagonal). Counting both cells in full, as before 2026-12-07, weighed an undirected network's
+evidence twice against the class weights.
+
 Relations of arity 1 and 2 are supported; observed self-pairs r(a, a) are not.
 """
 
@@ -69,6 +77,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from numpyro import handlers
 
 from inference import em
 from inference.display import Card, Described, made_with, scores_text, stopped_text
@@ -86,7 +95,7 @@ from zoo.relational._latent_class_passes import (_blanket_message, _domain_score
                                                  batch_pass, iem_pass)
 from zoo.relational._latent_class_state import (LRMInfo, LRMParams, LRMStats, _free_energy_from_stats, _reduce,
                                                 _safe_log, _statistics, free_energy, m_step, sufficient_statistics)
-from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema, check_cells
+from zoo.relational.data import RelationalArrays, RelationalData, RelationalSchema, check_cells, check_mirrors
 
 #: Pieces of the files above that other modules and tests import from here, as before the split.
 _IMPORTED_FROM_HERE = (_blanket_message, _domain_scores, _message_score, _safe_log)
@@ -128,7 +137,10 @@ def latent_class_program(entries, values=None, *, schema: RelationalSchema, n_cl
     -----
     ``class_weights_{D}`` (g_D,) and ``relation_probs_{r}`` (g_{D_1}, ..., g_{D_k}, |r|) are params
     on the simplex (last axis); ``class_{D}`` is the class of every individual, in the plate named
-    after the domain D; ``{r}`` are the cells of relation r, in the plate ``{r}_cells``.
+    after the domain D; ``{r}`` are the cells of relation r, in the plate ``{r}_cells``. A symmetric
+    relation (``schema.is_symmetric``, an undirected network) draws each unordered pair once, from
+    its cell r(a, b) with a < b and the block of the classes in order, θ_r[min(g, h), max(g, h)];
+    its cells with a > b are masked out of the density (their values copy their mirrors').
     """
     classes = []
     for domain, (name, size) in enumerate(zip(schema.domain_names, schema.domain_sizes)):
@@ -150,7 +162,10 @@ def latent_class_program(entries, values=None, *, schema: RelationalSchema, n_cl
         )
         cells = jnp.asarray(entries[relation])
         parents = tuple(classes[domain][..., cells[:, position]] for position, domain in enumerate(domains))
-        with numpyro.plate(f"{name}_cells", cells.shape[0]):
+        once = jnp.ones(cells.shape[0], bool)
+        if schema.is_symmetric(relation):  # each unordered pair once, one θ per unordered pair of classes
+            parents, once = (jnp.minimum(*parents), jnp.maximum(*parents)), cells[:, 0] < cells[:, 1]
+        with numpyro.plate(f"{name}_cells", cells.shape[0]), handlers.mask(mask=once):
             numpyro.sample(name, dist.Categorical(probs[parents]),
                            obs=None if values is None else jnp.asarray(values[relation]))
 
@@ -421,7 +436,8 @@ class LatentClassRelational:
         data : RelationalData
         hidden : int array, shape (n_cases, n_hidden)
             Positions (into ``data.relations[relation].entries``) of the cells hidden in each
-            case; -1 pads cases with fewer cells.
+            case; -1 pads cases with fewer cells. A case of a symmetric relation hides each cell
+            with its mirror r(b, a) (``ValueError`` otherwise: the pair would still be seen).
         key : jax PRNG key
             Case c, restart k uses ``jax.random.split(key, (n_cases, n_restarts))[c, k]``.
         relation : int or str, optional
@@ -457,7 +473,7 @@ class LatentClassRelational:
         arrays, flat = self.prepare(data)
         schema = data.schema
         relation = check_relation("relation", relation, tuple(cells.name for cells in data.relations))
-        hidden = _check_hidden(hidden, data.relations[relation].n_observed)
+        hidden = check_mirrors(_check_hidden(hidden, data.relations[relation].n_observed), arrays, schema, relation)
         n_cases = hidden.shape[0]
         self._check_memory(key, arrays, schema, n_restarts * min(n_cases, cases_per_call))
         _warn_if_more_classes_than_individuals(schema, self.classes_for(schema))
@@ -537,7 +553,7 @@ class BoundLatentClassRelational(LatentClassRelational):
         cells, flat = arrays
         prior_count = float(self.prior_count)
         start = _free_energy_from_stats(params, _statistics(params.responsibilities, cells, self.schema, reduce),
-                                        prior_count).objective
+                                        prior_count, self.schema.symmetric).objective
         if self.update == "batch":
             new_params, _ = batch_pass(params, cells, beta, schema=self.schema, prior_count=prior_count,
                                        reduce=reduce)
@@ -548,7 +564,7 @@ class BoundLatentClassRelational(LatentClassRelational):
 
     def log_likelihood(self, params: LRMParams, arrays: tuple, reduce: Any = None) -> Any:
         stats = _statistics(params.responsibilities, arrays[0], self.schema, reduce)
-        return _free_energy_from_stats(params, stats, float(self.prior_count)).bound
+        return _free_energy_from_stats(params, stats, float(self.prior_count), self.schema.symmetric).bound
 
     def heldout_log_lik(self, params: LRMParams, arrays: tuple, reduce: Any = None) -> Any:
         return _reduce(reduce, _heldout_log_lik(params, arrays[0], self.schema))
