@@ -6,7 +6,10 @@ fixed number of sweeps each, so
 
 * a tqdm progress bar advances after every call;
 * Ctrl-C or an exhausted ``time_budget`` (seconds) stops after the call in flight and returns
-  every draw finished so far, flagged ``completed=False``, with ``stopped_by`` saying which;
+  every draw finished so far, that call's included, flagged ``completed=False``, with
+  ``stopped_by`` saying which (Ctrl-C is deferred to the end of the call,
+  :class:`inference.interrupts.DeferredInterrupt`; a second one drops the call in flight and
+  returns the draws before it, or, with chains over several processes, abandons the run);
 * a ``stop_when`` rule (e.g. "every label-invariant quantity mixes") is asked, each time the draws
   have grown by a tenth, whether the draws so far are enough; the run then ends there;
 * the key of sweep s of chain c is ``fold_in(split(rng_key, n_chains)[c], s)``, so the draws do
@@ -385,7 +388,7 @@ def sample_chains(
     until = UNTIL_MIXED_BAR if stop_when is not None else ""
     bar = tqdm(total=total_sweeps, disable=not progress, unit="sweep", desc=f"{n_chains} chains{until}")
     with ExitStack() as contexts:
-        interrupt = contexts.enter_context(DeferredInterrupt()) if several else None
+        interrupt = contexts.enter_context(DeferredInterrupt())  # Ctrl-C acted on after the call in flight
         contexts.enter_context(lost_peers_named(n_processes))
         contexts.callback(bar.close)
         for n_records, keep in calls:
@@ -401,7 +404,10 @@ def sample_chains(
                                                   else jnp.int32(sweep))
                     jax.block_until_ready(new_states)
                 except KeyboardInterrupt:
-                    if several:  # a second Ctrl-C: abandoned (the others then fail, saying a process died)
+                    # A second Ctrl-C (or one where no handler defers it): in one process the call in
+                    # flight is dropped and the finished ones returned; across processes the run is
+                    # abandoned (the others then fail, saying a process died).
+                    if several:
                         raise
                     completed, stopped_by = False, "interrupted"
                     break
@@ -433,8 +439,9 @@ def sample_chains(
                 enough = bool(stop_when(so_far))
                 if several:  # asked on every process at the same draw; one that is done ends them all
                     enough = bool(process_max(int(enough)))
+            stop = 2 if interrupt.requested else stop
             if several:  # one process out of time or interrupted stops them all
-                stop = int(process_max(2 if interrupt.requested else stop))
+                stop = int(process_max(stop))
             if enough:
                 stopped_by = "mixed"
                 break

@@ -87,6 +87,31 @@ def test_keyboard_interrupt_returns_finished_draws(monkeypatch):
     np.testing.assert_array_equal(result.samples["n_clusters"], run().samples["n_clusters"][:, :4])
 
 
+def test_ctrl_c_in_a_call_keeps_that_call_and_a_second_drops_it(monkeypatch):
+    """SIGINT, as a user's Ctrl-C, during the second of three calls: the call finishes and its draws are
+    kept (until 2026-12-07 one process dropped it); a second SIGINT drops the call in flight."""
+    import signal
+
+    original = chains._run_calls_jit
+    for n_signals in (1, 2):
+        calls = []
+
+        def ctrl_c_in_the_second_call(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                for _ in range(n_signals):
+                    signal.raise_signal(signal.SIGINT)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(chains, "_run_calls_jit", ctrl_c_in_the_second_call)
+        result = run(n_draws=12)
+        assert not result.completed and result.stopped_by == "interrupted"
+        assert result.n_draws == {1: 8, 2: 4}[n_signals]
+        monkeypatch.setattr(chains, "_run_calls_jit", original)
+        np.testing.assert_array_equal(result.samples["n_clusters"], run().samples["n_clusters"][:, :result.n_draws])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
 def test_overflow_grows_capacity_and_continues_the_same_chains():
     small = run(states=initial_states(max_clusters=3, alpha=8.0))
     large = run(states=initial_states(max_clusters=6, alpha=8.0))
