@@ -443,12 +443,28 @@ def test_the_length_as_kept_draws_is_the_same_run_as_in_sweeps_and_the_key_may_b
         model.sample(data, key, n_draws=0)
 
 
-def test_overflow_is_detected_and_the_run_repeated_with_more_capacity():
+@pytest.mark.parametrize("n_split_merge", [0, 3])
+def test_overflow_grows_the_capacity_and_the_draws_are_those_of_a_run_at_it(n_split_merge):
+    """A call in which a chain outgrows its capacity runs again at twice it, from the states it started
+    with, and the run goes on (until 2026-12-07 every chain ran again from its start): the draws are
+    those of a run at the grown capacity from the start, with and without moves."""
     data = load_florentine_families()
-    model = InfiniteRelational(concentration=5.0, max_clusters=1, sample_concentration=False, sample_hyper=False)
-    result = model.sample(data, key=jax.random.key(2), n_chains=2, n_sweeps=10, n_warmup=5)
-    assert result.capacities[0] > 1
-    assert result.n_clusters["families"].max() <= result.capacities[0]
+    model = InfiniteRelational(concentration=5.0, max_clusters=4, init_clusters=1, sample_concentration=False,
+                               sample_hyper=False, n_split_merge=n_split_merge)  # one cluster at any capacity
+    # A sweep per call: a chain outgrows 4 clusters in the second sweep, after a finished call.
+    run = partial(InfiniteRelational.sample, data=data, key=jax.random.key(2), n_chains=2, n_sweeps=12, n_warmup=4,
+                  sweeps_per_call=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MixingWarning)
+        result = run(model)
+        assert result.capacities[0] > 4 and result.completed
+        assert result.n_clusters["families"].max() <= result.capacities[0]
+        wide = run(replace(model, max_clusters=result.capacities[0]))
+    # The same partitions; the log joint sums over the empty blocks of another capacity in another order.
+    np.testing.assert_array_equal(result.assignments["families"], wide.assignments["families"])
+    np.testing.assert_allclose(result.log_joint, wide.log_joint, rtol=1e-6)
+    np.testing.assert_allclose(result.warmup_log_joint, wide.warmup_log_joint, rtol=1e-6)
+    assert result.capacities == wide.capacities and result.stopped_by == wide.stopped_by == "n_draws"
 
 
 def _assert_same_draws(result, expected):
@@ -498,8 +514,7 @@ def test_resume_continues_the_chains_as_one_longer_run():
         assert not cut.completed and cut.log_joint.shape == (2, 0) and cut.warmup_log_joint.shape == (2, 4)
         assert cut.stopped_by == "time_budget" and "stopped during the 8 warm-up sweeps (time budget)" in repr(cut)
         _assert_same_draws(cut.resume(data, n_draws=6).resume(data, n_draws=10), whole)
-        # A continuation that outgrows the capacities runs every chain again from its start with
-        # twice them, as the longer run did.
+        # A continuation that outgrows the capacities goes on with twice them, as the longer run did.
         small = partial(replace(model, max_clusters=4).sample, data, key=jax.random.key(0), n_chains=2, n_warmup=0,
                         sweeps_per_call=4)
         early, longer = small(n_sweeps=4), small(n_sweeps=24)

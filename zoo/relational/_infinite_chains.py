@@ -21,7 +21,7 @@ from inference.chains import UNTIL_MIXED_BAR
 from inference.interrupts import DeferredInterrupt, stop_reason
 from inference.jit import jit
 from zoo.relational._infinite_kernel import build_kernel
-from zoo.relational._infinite_state import IRMInfo, IRMState, _predictive, block_counts, init
+from zoo.relational._infinite_state import IRMInfo, IRMState, _predictive, block_counts, grown, init
 from zoo.relational.data import RelationalArrays
 
 
@@ -92,7 +92,7 @@ def _advance_chains(states, predictive, arrays, flat, hidden_cells, indices, key
 
 def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities, settings, n_sweeps, n_warmup,
                          relation, keep_assignments, sweeps_per_call, states=None, first_sweep=0, deadline=None,
-                         progress=False, stop_rule=None):
+                         progress=False, stop_rule=None, grow=None):
     """Every chain's sweeps in jitted calls of about ``sweeps_per_call`` sweeps, Ctrl-C acted on between calls.
 
     The sweeps are cut into equal calls (one compilation, two when they do not divide evenly);
@@ -105,10 +105,14 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     ``progress`` shows a tqdm bar of the sweeps, advanced after every call. ``stop_rule(first_sweep,
     capacities)``, when given, makes the :class:`inference.chains.StopRule` asked (as it is due)
     about the output of the sweeps so far; when it says so, the run ends there, completed.
-    Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
-    ``first_sweep`` on) and why the run ended (:data:`inference.chains.STOPPED_BY`): ``"n_draws"``
+    ``grow(capacities)``, when given, is asked for larger capacities when a chain of a call outgrows
+    them (it raises where memory cannot hold them): the call runs again from the states it started
+    with, grown (:func:`~zoo.relational._infinite_state.grown`), with the same keys, and the run
+    goes on at those capacities; the draws are those of a run at them from the start. Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
+    ``first_sweep`` on), why the run ended (:data:`inference.chains.STOPPED_BY`): ``"n_draws"``
     (every sweep ran), ``"mixed"`` (``stop_rule`` said so), ``"interrupted"`` (Ctrl-C), ``"time_budget"``
-    (the deadline) or ``"capacity"`` (a chain overflowed: the caller re-runs then).
+    (the deadline) or ``"capacity"`` (a chain overflowed without ``grow``: the caller runs again),
+    and the capacities it ended at.
     """
     starts, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
                                                    settings=settings, n_sweeps=n_sweeps, relation=relation)
@@ -124,26 +128,36 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     bar = tqdm(total=n_sweeps - first_sweep, disable=not progress, unit="sweep",
                desc=f"{keys.shape[0]} chains, capacity {max(capacities)}{until}")
     with DeferredInterrupt() as interrupt, bar:
-        for first in range(first_sweep, n_sweeps, per_call):
+        first = first_sweep
+        while first < n_sweeps:
             indices = jnp.arange(first, min(first + per_call, n_sweeps))
-            (states, predictive), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,
-                                                          sweep_keys[:, first: first + per_call], **static)
+            (after, predictive_after), chunk = _advance_chains(states, predictive, arrays, flat, hidden_cells, indices,
+                                                               sweep_keys[:, first: first + per_call], **static)
+            if grow is not None and np.any(np.asarray(after.overflow)):
+                # The same call again from the states it started with, grown; the finished calls stand.
+                capacities = grow(static["capacities"])
+                states, static["capacities"] = grown(states, schema, capacities), capacities
+                bar.set_description(f"{keys.shape[0]} chains, capacity {max(capacities)}{until}")
+                continue
+            states, predictive = after, predictive_after
             chunks.append(jax.device_get(chunk))
             bar.update(len(indices))
-            if np.any(np.asarray(states.overflow)):
+            first += per_call
+            if np.any(np.asarray(states.overflow)):  # without grow: the caller runs every chain again
                 stopped_by = "capacity"
                 break
             reason = stop_reason(interrupt, deadline)
-            if reason is not None and first + per_call < n_sweeps:
+            if reason is not None and first < n_sweeps:
                 stopped_by = reason
                 break
-            n_kept = first + len(indices) - max(n_warmup, first_sweep)  # draws of this run so far
-            if rule is not None and first + per_call < n_sweeps and n_kept > 0 and rule.due(n_kept):
+            n_kept = first - max(n_warmup, first_sweep)  # draws of this run so far
+            if rule is not None and first < n_sweeps and n_kept > 0 and rule.due(n_kept):
                 if rule.ask(_RunOutput(*_joined(chunks), None, states), n_kept):
                     stopped_by = "mixed"
                     break
     infos, assignments = _joined(chunks)
-    return _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states), stopped_by
+    output = _RunOutput(infos, assignments, predictive / max(n_sweeps - n_warmup, 1), states)
+    return output, stopped_by, static["capacities"]
 
 
 def _joined(chunks):

@@ -163,6 +163,26 @@ def init(rng_key: Any, arrays: RelationalArrays, schema: RelationalSchema, capac
     )
 
 
+def grown(state: IRMState, schema: RelationalSchema, capacities: tuple[int, ...]) -> IRMState:
+    """``state`` (of one chain or of chains on leading axes) with more slots: ``capacities`` per
+    domain, the new slots empty and their blocks without counts; ``overflow`` cleared.
+
+    The same partitions, counts, α and γ: a chain continued from it draws what the chain at these
+    capacities would have (the sweeps' draws do not depend on the capacity while it suffices; the
+    log joint, a sum over the blocks, may differ in its last bit).
+    """
+    def pad(array: Any, axes: tuple[int, ...], targets: tuple[int, ...]) -> Any:
+        widths = [(0, 0)] * array.ndim
+        for axis, target in zip(axes, targets):
+            widths[axis] = (0, target - array.shape[axis])
+        return jnp.pad(array, widths)
+
+    sizes = tuple(pad(sizes, (-1,), (capacity,)) for sizes, capacity in zip(state.sizes, capacities))
+    counts = tuple(pad(counts, tuple(range(-len(domains) - 1, -1)), tuple(capacities[d] for d in domains))
+                   for counts, domains in zip(state.counts, schema.relation_domains))
+    return state._replace(sizes=sizes, counts=counts, overflow=jnp.zeros_like(state.overflow))
+
+
 def _predictive(state: IRMState, relation: int, cells: Any, schema: RelationalSchema) -> Any:
     """P(r(cell) = u | z, y, γ) = (γ_u + n_block,u) / (Σγ + n_block) for cells (n, arity)."""
     domains = schema.relation_domains[relation]

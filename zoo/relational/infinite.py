@@ -42,8 +42,9 @@ look-up in a table of log Γ(γ_u + m) built once per sweep.
 
 State: fixed capacity ``K_max`` per domain with an occupancy count per slot (a slot is active when
 its count is positive). If an individual must be able to open a new cluster and no slot is free,
-the sweep sets ``overflow`` (sticky); :meth:`InfiniteRelational.sample` then re-runs all chains with
-twice the capacity, so a returned result never contains an overflowed chain.
+the sweep sets ``overflow`` (sticky); :meth:`InfiniteRelational.sample` then runs that call again,
+from the states it started with, at twice the capacity (the sweeps' draws do not depend on the
+capacity while it suffices), so a returned result never contains an overflowed chain.
 
 Diagnostics are label-invariant (number of clusters per domain, log joint, α_D, γ_r) and come back
 as an ArviZ ``InferenceData``. Relations of arity 1 and 2 are supported; observed self-pairs are not.
@@ -216,10 +217,11 @@ class InfiniteRelational:
     sample_concentration, sample_hyper : bool
         Resample α_D / γ_r after every sweep (otherwise they stay at their initial values).
     max_clusters : int
-        Initial capacity K_max of every domain (capped at the domain's size); doubled and the
-        run repeated when a chain overflows. Memory is estimated before every run, at the
-        capacities of that run: a start that cannot fit is refused, and so is the run again at
-        grown capacities (a ``ValueError`` naming ``max_clusters`` with the figure).
+        Initial capacity K_max of every domain (capped at the domain's size); doubled when a
+        chain overflows, and the call of sweeps in which it did run again at the grown capacity
+        (held-out cases: the cases' call from their start). Memory is estimated before the run and
+        before every growth: a start that cannot fit is refused, and so is a growth (a
+        ``ValueError`` naming ``max_clusters`` with the figure).
     init_clusters : int
         Individuals start spread uniformly over this many clusters.
     backend : {"auto", "xla", "numba"}
@@ -352,29 +354,37 @@ class InfiniteRelational:
         check_memory("max_clusters", n_bytes, f"{n_chains} IRM chain(s) at capacities {capacities}{grown}")
 
     def _run(self, runner, keys, data, arrays, hidden_cells, schema, *, scale=1, resume_from=None, **kwargs):
-        """Run, doubling the capacity and repeating with the same keys while any chain overflows.
+        """Run; a call in which a chain outgrows the capacities runs again with twice them (up to the
+        domains' sizes), from the states it started with and with the same keys, and the run goes on.
 
-        ``runner`` returns (output, why it stopped: ``"n_draws"`` when every sweep ran); ``scale`` is
-        the first run's multiple of ``max_clusters``. With ``resume_from`` (the chains' states at
-        that scale, the sweep they stopped before) the first run continues them; a run again after
-        an overflow starts from the start. Memory is checked before every run. Returns the output,
-        the capacities and scale it ran at, why it stopped, and the first sweep it ran.
+        ``runner`` (:func:`_run_chains_in_calls`) returns (output, why it stopped, the capacities it
+        ended at); ``scale`` is the first run's multiple of ``max_clusters``. With ``resume_from``
+        (the chains' states at that scale, the sweep they stopped before) the run continues them.
+        Memory is checked before the run and before every growth (a ``ValueError`` naming
+        ``max_clusters``). Returns the output, the capacities and scale it ended at, why it
+        stopped, and the first sweep it ran. (Until 2026-12-07 every chain ran again from its
+        start after an overflow.)
         """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
-        while True:
-            capacities = self._capacities(schema, scale)
-            states, first_sweep = resume_from or (None, 0)
-            self._check_memory(arrays, schema, capacities, len(keys), kwargs["n_sweeps"] - first_sweep,
-                               kwargs["keep_assignments"])
-            output, stopped_by = runner(keys, arrays, flat, hidden_cells, schema=schema, capacities=capacities,
-                                       settings=settings, states=states, first_sweep=first_sweep, **kwargs)
-            overflowed = bool(np.any(np.asarray(output.final.overflow)))
-            if not overflowed:
-                return output, capacities, scale, stopped_by, first_sweep
+        states, first_sweep = resume_from or (None, 0)
+        remaining = kwargs["n_sweeps"] - first_sweep
+
+        def grow(capacities: tuple) -> tuple:
+            nonlocal scale
             if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                 raise RuntimeError("overflow reported with every capacity at its domain size")
-            scale, resume_from = 2 * scale, None
+            scale *= 2
+            bigger = self._capacities(schema, scale)
+            self._check_memory(arrays, schema, bigger, len(keys), remaining, kwargs["keep_assignments"])
+            return bigger
+
+        capacities = self._capacities(schema, scale)
+        self._check_memory(arrays, schema, capacities, len(keys), remaining, kwargs["keep_assignments"])
+        output, stopped_by, capacities = runner(keys, arrays, flat, hidden_cells, schema=schema,
+                                                capacities=capacities, settings=settings, states=states,
+                                                first_sweep=first_sweep, grow=grow, **kwargs)
+        return output, capacities, scale, stopped_by, first_sweep
 
     def sample(self, data: RelationalData, key: Any, *, n_chains: int = 4, n_draws: int | None = None,
                n_warmup: int | None = None, n_sweeps: int | None = None, keep_assignments: bool = True,
@@ -471,8 +481,8 @@ class InfiniteRelational:
         """Sweeps 0 .. ``n_sweeps`` - 1 of the chains, continuing ``previous`` where it stopped (at its
         capacities) when given: the result :meth:`sample` and :meth:`IRMResult.resume` return.
 
-        A continued chain that outgrows the capacities is run again from its start, with twice
-        them, as one longer run would have been (so the draws stay that run's). With
+        A continued chain that outgrows the capacities goes on with twice them, as one longer run
+        would have (so the draws stay that run's). With
         ``until_mixed`` the run ends as soon as the draws so far mix (asked as they grow by a
         tenth, :class:`inference.chains.StopRule`).
         """
@@ -500,7 +510,7 @@ class InfiniteRelational:
             _run_chains_in_calls, keys, data, arrays, hidden_cells, schema, scale=c.scale,
             resume_from=(previous._final, c.next_sweep) if previous is not None else None, **common)
         seconds = time.perf_counter() - start + (previous.seconds if previous is not None else 0.0)
-        if first_sweep == 0:  # a fresh run, or the continuation outgrew the capacities and ran again
+        if first_sweep == 0:  # a fresh run
             previous = None
         result = _assemble(c, schema, arrays, output, capacities=capacities, scale=scale, stopped_by=stopped_by,
                            seconds=seconds, first_sweep=first_sweep, previous=previous)
@@ -846,8 +856,7 @@ class IRMResult(Described):
         :meth:`InfiniteRelational.sample` gives for all the sweeps at once (``n_sweeps`` the warm-up
         plus every draw, the same ``n_warmup``); elsewhere the continuation is valid but not those
         bits, and a :class:`~inference.provenance.ProvenanceWarning` says so. A chain that outgrows
-        the capacities while continued makes every chain run again from its start with twice them,
-        as that longer run would have.
+        the capacities while continued goes on with twice them, as that longer run would have.
 
         Parameters
         ----------
