@@ -339,7 +339,8 @@ _CARDS = (
         paper=_PAPERS["CP"],
         equations="CP §1, Fig. 1 (model); §2 eqs. 2-6 (incremental EM)",
         latent_structure="one class h_D(a) per individual of every domain; each observed cell's value "
-                         "depends on its arguments' classes",
+                         "depends on its arguments' classes (an undirected network: each pair of nodes once, one "
+                         "θ per unordered pair of classes)",
         engines=("incremental EM (Neal-Hinton, factorised q; restarts)",),
         data="relational",
         program_path="zoo.relational.latent_class.latent_class_program",
