@@ -467,6 +467,33 @@ def test_overflow_grows_the_capacity_and_the_draws_are_those_of_a_run_at_it(n_sp
     assert result.capacities == wide.capacities and result.stopped_by == wide.stopped_by == "n_draws"
 
 
+def test_a_growth_that_memory_cannot_hold_ends_the_run_with_the_sweeps_finished(monkeypatch):
+    """Where memory cannot hold a grown capacity the run stops there and returns what finished, saying
+    so (until 2026-12-07 the ValueError of the memory check lost the whole run)."""
+    data = load_florentine_families()
+    model = InfiniteRelational(concentration=5.0, max_clusters=4, init_clusters=1, sample_concentration=False,
+                               sample_hyper=False, n_split_merge=0)
+    check = InfiniteRelational._check_memory
+
+    def small_memory(self, arrays, schema, capacities, *args):
+        if capacities[0] > 4:
+            raise ValueError(f"max_clusters: {capacities} would need more memory than there is")
+        return check(self, arrays, schema, capacities, *args)
+
+    monkeypatch.setattr(InfiniteRelational, "_check_memory", small_memory)
+    for n_warmup, n_draws in ((0, 12), (4, 8)):  # a chain outgrows 4 clusters in the second sweep
+        with pytest.warns(RuntimeWarning, match=r"a chain outgrew capacities \(4,\), and the run stopped there, the "
+                                                r"sweeps finished before returned \(completed=False\): max_clusters"):
+            result = model.sample(data, key=jax.random.key(2), n_chains=2, n_warmup=n_warmup, n_draws=n_draws,
+                                  sweeps_per_call=1, progress=False)
+        assert result.stopped_by == "capacity" and not result.completed and result.capacities == (4,)
+        assert result.log_joint.shape[1] + result.warmup_log_joint.shape[1] == 1  # the first sweep's call
+        if n_warmup == 0:
+            assert result.to_inference_data().posterior.attrs["stopped_by"] == "capacity"
+        card = " ".join(repr(result).split())  # its lines joined
+        assert "memory could not hold the grown capacity" in card, card
+
+
 def _assert_same_draws(result, expected):
     for name in ("n_clusters", "concentrations", "hyper", "log_joint", "warmup_log_joint", "assignments",
                  "split_merge"):

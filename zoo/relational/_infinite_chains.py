@@ -106,13 +106,14 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     capacities)``, when given, makes the :class:`inference.chains.StopRule` asked (as it is due)
     about the output of the sweeps so far; when it says so, the run ends there, completed.
     ``grow(capacities)``, when given, is asked for larger capacities when a chain of a call outgrows
-    them (it raises where memory cannot hold them): the call runs again from the states it started
-    with, grown (:func:`~zoo.relational._infinite_state.grown`), with the same keys, and the run
-    goes on at those capacities; the draws are those of a run at them from the start. Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
+    them: the call runs again from the states it started with, grown
+    (:func:`~zoo.relational._infinite_state.grown`), with the same keys, and the run goes on at
+    those capacities; the draws are those of a run at them from the start. Where memory cannot hold
+    them ``grow`` returns None and the run ends with the calls finished before. Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
     ``first_sweep`` on), why the run ended (:data:`inference.chains.STOPPED_BY`): ``"n_draws"``
     (every sweep ran), ``"mixed"`` (``stop_rule`` said so), ``"interrupted"`` (Ctrl-C), ``"time_budget"``
-    (the deadline) or ``"capacity"`` (a chain overflowed without ``grow``: the caller runs again),
-    and the capacities it ended at.
+    (the deadline) or ``"capacity"`` (a chain overflowed, and without ``grow`` the caller runs
+    again), and the capacities it ended at.
     """
     starts, predictive, sweep_keys = _start_chains(keys, arrays, hidden_cells, schema=schema, capacities=capacities,
                                                    settings=settings, n_sweeps=n_sweeps, relation=relation)
@@ -136,6 +137,10 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
             if grow is not None and np.any(np.asarray(after.overflow)):
                 # The same call again from the states it started with, grown; the finished calls stand.
                 capacities = grow(static["capacities"])
+                if capacities is None:  # memory cannot hold them: the finished calls are returned
+                    chunks = chunks or [jax.tree_util.tree_map(lambda part: part[:, :0], jax.device_get(chunk))]
+                    stopped_by = "capacity"
+                    break
                 states, static["capacities"] = grown(states, schema, capacities), capacities
                 bar.set_description(f"{keys.shape[0]} chains, capacity {max(capacities)}{until}")
                 continue

@@ -360,23 +360,30 @@ class InfiniteRelational:
         ``runner`` (:func:`_run_chains_in_calls`) returns (output, why it stopped, the capacities it
         ended at); ``scale`` is the first run's multiple of ``max_clusters``. With ``resume_from``
         (the chains' states at that scale, the sweep they stopped before) the run continues them.
-        Memory is checked before the run and before every growth (a ``ValueError`` naming
-        ``max_clusters``). Returns the output, the capacities and scale it ended at, why it
-        stopped, and the first sweep it ran. (Until 2026-12-07 every chain ran again from its
-        start after an overflow.)
+        Memory is checked before the run (a ``ValueError`` naming ``max_clusters``) and before every
+        growth: one it cannot hold ends the run with the sweeps finished, ``stopped_by`` "capacity",
+        and a ``RuntimeWarning`` saying so. Returns the output, the capacities and scale it ended at,
+        why it stopped, and the first sweep it ran. (Until 2026-12-07 every chain ran again from its
+        start after an overflow, and a growth memory could not hold raised the ``ValueError``.)
         """
         settings = self._settings()
         flat = flat_cells(data) if settings["backend"] == "numba" else None
         states, first_sweep = resume_from or (None, 0)
         remaining = kwargs["n_sweeps"] - first_sweep
 
-        def grow(capacities: tuple) -> tuple:
+        def grow(capacities: tuple) -> tuple | None:
             nonlocal scale
             if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                 raise RuntimeError("overflow reported with every capacity at its domain size")
+            bigger = self._capacities(schema, 2 * scale)
+            try:
+                self._check_memory(arrays, schema, bigger, len(keys), remaining, kwargs["keep_assignments"])
+            except ValueError as error:
+                warnings.warn(f"InfiniteRelational.sample: a chain outgrew capacities {capacities}, and the run "
+                              f"stopped there, the sweeps finished before returned (completed=False): {error}",
+                              RuntimeWarning, stacklevel=user_stacklevel())
+                return None
             scale *= 2
-            bigger = self._capacities(schema, scale)
-            self._check_memory(arrays, schema, bigger, len(keys), remaining, kwargs["keep_assignments"])
             return bigger
 
         capacities = self._capacities(schema, scale)
