@@ -109,7 +109,8 @@ def _run_chains_in_calls(keys, arrays, flat, hidden_cells, *, schema, capacities
     them: the call runs again from the states it started with, grown
     (:func:`~zoo.relational._infinite_state.grown`), with the same keys, and the run goes on at
     those capacities; the draws are those of a run at them from the start. Where memory cannot hold
-    them ``grow`` returns None and the run ends with the calls finished before. Returns the output of the sweeps finished (``info`` and ``assignments`` over them, from
+    them ``grow`` returns None and the run ends with the calls finished before. Returns the output
+    of the sweeps finished (``info`` and ``assignments`` over them, from
     ``first_sweep`` on), why the run ended (:data:`inference.chains.STOPPED_BY`): ``"n_draws"``
     (every sweep ran), ``"mixed"`` (``stop_rule`` said so), ``"interrupted"`` (Ctrl-C), ``"time_budget"``
     (the deadline) or ``"capacity"`` (a chain overflowed, and without ``grow`` the caller runs
