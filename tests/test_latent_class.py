@@ -50,8 +50,8 @@ def _random_params(rng, data, n_classes):
     return LRMParams(weights, tuple(probs), resp)
 
 
-def _program_log_likelihood(data, params, n_classes):
-    """log Σ_h P(y, h) with every joint assignment substituted into the NumPyro program."""
+def _program_log_joints(data, params, n_classes):
+    """log P(y, h) of the NumPyro program for every joint assignment h, and the assignments."""
     schema = data.schema
     entries = tuple(jnp.asarray(relation.entries) for relation in data.relations)
     values = tuple(jnp.asarray(relation.values) for relation in data.relations)
@@ -63,10 +63,14 @@ def _program_log_likelihood(data, params, n_classes):
         sites = dict(params.program_params(schema))
         sites.update({f"class_{name}": value for name, value in zip(schema.domain_names, classes)})
         program = handlers.substitute(latent_class_program, data=sites)
-        value, _ = log_density(program, (entries, values), {"schema": schema, "n_classes": n_classes}, {})
-        return value
+        return log_density(program, (entries, values), {"schema": schema, "n_classes": n_classes}, {})[0]
 
-    return jax.nn.logsumexp(jax.jit(jax.vmap(log_joint))(*stacked))
+    return jax.jit(jax.vmap(log_joint))(*stacked), stacked
+
+
+def _program_log_likelihood(data, params, n_classes):
+    """log Σ_h P(y, h) with every joint assignment substituted into the NumPyro program."""
+    return jax.nn.logsumexp(_program_log_joints(data, params, n_classes)[0])
 
 
 def _expected_log_joint(data, params, n_classes):
@@ -115,24 +119,6 @@ def _symmetric_params(rng, data, n_classes):
                   + jnp.triu(p.transpose(2, 0, 1), 1).transpose(2, 1, 0) if data.schema.is_symmetric(r) else p
                   for r, p in enumerate(params.relation_probs))
     return params._replace(relation_probs=probs)
-
-
-def _program_log_joints(data, params, n_classes):
-    """log P(y, h) of the NumPyro program for every joint assignment h, and the assignments."""
-    schema = data.schema
-    entries = tuple(jnp.asarray(relation.entries) for relation in data.relations)
-    values = tuple(jnp.asarray(relation.values) for relation in data.relations)
-    joints = list(itertools.product(*[itertools.product(range(g), repeat=size)
-                                      for g, size in zip(n_classes, schema.domain_sizes)]))
-    stacked = [jnp.asarray([joint[d] for joint in joints]) for d in range(len(n_classes))]
-
-    def log_joint(*classes):
-        sites = dict(params.program_params(schema))
-        sites.update({f"class_{name}": value for name, value in zip(schema.domain_names, classes)})
-        program = handlers.substitute(latent_class_program, data=sites)
-        return log_density(program, (entries, values), {"schema": schema, "n_classes": n_classes}, {})[0]
-
-    return jax.jit(jax.vmap(log_joint))(*stacked), stacked
 
 
 def test_an_undirected_network_counts_each_pair_once_as_its_program_does(x64):
