@@ -427,6 +427,17 @@ def _names_of(data: Any) -> dict[str, tuple | None]:
             for axis in ("row_names", "col_names")}
 
 
+def fitted_params(params: Any, data: Any, axis: str) -> Any:
+    """The parameters of ``params``, a model's parameters or the :class:`EMResult` of a fit; from a
+    result, ``data`` (new rows or objects over the fitted features) must name its ``axis``
+    ("row_names" or "col_names") as the fitted data did, in order (a ``ValueError`` naming
+    ``data``): the features are read by position, so another order would be read in silence."""
+    if not isinstance(params, EMResult):
+        return params
+    _check_same_names("data", {axis: getattr(params, axis)}, data)
+    return params.params
+
+
 def _check_same_names(argument: str, fitted: dict[str, tuple | None], data: Any) -> None:
     """A ``ValueError`` naming ``argument`` when ``data`` (a co-occurrence container) names its rows or
     columns otherwise than the fitted data did (``fitted``): held-out tokens are scored by position, so

@@ -30,6 +30,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from inference.em import fitted_params
 from inference.native.backend import resolve_backend
 from inference.sparse import cell_stats
 from inference._validation import check_choice, check_fitted_params, check_int, check_real
@@ -334,7 +335,7 @@ class Aspect:
     # ---------------------------------------------------------------- fold-in of new rows
     def fold_in(
         self,
-        params: AspectParams,
+        params: Any,
         data: CoOccurrence,
         *,
         n_iter: int = 50,
@@ -345,10 +346,22 @@ class Aspect:
         EM over the mixing weights only: P(c|x_new) ← Σ_k n(x_new, y_k) P_β{c | x_new, y_k}
         normalised, the usual "folding-in" of unseen documents (Hofmann 1999).
 
+        Parameters
+        ----------
+        params : AspectParams or EMResult
+            The fit. Given the result (``tempered_em``'s), ``data`` that names its columns must
+            name them as the fitted data did, in order (a ``ValueError`` naming ``data``): the
+            columns are read by position, so a vocabulary in another order would be folded in
+            wrongly, in silence. Given the parameters, only the number of columns is checked.
+        data : CoOccurrence — the new rows, over the fitted columns
+        n_iter : int — EM iterations over the mixing weights
+        beta : float — the E-step's β (the fit's ``result.beta`` for a tempered fit)
+
         Returns
         -------
         (n_new_rows, K) array of P(c|x) for the rows of ``data``.
         """
+        params = fitted_params(params, data, "col_names")
         self.check_params(params)
         n_iter = check_int("n_iter", n_iter, minimum=1)
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
@@ -367,7 +380,12 @@ class Aspect:
             )
 
     def fold_in_heldout_log_lik(self, params: AspectParams, mixing: Any, data: CoOccurrence) -> float:
-        """Σ n log P(y|x) of ``data`` for folded-in rows with mixing weights ``mixing`` = P(c|x)."""
+        """Σ n log P(y|x) of ``data`` for folded-in rows with mixing weights ``mixing`` = P(c|x).
+
+        ``params``: the fit's parameters or its ``EMResult``, which also checks ``data``'s column
+        names, as :meth:`fold_in` does.
+        """
+        params = fitted_params(params, data, "col_names")
         self.check_params(params)
         self._check_new_rows(params, data)
         if np.shape(mixing) != (data.n_rows, self.n_classes):

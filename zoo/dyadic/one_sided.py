@@ -39,6 +39,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro import handlers
 
+from inference.em import fitted_params
 from inference.schedules import anneal_up
 from inference.native.backend import resolve_backend
 from inference.sparse import count_matmul
@@ -423,11 +424,15 @@ class OneSided:
         0 counted (:func:`zoo.dyadic.predictive.heldout_evaluation`: no hidden floor)."""
         return heldout_evaluation(self, params, data, floor=floor)
 
-    def assign(self, params: OneSidedParams, data: CoOccurrence, *, beta: float = 1.0) -> Any:
+    def assign(self, params: Any, data: CoOccurrence, *, beta: float = 1.0) -> Any:
         """Cluster posteriors of the objects of ``data`` (new objects, same features), (n, K).
 
-        One E-step with the fitted P(c) and P(y|c) held fixed.
+        One E-step with the fitted P(c) and P(y|c) held fixed. ``params``: the fit's parameters or
+        its ``EMResult``; given the result, ``data`` that names its features must name them as the
+        fitted data did, in order (a ``ValueError`` naming ``data``: features in another order would
+        be read by position, in silence).
         """
+        params = fitted_params(params, data, "col_names" if self.side == "rows" else "row_names")
         beta = check_real("beta", beta, low=0.0, high=1.0, low_open=True)
         oriented = self._oriented(data)
         n_features = params.feature_given_class.shape[0]
