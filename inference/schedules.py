@@ -101,12 +101,15 @@ class FixedBeta:
         With validation data, stop after ``patience`` iterations without a relative improvement
         of ``min_improvement`` in validation perplexity (the best parameters are kept anyway).
     patience : int
+        10 by default, as :class:`TemperedEM`'s (1 until 2026-12-07: the validation perplexity of
+        EM's first iterations can rise once before it falls, and a one-sided clustering of 2,000
+        newsgroup posts stopped after 2 iterations, test perplexity 3,741 against 3,598).
     min_improvement : float
     """
 
     beta: float = 1.0
     early_stopping: bool = False
-    patience: int = 1
+    patience: int = 10
     min_improvement: float = 1e-4
 
     def __post_init__(self) -> None:
