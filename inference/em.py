@@ -214,14 +214,28 @@ def _initial_state(params, *, schedule, segment):
     )
 
 
+def _scores_with_floor(model: Any) -> bool:
+    """Whether ``model.heldout_log_lik_and_zeros`` takes ``floor=`` (every token at max(P(y|x), floor))."""
+    method = getattr(model, "heldout_log_lik_and_zeros", None)
+    return method is not None and "floor" in inspect.signature(method).parameters
+
+
 def _validation_scores(model, params, valid, valid_total, *, floor, dtype, extra):
     """(reported perplexity, tokens of probability 0, compared count, compared perplexity) of ``valid``.
 
     The reported perplexity is inf when tokens have probability 0 and ``floor`` is None, and the
-    comparison is by (their count, the perplexity of the others); with ``floor`` they are scored
-    at it and the comparison is by that perplexity alone (count 0). Models without
-    ``heldout_log_lik_and_zeros`` report no tokens of probability 0.
+    comparison is by (their count, the perplexity of the others); with ``floor`` every token is
+    scored at max(P(y|x), floor), as ``EMResult.perplexity(..., floor=)`` scores it, and the
+    comparison is by that perplexity alone (count 0). (Models whose ``heldout_log_lik_and_zeros``
+    takes no ``floor`` score only the tokens of probability 0 at it, as every model did until
+    2026-12-07.) Models without ``heldout_log_lik_and_zeros`` report no tokens of probability 0.
     """
+    if floor is not None and _scores_with_floor(model):  # every token at max(P(y|x), floor), as evaluated
+        log_lik, n_zero = model.heldout_log_lik_and_zeros(params, valid, floor=floor, **extra)
+        scored = perplexity(log_lik, valid_total).astype(dtype)
+        scored = jnp.where(jnp.isfinite(scored), scored, jnp.inf)
+        n_zero = jnp.asarray(n_zero, dtype)
+        return scored, n_zero, jnp.zeros_like(n_zero), scored
     if hasattr(model, "heldout_log_lik_and_zeros"):
         log_lik, n_zero = model.heldout_log_lik_and_zeros(params, valid, **extra)
     else:
@@ -927,8 +941,10 @@ def tempered_em(
         end of the current segment (``result.stopped_by == "interrupted"``) instead of losing
         them; a second one abandons the fit with ``KeyboardInterrupt``.
     floor : float in (0, 1), optional
-        Score validation tokens of probability 0 at max(P(y|x), ``floor``) in the fit's validation
-        perplexity. Without it such tokens make the validation perplexity inf (the history counts
+        Score every validation token at max(P(y|x), ``floor``) in the fit's validation perplexity,
+        as ``result.perplexity(valid, floor=...)`` does (the zoo's dyadic models; until 2026-12-07
+        only the tokens of probability 0 were floored in the fit, so the two differed). Without it
+        such tokens make the validation perplexity inf (the history counts
         them in ``valid_zero_tokens``) and the fit compares iterates, β levels and restarts by
         (tokens of probability 0, perplexity of the others); see the module docstring. Fitting
         with ``prior_count > 0`` (MAP-EM) leaves no such tokens.

@@ -257,14 +257,17 @@ class Aspect:
         return _reduce(reduce, stats.log_norm) + self._scale_correction(arrays, log_rows, log_cols)
 
     def heldout_log_lik_and_zeros(self, params: AspectParams, arrays: DyadicArrays,
-                                  reduce: Any = None) -> tuple[Any, Any]:
+                                  reduce: Any = None, floor: float | None = None) -> tuple[Any, Any]:
         """(Σ n log P(y|x) over held-out tokens of positive probability, tokens of probability 0):
         the validation score of the EM driver (:func:`zoo.dyadic.predictive.split_zero_cells`).
-        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped."""
+        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped. With ``floor``
+        every token is scored at max(P(y|x), floor) (:func:`~zoo.dyadic.predictive.split_zero_cells`),
+        as the evaluation does."""
         log_lik = self.heldout_log_lik(params, arrays, reduce)
-        if self.prior_count > 0:
+        if self.prior_count > 0 and floor is None:
             return log_lik, jnp.zeros((), log_lik.dtype)
-        return split_zero_cells(log_lik, params.class_given_row(), params.col_given_class, arrays, reduce=reduce)
+        return split_zero_cells(log_lik, params.class_given_row(), params.col_given_class, arrays, reduce=reduce,
+                                floor=floor)
 
     # ---------------------------------------------------------------- E-step + M-step
     def em_step(self, params: AspectParams, arrays: DyadicArrays, beta: Any,

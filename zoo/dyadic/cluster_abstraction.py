@@ -596,15 +596,18 @@ class ClusterAbstraction:
         row_factors, col_factors = self.predictive_factors(params)
         return _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
 
-    def heldout_log_lik_and_zeros(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None) -> tuple[Any, Any]:
+    def heldout_log_lik_and_zeros(self, params: CAMParams, arrays: DyadicArrays, reduce: Any = None,
+                                  floor: float | None = None) -> tuple[Any, Any]:
         """(Σ n log P(y|x) over held-out tokens of positive probability, tokens of probability 0):
         the validation score of the EM driver (:func:`zoo.dyadic.predictive.split_zero_cells`).
-        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped."""
+        With ``prior_count > 0`` no prediction is 0 and the count pass is skipped. With ``floor``
+        every token is scored at max(P(y|x), floor) (:func:`~zoo.dyadic.predictive.split_zero_cells`),
+        as the evaluation does."""
         row_factors, col_factors = self.predictive_factors(params)
         log_lik = _reduce(reduce, conditional_log_lik(row_factors, col_factors, arrays, backend=self.backend))
-        if self.prior_count > 0:
+        if self.prior_count > 0 and floor is None:
             return log_lik, jnp.zeros((), log_lik.dtype)
-        return split_zero_cells(log_lik, row_factors, col_factors, arrays, reduce=reduce)
+        return split_zero_cells(log_lik, row_factors, col_factors, arrays, reduce=reduce, floor=floor)
 
     def heldout_evaluation(self, params: CAMParams, data: CoOccurrence, *, floor: float | None = None) -> HeldOut:
         """Σ n log P(y|x) of held-out ``data`` in float64, tokens of probability 0 counted

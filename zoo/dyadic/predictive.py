@@ -119,7 +119,8 @@ def _working_dtype(factors: Any) -> Any:
 
 
 def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: DyadicArrays, *,
-                     reduce: Any = None, chunk_cells: int = 1 << 16, batch_cells: int = 4096) -> tuple[Any, Any]:
+                     reduce: Any = None, chunk_cells: int = 1 << 16, batch_cells: int = 4096,
+                     floor: float | None = None) -> tuple[Any, Any]:
     """Take the cells of probability 0 out of a kernel's Σ n log P(y|x) and count their tokens.
 
     The kernels (:func:`conditional_log_lik`, the aspect model's) score a cell whose normalised
@@ -134,6 +135,11 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
     this block's corrections across blocks (data-parallel EM). Without floored cells the first
     result is ``log_lik`` itself, bit for bit.
 
+    With ``floor`` (a user's, as in :func:`heldout_from_factors`) every token is scored at
+    max(P(y|x), ``floor``), those of probability 0 included: the cells below ``floor`` are found
+    and corrected the same way, and the first result is the sum over all tokens (the second still
+    counts the tokens of probability 0).
+
     Parameters
     ----------
     log_lik : scalar — the kernel's Σ n log max(P(y|x), floor) for ``arrays``
@@ -142,6 +148,7 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
     arrays : DyadicArrays — the scored cells (padding cells have count 0)
     chunk_cells : int — cells per chunk of the pass that finds the floored cells
     batch_cells : int — floored cells scored at a time (a loop runs while any are left: usually none)
+    floor : float in (0, 1), optional — score every token at max(P(y|x), floor)
 
     Returns
     -------
@@ -151,7 +158,7 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
     R, C = jnp.asarray(row_factors, dtype), jnp.asarray(col_factors, dtype)
     A, log_rows = row_max_normalise(R)
     B, log_cols = row_max_normalise(C)
-    floor = _floor(dtype)
+    floor_user, floor = floor, _floor(dtype)
     log_floor = jnp.log(jnp.asarray(floor, dtype))
     nnz = arrays.rows.shape[0]
     n_chunks = max(1, -(-nnz // chunk_cells))
@@ -162,10 +169,15 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
     cols = jnp.minimum(jnp.pad(arrays.cols, (0, pad)), B.shape[0] - 1)
     counts = jnp.pad(arrays.counts, (0, pad))
 
+    log_user = None if floor_user is None else jnp.log(jnp.asarray(floor_user, dtype))
+
     def flag(_, chunk):
         chunk_rows, chunk_cols, chunk_counts = chunk
         z = jnp.sum(A[chunk_rows] * B[chunk_cols], axis=1)  # elementwise: XLA's batched dot is slower on the CPU
-        return None, (z < floor) & (chunk_counts > 0)
+        low = z < floor
+        if log_user is not None:  # P(y|x) = z max R_i max C_k below the user's floor
+            low = low | (jnp.log(z) + log_rows[chunk_rows] + log_cols[chunk_cols] < log_user)
+        return None, low & (chunk_counts > 0)
 
     _, floored = jax.lax.scan(flag, None, tuple(array.reshape(n_chunks, size) for array in (rows, cols, counts)))
     floored = floored.reshape(-1)
@@ -184,8 +196,14 @@ def split_zero_cells(log_lik: Any, row_factors: Any, col_factors: Any, arrays: D
         zero = in_batch & zero_probability(row_cells, col_cells, dtype)
         tiny = in_batch & ~zero
         exact = jax.nn.logsumexp(jnp.log(row_cells) + jnp.log(col_cells), axis=1)  # the products underflow
-        kernel = cell_counts * (log_floor + log_rows[cell_rows] + log_cols[cell_cols])  # what the kernel added
+        z = jnp.sum(A[cell_rows] * B[cell_cols], axis=1)
+        # What the kernel added: log max(z, its floor) + the normalisers.
+        kernel = cell_counts * (jnp.maximum(jnp.log(z), log_floor) + log_rows[cell_rows] + log_cols[cell_cols])
         n_zero = n_zero + jnp.sum(jnp.where(zero, cell_counts, 0.0))
+        if log_user is not None:  # every flagged token at max(log P, log floor), those of probability 0 too
+            scored = cell_counts * jnp.maximum(jnp.where(zero, -jnp.inf, exact), log_user)
+            correction = correction + jnp.sum(jnp.where(in_batch, kernel - scored, 0.0))
+            return index + 1, n_zero, correction
         correction = correction + jnp.sum(jnp.where(zero, kernel, 0.0))
         correction = correction + jnp.sum(jnp.where(tiny, kernel - cell_counts * exact, 0.0))
         return index + 1, n_zero, correction
