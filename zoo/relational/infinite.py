@@ -220,8 +220,9 @@ class InfiniteRelational:
         Initial capacity K_max of every domain (capped at the domain's size); doubled when a
         chain overflows, and the call of sweeps in which it did run again at the grown capacity
         (held-out cases: the cases' call from their start). Memory is estimated before the run and
-        before every growth: a start that cannot fit is refused, and so is a growth (a
-        ``ValueError`` naming ``max_clusters`` with the figure).
+        before every growth: a start that cannot fit is refused (a ``ValueError`` naming
+        ``max_clusters`` with the figure); a growth that cannot ends the run there, with the
+        sweeps finished and a ``RuntimeWarning`` (``stopped_by="capacity"``).
     init_clusters : int
         Individuals start spread uniformly over this many clusters.
     backend : {"auto", "xla", "numba"}
