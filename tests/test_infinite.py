@@ -564,6 +564,15 @@ def test_resume_continues_the_chains_as_one_longer_run():
         _assert_same_draws(elsewhere.resume(data, n_draws=8), whole)  # here the same bits, but warned
     with pytest.raises(ValueError, match="^data: not the data"):
         first.resume(load_karate_club(), n_draws=2)
+    # A result saved before the symmetric relations' cells weighed ½ (they weighed 1) resumes: the IRM
+    # reads only which cells are seen, and so does the data's digest.
+    from zoo.relational.infinite import _relational_digest
+
+    arrays = data.to_arrays()
+    assert _relational_digest(arrays) == _relational_digest(
+        arrays._replace(weights=tuple(jnp.where(w > 0, 1.0, 0.0).astype(w.dtype) for w in arrays.weights)))
+    assert _relational_digest(arrays) != _relational_digest(
+        arrays._replace(weights=tuple(w.at[0].set(0.0) for w in arrays.weights)))  # a cell hidden is other data
     with pytest.raises(ValueError, match="^n_draws"):
         first.resume(data, n_draws=0)
     with pytest.raises(ValueError, match="^result: only a result returned by"):

@@ -744,8 +744,13 @@ def _warn_if_cases_do_not_mix(log_joint: Any, *, n_sweeps: int, n_split_merge: i
 
 
 def _relational_digest(arrays: Any) -> str:
-    """Digest of a :class:`~zoo.relational.data.RelationalArrays` (cells, values, weights, blankets)."""
-    return arrays_digest(*(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(arrays)))
+    """Digest of a :class:`~zoo.relational.data.RelationalArrays` (cells, values, which cells are seen,
+    blankets). The IRM reads only whether a cell's weight is positive, so the digest does too: a
+    symmetric relation's cells of weight ½ (since 2026-12-07) digest as the 1 of results saved before,
+    which therefore still resume."""
+    seen = arrays._replace(weights=tuple(np.where(np.asarray(w) > 0, 1, 0).astype(np.asarray(w).dtype)
+                                         for w in arrays.weights))
+    return arrays_digest(*(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(seen)))
 
 
 def _assemble(c: "_IRMContinuation", schema: Any, arrays: Any, output: Any, *, capacities: tuple, scale: int,
