@@ -133,13 +133,18 @@ def relation_m_step(counts: Any, prior_count: float, symmetric: bool) -> Any:
     return _normalise_last(counts, relation_prior(prior_count, counts, symmetric))
 
 
+def _per_relation(symmetric: tuple, n_relations: int) -> tuple:
+    """``RelationalSchema.symmetric`` with one entry per relation (it is empty when none is symmetric)."""
+    return symmetric or (False,) * n_relations
+
+
 def m_step(stats: LRMStats, prior_count: float, symmetric: tuple = ()) -> tuple[tuple, tuple]:
     """(class_weights, relation_probs) maximising the objective for fixed q (CP eq. 5).
 
     ``symmetric``: whether each relation is symmetric (``RelationalSchema.symmetric``; empty:
     none is), which sets its blocks' pseudo-counts (:func:`relation_prior`).
     """
-    symmetric = symmetric or (False,) * len(stats.relation_counts)
+    symmetric = _per_relation(symmetric, len(stats.relation_counts))
     class_weights = tuple(_normalise_last(counts, prior_count) for counts in stats.class_counts)
     relation_probs = tuple(relation_m_step(counts, prior_count, sym)
                            for counts, sym in zip(stats.relation_counts, symmetric))
@@ -168,7 +173,7 @@ def free_energy(params: LRMParams, arrays: RelationalArrays, schema: RelationalS
 
 
 def _free_energy_from_stats(params: LRMParams, stats: LRMStats, prior_count: float, symmetric: tuple) -> LRMInfo:
-    symmetric = symmetric or (False,) * len(stats.relation_counts)  # RelationalSchema.symmetric: () when none is
+    symmetric = _per_relation(symmetric, len(stats.relation_counts))
     expected = sum(_weighted_log(counts, probs) for counts, probs in zip(stats.relation_counts, params.relation_probs))
     expected += sum(_weighted_log(counts, weights) for counts, weights in zip(stats.class_counts, params.class_weights))
     entropy = -sum(_weighted_log(resp, resp) for resp in params.responsibilities)
