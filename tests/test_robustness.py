@@ -598,9 +598,9 @@ def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
     # the CPU, for the LRM and for the IRM. On a GPU the vmapped kernels of a batch of 7, 3 or 1
     # cases reduce in shape-dependent orders (an H100 gave 4 of 28 LRM probabilities 2e-7 apart),
     # so there the promise is float32 rounding across call sizes and the same bits for the same
-    # call size. The IRM's chains outgrow a capacity of 3 clusters in a later call than the first
-    # (one by one: the 4th case), and every case is then run again with the larger capacity, as in
-    # one call.
+    # call size. The IRM's chains outgrow a capacity of 3 clusters in the first call and 6 in a later
+    # one (one by one: the 6th case): that call runs again at twice it, the cases finished before
+    # stand (a chain's draws do not depend on its capacity: the same bits as at capacity 64).
     from zoo.relational import infinite
     from zoo.relational.data import load_florentine_families
     from zoo.relational.evaluation import held_out_cases
@@ -631,9 +631,17 @@ def test_held_out_predictions_do_not_depend_on_cases_per_call(monkeypatch):
         if jax.default_backend() != "cpu":
             again = model.predict_held_out(data, hidden, key=jax.random.key(0), cases_per_call=3, **options)
             np.testing.assert_array_equal(again, runs[1])
-    grown = next(i for i, capacity in enumerate(one_by_one) if capacity > 3)
-    assert grown >= 1 and one_by_one[:grown] == [3] * grown, one_by_one  # a later call outgrew 3 clusters
-    assert one_by_one[-7:] == [one_by_one[-1]] * 7, one_by_one  # and every case ran again at the end's capacity
+    growths = [i for i in range(1, len(one_by_one)) if one_by_one[i] > one_by_one[i - 1]]
+    assert growths and growths[-1] >= 2, one_by_one  # a chain outgrew a capacity that a call had finished at
+    # Only the call that outgrew it ran again, and the calls after it kept the grown capacity (until
+    # 2026-12-08 every case ran again: 15 calls here instead of 9).
+    assert len(one_by_one) == 7 + len(growths) and one_by_one == sorted(one_by_one), one_by_one
+    roomy = InfiniteRelational(max_clusters=64, init_clusters=1).predict_held_out(
+        data, hidden, key=jax.random.key(0), cases_per_call=3, **options)
+    if jax.default_backend() == "cpu":
+        np.testing.assert_array_equal(roomy, runs[1])
+    else:
+        np.testing.assert_allclose(roomy, runs[1], rtol=1e-5, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- tiny scales, uneven level weights
@@ -733,6 +741,37 @@ def test_irm_memory_is_checked_again_at_grown_capacities(monkeypatch):
     monkeypatch.setenv("LATENTZOO_MEMORY_LIMIT", str(estimates[0][0] - 1))  # nor the start
     with pytest.raises(ValueError, match=r"^max_clusters: 1 IRM chain\(s\) at capacities \(1, 1\) needs"):
         model.sample(data, key=jax.random.key(0), n_chains=1, n_sweeps=4)
+
+
+def test_irm_held_out_cases_that_cannot_grow_in_memory_stop_with_the_cases_finished(monkeypatch):
+    # One case per call; a later case's chain outgrows 6 clusters (the 6th), and memory cannot hold
+    # 12: the cases stop there with a warning, those finished kept (a ValueError lost them until
+    # 2026-12-08).
+    from zoo.relational import infinite
+    from zoo.relational.data import load_florentine_families
+    from zoo.relational.evaluation import held_out_cases
+
+    data = load_florentine_families()
+    hidden = held_out_cases(data, max_cases=7)
+    model = InfiniteRelational(max_clusters=6, init_clusters=1)
+    options = dict(key=jax.random.key(0), cases_per_call=1, n_chains=1, n_sweeps=4, progress=False)
+    full = model.predict_held_out(data, hidden, **options)
+    original = infinite.check_memory
+
+    def refusing_growth(name, n_bytes, what, **kwargs):
+        if "grown" in what:
+            raise ValueError(f"{name}: {what} needs more than the test allows")
+        return original(name, n_bytes, what, **kwargs)
+
+    monkeypatch.setattr(infinite, "check_memory", refusing_growth)
+    with pytest.warns(RuntimeWarning, match=r"^predict_held_out: a chain outgrew capacities \(6,\) and memory could "
+                                            r"not hold twice them \(max_clusters: .*\); stopped after (\d) of 7 "
+                                            r"cases, the cases not run are NaN"):
+        stopped = model.predict_held_out(data, hidden, **options)
+    done = np.isfinite(stopped).any(axis=(1, 2))
+    n_done = int(done.sum())
+    assert 1 <= n_done < 7 and done[:n_done].all(), done  # the test needs a growth after a finished case
+    np.testing.assert_array_equal(stopped[:n_done], full[:n_done])
 
 
 def test_dp_chains_that_cannot_grow_in_memory_stop_with_their_draws(monkeypatch):

@@ -329,39 +329,35 @@ def _case_calls(n_cases: int, cases_per_call: int) -> list[tuple[np.ndarray, int
 STOPPED_BY = {"interrupted": "interrupted (Ctrl-C)", "time_budget": "time_budget ran out"}
 
 
-def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], str | None]], tuple[Any, bool]], output: np.ndarray,
-                    cases_per_call: int, *, caller: str, deadline: float | None = None, progress: bool = False) -> int:
+def _run_case_calls(run_call: Callable[[np.ndarray, Callable[[], str | None]], tuple[Any, str | None]],
+                    output: np.ndarray, cases_per_call: int, *, caller: str, deadline: float | None = None,
+                    progress: bool = False) -> int:
     """Fill ``output`` (one row per case) by ``run_call(positions)`` in calls of cases; Ctrl-C between calls.
 
-    ``run_call(positions, stopping)`` returns the rows of its cases and whether the finished calls
-    must be run again (the IRM when a chain outgrew its capacity: every case then runs with the
-    larger one, as in one call); ``stopping()`` says whether Ctrl-C or the deadline came (the
-    reason of :func:`~inference.interrupts.stop_reason`, or None), for a call that can end early
-    with what it has (the IRM's chains run until they mix). Ctrl-C is
-    acted on between calls (:class:`inference.interrupts.DeferredInterrupt`), and so is ``deadline``
-    (a ``time.perf_counter()`` value: the calls stop after the one that passes it): the cases not
-    finished keep ``output``'s NaN and a ``RuntimeWarning`` from ``caller`` says how many were; a
-    second Ctrl-C abandons with ``KeyboardInterrupt``. ``progress`` shows a tqdm bar of the cases,
-    advanced after every call (and set back to zero when the cases are run again). Returns the cases
-    finished.
+    ``run_call(positions, stopping)`` returns the rows of its cases and None, or None and the reason
+    why the call could not run (the IRM when memory cannot hold the grown capacity that a chain of
+    the call needs): the cases end there, as after Ctrl-C, those finished kept. ``stopping()`` says
+    whether Ctrl-C or the deadline came (the reason of :func:`~inference.interrupts.stop_reason`, or
+    None), for a call that can end early with what it has (the IRM's chains run until they mix).
+    Ctrl-C is acted on between calls (:class:`inference.interrupts.DeferredInterrupt`), and so is
+    ``deadline`` (a ``time.perf_counter()`` value: the calls stop after the one that passes it): the
+    cases not finished keep ``output``'s NaN and a ``RuntimeWarning`` from ``caller`` says how many
+    were; a second Ctrl-C abandons with ``KeyboardInterrupt``. ``progress`` shows a tqdm bar of the
+    cases, advanced after every call. Returns the cases finished.
     """
     n_cases = output.shape[0]
     calls = _case_calls(n_cases, cases_per_call)
     finished = 0
     bar = tqdm(total=n_cases, disable=not progress, unit="case", desc=caller)
     with DeferredInterrupt() as interrupt, bar:
-        position = 0
-        while position < len(calls):
-            positions, n_real = calls[position]
-            rows, start_over = run_call(positions, lambda: stop_reason(interrupt, deadline))
-            if start_over:
-                output[:finished] = np.nan
-                finished = position = 0
-                bar.reset()
-                continue
+        for positions, n_real in calls:
+            rows, cannot_run = run_call(positions, lambda: stop_reason(interrupt, deadline))
+            if cannot_run is not None:
+                warnings.warn(f"{caller}: {cannot_run}; stopped after {finished} of {n_cases} cases, the cases not "
+                              "run are NaN", RuntimeWarning, stacklevel=user_stacklevel())
+                break
             output[positions[:n_real]] = np.asarray(rows)[:n_real]
             finished += n_real
-            position += 1
             bar.update(n_real)
             if finished == n_cases:
                 break

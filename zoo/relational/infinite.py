@@ -560,16 +560,18 @@ class InfiniteRelational:
             cases of the running call end with the sweeps they have, and a ``RuntimeWarning`` says
             how many cases and sweeps.
         cases_per_call : int — at most this many cases' chains per jitted call (cut evenly; on the
-            CPU the predictions do not depend on it, bit for bit: when a chain outgrows its
-            capacity, every case is run again with the larger one, as in one call; on a GPU a batch
-            of another size reduces in another order, as for the LRM). Between calls Ctrl-C is
+            CPU the predictions do not depend on it, bit for bit; on a GPU a batch of another size
+            reduces in another order, as for the LRM). A call in which a chain outgrows its
+            capacity runs again at twice it (up to the domains' sizes), which later calls keep; a
+            chain's draws do not depend on its capacity, so the cases finished before stand (until
+            2026-12-08 every case ran again). Where memory cannot hold the grown capacity, the cases
+            stop there with a ``RuntimeWarning``, those finished kept. Between calls Ctrl-C is
             acted on: the first one returns the cases finished by the end of the current call, the
             others NaN, with a ``RuntimeWarning`` saying how many were run; a second one abandons
             with ``KeyboardInterrupt``.
         time_budget : float, optional — seconds; the cases stop after the call in which they ran
             out, as after Ctrl-C
-        progress : bool — show a tqdm progress bar of the cases, advanced after every call (set
-            back to zero when a chain outgrew its capacity and every case runs again)
+        progress : bool — show a tqdm progress bar of the cases, advanced after every call
 
         Returns
         -------
@@ -619,31 +621,39 @@ class InfiniteRelational:
             case_hidden = hidden[positions]
             case_arrays = arrays._replace(weights=_case_weights(arrays, case_hidden, relation))
             cells = arrays.entries[relation][jnp.asarray(np.where(case_hidden < 0, 0, case_hidden))]
-            options = dict(schema=schema, capacities=capacities, settings=settings, n_sweeps=n_sweeps,
-                           relation=relation)
-            if until_mixed:
-                run = _run_cases_until_mixed(keys[positions], case_arrays, flat, cells, n_warmup=n_warmup,
-                                             mixed=_case_mixes, stopping=stopping, **options)
-                overflow = run is None
-            else:
-                warmup = n_sweeps // 2 if n_warmup is None else n_warmup
-                output = _run_cases(keys[positions], case_arrays, flat, cells, n_warmup=warmup, keep_assignments=False,
-                                    **options)
-                overflow = np.any(np.asarray(output.final.overflow))
-            if overflow:  # every case again with twice the capacity
+            while True:  # a call in which a chain outgrows its capacity runs again at twice it
+                options = dict(schema=schema, capacities=capacities, settings=settings, n_sweeps=n_sweeps,
+                               relation=relation)
+                if until_mixed:
+                    run = _run_cases_until_mixed(keys[positions], case_arrays, flat, cells, n_warmup=n_warmup,
+                                                 mixed=_case_mixes, stopping=stopping, **options)
+                    overflow = run is None
+                else:
+                    warmup = n_sweeps // 2 if n_warmup is None else n_warmup
+                    output = _run_cases(keys[positions], case_arrays, flat, cells, n_warmup=warmup,
+                                        keep_assignments=False, **options)
+                    overflow = np.any(np.asarray(output.final.overflow))
+                if not overflow:
+                    break
                 if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
                     raise RuntimeError("overflow reported with every capacity at its domain size")
+                bigger = self._capacities(schema, 2 * scale)
+                try:
+                    self._check_memory(arrays, schema, bigger, len(positions) * n_chains, 0, False)
+                except ValueError as error:
+                    return None, (f"a chain outgrew capacities {capacities} and memory could not hold twice them "
+                                  f"({error})")
                 scale *= 2
-                return None, True
+                capacities = bigger
             if until_mixed:
                 for position, case_joint in zip(positions, run.log_joint):
                     log_joint[position] = case_joint
                 if run.stopped is not None:
                     stopped.append(run.stopped)
-                return run.predictive, False
+                return run.predictive, None
             for position, case_joint in zip(positions, np.asarray(output.info.log_joint)[:, :, warmup:]):
                 log_joint[position] = case_joint
-            return np.asarray(output.predictive).mean(axis=1), False
+            return np.asarray(output.predictive).mean(axis=1), None
 
         probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(arrays.weights[0].dtype))
         log_joint = [None] * hidden.shape[0]  # per case: (chains, kept sweeps)

@@ -489,7 +489,7 @@ class LatentClassRelational:
             params = _fit_cases(keys[positions], case_arrays, flat, beta, tol, prior_count, **fit_options)
             cells = arrays.entries[relation][jnp.asarray(np.where(case_hidden < 0, 0, case_hidden))]
             predict = jax.vmap(lambda case_params, case_cells: predict_proba(case_params, relation, case_cells, schema))
-            return predict(params, cells), False
+            return predict(params, cells), None
 
         probs = np.full(hidden.shape + (schema.n_values[relation],), np.nan, np.dtype(dtype))
         _run_case_calls(run_call, probs, cases_per_call, caller="predict_held_out", deadline=deadline,
