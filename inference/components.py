@@ -216,6 +216,17 @@ class ComponentFamily(NamedTuple):
     description : str or None
         How the family was made, e.g. ``"normal_gamma(64, rate=0.5)"``: its ``repr`` (the
         constructors set it; None: the name and dimension).
+    origin : tuple of float or None
+        For a family whose model does not change when the data and the prior's location move
+        together (the Gaussian ones: x - c under the prior's mean m0 - c), the point about which
+        the kernels had best work, one value per feature: the prior's mean. None: the data as
+        given (the default, and the Gaussian families' for a prior mean of 0).
+    centred : callable or None
+        ``() -> ComponentFamily``: this family with its prior moved to ``-origin`` (for the
+        Gaussian ones, mean 0), for the data less ``origin``. :class:`zoo.dirichlet.DPMixture`
+        samples with it, subtracting ``origin`` from the data in float64 before the working
+        float: float32 sums of squares of points far from 0 (years, coordinates in degrees)
+        cancel their spread away, which gave wrong log joints, predictive densities and K.
     """
 
     name: str
@@ -237,6 +248,8 @@ class ComponentFamily(NamedTuple):
     program_params: Callable[[int], Any] | None = None
     program_observe: Callable[..., None] | None = None
     description: str | None = None
+    origin: tuple[float, ...] | None = None
+    centred: Callable[[], "ComponentFamily"] | None = None
 
     def __repr__(self) -> str:
         # The fields are functions bound to the prior's arrays: their repr ran to 3,000 characters.

@@ -416,7 +416,18 @@ def normal_gamma(
         warn_data=partial(_ng_warn_data, prior),
         program_params=partial(_ng_program_params, prior),
         program_observe=partial(_ng_program_observe, prior),
+        **location_fields(prior.mean, n_features, lambda: normal_gamma(
+            n_features, mean=0.0, kappa=prior.kappa, shape=prior.shape, rate=prior.rate)),
     ))
+
+
+def location_fields(mean: np.ndarray, n_features: int, centred: Callable[[], ComponentFamily]) -> dict:
+    """The ``origin`` and ``centred`` fields of a Gaussian family whose prior mean is ``mean``:
+    none for a mean of 0 (the kernels work about it already), else the mean, one value per
+    feature, and the family of the same prior about 0 (see :class:`ComponentFamily`)."""
+    if not np.any(mean):
+        return {}
+    return {"origin": tuple(float(value) for value in np.broadcast_to(mean, (n_features,))), "centred": centred}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from inference.display import call_text, init_defaults
 from inference.components import ComponentFamily, NativePredictive, _as_float, _default_dtype
 from zoo.dirichlet.families import (_LOG_2PI, GaussianParams, GaussianStats, _check_finite_matrix, _ng_cache,
                                     _ng_features, _ng_log_likelihood, _ng_point_stats, _per_feature,
-                                    _shared_family)
+                                    _shared_family, location_fields)
 from zoo.dirichlet.scale import warn_off_scale
 
 __all__ = ["normal_known_precision"]
@@ -222,4 +222,6 @@ def normal_known_precision(
         warn_data=partial(_warn_data, prior),
         program_params=partial(_program_params, prior),
         program_observe=partial(_program_observe, prior),
+        **location_fields(prior.mean, n_features, lambda: normal_known_precision(
+            n_features, precision=prior.precision, mean=0.0, prior_variance=1.0 / prior.prior_precision)),
     ))

@@ -396,14 +396,15 @@ class DPMixtureFit(Described):
             raise ValueError(f"new_points: expected shape (M, {array.shape[1]}) like the data, got {points.shape}")
         if points.shape[0] == 0:
             raise ValueError("new_points: is empty")
+        points = self._continuation.model._about_origin(points)
         by_chains = posterior_predictive_log_density(family, array, samples["assignments"], samples["alpha"], points)
         if by_chain:
             return by_chains
         return special.logsumexp(by_chains, axis=0) - np.log(by_chains.shape[0])
 
     def _predictive_inputs(self, data: Any, needed_by: str) -> tuple[Any, np.ndarray, dict]:
-        """The family, the fitted data (checked against the fit's digest) and the kept draws, or a
-        ``ValueError`` saying what is missing."""
+        """The family the kernels sampled with, the fitted data as they took it (checked against the
+        fit's digest) and the kept draws, or a ``ValueError`` saying what is missing."""
         if getattr(self, "_continuation", None) is None:
             raise ValueError("fit: only a fit returned by DPMixture.fit or resume() knows its model and data (this one "
                              "was built from a ChainResult, or restored without what it needs)")
@@ -416,7 +417,7 @@ class DPMixtureFit(Described):
         samples = self.result.samples
         if not samples:
             raise ValueError(f"result: {diagnostics.no_draws_message(self.result, self._continue_with)}")
-        return family, array, samples
+        return model._kernel_family, array, samples
 
     def loo(self, data: Any, *, refit: bool = False, key: Any = None, **fit_options: Any) -> az.ELPDData:
         """Leave-one-out predictive fit of the fitted points, by PSIS (:func:`arviz.loo`).
@@ -661,6 +662,9 @@ class DPMixture:
             raise TypeError(f"family: expected a ComponentFamily, got {type(family).__name__}")
         self._arguments = arguments
         self.family = family
+        # The kernels work about the family's origin (its prior mean; see ComponentFamily.origin).
+        self._origin = None if family.origin is None else np.asarray(family.origin, np.float64)
+        kernel_family = family if family.centred is None else family.centred()
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
         if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):
             raise TypeError(f"alpha_prior: expected a GammaPrior or None, got {type(alpha_prior).__name__}")
@@ -683,10 +687,10 @@ class DPMixture:
             if self.n_split_merge or self.split_merge_scans or reuse_auxiliary:
                 raise ValueError("algorithm: 'subcluster' makes its own splits and merges; leave n_split_merge, "
                                  "split_merge_scans and reuse_auxiliary at their defaults")
-            self.step = subcluster.build_kernel(family, alpha_prior=alpha_prior)
+            self.step = subcluster.build_kernel(kernel_family, alpha_prior=alpha_prior)
         else:
             self.step = build_kernel(
-                family,
+                kernel_family,
                 self.algorithm,
                 n_auxiliary=self.n_auxiliary,
                 reuse_auxiliary=reuse_auxiliary,
@@ -711,6 +715,22 @@ class DPMixture:
             alpha=self.alpha,
             alpha_prior=self.alpha_prior,
         )
+
+    @property
+    def _kernel_family(self) -> ComponentFamily:
+        """The family the kernels sample with: :attr:`family` about its origin (its prior mean)."""
+        return self.family if getattr(self, "_origin", None) is None else self.family.centred()
+
+    def _about_origin(self, array: np.ndarray) -> np.ndarray:
+        """Checked points less the family's origin, in float64 (exact for a user's float32 or float64
+        points near it); unchanged without one. A model pickled before 2026-12-08 has none, as its
+        chains' states hold statistics of the points as given."""
+        origin = getattr(self, "_origin", None)
+        return array if origin is None else np.asarray(array, np.float64) - origin
+
+    def _kernel_array(self, array: np.ndarray) -> np.ndarray:
+        """Checked points as the kernels take them: about the origin, in the chains' working float."""
+        return self._about_origin(array).astype(jnp.result_type(float))  # float16 data too
 
     def _initial_labels(self, init_labels: Any, n_chains: int, points: np.ndarray, rng: np.random.Generator
                         ) -> np.ndarray:
@@ -817,7 +837,7 @@ class DPMixture:
             # The column names, to a warn_data that takes them (normal_gamma's does).
             named = {"columns": columns} if columns is not None and _takes_columns(self.family.warn_data) else {}
             self.family.warn_data("data", array, stacklevel=user_stacklevel(), **named)
-        array = array.astype(jnp.result_type(float))  # the chains' working precision (float16 data too)
+        array = self._kernel_array(array)
         n_chains = check_int("n_chains", n_chains, minimum=1)
         key = check_key("key", key)
         key_init, key_labels, key_chains = jax.random.split(key, 3)
@@ -836,7 +856,8 @@ class DPMixture:
             make_state = subcluster.init
         else:
             make_state = partial(init_state, algorithm=self.algorithm)
-        chain_state = jax.eval_shape(lambda key: make_state(key, array, self.family, max_clusters=capacity,
+        family = self._kernel_family
+        chain_state = jax.eval_shape(lambda key: make_state(key, array, family, max_clusters=capacity,
                                                             alpha=self.alpha, assignments=labels[0]), key_init)
         # The chains' states are built one by one, stacked, and stepped into new states: about 3 copies.
         check_memory("max_clusters", 3 * n_chains * tree_nbytes(chain_state),
@@ -846,7 +867,7 @@ class DPMixture:
                 make_state(
                     init_keys[chain],
                     array,
-                    self.family,
+                    family,
                     max_clusters=capacity,
                     alpha=self.alpha,
                     assignments=labels[chain],
@@ -884,12 +905,11 @@ class DPMixture:
         return fitted
 
     def _fitted_data(self, data: Any, continuation: _Continuation) -> np.ndarray:
-        """``data`` validated, in the chains' working precision, and checked to be the fit's own (a
-        DataFrame's columns matched to the fit's feature names first)."""
+        """``data`` validated, as the kernels take it (:meth:`_kernel_array`), and checked to be the
+        fit's own (a DataFrame's columns matched to the fit's feature names first)."""
         data = in_fitted_order("data", data, getattr(continuation, "feature_names", None))
         checker = self.family.check_data
-        array = checker("data", data) if checker is not None else np.asarray(data, dtype=float)
-        array = array.astype(jnp.result_type(float))
+        array = self._kernel_array(checker("data", data) if checker is not None else np.asarray(data, dtype=float))
         if array.shape != continuation.data_shape or arrays_digest(array) != continuation.data_digest:
             raise ValueError(f"data: not the data these chains were fitted to (shape {array.shape}, fitted "
                              f"{continuation.data_shape}{', same shape, other values' if array.shape == continuation.data_shape else ''})")
