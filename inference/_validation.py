@@ -56,8 +56,12 @@ def user_stacklevel() -> int:
     calling ``DPMixture.fit``). Pointed at a library line instead, a warning would show once per
     process under Python's default filter, whatever the data of later calls.
     """
+    prefixes = _LIBRARY_PREFIXES
+    sklearn = sys.modules.get("sklearn")  # its frames too, for an estimator called through a Pipeline
+    if getattr(sklearn, "__file__", None):  # or fit_predict: the warning then names the user's line
+        prefixes += (os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep,)
     frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_PREFIXES):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(prefixes):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -210,10 +214,14 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
 
 def row_names(value: Any) -> list | None:
     """The row labels of a pandas DataFrame or Series whose index is not pandas' default 0, 1, ...
-    (to name the points of a fit's draws); None for anything else."""
+    (to name the points of a fit's draws); None for anything else. The labels of a MultiIndex (as
+    ``groupby`` or ``set_index`` with several columns make) are tuples, which a coordinate cannot
+    hold: they become their text, ``"(0, 5)"``."""
     index = getattr(value, "index", None)
     if index is None or not hasattr(value, "to_numpy") or type(index).__name__ == "RangeIndex":
         return None
+    if getattr(index, "nlevels", 1) > 1:
+        return [str(label) for label in index]
     return list(index)
 
 
