@@ -693,6 +693,14 @@ def test_dp_mixture_warm_start_continues_the_chains_as_one_longer_fit(fitted_dp)
     with pytest.warns(MixingWarning, match=advice) as caught:
         DPMixtureEstimator(n_draws=10, **options).fit(points)
     assert all(warning.filename == __file__ for warning in caught)
+    # Also through scikit-learn's own code (it named sklearn/base.py and sklearn/pipeline.py until 2026-12-08).
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    with pytest.warns(MixingWarning) as caught:
+        DPMixtureEstimator(n_draws=10, **options).fit_predict(points)
+        make_pipeline(StandardScaler(), DPMixtureEstimator(n_draws=10, **options)).fit(points)
+    assert len(caught) >= 2 and all(warning.filename == __file__ for warning in caught), caught
     assert not any("fit.resume" in str(warning.message) for warning in caught)
     with pytest.raises(ValueError, match="^warm_start: the previous fit's chains were made with other n_chains, "
                                          "max_clusters; set warm_start=False"):
