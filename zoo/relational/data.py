@@ -657,7 +657,7 @@ class RelationalData:
         matrix: Any,
         *,
         mask: Any = None,
-        domains: str | Sequence[str] = ("rows", "cols"),
+        domains: str | Sequence[str] | None = None,
         relation: str = "r",
         values: Sequence[Any] | None = None,
         labels: Sequence[Sequence[Any] | None] | Sequence[Any] | None = None,
@@ -678,9 +678,12 @@ class RelationalData:
             individuals (see ``labels``).
         mask : array_like of bool, shape (n_rows, n_cols), optional
             True where observed (combined with the NaNs).
-        domains : str or (str, str)
+        domains : str or (str, str), optional
             One name: the matrix is square over one domain (a network). Two names: rows and
             columns are different domains (they may also be equal names for a square matrix).
+            Default ``("rows", "cols")``, two domains; a square matrix equal to its transpose then
+            warns (``UserWarning``), since an undirected network read so has each individual twice,
+            in two partitions, each pair twice and the diagonal observed: give it one name.
         relation : str
             Name of the relation.
         values : sequence of numbers, optional
@@ -697,9 +700,16 @@ class RelationalData:
             Mark an undirected relation over one domain; default: detected (one domain and
             the observed matrix equals its transpose).
         """
-        data = cls._read_adjacency(matrix, mask=mask, domains=domains, relation=relation, values=values,
-                                   labels=labels, diagonal=diagonal, symmetric=symmetric)
+        data = cls._read_adjacency(matrix, mask=mask, domains=("rows", "cols") if domains is None else domains,
+                                   relation=relation, values=values, labels=labels, diagonal=diagonal,
+                                   symmetric=symmetric)
         built = data.relations[0]
+        if domains is None and len(data.domains) == 2 and _is_symmetric_square(built, data.domains):
+            warnings.warn("matrix: square and equal to its transpose, read as a relation between two domains, "
+                          "'rows' and 'cols' (each individual twice, in two partitions; each pair twice; the "
+                          "diagonal observed): for an undirected network give its one domain a name, "
+                          "domains='nodes'; name two, domains=('rows', 'cols'), to keep them",
+                          UserWarning, stacklevel=user_stacklevel())
         _warn_if_one_value(built, "matrix")
         if values is None:
             _warn_if_many_values(built, "matrix", "for a binary relation (a link or not), threshold the matrix "
@@ -1145,6 +1155,19 @@ def check_mirrors(hidden: np.ndarray, arrays: Any, schema: RelationalSchema, rel
 #: What :func:`_warn_if_one_value` advises by default: the cells of one value may be a list of the links present only.
 _UNLISTED_HINT = ("if the absent links (or other values) are not listed, give them as observed cells (an edge list: "
                   "zoo.cli.read_network or RelationalData.from_networkx observe every pair of nodes)")
+
+
+def _is_symmetric_square(relation: Relation, domains: Sequence[Domain]) -> bool:
+    """Whether a relation between two domains of one size holds r(b, a) = r(a, b) for every observed
+    cell (a, b), and those cells alone: a network's matrix read as two domains."""
+    size = domains[0].size
+    if domains[1].size != size:
+        return False
+    entries, values = np.asarray(relation.entries, np.int64), np.asarray(relation.values)
+    forward, backward = entries[:, 0] * size + entries[:, 1], entries[:, 1] * size + entries[:, 0]
+    by_forward, by_backward = np.argsort(forward), np.argsort(backward)
+    return bool(np.array_equal(forward[by_forward], backward[by_backward])
+                and np.array_equal(values[by_forward], values[by_backward]))
 
 
 def _warn_if_one_value(relation: Relation, argument: str, hint: str | None = _UNLISTED_HINT) -> None:
