@@ -518,3 +518,25 @@ def test_a_two_mode_graph_read_as_one_domain_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RelationalData.from_networkx(graph, rows=graph.graph["top"], cols=graph.graph["bottom"])
+
+
+def test_a_networks_matrix_read_as_two_domains_by_default_warns():
+    # An undirected network's adjacency matrix given without domains was read as rows × cols, in silence:
+    # each person in two partitions, each pair twice, the diagonal observed (a 300-node network's IRM
+    # then ran two partitions of 90,000 cells where one of 44,850 pairs was meant).
+    adjacency = np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]])
+    with pytest.warns(UserWarning, match=r"^matrix: square and equal to its transpose, read as a relation between "
+                                         r"two domains, 'rows' and 'cols' .* domains='nodes'"):
+        data = RelationalData.from_adjacency(adjacency)
+    assert data.schema.domain_names == ("rows", "cols") and data.relation().n_observed == 9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RelationalData.from_adjacency(adjacency, domains=("rows", "cols"))  # named: meant
+        RelationalData.from_adjacency(adjacency, domains="nodes")
+        RelationalData.from_adjacency(np.triu(adjacency))  # directed
+        one_way = adjacency.astype(float)
+        one_way[0, 1] = np.nan  # (1, 0) observed without its mirror
+        RelationalData.from_adjacency(one_way)
+        RelationalData.from_adjacency(adjacency[:, :2])  # not square
+    with pytest.warns(UserWarning, match=r"^matrix: square and equal to its transpose"):  # missing cells mirrored
+        RelationalData.from_adjacency(np.where(np.eye(3) > 0, np.nan, adjacency))
