@@ -664,7 +664,7 @@ class DPMixture:
         self.family = family
         # The kernels work about the family's origin (its prior mean; see ComponentFamily.origin).
         self._origin = None if family.origin is None else np.asarray(family.origin, np.float64)
-        kernel_family = family if family.centred is None else family.centred()
+        kernel_family = self._kernel_family
         self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
         if alpha_prior is not None and not isinstance(alpha_prior, GammaPrior):
             raise TypeError(f"alpha_prior: expected a GammaPrior or None, got {type(alpha_prior).__name__}")
