@@ -354,6 +354,19 @@ class InfiniteRelational:
         grown = "" if capacities == self._capacities(schema, 1) else ", grown after a chain ran out of capacity"
         check_memory("max_clusters", n_bytes, f"{n_chains} IRM chain(s) at capacities {capacities}{grown}")
 
+    def _grown_capacities(self, arrays: Any, schema: RelationalSchema, capacities: tuple[int, ...], scale: int,
+                          n_chains: int, n_kept_sweeps: int, keep_assignments: bool) -> tuple[tuple | None, str]:
+        """The capacities at twice ``scale`` for chains that outgrew ``capacities``, and "" — or None
+        and the memory check's message where memory cannot hold them."""
+        if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
+            raise RuntimeError("overflow reported with every capacity at its domain size")
+        bigger = self._capacities(schema, 2 * scale)
+        try:
+            self._check_memory(arrays, schema, bigger, n_chains, n_kept_sweeps, keep_assignments)
+        except ValueError as error:
+            return None, str(error)
+        return bigger, ""
+
     def _run(self, runner, keys, data, arrays, hidden_cells, schema, *, scale=1, resume_from=None, **kwargs):
         """Run; a call in which a chain outgrows the capacities runs again with twice them (up to the
         domains' sizes), from the states it started with and with the same keys, and the run goes on.
@@ -374,14 +387,11 @@ class InfiniteRelational:
 
         def grow(capacities: tuple) -> tuple | None:
             nonlocal scale
-            if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
-                raise RuntimeError("overflow reported with every capacity at its domain size")
-            bigger = self._capacities(schema, 2 * scale)
-            try:
-                self._check_memory(arrays, schema, bigger, len(keys), remaining, kwargs["keep_assignments"])
-            except ValueError as error:
+            bigger, shortfall = self._grown_capacities(arrays, schema, capacities, scale, len(keys), remaining,
+                                                       kwargs["keep_assignments"])
+            if bigger is None:
                 warnings.warn(f"InfiniteRelational.sample: a chain outgrew capacities {capacities}, and the run "
-                              f"stopped there, the sweeps finished before returned (completed=False): {error}",
+                              f"stopped there, the sweeps finished before returned (completed=False): {shortfall}",
                               RuntimeWarning, stacklevel=user_stacklevel())
                 return None
             scale *= 2
@@ -635,14 +645,11 @@ class InfiniteRelational:
                     overflow = np.any(np.asarray(output.final.overflow))
                 if not overflow:
                     break
-                if all(capacity == size for capacity, size in zip(capacities, schema.domain_sizes)):
-                    raise RuntimeError("overflow reported with every capacity at its domain size")
-                bigger = self._capacities(schema, 2 * scale)
-                try:
-                    self._check_memory(arrays, schema, bigger, len(positions) * n_chains, 0, False)
-                except ValueError as error:
+                bigger, shortfall = self._grown_capacities(arrays, schema, capacities, scale,
+                                                           len(positions) * n_chains, 0, False)
+                if bigger is None:
                     return None, (f"a chain outgrew capacities {capacities} and memory could not hold twice them "
-                                  f"({error})")
+                                  f"({shortfall})")
                 scale *= 2
                 capacities = bigger
             if until_mixed:
